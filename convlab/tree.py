@@ -1,0 +1,279 @@
+"""The message tree (PROTOCOL.md section 1) on a networkx DiGraph.
+
+One node per recorded message, keyed by its id, edge parent -> child. The
+root is not a message and not a node: top-level messages have ``parent``
+``None``. The tree only grows.
+
+Beside the graph the tree keeps, per node, what the count of PROTOCOL.md 5.1
+needs so that counting never re-reads the path: the node's characters, the
+characters from the root to it (inclusive), and the nearest node at or above
+it whose ``usage`` came from a model reply. Matching a view uses the id index
+(the graph's node dict) and one parent check per message: it never walks the
+tree.
+
+This module knows nothing of turns, decisions or the engine.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Iterable, Iterator, Mapping
+
+import networkx as nx
+
+from .tokens import content_chars, estimate
+
+__all__ = [
+    "Tree",
+    "ROLES",
+    "RECORDED",
+    "MESSAGE_KEYS",
+    "ViewError",
+    "input_tokens",
+    "message_of",
+    "newest_leaf",
+    "children",
+]
+
+ROLES = ("system", "user", "assistant", "tool")
+
+#: Attributes the engine owns on a node. A client may send them on a new
+#: message; they are ignored, never recorded (PROTOCOL.md 1, gap).
+RECORDED = ("id", "parent", "role", "content", "seq", "time", "turn_id", "copied_from", "kind", "usage", "state", "replaces")
+
+#: Keys a client's message carries through to the model, beyond id/role/content.
+MESSAGE_KEYS = ("name", "tool_calls", "tool_call_id", "metadata")
+
+
+class ViewError(ValueError):
+    """A view that cannot be matched against the tree (the engine answers 400)."""
+
+
+def input_tokens(usage: Mapping[str, Any] | None) -> int | None:
+    """All the input a provider reported reading, cached input included.
+
+    >>> input_tokens({"input_tokens": 10, "cache_read_input_tokens": 90, "output_tokens": 5})
+    100
+    """
+    if not usage:
+        return None
+    keys = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    if not any(k in usage for k in keys):
+        return None
+    return sum(int(usage.get(k) or 0) for k in keys)
+
+
+def message_of(node: Mapping[str, Any]) -> dict[str, Any]:
+    """The message a model reads for a node: id, role, content and the message keys."""
+    msg = {"id": node["id"], "role": node["role"], "content": node["content"]}
+    for key in MESSAGE_KEYS:
+        if node.get(key) is not None:
+            msg[key] = node[key]
+    return msg
+
+
+def children(graph: nx.DiGraph, node: str | None, roots: list[str] | None = None) -> list[str]:
+    """Children of ``node`` in creation order (``None``: the top-level messages, given ``roots``)."""
+    if node is None:
+        return list(roots or [])
+    return sorted(graph.successors(node), key=lambda n: graph.nodes[n]["seq"])
+
+
+def newest_leaf(graph: nx.DiGraph, node: str) -> str:
+    """The newest (highest ``seq``) leaf at or under ``node``: where checking out its branch lands.
+
+    >>> t = Tree(); _ = t.add({"id": "a", "role": "user", "content": "x"}, parent=None)
+    >>> _ = t.add({"id": "b", "role": "assistant", "content": "y"}, parent="a")
+    >>> newest_leaf(t.graph, "a")
+    'b'
+    """
+    best, best_seq = node, -1
+    for n in nx.dfs_preorder_nodes(graph, node):
+        if graph.out_degree(n) == 0 and graph.nodes[n]["seq"] > best_seq:
+            best, best_seq = n, graph.nodes[n]["seq"]
+    return best
+
+
+class Tree:
+    """A message tree with a head.
+
+    >>> t = Tree()
+    >>> _ = t.add({"id": "u1", "role": "user", "content": "weather in NYC?"}, parent=None)
+    >>> _ = t.add({"id": "a1", "role": "assistant", "content": "Sunny."}, parent="u1")
+    >>> t.head = "a1"
+    >>> [n["id"] for n in t.path()]
+    ['u1', 'a1']
+    >>> t.match([{"id": "u1", "role": "user", "content": "?"}, {"role": "user", "content": "LA?"}])
+    (1, 'u1')
+    """
+
+    def __init__(self) -> None:
+        self.graph = nx.DiGraph()
+        self.roots: list[str] = []
+        self.head: str | None = None
+        self.seq = 0
+        # per node, for the count (PROTOCOL.md 5.1) without re-reading the path
+        self._chars: dict[str, int] = {}
+        self._cum: dict[str, int] = {}
+        self._last_call: dict[str, str | None] = {}
+
+    # -- reading -------------------------------------------------------
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self.graph
+
+    def __len__(self) -> int:
+        return self.graph.number_of_nodes()
+
+    def node(self, node_id: str) -> dict[str, Any]:
+        return self.graph.nodes[node_id]
+
+    def parent(self, node_id: str) -> str | None:
+        return self.graph.nodes[node_id]["parent"]
+
+    def ancestors(self, node_id: str | None) -> Iterator[str]:
+        """``node_id`` and its ancestors, head first (up the parent links)."""
+        nodes = self.graph.nodes
+        while node_id is not None:
+            yield node_id
+            node_id = nodes[node_id]["parent"]
+
+    def path_ids(self, head: str | None = None) -> list[str]:
+        ids = list(self.ancestors(self.head if head is None else head))
+        ids.reverse()
+        return ids
+
+    def path(self, head: str | None = None) -> list[dict[str, Any]]:
+        """Node dicts root -> head (copies: the tree only grows)."""
+        nodes = self.graph.nodes
+        return [copy.deepcopy(dict(nodes[n])) for n in self.path_ids(head)]
+
+    def children(self, node_id: str | None) -> list[str]:
+        return children(self.graph, node_id, self.roots)
+
+    def chars(self, node_id: str) -> int:
+        return self._chars[node_id]
+
+    def count(self, head: str | None = None) -> int:
+        """PROTOCOL.md 5.1 for the path root -> ``head`` (default: the head), O(1).
+
+        Reported input of the last model reply on the path plus ceil(chars/4)
+        of what was written since, that reply included.
+        """
+        head = self.head if head is None else head
+        if head is None:
+            return 0
+        last = self._last_call[head]
+        if last is None:
+            return estimate(self._cum[head])
+        since = self._cum[head] - self._cum[last] + self._chars[last]
+        return input_tokens(self.graph.nodes[last]["usage"]) + estimate(since)
+
+    def last_call(self, head: str | None = None) -> str | None:
+        head = self.head if head is None else head
+        return None if head is None else self._last_call[head]
+
+    def cum_chars(self, head: str | None = None) -> int:
+        head = self.head if head is None else head
+        return 0 if head is None else self._cum[head]
+
+    # -- matching a view (PROTOCOL.md 2) ------------------------------
+    def match(self, view: list[Mapping[str, Any]]) -> tuple[int, str | None]:
+        """Match a view from the root: ``(new_from, last matched id or None)``.
+
+        O(len(view)): an id lookup and one parent check per message.
+        Raises ``ViewError`` when the known ids are not a path of the tree, or
+        when a message in the rest reuses a recorded id or an id twice.
+        """
+        nodes = self.graph.nodes
+        parent: str | None = None
+        k = 0
+        for k, msg in enumerate(view):
+            mid = msg.get("id")
+            if mid is None or mid not in nodes:
+                break
+            if nodes[mid]["parent"] != parent:
+                where = "a top-level message" if parent is None else f"a child of {parent!r}"
+                raise ViewError(f"messages[{k}]: {mid!r} is not {where}: the view is not a path of the tree")
+            parent = mid
+        else:
+            return len(view), parent
+        seen: set[str] = set()
+        for j in range(k, len(view)):
+            mid = view[j].get("id")
+            if mid is None:
+                continue
+            if mid in nodes:
+                raise ViewError(f"messages[{j}]: id {mid!r} is already recorded; a new message needs a new id or none")
+            if mid in seen:
+                raise ViewError(f"messages[{j}]: id {mid!r} appears twice in the view")
+            seen.add(mid)
+        return k, parent
+
+    # -- writing -------------------------------------------------------
+    def add(self, node: Mapping[str, Any], parent: str | None) -> dict[str, Any]:
+        """Record ``node`` under ``parent`` and return the stored attributes.
+
+        ``node`` carries ``id``, ``role``, ``content`` and any recorded
+        attributes; ``seq`` is given here. The head does not move.
+        """
+        nid = node["id"]
+        if nid in self.graph:
+            raise ValueError(f"id {nid!r} is already recorded")
+        if parent is not None and parent not in self.graph:
+            raise ValueError(f"parent {parent!r} is not recorded")
+        self.seq += 1
+        attrs = {
+            "id": nid,
+            "parent": parent,
+            "role": node["role"],
+            "content": node.get("content", ""),
+            "seq": self.seq,
+            "time": node.get("time"),
+            "turn_id": node.get("turn_id"),
+            "copied_from": node.get("copied_from"),
+            "kind": node.get("kind", "message"),
+            "usage": node.get("usage"),
+            "state": node.get("state"),
+            "replaces": node.get("replaces"),
+        }
+        for key in MESSAGE_KEYS:
+            if node.get(key) is not None:
+                attrs[key] = node[key]
+        self.graph.add_node(nid, **attrs)
+        if parent is None:
+            self.roots.append(nid)
+        else:
+            self.graph.add_edge(parent, nid)
+        chars = content_chars(attrs["content"])
+        self._chars[nid] = chars
+        self._cum[nid] = chars + (self._cum[parent] if parent is not None else 0)
+        if input_tokens(attrs["usage"]) is not None and attrs["role"] == "assistant":
+            self._last_call[nid] = nid
+        else:
+            self._last_call[nid] = self._last_call[parent] if parent is not None else None
+        return self.graph.nodes[nid]
+
+    def set_state(self, node_id: str, state: Any) -> None:
+        self.graph.nodes[node_id]["state"] = copy.deepcopy(state)
+
+    def state_at(self, head: str | None = None) -> dict[str, Any]:
+        """The worker state nearest the head on the path (PROTOCOL.md 6); ``{}`` if none."""
+        nodes = self.graph.nodes
+        for n in self.ancestors(self.head if head is None else head):
+            st = nodes[n]["state"]
+            if st is not None:
+                return copy.deepcopy(st)
+        return {}
+
+    # -- whole tree ----------------------------------------------------
+    def nodes_in_order(self) -> list[dict[str, Any]]:
+        return sorted((dict(a) for _, a in self.graph.nodes(data=True)), key=lambda a: a["seq"])
+
+    @classmethod
+    def from_nodes(cls, nodes: Iterable[Mapping[str, Any]], head: str | None = None) -> "Tree":
+        """Rebuild a tree from node dicts (parents before children, e.g. in ``seq`` order)."""
+        tree = cls()
+        for n in nodes:
+            tree.add(n, n.get("parent"))
+        tree.head = head
+        return tree
