@@ -1,0 +1,265 @@
+"""The context config (``[agent.<id>.context]``) and which strategy applies.
+
+PROTOCOL.md 5.2. The config is parsed and checked once: every error names the
+dotted key at fault (``agent.bot.context.strategy[2].idle_secs``). Deciding
+whether a strategy applies is a pure function of the count, the clock and
+whether this is the turn's first model call, so the engine and the tuning
+sweeps share it. This module knows nothing of the engine.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import ConfigError
+
+__all__ = ["ContextConfig", "Strategy", "load_config", "parse_context", "applies", "MARGIN", "Limit"]
+
+#: The headroom the engine leaves below the window: a strategy without
+#: ``idle_secs`` applies above ``window - MARGIN``.
+MARGIN = 16000
+
+_STRATEGY_KEYS = {
+    "reset": ("use", "idle_secs", "over_tokens"),
+    "summarize": ("use", "idle_secs", "over_tokens", "prompt", "llm", "model"),
+}
+
+DEFAULT_PROMPT = (
+    "Summarize the conversation so far so that it can continue from the summary alone. "
+    "Keep names, numbers, decisions and open questions."
+)
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """One ``[[agent.<id>.context.strategy]]`` entry."""
+
+    use: str
+    idle_secs: float | None = None
+    over_tokens: int | None = None
+    prompt: str | None = None
+    llm: str | None = None
+    model: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass(frozen=True)
+class ContextConfig:
+    """The parsed ``[agent.<id>.context]`` table: ``window`` and ordered strategies.
+
+    >>> cfg = load_config('''
+    ... [agent.bot.context]
+    ... window = 200000
+    ... [[agent.bot.context.strategy]]
+    ... use = "summarize"
+    ... ''')["bot"]
+    >>> cfg.window, cfg.limit, [s.use for s in cfg.strategies]
+    (200000, 184000, ['summarize'])
+    """
+
+    window: int | None = None
+    strategies: tuple[Strategy, ...] = field(default_factory=tuple)
+
+    @property
+    def limit(self) -> int | None:
+        """``window - 16000``: above it a strategy without ``idle_secs`` applies."""
+        return None if self.window is None else self.window - MARGIN
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.window is not None:
+            out["window"] = self.window
+        if self.strategies:
+            out["strategy"] = [s.to_dict() for s in self.strategies]
+        return out
+
+    def summarize_strategy(self) -> Strategy:
+        """The first summarize strategy (its prompt, llm, model serve overflow), or the defaults."""
+        for s in self.strategies:
+            if s.use == "summarize":
+                return s
+        return Strategy(use="summarize")
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A strategy that applies: which, why, at what count."""
+
+    strategy: Strategy
+    reason: str  # "idle" or "full"
+    index: int
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def parse_context(table: Any, where: str = "context") -> ContextConfig:
+    """Check one parsed context table; ``where`` prefixes the keys in errors."""
+    if table is None:
+        return ContextConfig()
+    if not isinstance(table, Mapping):
+        raise ConfigError(where, f"must be a table, got {type(table).__name__}")
+    for key in table:
+        if key not in ("window", "strategy"):
+            raise ConfigError(f"{where}.{key}", "unknown key (known: window, strategy)")
+    window = table.get("window")
+    if window is not None:
+        if not isinstance(window, int) or isinstance(window, bool):
+            raise ConfigError(f"{where}.window", f"must be an integer, got {window!r}")
+        if window <= MARGIN:
+            raise ConfigError(
+                f"{where}.window",
+                f"must be more than {MARGIN} (the engine keeps {MARGIN} tokens of headroom); "
+                f"use a strategy's over_tokens for small models",
+            )
+    raw = table.get("strategy", [])
+    if isinstance(raw, Mapping):
+        raise ConfigError(f"{where}.strategy", "must be an array of tables: write [[...strategy]]")
+    if not isinstance(raw, list):
+        raise ConfigError(f"{where}.strategy", f"must be an array of tables, got {type(raw).__name__}")
+    strategies = []
+    for i, entry in enumerate(raw):
+        here = f"{where}.strategy[{i}]"
+        if not isinstance(entry, Mapping):
+            raise ConfigError(here, f"must be a table, got {type(entry).__name__}")
+        use = entry.get("use")
+        if use is None:
+            raise ConfigError(f"{here}.use", "missing (reset or summarize)")
+        if use not in _STRATEGY_KEYS:
+            raise ConfigError(f"{here}.use", f"must be 'reset' or 'summarize', got {use!r}")
+        for key in entry:
+            if key not in _STRATEGY_KEYS[use]:
+                raise ConfigError(f"{here}.{key}", f"unknown key for a {use} strategy (known: {', '.join(_STRATEGY_KEYS[use])})")
+        idle = entry.get("idle_secs")
+        if idle is not None and (not _is_number(idle) or idle <= 0):
+            raise ConfigError(f"{here}.idle_secs", f"must be a positive number, got {idle!r}")
+        over = entry.get("over_tokens")
+        if over is not None and (not isinstance(over, int) or isinstance(over, bool) or over <= 0):
+            raise ConfigError(f"{here}.over_tokens", f"must be a positive integer, got {over!r}")
+        for key in ("prompt", "llm", "model"):
+            v = entry.get(key)
+            if v is not None and (not isinstance(v, str) or not v):
+                raise ConfigError(f"{here}.{key}", f"must be a non-empty string, got {v!r}")
+        strategies.append(
+            Strategy(use=use, idle_secs=idle, over_tokens=over, prompt=entry.get("prompt"), llm=entry.get("llm"), model=entry.get("model"))
+        )
+    return ContextConfig(window=window, strategies=tuple(strategies))
+
+
+def _document(source: Any) -> Mapping[str, Any]:
+    if isinstance(source, Mapping):
+        return source
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source and source.strip().endswith(".toml")):
+        path = Path(source)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as err:
+            raise ConfigError(str(path), f"cannot read the config file: {err.strerror or err}") from err
+        return _parse_toml(text, str(path))
+    if isinstance(source, str):
+        return _parse_toml(source, "config")
+    raise ConfigError("config", f"must be TOML text, a path to a .toml file or a parsed document, got {type(source).__name__}")
+
+
+def _parse_toml(text: str, name: str) -> Mapping[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(name, f"is not valid TOML: {err}") from err
+
+
+def load_config(source: Any, agent: str | None = None) -> dict[str, ContextConfig]:
+    """Parse ``[agent.<id>.context]`` tables: ``{agent_id: ContextConfig}``.
+
+    ``source`` is TOML text, a path to a ``.toml`` file, or the parsed
+    document. With ``agent`` only that agent's table is checked (other tables
+    are not this config's business) and the result has that one key (an
+    empty config when the agent has no table); without it every
+    ``agent.*.context`` table is checked. Errors raise ``ConfigError`` naming
+    the key.
+
+    >>> load_config('[agent.bot.context]\\nwindow = 100')
+    Traceback (most recent call last):
+    ...
+    convlab.errors.ConfigError: agent.bot.context.window: must be more than 16000 (the engine keeps 16000 tokens of headroom); use a strategy's over_tokens for small models
+    """
+    doc = _document(source)
+    agents = doc.get("agent", {})
+    if not isinstance(agents, Mapping):
+        raise ConfigError("agent", f"must be a table, got {type(agents).__name__}")
+    if agent is not None:
+        entry = agents.get(agent, {})
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f"agent.{agent}", f"must be a table, got {type(entry).__name__}")
+        return {agent: parse_context(entry.get("context"), f"agent.{agent}.context")}
+    out = {}
+    for name, entry in agents.items():
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f"agent.{name}", f"must be a table, got {type(entry).__name__}")
+        out[name] = parse_context(entry.get("context"), f"agent.{name}.context")
+    return out
+
+
+def coerce(config: Any, agent: str) -> ContextConfig:
+    """What ``Session(config=...)`` takes: None, a ContextConfig, ``{agent: ContextConfig}``,
+    TOML text, a path, or the parsed document."""
+    if config is None:
+        return ContextConfig()
+    if isinstance(config, ContextConfig):
+        return config
+    if isinstance(config, Mapping) and config and all(isinstance(v, ContextConfig) for v in config.values()):
+        return config.get(agent, ContextConfig())
+    return load_config(config, agent)[agent]
+
+
+def applies(
+    config: ContextConfig,
+    tokens: int,
+    *,
+    first_call: bool,
+    idle_for: float | None,
+) -> Limit | None:
+    """The first strategy, in order, that applies (PROTOCOL.md 5.2), or None.
+
+    ``idle_for`` is the time since the previous turn ended (None for a
+    session's first turn). A strategy with ``idle_secs`` applies at a turn's
+    first call when idle that long (reason ``idle``; idle wins over its own
+    ``over_tokens``), or above its ``over_tokens`` at any call. A strategy
+    without ``idle_secs`` applies above ``window - 16000`` or above its
+    ``over_tokens`` (reason ``full``).
+
+    >>> cfg = load_config('''
+    ... [agent.bot.context]
+    ... window = 200000
+    ... [[agent.bot.context.strategy]]
+    ... use = "reset"
+    ... idle_secs = 3600
+    ... [[agent.bot.context.strategy]]
+    ... use = "summarize"
+    ... ''')["bot"]
+    >>> applies(cfg, 184000, first_call=True, idle_for=10) is None
+    True
+    >>> applies(cfg, 184001, first_call=True, idle_for=10).reason
+    'full'
+    >>> applies(cfg, 10, first_call=True, idle_for=3600).strategy.use
+    'reset'
+    """
+    for i, s in enumerate(config.strategies):
+        if s.idle_secs is not None:
+            if first_call and idle_for is not None and idle_for >= s.idle_secs:
+                return Limit(s, "idle", i)
+            if s.over_tokens is not None and tokens > s.over_tokens:
+                return Limit(s, "full", i)
+            continue
+        if config.window is not None and tokens > config.window - MARGIN:
+            return Limit(s, "full", i)
+        if s.over_tokens is not None and tokens > s.over_tokens:
+            return Limit(s, "full", i)
+    return None

@@ -1,0 +1,164 @@
+"""Shipped fake model providers, like httpx's MockTransport: deterministic, offline.
+
+A provider is any object with ``complete(request) -> {"content", "usage"}``
+that raises ``ProviderError("too_long" | "failed")`` to refuse. ``request`` is
+``{"model", "messages", "stream", "summary"}``; ``summary`` is true for the
+engine's own summary calls. A provider's ``latency`` (seconds, default 0) is
+how far the session's simulated clock moves per call.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Iterable, Mapping
+
+from .errors import ProviderError
+from .tokens import content_text, count_tokens
+
+__all__ = ["EchoLLM", "ScriptedLLM", "ReplayLLM", "ProviderError"]
+
+
+def _last_text(messages: list[Mapping[str, Any]]) -> str:
+    for m in reversed(messages):
+        if m.get("role") in ("user", "tool"):
+            return content_text(m.get("content"))
+    return ""
+
+
+class EchoLLM:
+    """Replies by echoing the last user (or tool) message; counts exactly.
+
+    ``usage.input_tokens`` is the exact o200k_base count of what it read.
+    With ``window`` it refuses a call that reads more (``too_long``). A summary
+    call gets a deterministic, non-empty summary of what it read.
+
+    >>> llm = EchoLLM()
+    >>> llm.complete({"messages": [{"role": "user", "content": "hello world"}]})
+    {'content': 'echo: hello world', 'usage': {'input_tokens': 2, 'output_tokens': 5}}
+    """
+
+    def __init__(self, window: int | None = None, latency: float = 0.0):
+        if window is not None and (not isinstance(window, int) or window <= 0):
+            raise ValueError(f"window must be a positive integer, got {window!r}")
+        if latency < 0:
+            raise ValueError(f"latency must not be negative, got {latency!r}")
+        self.window = window
+        self.latency = float(latency)
+        self.calls = 0
+
+    def __repr__(self) -> str:
+        return f"EchoLLM(window={self.window!r}, latency={self.latency!r})"
+
+    def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        messages = list(request.get("messages") or [])
+        read = count_tokens(messages)
+        if self.window is not None and read > self.window:
+            raise ProviderError("too_long", f"{read} tokens is more than the window of {self.window}")
+        self.calls += 1
+        if request.get("summary"):
+            content = self._summary(messages)
+        else:
+            text = _last_text(messages)
+            content = f"echo: {text}" if text else "echo"
+        return {"content": content, "usage": {"input_tokens": read, "output_tokens": count_tokens(content)}}
+
+    @staticmethod
+    def _summary(messages: list[Mapping[str, Any]]) -> str:
+        # the prompt is the last message; summarize what precedes it
+        body = messages[:-1] if len(messages) > 1 else messages
+        lines = []
+        for m in body:
+            words = content_text(m.get("content")).split()
+            lines.append(f"{m.get('role', '?')}: {' '.join(words[:8])}{' ...' if len(words) > 8 else ''}")
+        return f"Summary of {len(body)} messages.\n" + "\n".join(lines)
+
+
+class ScriptedLLM:
+    """Answers with the given replies, in order.
+
+    Each reply is ``{"content", "usage"?}`` (usage defaults to exact counts)
+    or ``{"error": "too_long" | "failed"}``. ``requests`` records what each
+    call read. Running out of replies is a ``failed`` call that says so.
+
+    >>> llm = ScriptedLLM([{"content": "hi", "usage": {"input_tokens": 7, "output_tokens": 1}}, {"error": "too_long"}])
+    >>> llm.complete({"messages": []})["content"]
+    'hi'
+    >>> llm.complete({"messages": []})
+    Traceback (most recent call last):
+    ...
+    convlab.errors.ProviderError: too_long
+    """
+
+    def __init__(self, replies: Iterable[Mapping[str, Any]], latency: float = 0.0):
+        self.replies = [dict(r) for r in replies]
+        for i, r in enumerate(self.replies):
+            if "error" in r:
+                if r["error"] not in ProviderError.KINDS:
+                    raise ValueError(f"replies[{i}].error must be one of {ProviderError.KINDS}, got {r['error']!r}")
+            elif "content" not in r:
+                raise ValueError(f"replies[{i}] needs 'content' or 'error'")
+        self.latency = float(latency)
+        self.requests: list[dict[str, Any]] = []
+
+    def __repr__(self) -> str:
+        return f"ScriptedLLM({len(self.requests)}/{len(self.replies)} replies used)"
+
+    def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        n = len(self.requests)
+        self.requests.append(copy.deepcopy(dict(request)))
+        if n >= len(self.replies):
+            raise ProviderError("failed", f"ScriptedLLM has no reply left for call {n + 1} (it had {len(self.replies)})")
+        reply = self.replies[n]
+        if "error" in reply:
+            raise ProviderError(reply["error"], reply.get("message"))
+        usage = reply.get("usage")
+        if usage is None:
+            usage = {"input_tokens": count_tokens(list(request.get("messages") or [])), "output_tokens": count_tokens(content_text(reply["content"]))}
+        return {"content": copy.deepcopy(reply["content"]), "usage": dict(usage)}
+
+
+class ReplayLLM:
+    """Answers each call with a logged reply (for ``convlab.replay``).
+
+    ``replies`` is a list, consumed in order, of ``{"content", "usage"?, "id"?,
+    "error"?}``; ``usage`` defaults to the exact count of what the call read.
+    Summary calls are answered like ``EchoLLM`` answers them, since a log holds
+    no reply for a summary it never asked for. ``used`` lists the ids of the
+    logged replies given out.
+    """
+
+    def __init__(self, replies: Iterable[Mapping[str, Any]] = (), window: int | None = None):
+        self.replies = [dict(r) for r in replies]
+        self.window = window
+        self.latency = 0.0
+        self.used: list[Any] = []
+        self._echo = EchoLLM(window=window)
+
+    def __repr__(self) -> str:
+        return f"ReplayLLM({len(self.used)}/{len(self.replies)} replies used)"
+
+    def queue(self, reply: Mapping[str, Any]) -> None:
+        """Add the reply the next model call should get."""
+        self.replies.append(dict(reply))
+
+    @property
+    def left(self) -> int:
+        return len(self.replies) - len(self.used)
+
+    def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        if request.get("summary"):
+            return self._echo.complete(request)
+        n = len(self.used)
+        if n >= len(self.replies):
+            raise ProviderError("failed", f"ReplayLLM has no logged reply left for call {n + 1}")
+        reply = self.replies[n]
+        messages = list(request.get("messages") or [])
+        if self.window is not None and count_tokens(messages) > self.window:
+            raise ProviderError("too_long", f"more than the window of {self.window}")
+        self.used.append(reply.get("id"))
+        if "error" in reply:
+            raise ProviderError(reply["error"], reply.get("message"))
+        usage = reply.get("usage")
+        if not usage:
+            usage = {"input_tokens": count_tokens(messages), "output_tokens": count_tokens(content_text(reply["content"]))}
+        return {"content": copy.deepcopy(reply["content"]), "usage": dict(usage)}
