@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, Mapping
 from . import inputs
 from .context import ContextConfig, DEFAULT_PROMPT, Strategy, applies, coerce
 from .errors import LogError, ProviderError, Refused
-from .log import LogWriter, read_events
+from .log import LogWriter, parse_event, read_lines
 from .providers import EchoLLM
 from .tree import Tree, ViewError, message_of
 from .tokens import content_chars, estimate
@@ -299,31 +299,30 @@ class Session:
     # ids
     # ------------------------------------------------------------------
     def _new_ids(self, n: int) -> list[str]:
-        """``n`` engine ids ``eN``: in order, skipping any recorded or waiting id."""
-        out: list[str] = []
-        k = self._e_next
+        """``n`` engine ids ``eN``: in order, skipping any recorded or waiting id.
+
+        Nothing is reserved: an id is taken once its message is recorded, so a
+        loaded session hands out the same ids as the live one would have.
+        """
         taken = self._tree
+        waiting = self._waiting_ids
+        k = self._e_next
+        while f"e{k}" in taken or f"e{k}" in waiting:
+            k += 1
+        self._e_next = k  # every id below k is taken for good
+        out: list[str] = []
         while len(out) < n:
             cand = f"e{k}"
             k += 1
-            if cand in taken or cand in self._waiting_ids:
-                continue
-            out.append(cand)
+            if cand not in taken and cand not in waiting:
+                out.append(cand)
         return out
-
-    def _commit_ids(self, ids: Iterable[str]) -> None:
-        # the watermark only passes ids that are taken from now on
-        k = self._e_next
-        taken = set(ids)
-        while f"e{k}" in self._tree or f"e{k}" in self._waiting_ids or f"e{k}" in taken:
-            k += 1
-        self._e_next = k
 
     def _new_call_id(self) -> str:
         k = self._llm_next
         while f"llm-{k}" in self._call_ids:
             k += 1
-        self._llm_next = k + 1
+        self._llm_next = k
         return f"llm-{k}"
 
     # ------------------------------------------------------------------
@@ -420,9 +419,7 @@ class Session:
     def _assign_ids(self, messages: list[dict[str, Any]]) -> list[str]:
         missing = sum(1 for m in messages if not m.get("id"))
         fresh = iter(self._new_ids(missing))
-        ids = [m["id"] if m.get("id") else next(fresh) for m in messages]
-        self._commit_ids(ids)
-        return ids
+        return [m["id"] if m.get("id") else next(fresh) for m in messages]
 
     def _submit_view(self, inp: dict[str, Any]) -> dict[str, Any]:
         view = inp["messages"]
@@ -617,7 +614,6 @@ class Session:
             return
         self._emit("llm.completed", turn_id=tid, call_id=call_id, usage=result["usage"])
         (mid,) = self._new_ids(1)
-        self._commit_ids([mid])
         node = inputs.node_from({"role": "assistant", "content": result["content"]}, mid, parent=self.head, time=self.clock, turn_id=tid)
         node["usage"] = result["usage"]
         self._emit("message.new", turn_id=tid, message=node)
@@ -760,12 +756,13 @@ class Session:
         running when the log ends is loaded as running: new submits get 409
         until an interrupt (a decision that was waiting still waits).
         """
-        events = read_events(path, repair=True)
-        first = next(events, None)
-        if first is None:
+        lines = read_lines(path, repair=True)
+        head = next(lines, None)
+        if head is None:
             raise LogError(f"{path}: the log is empty", line=1)
+        first = _event(path, head)
         if first.get("type") != "session.started":
-            raise LogError(f"{path}: line 1 is {first.get('type')!r}, not session.started", line=1)
+            raise LogError(f"{path}: line {head[0]} is {first.get('type')!r}, not session.started", line=head[0])
         agent = first.get("agent")
         if "agent" in kwargs and kwargs["agent"] != agent:
             raise LogError(f"{path}: the log is agent {agent!r}, not {kwargs['agent']!r}")
@@ -785,24 +782,29 @@ class Session:
         self._reset_model()
         self._subscribers = []
         self._log = None
-        line = 1
-        try:
-            self._apply(first)
-            self.events.append(first)
-            for line, ev in enumerate(events, start=2):
+        self._apply(first)
+        self.events.append(first)
+        for item in lines:
+            ev = _event(path, item)
+            try:
                 self._apply(ev)
-                self.events.append(ev)
-        except (KeyError, TypeError, ValueError) as err:
-            raise LogError(f"{path}: event {line} does not fit the session: {err!r}", line=line) from None
+            except (KeyError, TypeError, ValueError, AttributeError) as err:
+                raise LogError(f"{path}: line {item[0]}: the {ev['type']} event does not fit the session ({err!r})", line=item[0]) from None
+            self.events.append(ev)
         self.clock = max(float(self.events[-1]["time"]), float(clock or 0.0))
-        self._e_next = 1
-        self._commit_ids([])
-        self._llm_next = 1
         if self.pending is not None and self._running is not None:
             self._prog = _Program()
         _end_with_newline(path)
         self._log = LogWriter(path, new=False)
         return self
+
+
+def _event(path: Any, item: tuple[int, int, bytes]) -> dict[str, Any]:
+    number, _offset, raw = item
+    try:
+        return parse_event(raw)
+    except ValueError as err:
+        raise LogError(f"{path}: line {number} is not a valid event: {err}", line=number) from None
 
 
 def _end_with_newline(path: str | os.PathLike) -> None:

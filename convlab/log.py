@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 from .errors import LogError, LogWarning
 
-__all__ = ["LogWriter", "read_events"]
+__all__ = ["LogWriter", "read_events", "read_lines", "parse_event"]
 
 
 class LogWriter:
@@ -45,39 +45,56 @@ class LogWriter:
             pass
 
 
-def read_events(path: str | os.PathLike, *, repair: bool = False) -> Iterator[dict[str, Any]]:
-    """The events of a log, in order. With ``repair`` a torn last line is cut off the file."""
+def read_lines(path: str | os.PathLike, *, repair: bool = False) -> Iterator[tuple[int, int, bytes]]:
+    """``(line number, byte offset, raw line)`` of each non-blank line, streamed.
+
+    The last line is checked before it is given out: if it does not parse it
+    is dropped with a ``LogWarning`` (and, with ``repair``, cut off the file).
+    Earlier lines are given out raw; the caller parses them.
+    """
     path = Path(path)
     try:
-        data = path.read_bytes()
+        f = open(path, "rb")
     except OSError as err:
         raise LogError(f"cannot read the session log {path}: {err.strerror or err}") from err
-    lines = data.split(b"\n")
-    # a complete log ends with a newline, leaving one empty piece at the end
-    last_index = len(lines) - 1
-    while last_index >= 0 and not lines[last_index].strip():
-        last_index -= 1
-    good_end = 0
+    held: tuple[int, int, bytes] | None = None
     offset = 0
-    for i, raw in enumerate(lines):
-        end = offset + len(raw) + 1
-        if raw.strip():
-            try:
-                event = json.loads(raw)
-                if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-                    raise ValueError("not an event object with a type")
-            except ValueError as err:
-                if i == last_index:
-                    warnings.warn(
-                        f"{path}: line {i + 1} is torn (a crash while writing?) and was dropped",
-                        LogWarning,
-                        stacklevel=3,
-                    )
-                    if repair:
-                        with open(path, "r+b") as f:
-                            f.truncate(good_end)
-                    return
-                raise LogError(f"{path}: line {i + 1} is not a valid event: {err}", line=i + 1) from None
-            good_end = min(end, len(data))
-            yield event
-        offset = end
+    with f:
+        for number, raw in enumerate(f, start=1):
+            if raw.strip():
+                if held is not None:
+                    yield held
+                held = (number, offset, raw)
+            offset += len(raw)
+    if held is None:
+        return
+    number, start, raw = held
+    try:
+        parse_event(raw)
+    except ValueError:
+        warnings.warn(f"{path}: line {number} is torn (a crash while writing?) and was dropped", LogWarning, stacklevel=3)
+        if repair:
+            with open(path, "r+b") as f:
+                f.truncate(start)
+        return
+    yield held
+
+
+def parse_event(raw: bytes) -> dict[str, Any]:
+    event = json.loads(raw)
+    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+        raise ValueError("not an event object with a type")
+    return event
+
+
+def read_events(path: str | os.PathLike, *, repair: bool = False) -> Iterator[dict[str, Any]]:
+    """The events of a log, in order, in one streamed pass.
+
+    A torn last line is dropped (``LogWarning``; with ``repair`` cut off the
+    file); a bad earlier line raises ``LogError`` with ``.line``.
+    """
+    for number, _offset, raw in read_lines(path, repair=repair):
+        try:
+            yield parse_event(raw)
+        except ValueError as err:
+            raise LogError(f"{path}: line {number} is not a valid event: {err}", line=number) from None
