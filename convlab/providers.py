@@ -34,7 +34,7 @@ class EchoLLM:
 
     >>> llm = EchoLLM()
     >>> llm.complete({"messages": [{"role": "user", "content": "hello world"}]})
-    {'content': 'echo: hello world', 'usage': {'input_tokens': 2, 'output_tokens': 5}}
+    {'content': 'echo: hello world', 'usage': {'input_tokens': 2, 'output_tokens': 4}}
     """
 
     def __init__(self, window: int | None = None, latency: float = 0.0):
