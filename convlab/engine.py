@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterable, Mapping
 from . import inputs
 from .context import ContextConfig, DEFAULT_PROMPT, Strategy, applies, coerce
 from .errors import LogError, ProviderError, Refused
+from .lazy import LazyEvents, LazyTree
 from .log import LogWriter, parse_event, read_lines
 from .providers import EchoLLM
 from .tree import Tree, ViewError, message_of
@@ -260,6 +261,7 @@ class Session:
             else:
                 self._queue.remove(tid)
             turn["status"] = "running"
+            turn["messages"] = []  # recorded now: the trigger names them
             turn["trigger"] = copy.deepcopy(ev["trigger"])
             turn["started"] = ev["time"]
             self._running = tid
@@ -751,6 +753,10 @@ class Session:
     def load(cls, path: str | os.PathLike, **kwargs: Any) -> "Session":
         """Rebuild a session from its log, in one pass, and go on appending to it.
 
+        ``lazy=True`` keeps only the tree's structure and the active path's
+        contents in memory; other contents (and the events) are read from the
+        log when asked for (``convlab.lazy``). Every result equals eager loading.
+
         A torn last line is dropped (``LogWarning``) and cut off the file; a
         bad earlier line raises ``LogError`` with ``.line``. A turn that was
         running when the log ends is loaded as running: new submits get 409
@@ -777,20 +783,34 @@ class Session:
         self.worker = kwargs.pop("worker", "chat")
         self.autorun = bool(kwargs.pop("autorun", True))
         clock = kwargs.pop("clock", None)
+        lazy = bool(kwargs.pop("lazy", False))
         if kwargs:
             raise TypeError(f"Session.load got unexpected arguments: {', '.join(kwargs)}")
         self._reset_model()
         self._subscribers = []
         self._log = None
+        if lazy:
+            self._tree = LazyTree(path)
+            self.events = LazyEvents(path)
+            self.events.add_logged(head[1])
+        else:
+            self.events.append(first)
         self._apply(first)
-        self.events.append(first)
         for item in lines:
             ev = _event(path, item)
+            if lazy:
+                self._tree.offset = item[1]
             try:
                 self._apply(ev)
             except (KeyError, TypeError, ValueError, AttributeError) as err:
                 raise LogError(f"{path}: line {item[0]}: the {ev['type']} event does not fit the session ({err!r})", line=item[0]) from None
-            self.events.append(ev)
+            if lazy:
+                self.events.add_logged(item[1])
+            else:
+                self.events.append(ev)
+        if lazy:
+            self._tree.offset = -1
+            self._tree.warm(self._tree.path_ids())
         self.clock = max(float(self.events[-1]["time"]), float(clock or 0.0))
         if self.pending is not None and self._running is not None:
             self._prog = _Program()

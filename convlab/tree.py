@@ -105,10 +105,14 @@ class Tree:
     ['u1', 'a1']
     >>> t.match([{"id": "u1", "role": "user", "content": "?"}, {"role": "user", "content": "LA?"}])
     (1, 'u1')
+
+    The storage primitives (``_has``, ``_parent_of``, ``_attrs``, ``_state_of``
+    and the count's bookkeeping) are all that ``convlab.lazy.LazyTree``
+    overrides to keep contents in the session log instead of in memory.
     """
 
     def __init__(self) -> None:
-        self.graph = nx.DiGraph()
+        self._graph = nx.DiGraph()
         self.roots: list[str] = []
         self.head: str | None = None
         self.seq = 0
@@ -117,25 +121,46 @@ class Tree:
         self._cum: dict[str, int] = {}
         self._last_call: dict[str, str | None] = {}
 
+    @property
+    def graph(self) -> nx.DiGraph:
+        """The tree as a ``networkx.DiGraph``: one node per message, edge parent -> child."""
+        return self._graph
+
+    # -- storage primitives ------------------------------------------
+    def _has(self, node_id: object) -> bool:
+        return node_id in self._graph
+
+    def _parent_of(self, node_id: str) -> str | None:
+        return self._graph.nodes[node_id]["parent"]
+
+    def _attrs(self, node_id: str) -> dict[str, Any]:
+        return self._graph.nodes[node_id]
+
+    def _state_of(self, node_id: str) -> Any:
+        return self._graph.nodes[node_id]["state"]
+
+    def _input_of(self, node_id: str) -> int:
+        return input_tokens(self._graph.nodes[node_id]["usage"])
+
     # -- reading -------------------------------------------------------
     def __contains__(self, node_id: object) -> bool:
-        return node_id in self.graph
+        return self._has(node_id)
 
     def __len__(self) -> int:
-        return self.graph.number_of_nodes()
+        return self.seq
 
     def node(self, node_id: str) -> dict[str, Any]:
-        return self.graph.nodes[node_id]
+        return self._attrs(node_id)
 
     def parent(self, node_id: str) -> str | None:
-        return self.graph.nodes[node_id]["parent"]
+        return self._parent_of(node_id)
 
     def ancestors(self, node_id: str | None) -> Iterator[str]:
         """``node_id`` and its ancestors, head first (up the parent links)."""
-        nodes = self.graph.nodes
+        parent_of = self._parent_of
         while node_id is not None:
             yield node_id
-            node_id = nodes[node_id]["parent"]
+            node_id = parent_of(node_id)
 
     def path_ids(self, head: str | None = None) -> list[str]:
         ids = list(self.ancestors(self.head if head is None else head))
@@ -144,14 +169,22 @@ class Tree:
 
     def path(self, head: str | None = None) -> list[dict[str, Any]]:
         """Node dicts root -> head (copies: the tree only grows)."""
-        nodes = self.graph.nodes
-        return [copy.deepcopy(dict(nodes[n])) for n in self.path_ids(head)]
+        return [copy.deepcopy(dict(self._attrs(n))) for n in self.path_ids(head)]
 
     def children(self, node_id: str | None) -> list[str]:
         return children(self.graph, node_id, self.roots)
 
     def chars(self, node_id: str) -> int:
+        return self._chars_of(node_id)
+
+    def _chars_of(self, node_id: str) -> int:
         return self._chars[node_id]
+
+    def _cum_of(self, node_id: str) -> int:
+        return self._cum[node_id]
+
+    def _last_of(self, node_id: str) -> str | None:
+        return self._last_call[node_id]
 
     def count(self, head: str | None = None) -> int:
         """PROTOCOL.md 5.1 for the path root -> ``head`` (default: the head), O(1).
@@ -162,19 +195,19 @@ class Tree:
         head = self.head if head is None else head
         if head is None:
             return 0
-        last = self._last_call[head]
+        last = self._last_of(head)
         if last is None:
-            return estimate(self._cum[head])
-        since = self._cum[head] - self._cum[last] + self._chars[last]
-        return input_tokens(self.graph.nodes[last]["usage"]) + estimate(since)
+            return estimate(self._cum_of(head))
+        since = self._cum_of(head) - self._cum_of(last) + self._chars_of(last)
+        return self._input_of(last) + estimate(since)
 
     def last_call(self, head: str | None = None) -> str | None:
         head = self.head if head is None else head
-        return None if head is None else self._last_call[head]
+        return None if head is None else self._last_of(head)
 
     def cum_chars(self, head: str | None = None) -> int:
         head = self.head if head is None else head
-        return 0 if head is None else self._cum[head]
+        return 0 if head is None else self._cum_of(head)
 
     # -- matching a view (PROTOCOL.md 2) ------------------------------
     def match(self, view: list[Mapping[str, Any]]) -> tuple[int, str | None]:
@@ -184,14 +217,14 @@ class Tree:
         Raises ``ViewError`` when the known ids are not a path of the tree, or
         when a message in the rest reuses a recorded id or an id twice.
         """
-        nodes = self.graph.nodes
+        has, parent_of = self._has, self._parent_of
         parent: str | None = None
         k = 0
         for k, msg in enumerate(view):
             mid = msg.get("id")
-            if mid is None or mid not in nodes:
+            if mid is None or not has(mid):
                 break
-            if nodes[mid]["parent"] != parent:
+            if parent_of(mid) != parent:
                 where = "a top-level message" if parent is None else f"a child of {parent!r}"
                 raise ViewError(f"messages[{k}]: {mid!r} is not {where}: the view is not a path of the tree")
             parent = mid
@@ -202,7 +235,7 @@ class Tree:
             mid = view[j].get("id")
             if mid is None:
                 continue
-            if mid in nodes:
+            if has(mid):
                 raise ViewError(f"messages[{j}]: id {mid!r} is already recorded; a new message needs a new id or none")
             if mid in seen:
                 raise ViewError(f"messages[{j}]: id {mid!r} appears twice in the view")
@@ -210,24 +243,20 @@ class Tree:
         return k, parent
 
     # -- writing -------------------------------------------------------
-    def add(self, node: Mapping[str, Any], parent: str | None) -> dict[str, Any]:
-        """Record ``node`` under ``parent`` and return the stored attributes.
-
-        ``node`` carries ``id``, ``role``, ``content`` and any recorded
-        attributes; ``seq`` is given here. The head does not move.
-        """
-        nid = node["id"]
-        if nid in self.graph:
+    def _check_new(self, nid: str, parent: str | None) -> None:
+        if self._has(nid):
             raise ValueError(f"id {nid!r} is already recorded")
-        if parent is not None and parent not in self.graph:
+        if parent is not None and not self._has(parent):
             raise ValueError(f"parent {parent!r} is not recorded")
-        self.seq += 1
+
+    @staticmethod
+    def _attributes(node: Mapping[str, Any], parent: str | None, seq: int) -> dict[str, Any]:
         attrs = {
-            "id": nid,
+            "id": node["id"],
             "parent": parent,
             "role": node["role"],
             "content": node.get("content", ""),
-            "seq": self.seq,
+            "seq": seq,
             "time": node.get("time"),
             "turn_id": node.get("turn_id"),
             "copied_from": node.get("copied_from"),
@@ -239,28 +268,41 @@ class Tree:
         for key in MESSAGE_KEYS:
             if node.get(key) is not None:
                 attrs[key] = node[key]
-        self.graph.add_node(nid, **attrs)
+        return attrs
+
+    def add(self, node: Mapping[str, Any], parent: str | None) -> dict[str, Any]:
+        """Record ``node`` under ``parent`` and return the stored attributes.
+
+        ``node`` carries ``id``, ``role``, ``content`` and any recorded
+        attributes; ``seq`` is given here. The head does not move.
+        """
+        nid = node["id"]
+        self._check_new(nid, parent)
+        self.seq += 1
+        attrs = self._attributes(node, parent, self.seq)
+        self._graph.add_node(nid, **attrs)
         if parent is None:
             self.roots.append(nid)
         else:
-            self.graph.add_edge(parent, nid)
-        chars = content_chars(attrs["content"])
+            self._graph.add_edge(parent, nid)
+        self._book(nid, parent, content_chars(attrs["content"]), attrs["role"] == "assistant" and input_tokens(attrs["usage"]) is not None)
+        return self._graph.nodes[nid]
+
+    def _book(self, nid: str, parent: str | None, chars: int, is_call: bool) -> None:
         self._chars[nid] = chars
         self._cum[nid] = chars + (self._cum[parent] if parent is not None else 0)
-        if input_tokens(attrs["usage"]) is not None and attrs["role"] == "assistant":
+        if is_call:
             self._last_call[nid] = nid
         else:
             self._last_call[nid] = self._last_call[parent] if parent is not None else None
-        return self.graph.nodes[nid]
 
     def set_state(self, node_id: str, state: Any) -> None:
-        self.graph.nodes[node_id]["state"] = copy.deepcopy(state)
+        self._attrs(node_id)["state"] = copy.deepcopy(state)
 
     def state_at(self, head: str | None = None) -> dict[str, Any]:
         """The worker state nearest the head on the path (PROTOCOL.md 6); ``{}`` if none."""
-        nodes = self.graph.nodes
         for n in self.ancestors(self.head if head is None else head):
-            st = nodes[n]["state"]
+            st = self._state_of(n)
             if st is not None:
                 return copy.deepcopy(st)
         return {}

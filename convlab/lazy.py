@@ -1,0 +1,251 @@
+"""Lazy session logs: the tree's structure in memory, contents in the log.
+
+The engine keeps the active branch in memory; every other branch stays in the
+session log and is loaded again when a view names it. ``Session.load(path,
+lazy=True)`` does the same: ``LazyTree`` keeps, per message, its id, parent,
+role, character counts, the reported input of a model reply and the byte
+offset of its ``message.new`` line, in flat arrays (tens of bytes a message,
+not the kilobytes of its content). A message's full attributes are read from
+the log when something asks for them: the active path, a view that names it,
+``snapshot()``, a widget. ``LazyEvents`` does the same for the event list.
+
+Every observable result equals eager loading; only memory differs. Asking
+for ``tree`` (the whole networkx graph) builds it once, reading every message.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from array import array
+from collections.abc import Sequence
+from typing import Any, Iterator, Mapping
+
+import networkx as nx
+
+from .tree import Tree, input_tokens
+from .tokens import content_chars
+
+__all__ = ["LazyTree", "LazyEvents"]
+
+_ROLE_CODES = {"system": 0, "user": 1, "assistant": 2, "tool": 3}
+
+
+class _LogReader:
+    """Reads one JSON line at a byte offset of the log."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = os.fspath(path)
+        self._fh = None
+
+    def read(self, offset: int) -> dict[str, Any]:
+        if self._fh is None:
+            self._fh = open(self.path, "rb")
+        self._fh.seek(offset)
+        return json.loads(self._fh.readline())
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+class LazyTree(Tree):
+    """A ``Tree`` whose messages' contents stay in the session log.
+
+    ``offset`` is the byte offset of the ``message.new`` line being applied
+    while loading; messages added after loading (offset -1) are kept in memory.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        super().__init__()
+        self._reader = _LogReader(path)
+        self.offset = -1
+        self._idx: dict[str, int] = {}
+        self._ids: list[str] = []
+        self._par = array("q")
+        self._role = bytearray()
+        self._nchars = array("q")
+        self._ncum = array("q")
+        self._nlast = array("q")  # index of the last model reply at or above, -1
+        self._ninput = array("q")  # reported input of a model reply, -1
+        self._noff = array("q")  # offset of the message.new line, -1 in memory
+        self._first = array("q")  # first child, -1
+        self._lastkid = array("q")  # last child, -1
+        self._next = array("q")  # next sibling, -1
+        self._cache: dict[int, dict[str, Any]] = {}
+        self._states: dict[int, Any] = {}
+        self._built: nx.DiGraph | None = None
+
+    # -- storage primitives ------------------------------------------
+    def _has(self, node_id: object) -> bool:
+        return node_id in self._idx
+
+    def _parent_of(self, node_id: str) -> str | None:
+        p = self._par[self._idx[node_id]]
+        return None if p < 0 else self._ids[p]
+
+    def _read(self, i: int) -> dict[str, Any]:
+        ev = self._reader.read(self._noff[i])
+        msg = ev["message"]
+        attrs = self._attributes(msg, msg.get("parent"), msg["seq"])
+        attrs["state"] = copy.deepcopy(self._states.get(i))
+        return attrs
+
+    def _attrs(self, node_id: str) -> dict[str, Any]:
+        if self._built is not None:
+            return self._built.nodes[node_id]
+        i = self._idx[node_id]
+        attrs = self._cache.get(i)
+        if attrs is None:
+            attrs = self._cache[i] = self._read(i)
+        return attrs
+
+    def _state_of(self, node_id: str) -> Any:
+        return self._states.get(self._idx[node_id])
+
+    def _input_of(self, node_id: str) -> int:
+        return self._ninput[self._idx[node_id]]
+
+    def _chars_of(self, node_id: str) -> int:
+        return self._nchars[self._idx[node_id]]
+
+    def _cum_of(self, node_id: str) -> int:
+        return self._ncum[self._idx[node_id]]
+
+    def _last_of(self, node_id: str) -> str | None:
+        k = self._nlast[self._idx[node_id]]
+        return None if k < 0 else self._ids[k]
+
+    # -- writing -------------------------------------------------------
+    def add(self, node: Mapping[str, Any], parent: str | None) -> dict[str, Any]:
+        nid = node["id"]
+        self._check_new(nid, parent)
+        self.seq += 1
+        attrs = self._attributes(node, parent, self.seq)
+        i = len(self._ids)
+        p = -1 if parent is None else self._idx[parent]
+        self._idx[nid] = i
+        self._ids.append(nid)
+        self._par.append(p)
+        self._role.append(_ROLE_CODES[attrs["role"]])
+        chars = content_chars(attrs["content"])
+        self._nchars.append(chars)
+        self._ncum.append(chars + (self._ncum[p] if p >= 0 else 0))
+        reported = input_tokens(attrs["usage"]) if attrs["role"] == "assistant" else None
+        self._ninput.append(-1 if reported is None else reported)
+        self._nlast.append(i if reported is not None else (self._nlast[p] if p >= 0 else -1))
+        self._noff.append(self.offset)
+        self._first.append(-1)
+        self._lastkid.append(-1)
+        self._next.append(-1)
+        if p >= 0:
+            if self._first[p] < 0:
+                self._first[p] = i
+            else:
+                self._next[self._lastkid[p]] = i
+            self._lastkid[p] = i
+        else:
+            self.roots.append(nid)
+        if attrs["state"] is not None:
+            self._states[i] = copy.deepcopy(attrs["state"])
+        if self.offset < 0:
+            self._cache[i] = attrs
+        if self._built is not None:
+            self._built.add_node(nid, **attrs)
+            if parent is not None:
+                self._built.add_edge(parent, nid)
+            return self._built.nodes[nid]
+        return attrs
+
+    def set_state(self, node_id: str, state: Any) -> None:
+        i = self._idx[node_id]
+        self._states[i] = copy.deepcopy(state)
+        if self._built is not None:
+            self._built.nodes[node_id]["state"] = copy.deepcopy(state)
+        elif i in self._cache:
+            self._cache[i]["state"] = copy.deepcopy(state)
+
+    # -- reading -------------------------------------------------------
+    def children(self, node_id: str | None) -> list[str]:
+        if node_id is None:
+            return list(self.roots)
+        out = []
+        k = self._first[self._idx[node_id]]
+        while k >= 0:
+            out.append(self._ids[k])
+            k = self._next[k]
+        return out
+
+    def warm(self, node_ids: list[str]) -> None:
+        """Read these messages into memory now (the active path after loading)."""
+        for n in node_ids:
+            self._attrs(n)
+
+    def forget(self) -> None:
+        """Drop cached contents (they are read again when asked for)."""
+        self._cache = {i: a for i, a in self._cache.items() if self._noff[i] < 0}
+
+    def nodes_in_order(self) -> list[dict[str, Any]]:
+        if self._built is not None:
+            return super().nodes_in_order()
+        return [dict(self._cache[i]) if i in self._cache else self._read(i) for i in range(len(self._ids))]
+
+    @property
+    def graph(self) -> nx.DiGraph:
+        """The whole graph, built on first use by reading every message (then kept)."""
+        if self._built is None:
+            g = nx.DiGraph()
+            for i, nid in enumerate(self._ids):
+                attrs = self._cache[i] if i in self._cache else self._read(i)
+                g.add_node(nid, **attrs)
+                p = self._par[i]
+                if p >= 0:
+                    g.add_edge(self._ids[p], nid)
+            self._built = g
+            self._cache = {}
+        return self._built
+
+
+class LazyEvents(Sequence):
+    """The session's events, read from the log by offset; new ones kept in memory."""
+
+    def __init__(self, path: str | os.PathLike):
+        self._reader = _LogReader(path)
+        self._offsets = array("q")
+        self._tail: list[dict[str, Any]] = []
+
+    def add_logged(self, offset: int) -> None:
+        self._offsets.append(offset)
+
+    def append(self, event: dict[str, Any]) -> None:
+        self._tail.append(event)
+
+    def __len__(self) -> int:
+        return len(self._offsets) + len(self._tail)
+
+    def _one(self, i: int) -> dict[str, Any]:
+        n = len(self._offsets)
+        return self._reader.read(self._offsets[i]) if i < n else self._tail[i - n]
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self._one(k) for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError("event index out of range")
+        return self._one(i)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for i in range(len(self)):
+            yield self._one(i)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    def __repr__(self) -> str:
+        return f"LazyEvents({len(self)} events)"
