@@ -10,10 +10,11 @@ how far the session's simulated clock moves per call.
 from __future__ import annotations
 
 import copy
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from .errors import ProviderError
 from .tokens import content_text, count_tokens
+from .tree import input_tokens
 
 __all__ = ["EchoLLM", "ScriptedLLM", "ReplayLLM", "ProviderError"]
 
@@ -118,47 +119,115 @@ class ScriptedLLM:
 
 
 class ReplayLLM:
-    """Answers each call with a logged reply (for ``convlab.replay``).
+    """Answers each model call with the next logged reply (what ``convlab.replay`` drives).
 
-    ``replies`` is a list, consumed in order, of ``{"content", "usage"?, "id"?,
-    "error"?}``; ``usage`` defaults to the exact count of what the call read.
-    Summary calls are answered like ``EchoLLM`` answers them, since a log holds
-    no reply for a summary it never asked for. ``used`` lists the ids of the
-    logged replies given out.
+    ``replies`` is a list, consumed in order, of ``{"content", "usage"?,
+    "id"?, "time"?, "error"?}``. A reply is consumed when it is given out
+    (or its ``error`` raised); a call refused as too long gets the same reply
+    when it runs again.
+
+    - ``usage``: the logged usage when the reply *applies* (``applies(request)``,
+      default always), else, or when the log has none, the exact count of
+      what the call read: ``{"input_tokens": count(messages), "output_tokens":
+      count of the reply}``. A logged reply no longer applies when the model
+      reads a history the log never had (after a strategy rewrote it).
+    - ``window``: refuse (``too_long``) a call that reads more: the logged
+      input when the reply applies, else the exact count.
+    - ``time`` with ``clock`` (a callable giving the session's clock): the
+      call's ``latency`` brings the clock to the reply's logged time (never
+      back).
+    - Summary calls get a deterministic summary of what they read, as
+      ``EchoLLM`` writes it: a log holds no reply for a summary it never
+      asked for.
+    - ``count``: how to count messages exactly (default ``count_tokens``).
+
+    ``used`` lists the ids of the replies given out, ``stale`` those given
+    out that did not apply, ``seen`` one dict per (non-summary) call: ``reply``,
+    ``applies``, ``read``, ``exact``, ``logged``, ``refused``.
+
+    >>> llm = ReplayLLM([{"id": "a1", "content": "hello", "usage": {"input_tokens": 40, "output_tokens": 1}}])
+    >>> llm.complete({"messages": [{"role": "user", "content": "hi"}]})
+    {'content': 'hello', 'usage': {'input_tokens': 40, 'output_tokens': 1}}
+    >>> llm.used, llm.left
+    (['a1'], 0)
     """
 
-    def __init__(self, replies: Iterable[Mapping[str, Any]] = (), window: int | None = None):
+    def __init__(
+        self,
+        replies: Iterable[Mapping[str, Any]] = (),
+        window: int | None = None,
+        *,
+        clock: Callable[[], float] | None = None,
+        applies: Callable[[Mapping[str, Any]], bool] | None = None,
+        count: Callable[[list], int] | None = None,
+    ):
+        if window is not None and (not isinstance(window, int) or window <= 0):
+            raise ValueError(f"window must be a positive integer, got {window!r}")
         self.replies = [dict(r) for r in replies]
+        for i, r in enumerate(self.replies):
+            if "error" in r:
+                if r["error"] not in ProviderError.KINDS:
+                    raise ValueError(f"replies[{i}].error must be one of {ProviderError.KINDS}, got {r['error']!r}")
+            elif "content" not in r:
+                raise ValueError(f"replies[{i}] needs 'content' or 'error'")
         self.window = window
         self.latency = 0.0
+        self.clock = clock
+        self.applies = applies
+        self.count = count or count_tokens
         self.used: list[Any] = []
-        self._echo = EchoLLM(window=window)
+        self.stale: list[Any] = []
+        self.seen: list[dict[str, Any]] = []
+        self.last_applied = True
 
     def __repr__(self) -> str:
         return f"ReplayLLM({len(self.used)}/{len(self.replies)} replies used)"
 
     def queue(self, reply: Mapping[str, Any]) -> None:
-        """Add the reply the next model call should get."""
+        """Add the reply a later model call should get."""
         self.replies.append(dict(reply))
 
     @property
     def left(self) -> int:
+        """How many logged replies are not given out yet."""
         return len(self.replies) - len(self.used)
 
+    def _latency_to(self, time: Any) -> float:
+        if self.clock is None or not isinstance(time, (int, float)):
+            return 0.0
+        return max(0.0, float(time) - float(self.clock()))
+
     def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        messages = list(request.get("messages") or [])
+        self.latency = 0.0
         if request.get("summary"):
-            return self._echo.complete(request)
+            read = self.count(messages)
+            if self.window is not None and read > self.window:
+                raise ProviderError("too_long", f"{read} tokens is more than the window of {self.window}")
+            content = EchoLLM._summary(messages)
+            return {"content": content, "usage": {"input_tokens": read, "output_tokens": self.count([{"content": content}])}}
         n = len(self.used)
         if n >= len(self.replies):
             raise ProviderError("failed", f"ReplayLLM has no logged reply left for call {n + 1}")
         reply = self.replies[n]
-        messages = list(request.get("messages") or [])
-        if self.window is not None and count_tokens(messages) > self.window:
-            raise ProviderError("too_long", f"more than the window of {self.window}")
+        applies = True if self.applies is None else bool(self.applies(request))
+        logged = input_tokens(reply.get("usage"))
+        exact = self.count(messages)
+        read = logged if applies and logged is not None else exact
+        seen = {"reply": reply.get("id"), "applies": applies, "read": read, "exact": exact, "logged": logged, "refused": False}
+        self.seen.append(seen)
+        if self.window is not None and read > self.window:
+            seen["refused"] = True
+            raise ProviderError("too_long", f"{read} tokens is more than the window of {self.window}")
         self.used.append(reply.get("id"))
+        self.last_applied = applies
+        if not applies:
+            self.stale.append(reply.get("id"))
+        self.latency = self._latency_to(reply.get("time"))
         if "error" in reply:
             raise ProviderError(reply["error"], reply.get("message"))
-        usage = reply.get("usage")
-        if not usage:
-            usage = {"input_tokens": count_tokens(messages), "output_tokens": count_tokens(content_text(reply["content"]))}
-        return {"content": copy.deepcopy(reply["content"]), "usage": dict(usage)}
+        if applies and logged is not None:
+            usage = dict(reply["usage"])
+        else:
+            usage = {"input_tokens": exact, "output_tokens": self.count([{"content": reply["content"]}])}
+        return {"content": copy.deepcopy(reply["content"]), "usage": usage}

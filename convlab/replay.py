@@ -1,0 +1,467 @@
+"""Replay: re-enact an imported conversation through the protocol.
+
+A log says what happened; replay turns it back into the client inputs and
+worker answers that would have made it, so that the engine model (and a
+context config) can be tried on real history.
+
+Why it is split in two: the *plan* (which turn each logged message belongs
+to, and how that turn starts) depends only on the conversation, so it is made
+once and reused by every config of a sweep (``convlab.tune``). The *driver*
+runs one plan through one ``Session``; it only looks at imported ids and a
+map to the session's ids, so when a strategy rewrites the history the rest of
+the log goes on from the new history.
+
+How the log becomes protocol traffic (creation order, ``seq``):
+
+- a user (or system) message starts a turn: ``client.message`` (or
+  ``client.append`` for a chain of them) when it hangs under the head, else a
+  ``client.messages`` view (an edit, or a new top-level message);
+- an assistant reply is one ``llm.call`` answered by ``ReplayLLM`` with the
+  logged reply; inside a turn it follows the tool results before it, which
+  are ``message.add`` actions in the same answer (a tool loop). A reply
+  whose parent is not the head (a regeneration, or a reply after a branch
+  switch) starts its turn with a head-only view to its parent;
+- a summary root (a Claude Code compaction, ``kind: "summary"``) is a turn
+  that moves the head to the message it ``replaces`` and answers with a
+  ``context.replace`` recording it;
+- at the end, a head-only view moves the head to the log's head if needed.
+
+Times: before a turn starts the clock moves to its first message's logged
+``time``; a reply's time is reached through ``ReplayLLM``'s latency. A
+missing time (``None``) or one earlier than the clock leaves the clock where
+it is: no time passes, so a missing time never makes a turn idle.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
+
+from .context import ContextConfig, coerce
+from .providers import ReplayLLM
+from .tokens import content_text, count_batch
+from .tree import MESSAGE_KEYS, input_tokens
+
+__all__ = ["replay", "plan", "Plan", "PlannedTurn", "ExactCounts", "Replayer"]
+
+_ENGINE_ID = re.compile(r"e\d+$")
+
+
+# ----------------------------------------------------------------------
+# exact counts, each distinct text tokenized once
+# ----------------------------------------------------------------------
+class ExactCounts:
+    """Exact o200k_base token counts of message texts, each distinct text tokenized once.
+
+    One instance is shared by every replay of a sweep: ``prime`` tokenizes a
+    batch of texts (only those not seen yet), ``text`` answers from the cache
+    (tokenizing a text it has not seen, e.g. a new summary).
+
+    >>> counts = ExactCounts()
+    >>> counts.prime(["hello world", "hi"]); counts.text("hello world"), counts.tokenized
+    (2, 2)
+    """
+
+    def __init__(self, encoding: str = "o200k_base") -> None:
+        self.encoding = encoding
+        self._by_text: dict[str, int] = {}
+        self.tokenized = 0  # distinct texts tokenized so far
+
+    def prime(self, texts: Iterable[str]) -> None:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._by_text))
+        if missing:
+            for t, n in zip(missing, count_batch(missing, self.encoding)):
+                self._by_text[t] = n
+            self.tokenized += len(missing)
+
+    def text(self, text: str) -> int:
+        n = self._by_text.get(text)
+        if n is None:
+            self.prime([text])
+            n = self._by_text[text]
+        return n
+
+    def __len__(self) -> int:
+        return len(self._by_text)
+
+
+# ----------------------------------------------------------------------
+# the plan (config-independent)
+# ----------------------------------------------------------------------
+@dataclass
+class PlannedTurn:
+    """One turn of a replay: how it starts and the worker's steps.
+
+    ``start`` is ``"submit"`` (record ``nodes`` under ``parent``), ``"move"``
+    (a head-only view to ``parent``) or ``"compact"`` (move to ``parent``, then
+    ``context.replace`` recording the summary ``nodes[0]``). ``steps`` are
+    ``("add", id)`` (``message.add``) and ``("call", id)`` (one ``llm.call``
+    answered with the logged reply ``id``), in order.
+    """
+
+    start: str
+    parent: str | None
+    nodes: list[str] = field(default_factory=list)
+    steps: list[tuple[str, str]] = field(default_factory=list)
+    time: float | None = None
+
+
+@dataclass
+class Plan:
+    """What a conversation replays as: its turns, the log's head, the logged nodes."""
+
+    conversation_id: str
+    turns: list[PlannedTurn]
+    head: str | None
+    nodes: dict[str, dict[str, Any]]
+
+    @property
+    def calls(self) -> list[str]:
+        """Ids of the logged replies, in the order they are replayed."""
+        return [nid for t in self.turns for kind, nid in t.steps if kind == "call"]
+
+
+def _is_tool(node: Mapping[str, Any]) -> bool:
+    if node["role"] == "tool":
+        return True
+    content = node.get("content")
+    return (
+        node["role"] == "user"
+        and isinstance(content, list)
+        and bool(content)
+        and all(isinstance(p, Mapping) and p.get("type") == "tool_result" for p in content)
+    )
+
+
+def plan(conversation: Any) -> Plan:
+    """The replay plan of a conversation (anything with ``.tree``, ``.head``, ``.id``).
+
+    >>> from convlab.tree import Tree
+    >>> from convlab.conversation import Conversation
+    >>> t = Tree()
+    >>> for i, (role, parent) in enumerate([("user", None), ("assistant", "n0"), ("assistant", "n0")]):
+    ...     _ = t.add({"id": f"n{i}", "role": role, "content": f"m{i}"}, parent)
+    >>> t.head = "n1"
+    >>> p = plan(Conversation(t, id="c"))
+    >>> [(x.start, x.parent, x.nodes, x.steps) for x in p.turns]
+    [('submit', None, ['n0'], [('call', 'n1')]), ('move', 'n0', [], [('call', 'n2')]), ('move', 'n1', [], [])]
+    """
+    graph = conversation.tree
+    nodes = sorted((dict(a) for _, a in graph.nodes(data=True)), key=lambda a: a["seq"])
+    by_id = {n["id"]: n for n in nodes}
+    turns: list[PlannedTurn] = []
+    vhead: str | None = None  # where the log's head is, as the replay goes
+    turn: PlannedTurn | None = None
+    for n in nodes:
+        nid, parent, role = n["id"], n["parent"], n["role"]
+        if n.get("kind") == "summary" and parent is None:
+            target = n.get("replaces") if n.get("replaces") in by_id else vhead
+            turn = PlannedTurn("compact", target, [nid], time=n.get("time"))
+            turns.append(turn)
+        elif role == "assistant" and parent is not None:
+            if turn is None or parent != vhead:
+                turn = PlannedTurn("move", parent, time=n.get("time"))
+                turns.append(turn)
+            turn.steps.append(("call", nid))
+        elif _is_tool(n) and turn is not None and parent == vhead and turn.start != "compact":
+            turn.steps.append(("add", nid))
+        elif turn is not None and turn.start == "submit" and not turn.steps and parent == vhead and role != "assistant":
+            turn.nodes.append(nid)  # a chain of inputs: one client.append
+        else:
+            turn = PlannedTurn("submit", parent, [nid], time=n.get("time"))
+            turns.append(turn)
+        vhead = nid
+    head = getattr(conversation, "head", None)
+    if head is not None and head != vhead:
+        turns.append(PlannedTurn("move", head))
+    return Plan(str(getattr(conversation, "id", "")), turns, head, by_id)
+
+
+# ----------------------------------------------------------------------
+# the driver
+# ----------------------------------------------------------------------
+def _message(node: Mapping[str, Any], id_ok: bool) -> dict[str, Any]:
+    msg: dict[str, Any] = {"role": node["role"], "content": copy.deepcopy(node["content"])}
+    if id_ok:
+        msg["id"] = node["id"]
+    for key in MESSAGE_KEYS:
+        if node.get(key) is not None:
+            msg[key] = copy.deepcopy(node[key])
+    return msg
+
+
+class Replayer:
+    """Runs a ``Plan`` through a new ``Session`` (``worker="manual"``).
+
+    It records, per model call, what ``convlab.tune`` needs: the engine's
+    count, whether it was the turn's first call and how long the session had
+    been idle, what the model read exactly and what the log says it read.
+    Use ``replay()``; this is the machinery it shares with ``tune``.
+    """
+
+    def __init__(self, plan: Plan, config: Any = None, *, counts: ExactCounts | None = None, agent: str = "bot"):
+        from .engine import Session
+
+        self.plan = plan
+        self.config: ContextConfig = coerce(config, agent)
+        self.counts = counts if counts is not None else ExactCounts()
+        self.agent = agent
+        nodes = plan.nodes
+        self.map: dict[str, str] = {}  # imported id -> session id (where the log goes on)
+        self.stale: list[str] = []
+        self.made: set[str] = set()  # session ids a strategy's context.replace wrote
+        self.limits: list[dict[str, Any]] = []  # context.limit decisions, with what was answered
+        self.trace: list[dict[str, Any]] = []  # one entry per model call (not summary calls)
+        self._exact: dict[str, int] = {}
+        self._created: list[str] = []
+        self._in_limit = False
+        self._replacing = False
+        self._turn_calls = 0
+        replies = []
+        for nid in plan.calls:
+            node = nodes[nid]
+            replies.append({"id": nid, "content": node["content"], "usage": node.get("usage"), "time": node.get("time")})
+        start = next((n.get("time") for n in nodes.values() if n.get("time") is not None), None)
+        self.llm = ReplayLLM(
+            replies,
+            window=self.config.window,
+            clock=lambda: self.session.clock,
+            applies=self._applies,
+            count=self._count_messages,
+        )
+        self.session = Session(config=self.config, agent=agent, llm={"replay": self.llm}, worker="manual", clock=start)
+        self.session.subscribe(self._on_event)
+
+    # -- counting -----------------------------------------------------
+    def exact(self, sid: str) -> int:
+        """Exact tokens of the session message ``sid`` (a copy counts as its original)."""
+        n = self._exact.get(sid)
+        if n is None:
+            node = self.session.tree.nodes[sid]
+            if node.get("copied_from"):
+                n = self.exact(node["copied_from"])
+            else:
+                n = self.counts.text(content_text(node["content"]))
+            self._exact[sid] = n
+        return n
+
+    def _count_messages(self, messages: list[Mapping[str, Any]]) -> int:
+        tree = self.session.tree
+        total = 0
+        for m in messages:
+            mid = m.get("id")
+            if mid is not None and mid in tree:
+                total += self.exact(mid)
+            else:
+                text = content_text(m.get("content"))
+                total += self.counts.text(text) if text else 0
+        return total
+
+    def _applies(self, request: Mapping[str, Any]) -> bool:
+        """The logged reply applies when the model reads logged history: not a strategy's new branch."""
+        messages = request.get("messages") or []
+        return not (messages and messages[0].get("id") in self.made)
+
+    # -- events ---------------------------------------------------------
+    def _on_event(self, ev: Mapping[str, Any]) -> None:
+        t = ev["type"]
+        if t == "message.new":
+            mid = ev["message"]["id"]
+            self._created.append(mid)
+            if self._replacing:
+                self.made.add(mid)
+        elif t == "llm.started" and not ev.get("summary"):
+            s = self.session
+            self.trace.append({
+                "call_id": ev["call_id"],
+                "count": s.tokens(),
+                "first_call": self._turn_calls == 0,
+                "idle_for": None if s.last_turn_end is None else s.clock - s.last_turn_end,
+            })
+            self._turn_calls += 1
+        elif t == "context.limited":
+            self._turn_calls += 1
+            held = len(self.trace) + (0 if ev["reason"] == "overflow" else 1)
+            self.limits.append({"reason": ev["reason"], "strategy": ev["strategy"], "tokens": ev["tokens"], "call": held, "replaced": False})
+        elif t == "decision.answered" and self._in_limit:
+            self._replacing = True
+        elif t in ("context.replaced", "context.kept"):
+            if self._replacing and t == "context.replaced":
+                self.limits[-1]["replaced"] = True
+            self._replacing = False
+        elif t == "turn.started":
+            self._turn_calls = 0
+
+    # -- running --------------------------------------------------------
+    def _sid(self, imported: str | None) -> str | None:
+        if imported is None:
+            return None
+        return self.map.get(imported, self.session.head)
+
+    def _id_ok(self, nid: str) -> bool:
+        return not _ENGINE_ID.match(nid) and nid not in self.session.tree
+
+    def _advance_to(self, time: float | None) -> None:
+        if time is not None and time > self.session.clock:
+            self.session.advance(time - self.session.clock)
+
+    def run(self, turns: Iterable[PlannedTurn] | None = None) -> "Replayer":
+        """Run the plan's turns (all of them by default)."""
+        for turn in self.plan.turns if turns is None else turns:
+            self._run_turn(turn)
+        return self
+
+    def _submit(self, inp: dict[str, Any]) -> None:
+        inp["agent_id"] = self.agent
+        self._created = []
+        self.session.submit(inp)
+
+    def _view_to(self, sid: str | None, extra: list[dict[str, Any]] = ()) -> None:
+        view = self.session.view(sid) if sid is not None else []
+        self._submit({"type": "client.messages", "messages": view + list(extra)})
+
+    def _run_turn(self, turn: PlannedTurn) -> None:
+        s = self.session
+        nodes = self.plan.nodes
+        self._advance_to(turn.time)
+        parent = self._sid(turn.parent)
+        if turn.start == "submit":
+            msgs = [_message(nodes[n], self._id_ok(n)) for n in turn.nodes]
+            if parent == s.head and (parent is not None or len(s.tree) == 0):
+                if len(msgs) == 1:
+                    self._submit({"type": "client.message", "message": msgs[0]})
+                else:
+                    self._submit({"type": "client.append", "messages": msgs})
+            else:
+                self._view_to(parent, msgs)
+            for nid, sid in zip(turn.nodes, self._created):
+                self.map[nid] = sid
+        elif turn.start == "compact":
+            summary = nodes[turn.nodes[0]]
+            if parent is None:
+                self._view_to(None, [_message(summary, self._id_ok(summary["id"]))])
+                self.map[summary["id"]] = self._created[0]
+            else:
+                self._view_to(parent)
+                self._created = []
+                self._decide([{"type": "context.replace", "messages": [_message(summary, self._id_ok(summary["id"]))]}])
+                self.map[summary["id"]] = self._created[0]
+        else:  # move
+            if parent is None:
+                return
+            self._view_to(parent)
+        actions: list[dict[str, Any]] = []
+        adds: list[str] = []
+        for kind, nid in turn.steps:
+            if s.pending is None:  # the turn failed: the rest of its replies are not given
+                if kind == "call":
+                    self.stale.append(nid)
+                continue
+            if kind == "add":
+                actions.append({"type": "message.add", "message": _message(nodes[nid], self._id_ok(nid))})
+                adds.append(nid)
+                continue
+            actions.append({"type": "llm.call", "llm": "replay"})
+            self._created = []
+            self._decide(actions)
+            for a, sid in zip(adds, self._created):
+                self.map[a] = sid
+            if s.pending is not None and s.pending["type"] == "llm.result":
+                self.map[nid] = s.pending["reply"]["id"]
+                if not self.llm.last_applied:
+                    self.stale.append(nid)
+            else:
+                self.stale.append(nid)
+            actions, adds = [], []
+        if s.pending is not None:
+            self._created = []
+            self._decide(actions)
+            for a, sid in zip(adds, self._created):
+                self.map[a] = sid
+
+    def _decide(self, actions: list[dict[str, Any]]) -> None:
+        """Answer the waiting decision, then every context.limit that follows it
+        with what it proposes, until the turn waits for a result or ends."""
+        s = self.session
+        s.decide(actions)
+        while s.pending is not None and s.pending["type"] == "context.limit":
+            old_head = s.head
+            before = len(self._created)
+            self._in_limit = True
+            try:
+                s.decide(copy.deepcopy(s.pending["proposed"]))
+            finally:
+                self._in_limit = False
+                self._replacing = False
+            self._remap(old_head, [m for m in self._created[before:] if m in self.made])
+
+    def _remap(self, old_head: str | None, made: list[str]) -> None:
+        """After a strategy's context.replace the log goes on from the new history:
+        a kept message's original now stands for its copy, the old head for the new head."""
+        graph = self.session.tree
+        if not made:
+            return
+        back = {sid: imp for imp, sid in self.map.items()}
+        for m in made:
+            orig = graph.nodes[m].get("copied_from")
+            if orig in back:
+                self.map[back[orig]] = m
+        if old_head in back:
+            self.map[back[old_head]] = made[-1]
+
+
+def replay(conversation: Any, config: Any = None, *, agent: str = "bot") -> Any:
+    """Re-enact an imported conversation through the protocol: a ``Session``.
+
+    Each logged assistant reply is one model call, answered by ``ReplayLLM``
+    with the logged reply and the log's usage (the exact count of what the
+    model read where the log has none). With no strategy firing the replayed
+    tree equals the imported one (shape, roles, content and head) through
+    ``session.replay_map``. Where a strategy fires the replay goes on from
+    the new history; the logged replies answered there (and any that could
+    not be given) are listed in ``session.stale``.
+
+    Attributes set on the returned session:
+
+    - ``replay_map``: ``{imported id: session id}``; after a strategy's
+      ``context.replace`` a kept message maps to its copy and the replaced
+      head to the new head (where the log goes on);
+    - ``stale``: imported ids of the logged replies that no longer apply
+      (answered on a strategy's new history, or never given because their
+      turn failed);
+    - ``replay_calls``: one dict per model call: ``count`` (the engine's),
+      ``first_call``, ``idle_for``, ``read`` (what the model read: the log's
+      usage, or the exact count), ``exact``, ``logged`` (the log's input
+      tokens or None), ``applies``, ``refused``, ``reply`` (imported id);
+    - ``replay_limits``: one dict per ``context.limit``: ``reason``,
+      ``strategy``, ``tokens``, ``call`` (1-based index of the held model
+      call), ``replaced``.
+
+    >>> from convlab.tree import Tree
+    >>> from convlab.conversation import Conversation
+    >>> t = Tree()
+    >>> _ = t.add({"id": "u1", "role": "user", "content": "hi", "time": 0.0}, None)
+    >>> _ = t.add({"id": "a1", "role": "assistant", "content": "hello", "time": 1.0,
+    ...            "usage": {"input_tokens": 9, "output_tokens": 1}}, "u1")
+    >>> t.head = "a1"
+    >>> s = replay(Conversation(t, id="c"))
+    >>> s.replay_map, [(m["role"], m["content"]) for m in s.path()], s.stale
+    ({'u1': 'u1', 'a1': 'e1'}, [('user', 'hi'), ('assistant', 'hello')], [])
+    """
+    r = Replayer(plan(conversation), config, agent=agent).run()
+    return finish(r)
+
+
+def finish(r: Replayer) -> Any:
+    """The replayed session with ``replay_map``, ``stale``, ``replay_calls``, ``replay_limits`` set."""
+    s = r.session
+    calls = []
+    for entry, seen in zip(r.trace, r.llm.seen):
+        calls.append({**entry, **seen})
+    s.replay_map = dict(r.map)
+    s.stale = list(dict.fromkeys(r.stale))
+    s.replay_calls = calls
+    s.replay_limits = list(r.limits)
+    return s
