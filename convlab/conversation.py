@@ -1,0 +1,96 @@
+"""An imported conversation: a message tree with a head, read from an outside log.
+
+A ``Conversation`` wraps a :class:`convlab.tree.Tree` built with ``Tree.add``,
+so its nodes carry exactly the attributes of a Session's nodes (docs/wire.md)
+and the same count bookkeeping. It holds no engine state: it is what a log
+says happened, ready to be framed, shown or replayed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import networkx as nx
+
+from .tree import Tree
+
+__all__ = ["Conversation"]
+
+
+class Conversation:
+    """One conversation read from a log: ``id``, ``title``, ``tree``, ``head``, ``path()``.
+
+    ``format`` names the importer that read it (``"chatgpt"``, ``"claude_code"``,
+    ...), ``source`` the file it came from (``"export.zip!conversations.json"``
+    for a member of an archive).
+
+    >>> from convlab.tree import Tree
+    >>> t = Tree()
+    >>> _ = t.add({"id": "u1", "role": "user", "content": "hi"}, parent=None)
+    >>> _ = t.add({"id": "a1", "role": "assistant", "content": "hello"}, parent="u1")
+    >>> t.head = "a1"
+    >>> c = Conversation(t, id="c1", title="Greeting", format="openai")
+    >>> [m["content"] for m in c.path()]
+    ['hi', 'hello']
+    >>> c
+    Conversation(id='c1', title='Greeting', format='openai', messages=2, head='a1')
+    """
+
+    def __init__(
+        self,
+        tree: Tree,
+        *,
+        id: str,
+        title: str | None = None,
+        format: str | None = None,
+        source: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(tree, Tree):
+            raise TypeError(f"Conversation wraps a convlab.tree.Tree, got {type(tree).__name__}")
+        if tree.head is not None and tree.head not in tree:
+            raise ValueError(f"conversation {id!r}: head {tree.head!r} is not a node of the tree")
+        self._tree = tree
+        self.id = str(id)
+        self.title = title
+        self.format = format
+        self.source = source
+        #: What the log says about the conversation beyond id and title (model, times, ...).
+        self.metadata: dict[str, Any] = dict(metadata or {})
+
+    @property
+    def tree(self) -> nx.DiGraph:
+        """The message tree as a networkx DiGraph (edge parent -> child, node attributes per docs/wire.md)."""
+        return self._tree.graph
+
+    @property
+    def message_tree(self) -> Tree:
+        """The underlying :class:`convlab.tree.Tree` (roots, counts, paths to any node)."""
+        return self._tree
+
+    @property
+    def head(self) -> str | None:
+        """The log's current node (ChatGPT ``current_node``, Open WebUI ``currentId``, ...); ``None`` when empty."""
+        return self._tree.head
+
+    @property
+    def roots(self) -> list[str]:
+        """The top-level messages in creation order (more than one after a compaction)."""
+        return list(self._tree.roots)
+
+    def path(self, head: str | None = None) -> list[dict[str, Any]]:
+        """The node dicts from the root to ``head`` (default: the conversation's head), copies."""
+        if head is not None and head not in self._tree:
+            raise KeyError(f"conversation {self.id!r} has no node {head!r}")
+        if head is None and self._tree.head is None:
+            return []
+        return self._tree.path(head)
+
+    def __len__(self) -> int:
+        return len(self._tree)
+
+    def __repr__(self) -> str:
+        return (
+            f"Conversation(id={self.id!r}, title={self.title!r}, format={self.format!r}, "
+            f"messages={len(self)}, head={self.head!r})"
+        )

@@ -1,0 +1,284 @@
+"""What every importer shares: naming problems, turning records into a sound tree.
+
+Outside logs are damaged in the same few ways whatever their format: a parent
+id that points nowhere, a loop of parent ids, an id used twice, a current node
+that is not there. Each importer turns its format into flat ``Record``s
+(id, parent, node attributes) and ``build`` makes the tree out of them the same
+way for all: what is sound is kept, every repair is reported once per
+conversation as a ``ReadWarning`` that names the file, the conversation and
+the nodes. Nothing here raises a bare KeyError or TypeError on bad input.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from ..conversation import Conversation
+from ..errors import ReadError, ReadWarning
+from ..tree import Tree
+
+__all__ = [
+    "Record",
+    "Problems",
+    "build",
+    "conversation",
+    "read_error",
+    "where",
+    "role_of",
+    "to_time",
+    "text_or_parts",
+    "usage_of",
+]
+
+#: How many problems one warning spells out before it says "and N more".
+_SHOWN = 5
+
+
+def where(source: str, conversation: str | None = None, node: str | None = None) -> str:
+    """``file 'x.json', conversation 'c1', node 'n3'``: the prefix of every message."""
+    out = f"{source}"
+    if conversation is not None:
+        out += f", conversation {conversation!r}"
+    if node is not None:
+        out += f", node {node!r}"
+    return out
+
+
+def read_error(source: str, what: str, conversation: str | None = None, node: str | None = None) -> ReadError:
+    return ReadError(f"{where(source, conversation, node)}: {what}")
+
+
+class Problems:
+    """The repairs made while reading one conversation, warned about once."""
+
+    def __init__(self, source: str, conversation: str | None) -> None:
+        self.source = source
+        self.conversation = conversation
+        self.items: list[tuple[str | None, str]] = []
+
+    def add(self, node: str | None, what: str) -> None:
+        self.items.append((node, what))
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def warn(self, stacklevel: int = 2) -> None:
+        if not self.items:
+            return
+        shown = [f"node {n!r}: {w}" if n is not None else w for n, w in self.items[:_SHOWN]]
+        more = len(self.items) - _SHOWN
+        text = "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
+        warnings.warn(f"{where(self.source, self.conversation)}: {text}", ReadWarning, stacklevel=stacklevel)
+        self.items = []
+
+
+@dataclass
+class Record:
+    """One message as an importer found it: its id, its parent's id, its node attributes."""
+
+    id: str
+    parent: str | None
+    node: dict[str, Any] = field(default_factory=dict)
+
+
+# -- small converters ------------------------------------------------------
+
+_ROLE_ALIASES = {
+    "system": "system",
+    "developer": "system",
+    "user": "user",
+    "human": "user",
+    "prompter": "user",
+    "assistant": "assistant",
+    "model": "assistant",
+    "ai": "assistant",
+    "bot": "assistant",
+    "tool": "tool",
+    "function": "tool",
+    "ipython": "tool",
+}
+
+
+def role_of(raw: Any, problems: Problems, node: str | None) -> str | None:
+    """The protocol role for a format's role name; ``None`` (and a problem) when there is none."""
+    if isinstance(raw, str) and raw.lower() in _ROLE_ALIASES:
+        return _ROLE_ALIASES[raw.lower()]
+    problems.add(node, f"unknown role {raw!r}; message left out")
+    return None
+
+
+def to_time(value: Any) -> float | None:
+    """Seconds since the epoch from a number (seconds or milliseconds) or an ISO 8601 string."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        v = float(value)
+        return v / 1000.0 if v > 1e11 else v
+    if isinstance(value, str) and value:
+        try:
+            t = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        if t.tzinfo is None:
+            t = t.replace(tzinfo=_dt.timezone.utc)
+        return t.timestamp()
+    return None
+
+
+def text_or_parts(parts: Iterable[Any]) -> str | list[Any]:
+    """A list of parts as the protocol's content: one string when every part is text.
+
+    Strings become text parts; ``{"type": "text", "text": ...}`` stays; any other part is kept as given.
+    """
+    out: list[Any] = []
+    for p in parts:
+        if isinstance(p, str):
+            out.append({"type": "text", "text": p})
+        elif isinstance(p, Mapping) and p.get("type") == "text" and isinstance(p.get("text"), str):
+            out.append({"type": "text", "text": p["text"]})
+        elif p is not None:
+            out.append(p)
+    if all(isinstance(p, Mapping) and p.get("type") == "text" for p in out):
+        return "".join(p["text"] for p in out)
+    return out
+
+
+def usage_of(raw: Any) -> dict[str, Any] | None:
+    """A provider's usage as a node's ``usage``: ``input_tokens``/``output_tokens`` (+ cache fields).
+
+    Anthropic names are kept; OpenAI (``prompt_tokens``/``completion_tokens``)
+    and Ollama (``prompt_eval_count``/``eval_count``) names are mapped, the
+    originals kept beside them.
+    """
+    if not isinstance(raw, Mapping):
+        return None
+    usage = {k: v for k, v in raw.items() if isinstance(v, (int, float, str, bool, type(None), dict, list))}
+    if "input_tokens" not in usage:
+        for name in ("prompt_tokens", "prompt_eval_count"):
+            if isinstance(raw.get(name), (int, float)):
+                usage["input_tokens"] = int(raw[name])
+                break
+    if "output_tokens" not in usage:
+        for name in ("completion_tokens", "eval_count"):
+            if isinstance(raw.get(name), (int, float)):
+                usage["output_tokens"] = int(raw[name])
+                break
+    numeric = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    for k in numeric:
+        if k in usage and not isinstance(usage[k], (int, float)) or isinstance(usage.get(k), bool):
+            usage.pop(k)
+    if "input_tokens" not in usage and "output_tokens" not in usage:
+        return None
+    return usage
+
+
+# -- the tree ----------------------------------------------------------------
+
+
+def build(records: list[Record], problems: Problems, head: str | None = None, *, head_given: bool = False) -> Tree:
+    """A sound tree from records in the log's order.
+
+    - an id seen before: the later record is left out;
+    - a parent id that is not a record: the message becomes a top-level one;
+    - a loop of parent ids: broken at the member that comes first in the log,
+      which becomes a top-level message;
+    - parents are recorded before their children (``seq``), otherwise the log's order is kept.
+
+    The head is ``head`` when it is a node. When the log named a head
+    (``head_given``) that is not there, it is repaired to the newest leaf and
+    reported; without one, the newest leaf is the head.
+    """
+    by_id: dict[str, Record] = {}
+    order: list[Record] = []
+    for r in records:
+        if r.id in by_id:
+            problems.add(r.id, "id used twice; the later message left out")
+            continue
+        by_id[r.id] = r
+        order.append(r)
+    for r in order:
+        if r.parent is not None and r.parent not in by_id:
+            problems.add(r.id, f"parent {r.parent!r} is not in the conversation; kept as a top-level message")
+            r.parent = None
+        elif r.parent == r.id:
+            problems.add(r.id, "is its own parent; kept as a top-level message")
+            r.parent = None
+
+    tree = Tree()
+    waiting: dict[str, list[Record]] = {}
+
+    def add_with_waiting(r: Record) -> None:
+        stack = [r]
+        while stack:
+            rec = stack.pop()
+            tree.add({**rec.node, "id": rec.id}, rec.parent)
+            stack.extend(reversed(waiting.pop(rec.id, [])))
+
+    for r in order:
+        if r.parent is None or r.parent in tree:
+            add_with_waiting(r)
+        else:
+            waiting.setdefault(r.parent, []).append(r)
+
+    # What is still waiting hangs below a loop of parent ids.
+    if waiting:
+        position = {r.id: i for i, r in enumerate(order)}
+        for r in order:
+            if r.id in tree:
+                continue
+            seen: list[str] = []
+            cur = r.id
+            while cur not in seen:
+                seen.append(cur)
+                cur = by_id[cur].parent  # type: ignore[assignment]
+                if cur is None or cur in tree:  # pragma: no cover - would have been added
+                    break
+            else:
+                loop = seen[seen.index(cur):]
+                first = min(loop, key=position.__getitem__)
+                problems.add(first, "parent ids loop (" + " -> ".join(loop + [loop[0]]) + "); kept as a top-level message")
+                rec = by_id[first]
+                waiting[rec.parent].remove(rec)  # type: ignore[index]
+                if not waiting[rec.parent]:  # type: ignore[index]
+                    del waiting[rec.parent]  # type: ignore[arg-type]
+                rec.parent = None
+                add_with_waiting(rec)
+
+    if head is not None and head in tree:
+        tree.head = head
+    else:
+        if head_given:
+            problems.add(None, f"current node {head!r} is not a message of the conversation; head set to the newest leaf")
+        tree.head = newest_leaf(tree)
+    return tree
+
+
+def newest_leaf(tree: Tree) -> str | None:
+    """The leaf with the highest ``seq`` (``None`` for an empty tree)."""
+    g = tree.graph
+    best, best_seq = None, -1
+    for n, attrs in g.nodes(data=True):
+        if g.out_degree(n) == 0 and attrs["seq"] > best_seq:
+            best, best_seq = n, attrs["seq"]
+    return best
+
+
+def conversation(
+    records: list[Record],
+    problems: Problems,
+    *,
+    id: str,
+    title: str | None,
+    format: str,
+    source: str,
+    head: str | None = None,
+    head_given: bool = False,
+    metadata: dict[str, Any] | None = None,
+) -> Conversation:
+    """``build`` the records, warn about what was repaired, wrap it as a Conversation."""
+    tree = build(records, problems, head, head_given=head_given)
+    problems.warn(stacklevel=4)
+    return Conversation(tree, id=id, title=title, format=format, source=source, metadata=metadata)

@@ -1,0 +1,83 @@
+"""Claude.ai data export (``conversations.json``: ``uuid``, ``name``, ``chat_messages``).
+
+Messages are listed in order. When they carry ``parent_message_uuid`` (newer
+exports) that is the tree, and the all-zero uuid means the root; otherwise
+each message follows the one before it. The head is
+``current_leaf_message_uuid`` when the export has it, else the newest leaf.
+``content`` blocks are kept: text blocks as text parts (their citations and
+timestamps dropped), every other block (tool use, tool result, thinking) as
+given; a message with no blocks reads its ``text``. An empty conversation
+(no messages) is a conversation with no nodes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Mapping
+
+from ..conversation import Conversation
+from ._common import Problems, Record, conversation, role_of, text_or_parts, to_time
+
+NAME = "claude_ai"
+ROOT_IDS = (None, "", "00000000-0000-4000-8000-000000000000", "00000000-0000-0000-0000-000000000000")
+
+
+def detect(value: Any) -> bool:
+    first = value[0] if isinstance(value, list) and value else value
+    return isinstance(first, Mapping) and isinstance(first.get("chat_messages"), list)
+
+
+def parse(value: Any, source: str, iterate: Callable[[list[Any]], Iterable[Any]]) -> list[Conversation]:
+    items = value if isinstance(value, list) else [value]
+    return [parse_one(item, source, i) for i, item in enumerate(iterate(items))]
+
+
+def content_of(m: Mapping[str, Any]) -> str | list[Any]:
+    blocks = m.get("content")
+    if isinstance(blocks, list) and blocks:
+        return text_or_parts(blocks)
+    text = m.get("text")
+    return text if isinstance(text, str) else ""
+
+
+def parse_one(item: Any, source: str, index: int) -> Conversation:
+    cid = str(item.get("uuid") or f"#{index}") if isinstance(item, Mapping) else f"#{index}"
+    problems = Problems(source, cid)
+    messages = item.get("chat_messages") if isinstance(item, Mapping) else None
+    if not isinstance(messages, list):
+        problems.add(None, "no chat_messages list; read as empty")
+        messages = []
+    records: list[Record] = []
+    previous: str | None = None
+    for i, m in enumerate(messages):
+        if not isinstance(m, Mapping):
+            problems.add(None, f"chat_messages[{i}] is a {type(m).__name__}; left out")
+            continue
+        mid = str(m.get("uuid") or f"{cid}#{i}")
+        role = role_of(m.get("sender"), problems, mid)
+        if role is None:
+            continue
+        if "parent_message_uuid" in m:
+            parent = m["parent_message_uuid"]
+            parent = None if parent in ROOT_IDS else str(parent)
+        else:
+            parent = previous
+        records.append(Record(mid, parent, {
+            "role": role,
+            "content": content_of(m),
+            "time": to_time(m.get("created_at")),
+            "metadata": {k: m[k] for k in ("attachments", "files") if m.get(k)},
+        }))
+        previous = mid
+    leaf = item.get("current_leaf_message_uuid") if isinstance(item, Mapping) else None
+    title = item.get("name") if isinstance(item, Mapping) else None
+    return conversation(
+        records,
+        problems,
+        id=cid,
+        title=title if isinstance(title, str) else None,
+        format=NAME,
+        source=source,
+        head=str(leaf) if leaf else None,
+        head_given=bool(leaf),
+        metadata={k: item.get(k) for k in ("created_at", "updated_at") if isinstance(item, Mapping) and item.get(k)},
+    )

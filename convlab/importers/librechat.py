@@ -1,0 +1,123 @@
+"""LibreChat conversation export (``{"conversationId", "title", "messages": [...]}``).
+
+Two shapes: ``recursive`` (each message holds its ``children``) and flat (every
+message names its ``parentMessageId``). A message's ``parentMessageId`` is its
+parent when it has one; in the recursive shape a message without one hangs
+from the message that holds it. ``null`` and the all-zero uuid mean the root.
+
+LibreChat records no current node. Its UI shows the latest sibling at every
+fork, so the head is found the same way: from the last top-level message,
+follow the last child down to a leaf. ``tokenCount`` (LibreChat's own count of
+the message) is kept in ``metadata``; an assistant message's ``promptTokens``
+becomes its ``usage.input_tokens``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Mapping
+
+from ..conversation import Conversation
+from ._common import Problems, Record, build, role_of, text_or_parts, to_time
+
+NAME = "librechat"
+ROOT_IDS = (None, "", "00000000-0000-0000-0000-000000000000")
+
+
+def _is_export(item: Any) -> bool:
+    if not isinstance(item, Mapping) or not isinstance(item.get("messages"), list):
+        return False
+    first = next((m for m in item["messages"] if isinstance(m, Mapping)), None)
+    return first is not None and ("messageId" in first or "parentMessageId" in first)
+
+
+def detect(value: Any) -> bool:
+    first = value[0] if isinstance(value, list) and value else value
+    return _is_export(first)
+
+
+def parse(value: Any, source: str, iterate: Callable[[list[Any]], Iterable[Any]]) -> list[Conversation]:
+    items = value if isinstance(value, list) else [value]
+    return [parse_one(item, source, i) for i, item in enumerate(iterate(items))]
+
+
+def content_of(m: Mapping[str, Any]) -> str | list[Any]:
+    parts = m.get("content")
+    if isinstance(parts, list) and parts:
+        fixed = []
+        for p in parts:
+            if isinstance(p, Mapping) and p.get("type") == "text" and isinstance(p.get("text"), Mapping):
+                p = {"type": "text", "text": str(p["text"].get("value", ""))}
+            fixed.append(p)
+        return text_or_parts(fixed)
+    text = m.get("text")
+    return text if isinstance(text, str) else ""
+
+
+def parse_one(item: Any, source: str, index: int) -> Conversation:
+    cid = str(item.get("conversationId") or f"#{index}") if isinstance(item, Mapping) else f"#{index}"
+    problems = Problems(source, cid)
+    records: list[Record] = []
+    if not _is_export(item):
+        problems.add(None, "no messages list; read as empty")
+        tree = build([], problems)
+        problems.warn(stacklevel=3)
+        return Conversation(tree, id=cid, title=None, format=NAME, source=source)
+
+    # iterative walk, in document order (parents before children)
+    stack: list[tuple[Any, str | None, str]] = [(m, None, f"messages[{i}]") for i, m in enumerate(item["messages"])]
+    stack.reverse()
+    while stack:
+        m, holder, where_ = stack.pop()
+        if not isinstance(m, Mapping):
+            problems.add(None, f"{where_} is a {type(m).__name__}, not a message; left out")
+            continue
+        mid = m.get("messageId")
+        if mid is None:
+            problems.add(None, f"{where_} has no messageId; left out with what hangs under it")
+            continue
+        mid = str(mid)
+        if "parentMessageId" in m:
+            parent = m.get("parentMessageId")
+            parent = None if parent in ROOT_IDS else str(parent)
+        else:
+            parent = holder
+        by_user = m.get("isCreatedByUser")
+        role = "user" if by_user is True else "assistant" if by_user is False else role_of(m.get("role"), problems, mid)
+        if role is not None:
+            meta = {k: m[k] for k in ("sender", "model", "endpoint", "tokenCount", "finish_reason", "error", "unfinished") if m.get(k) is not None}
+            usage = None
+            if role == "assistant" and isinstance(m.get("promptTokens"), (int, float)):
+                usage = {"input_tokens": int(m["promptTokens"])}
+                if isinstance(m.get("tokenCount"), (int, float)):
+                    usage["output_tokens"] = int(m["tokenCount"])
+            records.append(Record(mid, parent, {
+                "role": role,
+                "content": content_of(m),
+                "time": to_time(m.get("createdAt")),
+                "usage": usage,
+                "metadata": meta,
+            }))
+        kids = m.get("children")
+        if isinstance(kids, list):
+            stack.extend(reversed([(k, mid, f"{where_}.children[{j}]") for j, k in enumerate(kids)]))
+
+    tree = build(records, problems)
+    # LibreChat's UI default: the latest sibling at every fork
+    if tree.roots:
+        node = tree.roots[-1]
+        while True:
+            kids = tree.children(node)
+            if not kids:
+                break
+            node = kids[-1]
+        tree.head = node
+    problems.warn(stacklevel=3)
+    title = item.get("title")
+    return Conversation(
+        tree,
+        id=cid,
+        title=title if isinstance(title, str) else None,
+        format=NAME,
+        source=source,
+        metadata={k: item.get(k) for k in ("endpoint", "exportAt") if item.get(k)},
+    )

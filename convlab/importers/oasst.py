@@ -1,0 +1,91 @@
+"""OpenAssistant message trees (oasst1/oasst2 ``*_trees.jsonl``: one tree per line).
+
+A tree is ``{"message_tree_id", "prompt": message}``; each message has
+``message_id``, ``role`` (``prompter`` -> user, ``assistant``), ``text`` and
+its ``replies``. OpenAssistant has no current node: the head follows the
+best-ranked reply (lowest ``rank``; unranked replies after ranked ones, then
+in order) from the prompt down to a leaf. ``rank``, ``lang``, ``synthetic``,
+``model_name``, ``review_*`` and ``emojis`` are kept in ``metadata``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Mapping
+
+from ..conversation import Conversation
+from ._common import Problems, Record, build, role_of
+
+NAME = "oasst"
+_META = ("rank", "lang", "synthetic", "model_name", "review_count", "review_result", "emojis", "deleted")
+
+
+def _tree(item: Any) -> Mapping[str, Any] | None:
+    if isinstance(item, Mapping) and isinstance(item.get("prompt"), Mapping) and "message_id" in item["prompt"]:
+        return item
+    return None
+
+
+def detect(value: Any) -> bool:
+    first = value[0] if isinstance(value, list) and value else value
+    return _tree(first) is not None or (isinstance(first, Mapping) and "message_tree_id" in first)
+
+
+def parse(value: Any, source: str, iterate: Callable[[list[Any]], Iterable[Any]]) -> list[Conversation]:
+    items = value if isinstance(value, list) else [value]
+    return [parse_one(item, source, i) for i, item in enumerate(iterate(items))]
+
+
+def _rank_key(m: Any, position: int) -> tuple[int, float, int]:
+    rank = m.get("rank") if isinstance(m, Mapping) else None
+    if isinstance(rank, (int, float)) and not isinstance(rank, bool):
+        return (0, float(rank), position)
+    return (1, 0.0, position)
+
+
+def parse_one(item: Any, source: str, index: int) -> Conversation:
+    tid = str(item.get("message_tree_id") or f"#{index}") if isinstance(item, Mapping) else f"#{index}"
+    problems = Problems(source, tid)
+    records: list[Record] = []
+    best_child: dict[str, str] = {}
+    tree_doc = _tree(item)
+    if tree_doc is None:
+        problems.add(None, "no prompt message; read as empty")
+    else:
+        stack: list[tuple[Any, str | None, str]] = [(tree_doc["prompt"], None, "prompt")]
+        while stack:
+            m, holder, where_ = stack.pop()
+            if not isinstance(m, Mapping) or m.get("message_id") is None:
+                problems.add(None, f"{where_} is not a message; left out with its replies")
+                continue
+            mid = str(m["message_id"])
+            parent = m.get("parent_id", holder)
+            parent = str(parent) if parent is not None else None
+            role = role_of(m.get("role"), problems, mid)
+            if role is None:
+                continue
+            text = m.get("text")
+            records.append(Record(mid, parent, {
+                "role": role,
+                "content": text if isinstance(text, str) else "",
+                "metadata": {k: m[k] for k in _META if m.get(k) is not None},
+            }))
+            replies = m.get("replies")
+            if isinstance(replies, list) and replies:
+                ranked = sorted(range(len(replies)), key=lambda j: _rank_key(replies[j], j))
+                first = replies[ranked[0]]
+                if isinstance(first, Mapping) and first.get("message_id") is not None:
+                    best_child[mid] = str(first["message_id"])
+                stack.extend(reversed([(r, mid, f"{where_}.replies[{j}]") for j, r in enumerate(replies)]))
+    tree = build(records, problems)
+    if tree.roots:
+        node = tree.roots[0]
+        while True:
+            kids = tree.children(node)
+            if not kids:
+                break
+            best = best_child.get(node)
+            node = best if best in kids else kids[0]
+        tree.head = node
+    problems.warn(stacklevel=3)
+    return Conversation(tree, id=tid, title=None, format=NAME, source=source,
+                        metadata={"tree_state": item["tree_state"]} if isinstance(item, Mapping) and item.get("tree_state") else None)

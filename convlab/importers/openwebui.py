@@ -1,0 +1,92 @@
+"""Open WebUI chat export: one chat, or the "export all chats" list.
+
+The tree is ``history.messages`` (id -> ``{id, parentId, childrenIds, role,
+content, ...}``) with ``history.currentId`` as the head. The flat ``messages``
+list beside it is only the active path and is not read. In the "export all"
+list each item wraps the chat as ``{"id", "title", "chat": {...}}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Mapping
+
+from ..conversation import Conversation
+from ._common import Problems, Record, conversation, role_of, text_or_parts, to_time, usage_of
+
+NAME = "openwebui"
+
+
+def _chat(item: Any) -> Mapping[str, Any] | None:
+    if not isinstance(item, Mapping):
+        return None
+    if isinstance(item.get("history"), Mapping):
+        return item
+    chat = item.get("chat")
+    if isinstance(chat, Mapping) and isinstance(chat.get("history"), Mapping):
+        return chat
+    return None
+
+
+def detect(value: Any) -> bool:
+    first = value[0] if isinstance(value, list) and value else value
+    return _chat(first) is not None
+
+
+def parse(value: Any, source: str, iterate: Callable[[list[Any]], Iterable[Any]]) -> list[Conversation]:
+    items = value if isinstance(value, list) else [value]
+    return [parse_one(item, source, i) for i, item in enumerate(iterate(items))]
+
+
+def content_of(raw: Any) -> str | list[Any]:
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, list):
+        return text_or_parts(raw)
+    return "" if raw is None else str(raw)
+
+
+def parse_one(item: Any, source: str, index: int) -> Conversation:
+    chat = _chat(item)
+    outer = item if isinstance(item, Mapping) else {}
+    cid = str(outer.get("id") or (chat or {}).get("id") or f"#{index}")
+    problems = Problems(source, cid)
+    if chat is None:
+        problems.add(None, "no history.messages; read as empty")
+        return conversation([], problems, id=cid, title=None, format=NAME, source=source)
+    history = chat["history"]
+    messages = history.get("messages")
+    if not isinstance(messages, Mapping):
+        problems.add(None, "history.messages is not an object; read as empty")
+        messages = {}
+    records: list[Record] = []
+    for key, m in messages.items():
+        key = str(key)
+        if not isinstance(m, Mapping):
+            problems.add(key, f"message is a {type(m).__name__}; left out")
+            continue
+        role = role_of(m.get("role"), problems, key)
+        if role is None:
+            continue
+        parent = m.get("parentId")
+        meta = {k: m[k] for k in ("model", "modelName", "done", "error") if m.get(k) is not None}
+        node: dict[str, Any] = {
+            "role": role,
+            "content": content_of(m.get("content")),
+            "time": to_time(m.get("timestamp")),
+            "usage": usage_of(m.get("usage") or (m.get("info") if isinstance(m.get("info"), Mapping) else None)),
+            "metadata": meta,
+        }
+        records.append(Record(key, str(parent) if parent is not None else None, node))
+    current = history.get("currentId")
+    title = outer.get("title") or chat.get("title")
+    return conversation(
+        records,
+        problems,
+        id=cid,
+        title=title if isinstance(title, str) else None,
+        format=NAME,
+        source=source,
+        head=str(current) if current is not None else None,
+        head_given=current is not None,
+        metadata={k: chat.get(k) for k in ("models", "timestamp") if chat.get(k)},
+    )

@@ -1,0 +1,504 @@
+"""convlab.read: detection, the real logs against STATS.json, damage, folders, progress.
+
+Format details live in tests/test_importers_<format>.py.
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import io
+import json
+import random
+import warnings
+import zipfile
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+import convlab
+from convlab.importers import FORMATS, detect
+from convlab.tree import RECORDED
+
+from realdata import MISSING, log_files, require, stats
+
+CLAUDE_CODE = "claude_code/"
+
+#: What each real file is, by content (several are named after another format).
+EXPECTED_FORMAT = {
+    "chatgpt/chatgpt-photosynthesis.owi.json": "chatgpt",
+    "chatgpt/chatgpt-tree.librechat.json": "chatgpt",
+    "claude_ai/claude-export-redacted.owi.json": "claude_ai",
+    "librechat/librechat-linear.json": "librechat",
+    "librechat/librechat-tree.json": "librechat",
+    "oasst/oasst1-en-trees-001-060.jsonl": "oasst",
+    "openwebui/webui-goldwater.owi.json": "openwebui",
+}
+
+
+def branch_points(c: convlab.Conversation) -> int:
+    return sum(1 for _, d in c.tree.out_degree() if d > 1)
+
+
+def longest_path(c: convlab.Conversation) -> int:
+    g = c.tree
+    return max((len(nx.ancestors(g, n)) + 1 for n in g if g.out_degree(n) == 0), default=0)
+
+
+# -- every real file -----------------------------------------------------------
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", log_files())
+def test_every_real_file_imports_without_a_warning(name):
+    real = require()
+    assert name != MISSING
+    convs = convlab.read(real / name, progress=False)  # a ReadWarning would fail here (filterwarnings)
+    assert convs, name
+    for c in convs:
+        assert isinstance(c, convlab.Conversation)
+        assert c.format == EXPECTED_FORMAT.get(name, "claude_code")
+        assert c.source == str(real / name)
+        for _, attrs in c.tree.nodes(data=True):
+            assert set(RECORDED) <= set(attrs), attrs["id"]
+            assert attrs["role"] in ("system", "user", "assistant", "tool")
+            assert attrs["kind"] in ("message", "summary")
+        if len(c):
+            assert c.head in c.tree
+            path = c.path()
+            assert path[-1]["id"] == c.head and path[0]["parent"] is None
+            assert all(b["parent"] == a["id"] for a, b in zip(path, path[1:]))
+
+
+@pytest.mark.realdata
+def test_stats_covers_every_real_file():
+    real = require()
+    assert set(log_files()) == set(stats()), "a real file without counts, or counts without a file"
+    assert set(EXPECTED_FORMAT) | {f for f in stats() if f.startswith(CLAUDE_CODE)} == set(stats())
+    assert real.is_dir()
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", [f for f in log_files() if not f.startswith(CLAUDE_CODE)])
+def test_counts_equal_stats(name):
+    real = require()
+    assert name != MISSING
+    want = stats()[name]
+    convs = convlab.read(real / name, progress=False)
+    assert len(convs) == want["conversations"]
+    assert sum(len(c) for c in convs) == want["message_nodes"]
+    assert sum(branch_points(c) for c in convs) == want["branch_points"]
+    assert max(longest_path(c) for c in convs) == want["max_path_msgs"]
+    assert sum(len(c.roots) for c in convs) == want["message_roots"]
+    assert sum(1 for c in convs if branch_points(c)) == want["convs_with_branches"]
+
+
+@pytest.mark.realdata
+def test_reading_the_folder_reads_every_log_once_and_passes_over_the_rest():
+    real = require()
+    convs = convlab.read(real, progress=False)  # README, MANIFEST, STATS, LICENSES are passed over quietly
+    s = stats()
+    assert len(convs) == sum(v["conversations"] for v in s.values())
+    assert {c.source for c in convs} == {str(real / f) for f in s}
+    by_file = {}
+    for c in convs:
+        by_file.setdefault(c.source, []).append(c)
+    for f, want in s.items():
+        if not f.startswith(CLAUDE_CODE):
+            assert sum(len(c) for c in by_file[str(real / f)]) == want["message_nodes"], f
+
+
+@pytest.mark.realdata
+def test_folder_progress_bar_shows_and_can_be_turned_off(capsys):
+    real = require()
+    convlab.read(real / "librechat", progress=True)
+    err = capsys.readouterr().err
+    assert "reading librechat" in err and "2/2" in err
+    convlab.read(real / "librechat", progress=False)
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.realdata
+def test_large_export_progress_bar(capsys):
+    real = require()
+    convlab.read(real / "claude_ai" / "claude-export-redacted.owi.json", progress=True)
+    err = capsys.readouterr().err
+    assert "claude-export-redacted.owi.json" in err and "/85 " in err
+    convlab.read(real / "claude_ai" / "claude-export-redacted.owi.json", progress=False)
+    assert capsys.readouterr().err == ""
+
+
+# -- detection by content ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value, lines, name",
+    [
+        ({"mapping": {}, "current_node": None}, False, "chatgpt"),
+        ([{"uuid": "c", "name": "", "chat_messages": []}], False, "claude_ai"),
+        ({"history": {"messages": {}, "currentId": None}}, False, "openwebui"),
+        ([{"id": "x", "chat": {"history": {"messages": {}}}}], False, "openwebui"),
+        ({"conversationId": "c", "messages": [{"messageId": "m", "parentMessageId": None}]}, False, "librechat"),
+        ({"message_tree_id": "t", "prompt": {"message_id": "p", "role": "prompter", "text": "q"}}, False, "oasst"),
+        ([{"role": "user", "content": "hi"}], False, "openai"),
+        ({"messages": [{"role": "user", "content": "hi"}]}, False, "openai"),
+        ([{"role": "user", "content": "hi"}], True, "openai"),
+        ([{"type": "session.started", "agent": "bot", "config": {}}], True, "convlab"),
+        ([{"type": "user", "uuid": "u", "parentUuid": None, "sessionId": "s", "message": {"role": "user", "content": "x"}}], True, "claude_code"),
+        ({"some": "thing"}, False, None),
+        ([1, 2, 3], False, None),
+    ],
+)
+def test_detect_by_content(value, lines, name):
+    assert detect(value, lines) == name
+
+
+def test_file_names_do_not_decide_the_format(tmp_path):
+    p = tmp_path / "conversations.json"  # a ChatGPT name, OpenAI content
+    p.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    assert convlab.read(p)[0].format == "openai"
+
+
+# -- what cannot be read -------------------------------------------------------
+
+
+def test_unknown_shape_is_a_read_error_naming_the_file(tmp_path):
+    p = tmp_path / "stats.json"
+    p.write_text(json.dumps({"totals": {"conversations": 1}}))
+    with pytest.raises(convlab.ReadError, match=r"stats\.json.*not a chat log"):
+        convlab.read(p)
+
+
+@pytest.mark.parametrize("text", ["", "   \n", "hello, not json", "{\"mapping\": {\"a\": ", "\x00\x01"])
+def test_unreadable_files_are_read_errors(tmp_path, text):
+    p = tmp_path / "broken.json"
+    p.write_text(text)
+    with pytest.raises(convlab.ReadError, match="broken.json"):
+        convlab.read(p)
+
+
+def test_missing_path_is_a_read_error(tmp_path):
+    with pytest.raises(convlab.ReadError, match="no such file"):
+        convlab.read(tmp_path / "nope.json")
+
+
+def test_bad_format_name_is_refused(tmp_path):
+    p = tmp_path / "a.json"
+    p.write_text("[]")
+    with pytest.raises(ValueError, match="format must be one of"):
+        convlab.read(p, format="chatgtp")
+
+
+def test_empty_list_is_no_conversations(tmp_path):
+    p = tmp_path / "conversations.json"
+    p.write_text("[]")
+    assert convlab.read(p) == []
+
+
+def test_format_override_reads_as_told(tmp_path):
+    p = tmp_path / "a.json"
+    p.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}))
+    assert convlab.read(p, format="openai")[0].format == "openai"
+    with pytest.warns(convlab.ReadWarning, match="no mapping"):
+        [c] = convlab.read(p, format="chatgpt")
+    assert len(c) == 0 and c.head is None
+
+
+def test_a_folder_warns_about_a_broken_log_and_reads_the_rest(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "good.json").write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    (tmp_path / "broken.json").write_text('{"mapping": {"a": ')
+    (tmp_path / "notes.txt").write_text("not a log")
+    (tmp_path / "other.json").write_text(json.dumps({"unrelated": True}))
+    (tmp_path / ".hidden.json").write_text("{")
+    with pytest.warns(convlab.ReadWarning, match=r"broken\.json.*passed over"):
+        convs = convlab.read(tmp_path, progress=False)
+    assert [c.source for c in convs] == [str(tmp_path / "sub" / "good.json")]
+
+
+def test_gzip_cut_short_keeps_what_decompresses(tmp_path):
+    lines = "\n".join(json.dumps({"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} " * 50}) for i in range(200))
+    packed = gzip.compress(lines.encode())
+    p = tmp_path / "chat.jsonl.gz"
+    p.write_bytes(packed[: len(packed) // 2])
+    with pytest.warns(convlab.ReadWarning) as record:
+        [c] = convlab.read(p)
+    text = " ".join(str(w.message) for w in record)
+    assert "gzip data cut short" in text and "chat.jsonl.gz" in text
+    assert 0 < len(c) < 200
+
+
+def test_a_json_array_cut_short_keeps_its_complete_items(tmp_path):
+    convs = [{"messages": [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}]} for i in range(5)]
+    text = json.dumps(convs, indent=1)
+    p = tmp_path / "many.json"
+    p.write_text(text[: text.index("q3") + 1])
+    with pytest.warns(convlab.ReadWarning, match=r"many\.json.*kept the 3 complete item"):
+        got = convlab.read(p)
+    assert [c.path()[0]["content"] for c in got] == ["q0", "q1", "q2"]
+
+
+def test_jsonl_bad_middle_line_is_left_out_with_a_warning(tmp_path):
+    rows = [json.dumps({"role": "user", "content": "a"}), "{not json", json.dumps({"role": "assistant", "content": "b"})]
+    p = tmp_path / "chat.jsonl"
+    p.write_text("\n".join(rows))
+    with pytest.warns(convlab.ReadWarning, match=r"chat\.jsonl: lines 2 are not valid JSON"):
+        [c] = convlab.read(p)
+    assert [m["content"] for m in c.path()] == ["a", "b"]
+
+
+# -- zip archives ---------------------------------------------------------------
+
+
+@pytest.mark.realdata
+def test_a_zip_of_real_exports_reads_every_member(tmp_path):
+    real = require()
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.write(real / "chatgpt" / "chatgpt-tree.librechat.json", "export/conversations.json")
+        z.write(real / "oasst" / "oasst1-en-trees-001-060.jsonl", "oasst.jsonl")
+        z.writestr("export/user.json", json.dumps({"id": "user-1", "email": "x"}))
+        z.writestr("export/chat.html", "<html></html>")
+    p = tmp_path / "export.zip"
+    p.write_bytes(buf.getvalue())
+    convs = convlab.read(p, progress=False)
+    assert [c.format for c in convs] == ["chatgpt"] + ["oasst"] * 60
+    assert convs[0].source == f"{p}!export/conversations.json"
+
+
+def test_a_zip_without_a_log_is_a_read_error(tmp_path):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("readme.txt", "hello")
+    p = tmp_path / "x.zip"
+    p.write_bytes(buf.getvalue())
+    with pytest.raises(convlab.ReadError, match=r"x\.zip.*no chat log"):
+        convlab.read(p)
+
+
+def test_a_truncated_zip_is_a_read_error(tmp_path):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("conversations.json", json.dumps([{"role": "user", "content": "x" * 5000}]))
+    p = tmp_path / "x.zip"
+    p.write_bytes(buf.getvalue()[:60])
+    with pytest.raises(convlab.ReadError, match=r"x\.zip"):
+        convlab.read(p)
+
+
+# -- damaged real files, for every importer --------------------------------------
+# Each damage is made here from a real file: the tree's parent link of one
+# message points nowhere (dangling), two messages are each other's ancestors
+# (a cycle), or the file is cut in the middle. Each gives a ReadWarning that
+# names the file, the conversation and the node, or a ReadError naming the
+# file; never another exception.
+
+
+def _json(real, name):
+    return json.loads((real / name).read_text())
+
+
+def _mapping_nodes(conv):
+    return [k for k, v in conv["mapping"].items() if v.get("message")]
+
+
+def chatgpt_damage(real, how):
+    doc = _json(real, "chatgpt/chatgpt-tree.librechat.json")
+    conv = doc[0]
+    m = conv["mapping"]
+    if how == "dangling":
+        m["aaa236a3-cdfc-4eb1-b5c5-790c6641f880"]["parent"] = "gone-0001"
+        return doc, conv["conversation_id"], "aaa236a3-cdfc-4eb1-b5c5-790c6641f880"
+    # cycle: "hi again" under its own descendant "tell me a joke"
+    m["aaa236a3-cdfc-4eb1-b5c5-790c6641f880"]["parent"] = "aaa20127-b9e3-44f6-afbe-a2475838625a"
+    return doc, conv["conversation_id"], "aaa236a3-cdfc-4eb1-b5c5-790c6641f880"
+
+
+def claude_ai_damage(real, how):
+    doc = _json(real, "claude_ai/claude-export-redacted.owi.json")
+    conv = next(c for c in doc if len(c["chat_messages"]) >= 4)
+    ms = conv["chat_messages"]
+    prev = "00000000-0000-4000-8000-000000000000"
+    for m in ms:
+        m["parent_message_uuid"], prev = prev, m["uuid"]
+    if how == "dangling":
+        ms[2]["parent_message_uuid"] = "gone-0001"
+    else:
+        ms[1]["parent_message_uuid"] = ms[3]["uuid"]
+    return doc, conv["uuid"], ms[2]["uuid"] if how == "dangling" else ms[1]["uuid"]
+
+
+def openwebui_damage(real, how):
+    doc = _json(real, "openwebui/webui-goldwater.owi.json")
+    ms = doc["history"]["messages"]
+    user, reply = list(ms)
+    if how == "dangling":
+        ms[reply]["parentId"] = "gone-0001"
+        return doc, "#0", reply
+    ms[user]["parentId"] = reply
+    return doc, "#0", user
+
+
+def librechat_damage(real, how):
+    doc = _json(real, "librechat/librechat-tree.json")
+    ms = doc["messages"]
+    thanks = ms[0]["children"][0]["children"][0]
+    if how == "dangling":
+        thanks["parentMessageId"] = "gone-0001"
+    else:
+        thanks["parentMessageId"] = thanks["children"][1]["children"][0]["messageId"]
+    return doc, doc["conversationId"], thanks["messageId"]
+
+
+def oasst_damage(real, how):
+    lines = (real / "oasst" / "oasst1-en-trees-001-060.jsonl").read_text().splitlines()
+    k = next(k for k, line in enumerate(lines) if any(r["replies"] for r in json.loads(line)["prompt"]["replies"]))
+    tree = json.loads(lines[k])
+    reply = next(r for r in tree["prompt"]["replies"] if r["replies"])
+    if how == "dangling":
+        reply["parent_id"] = "gone-0001"
+        node = reply["message_id"]
+    else:
+        tree["prompt"]["parent_id"] = reply["replies"][0]["message_id"]
+        node = tree["prompt"]["message_id"]
+    lines[k] = json.dumps(tree)
+    return "\n".join(lines), tree["message_tree_id"], node
+
+
+def claude_code_damage(real, how):
+    rows = [json.loads(l) for l in (real / "claude_code" / "tool_heavy.jsonl").read_text().splitlines()]
+    users = [r for r in rows if r.get("type") == "user" and isinstance(r["message"]["content"], str)]
+    target = users[1]
+    if how == "dangling":
+        target["parentUuid"] = "gone-0001"
+    else:  # a later message row becomes the parent of an earlier one
+        later = [r for r in rows if r.get("type") == "user"][-1]
+        target["parentUuid"] = later["uuid"]
+    return "\n".join(json.dumps(r) for r in rows), rows[1]["sessionId"], target["uuid"]
+
+
+DAMAGE = {
+    "chatgpt": ("chatgpt/chatgpt-tree.librechat.json", chatgpt_damage, 12),
+    "claude_ai": ("claude_ai/claude-export-redacted.owi.json", claude_ai_damage, None),
+    "openwebui": ("openwebui/webui-goldwater.owi.json", openwebui_damage, 2),
+    "librechat": ("librechat/librechat-tree.json", librechat_damage, 9),
+    "oasst": ("oasst/oasst1-en-trees-001-060.jsonl", oasst_damage, None),
+    "claude_code": ("claude_code/tool_heavy.jsonl", claude_code_damage, 17),
+}
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("fmt", sorted(DAMAGE))
+@pytest.mark.parametrize("how", ["dangling", "cycle"])
+def test_broken_parent_links_warn_naming_file_conversation_and_node(tmp_path, fmt, how):
+    real = require()
+    name, damage, nodes = DAMAGE[fmt]
+    doc, cid, node = damage(real, how)
+    p = tmp_path / Path(name).name
+    p.write_text(doc if isinstance(doc, str) else json.dumps(doc))
+    with pytest.warns(convlab.ReadWarning) as record:
+        convs = convlab.read(p, progress=False)
+    message = "\n".join(str(w.message) for w in record if issubclass(w.category, convlab.ReadWarning))
+    assert p.name in message and repr(cid) in message and repr(node) in message
+    assert ("is not in the" in message) if how == "dangling" else ("loop" in message)
+    c = next(c for c in convs if c.id == cid)
+    assert node in c.tree and c.tree.nodes[node]["parent"] is None  # kept, as a top-level message
+    assert nx.is_forest(c.tree) and c.head in c.tree
+    if nodes is not None:
+        assert len(c) == nodes  # nothing lost
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("fmt", sorted(DAMAGE))
+def test_a_file_cut_in_the_middle_warns_or_names_the_file(tmp_path, fmt):
+    real = require()
+    name = DAMAGE[fmt][0]
+    raw = (real / name).read_bytes()
+    p = tmp_path / Path(name).name
+    p.write_bytes(raw[: len(raw) // 2])
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        try:
+            convs = convlab.read(p, progress=False)
+        except convlab.ReadError as err:
+            assert p.name in str(err) and "cut short" in str(err)
+            return
+    texts = [str(w.message) for w in record if issubclass(w.category, convlab.ReadWarning)]
+    assert texts and all(p.name in t for t in texts)
+    assert "cut short" in texts[0]
+    assert convs and sum(len(c) for c in convs) < sum(len(c) for c in convlab.read(real / name, progress=False))
+
+
+# -- anything else: never a bare exception ----------------------------------------
+
+JUNK = [None, 0, -1, 1.5, True, "", "x", [], {}, [None], {"a": None}, "00000000-0000-0000-0000-000000000000"]
+
+
+def _mutate(value, rng):
+    """Replace one randomly chosen value (at any depth) with junk, or delete a key."""
+    value = copy.deepcopy(value)
+    slots = []
+
+    def walk(v):
+        if isinstance(v, dict):
+            for k in list(v):
+                slots.append((v, k))
+                walk(v[k])
+        elif isinstance(v, list):
+            for i in range(len(v)):
+                slots.append((v, i))
+                walk(v[i])
+
+    walk(value)
+    if not slots:
+        return rng.choice(JUNK)
+    holder, key = rng.choice(slots)
+    if isinstance(holder, dict) and rng.random() < 0.3:
+        del holder[key]
+    else:
+        holder[key] = rng.choice(JUNK)
+    return value
+
+
+FUZZ_FILES = [
+    "chatgpt/chatgpt-tree.librechat.json",
+    "chatgpt/chatgpt-photosynthesis.owi.json",
+    "openwebui/webui-goldwater.owi.json",
+    "librechat/librechat-tree.json",
+    "librechat/librechat-linear.json",
+    "claude_code/short.jsonl",
+    "claude_code/ae4a77f8-aedd-4bc1-888f-c94edc91af04/subagents/agent-aac57f5.jsonl",
+]
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", FUZZ_FILES)
+def test_random_damage_never_raises_anything_but_read_error(tmp_path, name):
+    real = require()
+    path = real / name
+    if name.endswith(".jsonl"):
+        original = [json.loads(l) for l in path.read_text().splitlines()]
+    else:
+        original = json.loads(path.read_text())
+    rng = random.Random(name)
+    p = tmp_path / path.name
+    for _ in range(150):
+        doc = _mutate(original, rng)
+        for _ in range(rng.randint(0, 3)):
+            doc = _mutate(doc, rng)
+        if name.endswith(".jsonl") and isinstance(doc, list):
+            p.write_text("\n".join(json.dumps(r) for r in doc))
+        else:
+            p.write_text(json.dumps(doc))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", convlab.ReadWarning)
+            try:
+                convs = convlab.read(p, progress=False)
+            except convlab.ReadError as err:
+                assert p.name in str(err)
+                continue
+        for c in convs:
+            assert len(c) == 0 or nx.is_forest(c.tree)
+            assert c.head is None or c.head in c.tree
+            assert c.format in FORMATS
