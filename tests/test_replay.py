@@ -1,0 +1,245 @@
+"""convlab.replay: an imported tree back through the protocol, and ReplayLLM."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+import convlab
+from convlab.conversation import Conversation
+from convlab.providers import ReplayLLM
+from convlab.replay import plan, replay
+from convlab.tree import Tree
+
+from realdata import REAL, log_files, require
+
+CLAUDE_CODE = "claude_code/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl.gz"
+
+
+def conv(rows, head=None, cid="c"):
+    """A Conversation from (id, parent, role, content[, extra attrs]) rows, in creation order."""
+    t = Tree()
+    for row in rows:
+        nid, parent, role, content = row[:4]
+        extra = row[4] if len(row) > 4 else {}
+        t.add({"id": nid, "role": role, "content": content, **extra}, parent)
+    t.head = head if head is not None else rows[-1][0]
+    return Conversation(t, id=cid)
+
+
+def assert_same_tree(c, s):
+    """The replayed tree equals the imported one through the id map: shape, roles, content, head."""
+    m = s.replay_map
+    assert set(m) == set(c.tree.nodes)
+    assert len(set(m.values())) == len(m)
+    assert s.tree.number_of_nodes() == c.tree.number_of_nodes()
+    for nid, a in c.tree.nodes(data=True):
+        b = s.tree.nodes[m[nid]]
+        assert (b["role"], b["content"]) == (a["role"], a["content"]), nid
+        assert b["parent"] == (None if a["parent"] is None else m[a["parent"]]), nid
+    assert s.head == (None if c.head is None else m[c.head])
+
+
+def usage(n):
+    return {"input_tokens": n, "output_tokens": 1}
+
+
+BRANCHY = [
+    ("s0", None, "system", "be brief", {"time": 0.0}),
+    ("u1", "s0", "user", "weather in NYC?", {"time": 1.0}),
+    ("a1", "u1", "assistant", "Sunny.", {"time": 2.0, "usage": usage(20)}),
+    ("u2", "a1", "user", "and tomorrow?", {"time": 3.0}),
+    ("a2", "u2", "assistant", "Rain.", {"time": 4.0, "usage": usage(30)}),
+    ("a2b", "u2", "assistant", "Rain, later sun.", {"time": 5.0, "usage": usage(30)}),  # regenerate
+    ("u3", "s0", "user", "weather in LA instead", {"time": 6.0}),  # edit of u1
+    ("a3", "u3", "assistant", "Warm.", {"time": 7.0, "usage": usage(21)}),
+]
+
+
+def test_round_trip_edit_regenerate_and_branch_switch():
+    c = conv(BRANCHY, head="a2")  # the log's head is back on the first branch
+    s = replay(c)
+    assert_same_tree(c, s)
+    assert s.stale == []
+    kinds = [ev["trigger"] for ev in s.events if ev["type"] == "turn.started"]
+    assert kinds == [
+        {"type": "client.append", "message_ids": ["s0", "u1"]},
+        {"type": "client.message", "message_ids": ["u2"]},
+        {"type": "client.messages", "new_from": 4},  # regenerate: a head-only view to u2
+        {"type": "client.messages", "new_from": 1},  # edit: a view [s0, new]
+        {"type": "client.messages", "new_from": 5},  # branch switch back to a2
+    ]
+    # each logged reply is exactly one model call, answered with its logged usage
+    usages = [ev["usage"] for ev in s.events if ev["type"] == "llm.completed"]
+    assert usages == [usage(20), usage(30), usage(30), usage(21)]
+    # the clock follows the logged times (a chain sent as one client.append takes its first time)
+    assert [m["time"] for m in s.path()] == [0.0, 0.0, 2.0, 3.0, 4.0]
+
+
+def test_tool_loop_is_one_turn_with_message_add_and_repeated_calls():
+    rows = [
+        ("u1", None, "user", "list files", {"time": 0.0}),
+        ("a1", "u1", "assistant", [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}], {"time": 1.0, "usage": usage(50)}),
+        ("r1", "a1", "tool", "a.txt b.txt", {"time": 2.0, "tool_call_id": "t1"}),
+        ("r2", "r1", "tool", "(done)", {"time": 2.0, "tool_call_id": "t1"}),
+        ("a2", "r2", "assistant", "Two files.", {"time": 3.0, "usage": usage(60)}),
+        ("a3", "a2", "assistant", "Anything else?", {"time": 3.5, "usage": usage(64)}),
+    ]
+    c = conv(rows)
+    p = plan(c)
+    assert [(t.start, t.nodes, t.steps) for t in p.turns] == [
+        ("submit", ["u1"], [("call", "a1"), ("add", "r1"), ("add", "r2"), ("call", "a2"), ("call", "a3")]),
+    ]
+    s = replay(c)
+    assert_same_tree(c, s)
+    answers = [[a["type"] for a in ev["actions"]] for ev in s.events if ev["type"] == "decision.answered"]
+    assert answers == [["llm.call"], ["message.add", "message.add", "llm.call"], ["llm.call"], []]
+    assert s.tree.nodes["r1"]["tool_call_id"] == "t1"
+    assert len(s.turns) == 1
+
+
+def test_summary_root_is_replayed_as_context_replace():
+    rows = [
+        ("u1", None, "user", "long work", {"time": 0.0}),
+        ("a1", "u1", "assistant", "done part 1", {"time": 1.0, "usage": usage(900)}),
+        ("sum", None, "user", "This session is being continued: part 1 done.", {"time": 2.0, "kind": "summary", "replaces": "a1"}),
+        ("u2", "sum", "user", "go on", {"time": 3.0}),
+        ("a2", "u2", "assistant", "part 2", {"time": 4.0, "usage": usage(40)}),
+    ]
+    c = conv(rows)
+    s = replay(c)
+    assert_same_tree(c, s)
+    node = s.tree.nodes[s.replay_map["sum"]]
+    assert node["replaces"] == s.replay_map["a1"]
+    assert [ev["type"] for ev in s.events].count("context.replaced") == 1
+    assert s.stale == []  # the log's own compaction is logged history
+
+
+def test_ids_that_look_like_engine_ids_are_mapped_not_reused():
+    rows = [("e1", None, "user", "hi"), ("x", "e1", "assistant", "hello"), ("e2", "x", "user", "again"), ("y", "e2", "assistant", "hi again")]
+    c = conv(rows)
+    s = replay(c)
+    assert_same_tree(c, s)
+    # logged ids of the engine's own form are left to the engine, so they never collide with a reply's id
+    assert s.replay_map == {"e1": "e1", "x": "e2", "e2": "e3", "y": "e4"}
+
+
+def long_rows(n_turns, chars=4000, gap=10.0, times=True):
+    rows, parent, t = [], None, 0.0
+    for i in range(n_turns):
+        u, a = f"u{i}", f"a{i}"
+        rows.append((u, parent, "user", f"question {i} " + "x" * chars, {"time": t if times else None}))
+        rows.append((a, u, "assistant", f"answer {i}", {"time": (t + 1) if times else None, "usage": usage(1000 * (i + 1))}))
+        parent, t = a, t + gap
+    return rows
+
+
+def config(window=None, *strategies):
+    lines = ["[agent.bot.context]"]
+    if window:
+        lines.append(f"window = {window}")
+    for s in strategies:
+        lines.append("[[agent.bot.context.strategy]]")
+        lines.extend(f"{k} = {v!r}" if not isinstance(v, str) else f'{k} = "{v}"' for k, v in s.items())
+    return "\n".join(lines)
+
+
+def test_a_strategy_firing_goes_on_from_the_new_history_and_names_stale_replies():
+    c = conv(long_rows(8))
+    # the count before call k is about 1000*(k-1) + 1000: over 4000 from call 5
+    s = replay(c, config(None, {"use": "summarize", "over_tokens": 4500}))
+    first = s.replay_limits[0]
+    assert (first["reason"], first["strategy"], first["replaced"]) == ("full", "summarize", True)
+    assert first["call"] == 5
+    # the reply of the held call and every later one read a history the log never had
+    assert s.stale == [f"a{i}" for i in range(4, 8)]
+    path = s.path()
+    assert path[0]["kind"] == "summary"
+    assert [m["content"] for m in path if m["role"] == "assistant"][-1] == "answer 7"
+    # the log's questions went on under the new history, all 8 replies were given
+    assert s.replay_map["u7"] == path[-2]["id"] and s.replay_map["a7"] == path[-1]["id"]
+    # a stale reply's usage is the exact count of what the model read, not the log's
+    calls = s.replay_calls
+    assert [x["applies"] for x in calls] == [True] * 4 + [False] * 4
+    assert all(x["read"] == x["exact"] for x in calls[4:])
+    assert all(x["read"] == x["logged"] for x in calls[:4])
+
+
+def test_idle_secs_uses_the_logged_times():
+    c = conv(long_rows(4, chars=10, gap=100.0))
+    reset = {"use": "reset", "idle_secs": 95}
+    s = replay(c, config(None, reset))
+    # each turn starts 99 s after the previous reply: idle from the second turn on
+    assert [x["reason"] for x in s.replay_limits] == ["idle", "idle", "idle"]
+    assert [x["call"] for x in s.replay_limits] == [2, 3, 4]
+    assert [x["idle_for"] for x in s.replay_calls] == [None, 99.0, 99.0, 99.0]
+    s = replay(c, config(None, {"use": "reset", "idle_secs": 100}))
+    assert s.replay_limits == []
+
+
+def test_missing_times_never_make_a_turn_idle():
+    c = conv(long_rows(4, chars=10, times=False))
+    s = replay(c, config(None, {"use": "reset", "idle_secs": 1}))
+    assert s.replay_limits == []
+    assert_same_tree(c, s)
+
+
+def test_replay_llm_usage_window_and_latency():
+    clock = [10.0]
+    replies = [{"id": "a1", "content": "ok", "usage": usage(5000), "time": 12.5}, {"id": "a2", "content": "fine"}]
+    llm = ReplayLLM(replies, window=4000, clock=lambda: clock[0])
+    with pytest.raises(convlab.ProviderError) as err:
+        llm.complete({"messages": [{"role": "user", "content": "hi"}]})
+    assert err.value.kind == "too_long"
+    assert llm.used == [] and llm.seen[0]["refused"] is True
+    llm.window = None
+    out = llm.complete({"messages": [{"role": "user", "content": "hi"}]})
+    assert out["usage"] == usage(5000) and llm.latency == 2.5
+    out = llm.complete({"messages": [{"role": "user", "content": "hello world"}]})  # no usage logged: exact
+    assert out["usage"] == {"input_tokens": 2, "output_tokens": 1}
+    with pytest.raises(convlab.ProviderError):
+        llm.complete({"messages": []})
+    not_applying = ReplayLLM([replies[0]], applies=lambda request: False)
+    assert not_applying.complete({"messages": [{"role": "user", "content": "hello world"}]})["usage"]["input_tokens"] == 2
+    assert not_applying.stale == ["a1"]
+
+
+# -- real logs --------------------------------------------------------------
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", log_files())
+def test_replay_round_trips_every_real_log(name):
+    require()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", convlab.ReadWarning)  # repairs are the importer's business
+        convs = convlab.read(REAL / name, progress=False) if _takes_progress() else convlab.read(REAL / name)
+    assert convs
+    for c in convs:
+        s = replay(c)
+        assert_same_tree(c, s)
+        assert s.stale == []
+
+
+def _takes_progress() -> bool:
+    import inspect
+
+    return "progress" in inspect.signature(convlab.read).parameters
+
+
+@pytest.mark.realdata
+def test_claude_code_session_first_limit_comes_where_the_log_crossed():
+    require()
+    c = convlab.read(REAL / CLAUDE_CODE)[0]
+    calls = [n for n in plan(c).calls]
+    assert len(calls) == 217
+    from convlab.tree import input_tokens
+
+    logged = [input_tokens(c.tree.nodes[n]["usage"]) for n in calls]
+    assert next(i for i, x in enumerate(logged, 1) if x > 132431) == 131
+    s = replay(c, config(148431, {"use": "summarize"}))
+    first = s.replay_limits[0]
+    assert first["reason"] == "full"
+    assert 118 <= first["call"] <= 144, first
+    assert first["call"] == 131  # what we measured: the count tracks the log's usage closely
