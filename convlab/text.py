@@ -113,7 +113,7 @@ def _brief(ev: Mapping[str, Any], width: int) -> str:
         return f"merge={ev['turn']['queue'] == 'merge'}"
     parts = []
     for k, v in ev.items():
-        if k in _SKIP or k in ("turn", "message") or v is None:
+        if k in _SKIP or k in ("turn", "message") or v is None or (k == "llm" and v == "default"):
             continue
         if k == "usage":
             v = v.get("input_tokens")
