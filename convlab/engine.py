@@ -337,8 +337,8 @@ class Session:
         inp = inputs.validate(message, self.agent)
         kind = inp["type"]
         if kind == "client.interrupt":
-            return self._interrupt()
-        if kind == "client.messages":
+            receipt = self._interrupt()
+        elif kind == "client.messages":
             receipt = self._submit_view(inp)
         else:
             receipt = self._submit_messages(inp)
