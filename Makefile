@@ -35,7 +35,7 @@ test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not browser and not slow" $(PYTEST_ARGS)
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks notebooks/01-tour.ipynb $(LAB_ARGS)
+	cd notebooks && ../$(BIN)/jupyter lab 01-tour.ipynb $(LAB_ARGS)
 
 bench: $(STAMP) browser
 	$(BIN)/python -m bench
