@@ -1,0 +1,92 @@
+"""``python -m bench``: build the inputs, run every measurement, print one table.
+
+    python -m bench            # full sizes (about ten minutes on 2 cores)
+    python -m bench --smoke    # small sizes, seconds: keeps the suite working (CI)
+    python -m bench --only count,peer
+
+The table is also written as JSON (``bench/results.json``, or
+``bench/results-smoke.json`` with ``--smoke``). Goals are reported, never
+enforced: the exit status is 0 unless the suite itself breaks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from . import count, logs, match, sweep, throughput, treeview
+from .harness import Row, log, machine, table
+
+#: (key, runner) in the order of the table
+ROWS = [
+    ("match", match.run),
+    ("count", count.run_count),
+    ("load", logs.run_load),
+    ("tokens", throughput.run),
+    ("sweep", sweep.run),
+    ("lazy", logs.run_lazy),
+    ("peer", count.run_peer),
+    ("treeview", treeview.run),
+]
+
+GOALS = {"match": (1.5, "<="), "count": (11, "<="), "load": (3, "<="), "tokens": (0.9, ">="), "sweep": (5, "<="),
+         "lazy": (0.1, "<="), "peer": (100, ">="), "treeview": (12, "<=")}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--smoke", action="store_true", help="small sizes, no goals that matter: check that the suite runs")
+    ap.add_argument("--only", default="", help="comma-separated row keys: " + ", ".join(k for k, _ in ROWS))
+    ap.add_argument("--out", default=None, help="where to write the JSON (default bench/results.json)")
+    args = ap.parse_args(argv)
+    only = {k.strip() for k in args.only.split(",") if k.strip()}
+    unknown = only - {k for k, _ in ROWS}
+    if unknown:
+        ap.error(f"unknown rows: {', '.join(sorted(unknown))}")
+    started = time.time()
+    info = machine()
+    log(f"convlab bench ({'smoke' if args.smoke else 'full'}) on {info['nproc']} x {info['cpu']}, "
+        f"{info['memory_gb']} GB, Python {info['python']}")
+    rows: list[Row] = []
+    for key, runner in ROWS:
+        if only and key not in only:
+            continue
+        log(f"- {key} ...")
+        t0 = time.time()
+        try:
+            row = runner(args.smoke)
+        except Exception as err:  # a broken row is reported, the others still run
+            goal, op = GOALS[key]
+            row = Row(key, key, goal, op, error=f"failed: {type(err).__name__}: {err}")
+            traceback.print_exc()
+        row.extra["wall_s"] = round(time.time() - t0, 2)
+        log(f"  {row.status} ratio={row.ratio} ({row.extra['wall_s']} s)")
+        rows.append(row)
+    out = Path(args.out) if args.out else Path(__file__).parent / ("results-smoke.json" if args.smoke else "results.json")
+    result = {
+        "mode": "smoke" if args.smoke else "full",
+        "machine": info,
+        "seconds": round(time.time() - started, 1),
+        "rows": [r.to_dict() for r in rows],
+    }
+    out.write_text(json.dumps(result, indent=2, default=_jsonable) + "\n", encoding="utf-8")
+    print(table(rows))
+    print(f"\n{info['nproc']} x {info['cpu']}, {info['memory_gb']} GB RAM, Python {info['python']}; "
+          f"{result['seconds']} s in all; JSON: {out}")
+    return result
+
+
+def _jsonable(x):
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return str(x)
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(0)

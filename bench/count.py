@@ -1,0 +1,134 @@
+"""The count before every model call, and the peer that users write today.
+
+A conversation is replayed message by message; before every model call (each
+assistant message) the context is planned: convlab records the message in a
+``Tree`` (what the engine and the importers do), takes ``Tree.count()`` (the
+count of PROTOCOL.md 5.1, O(1) from per-node bookkeeping) and asks
+``context.applies`` whether a strategy applies. The peer keeps a LangChain
+message list and calls ``trim_messages`` with ``count_tokens_approximately``
+before every call, as LangChain's docs show.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any
+
+from .corpus import agent_messages
+from .harness import Row, log, once, paired
+
+WINDOW = 200_000
+CONFIG_TOML = """
+[agent.bot.context]
+window = 200000
+[[agent.bot.context.strategy]]
+use = "summarize"
+"""
+
+
+def plan_convlab(messages: list[dict[str, Any]], config) -> int:
+    """Replay ``messages`` into a Tree, counting before every model call; returns the number of calls."""
+    from convlab.context import applies
+    from convlab.tree import Tree
+
+    tree = Tree()
+    parent = None
+    calls = 0
+    first = True
+    for m in messages:
+        if m["role"] == "assistant":
+            applies(config, tree.count(), first_call=first, idle_for=None)
+            calls += 1
+            first = False
+        elif m["role"] == "user":
+            first = True
+        tree.add(m, parent)
+        tree.head = parent = m["id"]
+    return calls
+
+
+def to_langchain(messages: list[dict[str, Any]]) -> list:
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    out = []
+    for m in messages:
+        if m["role"] == "user":
+            out.append(HumanMessage(m["content"], id=m["id"]))
+        elif m["role"] == "tool":
+            out.append(ToolMessage(m["content"], tool_call_id=m["tool_call_id"], id=m["id"]))
+        else:
+            call = m.get("tool_call")
+            calls = [{"name": call["name"], "args": call["args"], "id": call["id"]}] if call else []
+            out.append(AIMessage(m["content"], id=m["id"], tool_calls=calls))
+    return out
+
+
+def plan_langchain(lc_messages: list) -> int:
+    """What users do today: trim the whole history before every model call."""
+    from langchain_core.messages import AIMessage, trim_messages
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    history: list = []
+    calls = 0
+    for m in lc_messages:
+        if isinstance(m, AIMessage):
+            trim_messages(history, max_tokens=WINDOW - 16_000, strategy="last", token_counter=count_tokens_approximately,
+                          start_on="human", end_on=("human", "tool"), include_system=True)
+            calls += 1
+        history.append(m)
+    return calls
+
+
+def _config():
+    from convlab.context import load_config
+
+    return load_config(CONFIG_TOML)["bot"]
+
+
+def run_count(smoke: bool) -> Row:
+    big_n, small_n = (10_000, 1_000) if smoke else (100_000, 10_000)
+    row = Row("count", f"the count before every model call: replay {big_n:,} messages / {small_n:,}", 11, "<=",
+              num_label=f"({big_n:,})", den_label=f"({small_n:,})")
+    config = _config()
+    big, small = agent_messages(big_n), agent_messages(small_n)
+    num, den, a, b = paired(lambda: once(lambda: plan_convlab(big, config)), lambda: once(lambda: plan_convlab(small, config)), 3 if smoke else 5)
+    row.finish(num, den)
+    calls = plan_convlab(big, config)
+    row.note = f"Tree.add + Tree.count + context.applies per message/call ({calls:,} calls); linear is 10"
+    row.extra = {"samples_num": a, "samples_den": b, "calls_big": calls}
+    return row
+
+
+def _fit(sizes: list[int], times: list[float]) -> tuple[float, float]:
+    """Least-squares power law t = c * n**k in log space: (c, k)."""
+    xs = [math.log(n) for n in sizes]
+    ys = [math.log(t) for t in times]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    k = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    return math.exp(my - k * mx), k
+
+
+def run_peer(smoke: bool) -> Row:
+    target = 400 if smoke else 10_000
+    sizes = [100, 200] if smoke else [1_000, 2_000, 4_000]
+    row = Row("peer", f"the peer: planning context call by call for {target:,} messages, LangChain trim_messages / convlab's count",
+              100, ">=", num_label="LangChain", den_label="convlab")
+    config = _config()
+    messages = agent_messages(target)
+    lc = to_langchain(messages)
+    plan_langchain(lc[:50])  # warm up (first calls build pydantic validators)
+    times = []
+    for n in sizes:
+        times.append(once(lambda: plan_langchain(lc[:n])))
+        log(f"  peer: {n:,} messages in {times[-1]:.2f} s")
+    c, k = _fit(sizes, times)
+    peer = c * target ** k
+    a = [once(lambda: plan_convlab(messages, config)) for _ in range(5)]
+    ours = statistics.median(a)
+    row.finish(peer, ours)
+    measured = ", ".join(f"{n:,}: {t:.2f} s" for n, t in zip(sizes, times))
+    row.note = (f"peer measured at {measured}; {target:,} extrapolated with a fitted power law t = {c:.3g}·n^{k:.2f} "
+                f"(trim_messages, max_tokens={WINDOW - 16_000:,}, count_tokens_approximately)")
+    row.extra = {"peer_sizes": sizes, "peer_times": times, "fit_c": c, "fit_k": k, "samples_den": a}
+    return row
