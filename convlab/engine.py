@@ -592,6 +592,7 @@ class Session:
         except KeyError:
             self._fail(f"llm.call: no provider named {llm_name!r} (known: {', '.join(self.llms)})")
             return
+        stream = action.get("stream", True)
         given = action.get("messages")
         messages = copy.deepcopy(given) if given is not None else [message_of(n) for n in self._tree.path()]
         first_call = not self._first_call_done
@@ -600,15 +601,15 @@ class Session:
             idle_for = None if self.last_turn_end is None else self.clock - self.last_turn_end
             limit = applies(self.config, tokens, first_call=first_call, idle_for=idle_for)
             if limit is not None:
-                self._hold(call_id, llm_name, model, messages, limit.reason, limit.strategy, tokens)
+                self._hold(call_id, llm_name, model, messages, stream, limit.reason, limit.strategy, tokens)
                 return
         self._emit("llm.started", turn_id=tid, call_id=call_id, summary=False, llm=llm_name, model=model)
         try:
-            result = self._complete(provider, {"model": model, "messages": messages, "stream": True, "summary": False})
+            result = self._complete(provider, {"model": model, "messages": messages, "stream": stream, "summary": False})
         except ProviderError as err:
             self._emit("llm.failed", turn_id=tid, call_id=call_id, error=err.kind, message=str(err))
             if err.kind == "too_long" and call_id not in self._overflowed:
-                self._hold(call_id, llm_name, model, messages, "overflow", self.config.summarize_strategy(), self._tree.count())
+                self._hold(call_id, llm_name, model, messages, stream, "overflow", self.config.summarize_strategy(), self._tree.count())
             elif err.kind == "too_long":
                 self._fail(f"the provider refused call {call_id} as too long again")
             else:
@@ -645,7 +646,7 @@ class Session:
             start = last_assistant
         return start
 
-    def _hold(self, call_id: str, llm_name: str, model: str | None, messages: list, reason: str, strategy: Strategy, tokens: int) -> None:
+    def _hold(self, call_id: str, llm_name: str, model: str | None, messages: list, stream: bool, reason: str, strategy: Strategy, tokens: int) -> None:
         tid = self._running
         self._emit(
             "context.limited", turn_id=tid, reason=reason, strategy=strategy.use, tokens=tokens,
@@ -669,7 +670,7 @@ class Session:
             strategy=strategy.use,
             tokens=tokens,
             window=self.config.window,
-            call={"id": call_id, "llm": llm_name, "request": {"model": model, "messages": messages}, "stream": True},
+            call={"id": call_id, "llm": llm_name, "request": {"model": model, "messages": messages}, "stream": stream},
             proposed=proposed,
         )
 
