@@ -52,11 +52,12 @@ class _Unknown(Exception):
 class _Doc:
     """One parsed file (or archive member): JSON ``value``, or the records of its JSON ``lines``."""
 
-    def __init__(self, value: Any, lines: bool, source: str, raw: bytes) -> None:
+    def __init__(self, value: Any, lines: bool, source: str, raw: bytes, problem: str | None = None) -> None:
         self.value = value
         self.lines = lines
         self.source = source
         self.raw = raw
+        self.problem = problem  # bad JSON lines, left out (warned unless the importer reads the raw bytes)
 
 
 def detect(value: Any, lines: bool = False) -> str | None:
@@ -129,7 +130,7 @@ def _json_array_prefix(text: str, source: str, err: json.JSONDecodeError) -> lis
     return items
 
 
-def _json_lines(text: str, source: str) -> list[Any]:
+def _json_lines(text: str, source: str) -> tuple[list[Any], str | None]:
     records: list[Any] = []
     bad: list[int] = []
     lines = text.splitlines()
@@ -143,11 +144,12 @@ def _json_lines(text: str, source: str) -> list[Any]:
             bad.append(k + 1)
     if not records:
         raise read_error(source, "no line is valid JSON")
+    problem = None
     if bad:
         torn = bad == [last + 1]
         what = f"the last line ({last + 1}) is cut short" if torn else "lines " + ", ".join(map(str, bad[:10])) + (" ..." if len(bad) > 10 else "") + " are not valid JSON"
-        warnings.warn(f"{source}: {what}; left out", ReadWarning, stacklevel=5)
-    return records
+        problem = f"{source}: {what}; left out"
+    return records, problem
 
 
 def _parse(raw: bytes, source: str) -> _Doc:
@@ -171,7 +173,8 @@ def _parse(raw: bytes, source: str) -> _Doc:
         except json.JSONDecodeError:
             jsonl = False
         if jsonl:
-            return _Doc(_json_lines(stripped, source), True, source, raw)
+            records, problem = _json_lines(stripped, source)
+            return _Doc(records, True, source, raw, problem)
         if stripped[0] == "[":
             return _Doc(_json_array_prefix(stripped, source, err), False, source, raw)
         raise read_error(source, f"not valid JSON: {err.msg} at line {err.lineno} column {err.colno} (cut short?)") from None
@@ -196,8 +199,10 @@ def _convert(doc: _Doc, progress: bool, format: str | None) -> list[Conversation
     if name is None:
         raise _Unknown(f"{doc.source}: no importer knows this shape")
     module = {m.NAME: m for m in _IMPORTERS}[name]
-    if module is session_log:
+    if module is session_log:  # Session.load reads the bytes and names its own torn lines
         return session_log.parse_bytes(doc.raw, doc.source)
+    if doc.problem:
+        warnings.warn(doc.problem, ReadWarning, stacklevel=4)
     if module is claude_code and not isinstance(value, list):  # a one-line transcript
         value = [value]
     try:

@@ -40,14 +40,14 @@ def parse_bytes(raw: bytes, source: str) -> list[Conversation]:
             try:
                 session = Session.load(copy)
             except LogError as err:
-                raise read_error(source, str(err).replace(str(copy), "session log")) from None
+                raise read_error(source, _unnamed(str(err), copy)) from None
         snap = session.snapshot()
         log = getattr(session, "_log", None)
         if log is not None and hasattr(log, "close"):
             log.close()
     for w in caught:
         if issubclass(w.category, LogWarning):
-            warnings.warn(f"{source}: {str(w.message).replace(str(copy), 'session log')}", ReadWarning, stacklevel=4)
+            warnings.warn(f"{source}: {_unnamed(str(w.message), copy)}", ReadWarning, stacklevel=4)
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     tree = Tree.from_nodes(snap["nodes"], head=snap["head"])
@@ -55,3 +55,8 @@ def parse_bytes(raw: bytes, source: str) -> list[Conversation]:
     cid = name[: -len(".jsonl")] if name.endswith(".jsonl") else name
     return [Conversation(tree, id=cid, title=None, format=NAME, source=source,
                          metadata={"agent": snap.get("agent"), "turns": snap.get("turns", [])})]
+
+
+def _unnamed(message: str, copy: Path) -> str:
+    """A message about the private copy, without the copy's name (the caller names the file)."""
+    return message.replace(f"{copy}: ", "").replace(str(copy), "the log")

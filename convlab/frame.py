@@ -1,0 +1,215 @@
+"""Conversations as pandas DataFrames: one row per message, or one row per conversation.
+
+Everything is computed in one pass over the nodes in ``seq`` order (parents
+come before their children), plus one depth-first walk for the branches;
+exact token counts go through ``count_batch``, which encodes each distinct
+text once. pandas is imported here, never by ``import convlab``.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import TYPE_CHECKING, Any, Iterable, Protocol
+
+import networkx as nx
+
+from .tokens import content_chars, content_text, count_batch
+from .tree import input_tokens
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["frame", "conversations_frame", "FRAME_COLUMNS", "CONVERSATION_COLUMNS"]
+
+#: The columns of ``frame``, in order.
+FRAME_COLUMNS = (
+    "id", "parent", "role", "kind", "seq", "time", "chars", "tokens", "depth",
+    "on_path", "branch", "turn", "turn_id", "input_tokens", "output_tokens",
+)
+
+#: The columns of ``conversations_frame``, in order.
+CONVERSATION_COLUMNS = (
+    "id", "title", "format", "source", "messages", "branch_points", "longest_path", "head", "head_depth",
+)
+
+
+class HasTree(Protocol):
+    """A Conversation, a Session: anything with a message ``tree`` (networkx) and a ``head``."""
+
+    @property
+    def tree(self) -> nx.DiGraph: ...
+
+    @property
+    def head(self) -> str | None: ...
+
+
+def _ordered(graph: nx.DiGraph) -> list[dict[str, Any]]:
+    return sorted((attrs for _, attrs in graph.nodes(data=True)), key=lambda a: a["seq"])
+
+
+def _depths(nodes: list[dict[str, Any]]) -> dict[str, int]:
+    depth: dict[str, int] = {}
+    for a in nodes:  # seq order: a parent is always before its children
+        p = a["parent"]
+        depth[a["id"]] = 1 if p is None else depth[p] + 1
+    return depth
+
+
+def _branches(graph: nx.DiGraph, nodes: list[dict[str, Any]]) -> dict[str, int]:
+    """Branch index per node: the number of leaves before it in a depth-first walk (children oldest first)."""
+    kids: dict[str | None, list[str]] = {}
+    for a in nodes:
+        kids.setdefault(a["parent"], []).append(a["id"])
+    branch: dict[str, int] = {}
+    leaves = 0
+    stack = list(reversed(kids.get(None, [])))
+    while stack:
+        n = stack.pop()
+        branch[n] = leaves
+        below = kids.get(n)
+        if below:
+            stack.extend(reversed(below))
+        else:
+            leaves += 1
+    return branch
+
+
+def frame(conversation: HasTree, encoding: str = "o200k_base") -> "pd.DataFrame":
+    """One row per message node of a conversation (or a Session), in creation (``seq``) order.
+
+    Columns:
+
+    - ``id``, ``parent`` (``None`` for a top-level message), ``role``, ``kind``
+      (``message`` or ``summary``), ``seq``, ``time``;
+    - ``chars``: the characters the engine counts (PROTOCOL.md 5.1);
+      ``tokens``: the exact tiktoken count of the content's text (``encoding``);
+    - ``depth``: messages from the root to this one, inclusive (a top-level
+      message has depth 1, so the head's depth is ``len(path())``);
+    - ``on_path``: on the active path, root -> head;
+    - ``branch``: which root-to-leaf branch the message belongs to. Walk the
+      tree depth-first, children oldest first, and number the leaves 0, 1, 2,
+      ... in the order the walk reaches them. A message's branch is the
+      number of the first leaf below it (itself, for a leaf). So branch 0 is
+      the oldest branch from the first root down, and branch k holds exactly
+      the messages that leaf k's path does not share with branches 0..k-1:
+      the messages of one branch are a chain, starting where it forked off.
+    - ``turn``: the user messages (summaries included) from the root to this
+      message, inclusive: 0 before the first user message, then 1, 2, ...
+      ``turn_id``: the engine's turn id where the tree records one;
+    - ``input_tokens``: all the input the provider reported reading for a
+      model reply (cached input included, ``convlab.tree.input_tokens``);
+      ``output_tokens``: what it wrote; both ``<NA>`` where no usage was logged.
+
+    >>> import convlab
+    >>> from convlab.tree import Tree
+    >>> t = Tree()
+    >>> _ = t.add({"id": "u1", "role": "user", "content": "hi"}, None)
+    >>> _ = t.add({"id": "a1", "role": "assistant", "content": "hello",
+    ...            "usage": {"input_tokens": 1, "cache_read_input_tokens": 9, "output_tokens": 2}}, "u1")
+    >>> _ = t.add({"id": "a2", "role": "assistant", "content": "hey"}, "u1")
+    >>> t.head = "a2"
+    >>> df = frame(convlab.Conversation(t, id="c"))
+    >>> df[["id", "depth", "on_path", "branch", "turn"]].values.tolist()
+    [['u1', 1, True, 0, 1], ['a1', 2, False, 0, 1], ['a2', 2, True, 1, 1]]
+    >>> df["input_tokens"].tolist()
+    [<NA>, 10, <NA>]
+    """
+    import pandas as pd
+
+    graph = conversation.tree
+    nodes = _ordered(graph)
+    depth = _depths(nodes)
+    branch = _branches(graph, nodes)
+    head = conversation.head
+    on_path: set[str] = set()
+    n = head
+    while n is not None and n in graph:
+        on_path.add(n)
+        n = graph.nodes[n]["parent"]
+    turns: dict[str, int] = {}
+    for a in nodes:
+        p = a["parent"]
+        turns[a["id"]] = (0 if p is None else turns[p]) + (a["role"] == "user")
+    ids = [a["id"] for a in nodes]
+    usage = [a.get("usage") for a in nodes]
+    texts = [content_text(a["content"]) for a in nodes]
+    df = pd.DataFrame(
+        {
+            "id": pd.Series(ids, dtype="object"),
+            "parent": pd.Series([a["parent"] for a in nodes], dtype="object"),
+            "role": pd.Series([a["role"] for a in nodes], dtype="object"),
+            "kind": pd.Series([a.get("kind", "message") for a in nodes], dtype="object"),
+            "seq": pd.Series([a["seq"] for a in nodes], dtype="int64"),
+            "time": pd.Series([a.get("time") for a in nodes], dtype="float64"),
+            "chars": pd.Series([content_chars(a["content"]) for a in nodes], dtype="int64"),
+            "tokens": pd.Series(count_batch(texts, encoding) if texts else [], dtype="int64"),
+            "depth": pd.Series([depth[i] for i in ids], dtype="int64"),
+            "on_path": pd.Series([i in on_path for i in ids], dtype="bool"),
+            "branch": pd.Series([branch[i] for i in ids], dtype="int64"),
+            "turn": pd.Series([turns[i] for i in ids], dtype="int64"),
+            "turn_id": pd.Series([a.get("turn_id") for a in nodes], dtype="object"),
+            "input_tokens": pd.Series([input_tokens(u) for u in usage], dtype="Int64"),
+            "output_tokens": pd.Series(
+                [u.get("output_tokens") if isinstance(u, dict) and isinstance(u.get("output_tokens"), (int, float)) else None for u in usage],
+                dtype="Int64",
+            ),
+        },
+        columns=list(FRAME_COLUMNS),
+    )
+    return df
+
+
+def conversations_frame(conversations: Iterable[Any]) -> "pd.DataFrame":
+    """One row per conversation: ``id``, ``title``, ``format``, ``source``, ``messages``
+    (message nodes), ``branch_points`` (messages with more than one child),
+    ``longest_path`` (messages on the longest root-to-leaf path), ``head`` and
+    ``head_depth`` (messages from the root to the head, inclusive; 0 with no head).
+
+    >>> import convlab
+    >>> from convlab.tree import Tree
+    >>> t = Tree()
+    >>> for i, p in [("u1", None), ("a1", "u1"), ("a2", "u1"), ("u2", "a2")]:
+    ...     _ = t.add({"id": i, "role": "user" if i[0] == "u" else "assistant", "content": i}, p)
+    >>> t.head = "a1"
+    >>> df = conversations_frame([convlab.Conversation(t, id="c", title="demo", format="openai")])
+    >>> df[["id", "messages", "branch_points", "longest_path", "head", "head_depth"]].values.tolist()
+    [['c', 4, 1, 3, 'a1', 2]]
+    """
+    import pandas as pd
+
+    rows = []
+    for c in conversations:
+        graph = c.tree
+        nodes = _ordered(graph)
+        depth = _depths(nodes)
+        head = c.head
+        rows.append(
+            {
+                "id": getattr(c, "id", None),
+                "title": getattr(c, "title", None),
+                "format": getattr(c, "format", None),
+                "source": getattr(c, "source", None),
+                "messages": len(nodes),
+                "branch_points": sum(1 for _, d in graph.out_degree() if d > 1),
+                "longest_path": max(depth.values(), default=0),
+                "head": head,
+                "head_depth": depth.get(head, 0) if head is not None else 0,
+            }
+        )
+    df = pd.DataFrame(rows, columns=list(CONVERSATION_COLUMNS))
+    return df.astype({"messages": "int64", "branch_points": "int64", "longest_path": "int64", "head_depth": "int64"})
+
+
+class _CallableModule(types.ModuleType):
+    """``convlab.frame`` is both this module and the function: importing the
+    module (``from convlab.frame import FRAME_COLUMNS``) makes Python set the
+    package attribute ``convlab.frame`` to the module, over the lazily exported
+    function. Calling the module calls the function, so ``convlab.frame(c)``
+    works either way."""
+
+    def __call__(self, conversation: HasTree, encoding: str = "o200k_base") -> "pd.DataFrame":
+        return frame(conversation, encoding)
+
+
+sys.modules[__name__].__class__ = _CallableModule
