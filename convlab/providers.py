@@ -143,7 +143,8 @@ class ReplayLLM:
 
     ``used`` lists the ids of the replies given out, ``stale`` those given
     out that did not apply, ``seen`` one dict per (non-summary) call: ``reply``,
-    ``applies``, ``read``, ``exact``, ``logged``, ``refused``.
+    ``applies``, ``read``, ``exact``, ``logged``, ``refused``; ``summaries``
+    one dict per summary call: ``read``, ``refused``.
 
     >>> llm = ReplayLLM([{"id": "a1", "content": "hello", "usage": {"input_tokens": 40, "output_tokens": 1}}])
     >>> llm.complete({"messages": [{"role": "user", "content": "hi"}]})
@@ -178,6 +179,7 @@ class ReplayLLM:
         self.used: list[Any] = []
         self.stale: list[Any] = []
         self.seen: list[dict[str, Any]] = []
+        self.summaries: list[dict[str, Any]] = []
         self.last_applied = True
 
     def __repr__(self) -> str:
@@ -202,7 +204,9 @@ class ReplayLLM:
         self.latency = 0.0
         if request.get("summary"):
             read = self.count(messages)
-            if self.window is not None and read > self.window:
+            refused = self.window is not None and read > self.window
+            self.summaries.append({"read": read, "refused": refused})
+            if refused:
                 raise ProviderError("too_long", f"{read} tokens is more than the window of {self.window}")
             content = EchoLLM._summary(messages)
             return {"content": content, "usage": {"input_tokens": read, "output_tokens": self.count([{"content": content}])}}

@@ -36,6 +36,8 @@ from __future__ import annotations
 
 import copy
 import re
+import sys
+import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
@@ -201,7 +203,18 @@ class Replayer:
     Use ``replay()``; this is the machinery it shares with ``tune``.
     """
 
-    def __init__(self, plan: Plan, config: Any = None, *, counts: ExactCounts | None = None, agent: str = "bot"):
+    def __init__(
+        self,
+        plan: Plan,
+        config: Any = None,
+        *,
+        counts: ExactCounts | None = None,
+        agent: str = "bot",
+        resume: Mapping[str, Any] | None = None,
+    ):
+        """``resume`` continues a replay from a turn boundary of another one (what
+        ``convlab.tune`` forks from): ``log`` (a session log path ending between
+        turns), ``map``, ``trace`` and ``seen`` (the calls so far)."""
         from .engine import Session
 
         self.plan = plan
@@ -219,6 +232,7 @@ class Replayer:
         self._in_limit = False
         self._replacing = False
         self._turn_calls = 0
+        self._held_ids: set[str] = set()
         replies = []
         for nid in plan.calls:
             node = nodes[nid]
@@ -231,7 +245,16 @@ class Replayer:
             applies=self._applies,
             count=self._count_messages,
         )
-        self.session = Session(config=self.config, agent=agent, llm={"replay": self.llm}, worker="manual", clock=start)
+        self.turn_starts: list[tuple[int, int]] = []  # per turn run: (events so far, model calls so far)
+        if resume is None:
+            self.session = Session(config=self.config, agent=agent, llm={"replay": self.llm}, worker="manual", clock=start)
+        else:
+            self.session = Session.load(resume["log"], config=self.config, agent=agent, llm={"replay": self.llm}, worker="manual")
+            _detach_log(self.session)
+            self.map.update(resume["map"])
+            self.trace.extend(copy.deepcopy(list(resume["trace"])))
+            self.llm.seen.extend(copy.deepcopy(list(resume["seen"])))
+            self.llm.used.extend(x["reply"] for x in resume["seen"] if not x["refused"])
         self.session.subscribe(self._on_event)
 
     # -- counting -----------------------------------------------------
@@ -279,12 +302,19 @@ class Replayer:
                 "count": s.tokens(),
                 "first_call": self._turn_calls == 0,
                 "idle_for": None if s.last_turn_end is None else s.clock - s.last_turn_end,
+                "checked": ev["call_id"] not in self._held_ids,  # a held call runs again unchecked
             })
             self._turn_calls += 1
         elif t == "context.limited":
-            self._turn_calls += 1
+            s = self.session
             held = len(self.trace) + (0 if ev["reason"] == "overflow" else 1)
-            self.limits.append({"reason": ev["reason"], "strategy": ev["strategy"], "tokens": ev["tokens"], "call": held, "replaced": False})
+            self.limits.append({
+                "reason": ev["reason"], "strategy": ev["strategy"], "tokens": ev["tokens"], "call": held, "replaced": False,
+                "first_call": self._turn_calls == 0,
+                "idle_for": None if s.last_turn_end is None else s.clock - s.last_turn_end,
+            })
+            self._held_ids.add(ev["call_id"])
+            self._turn_calls += 1
         elif t == "decision.answered" and self._in_limit:
             self._replacing = True
         elif t in ("context.replaced", "context.kept"):
@@ -310,6 +340,7 @@ class Replayer:
     def run(self, turns: Iterable[PlannedTurn] | None = None) -> "Replayer":
         """Run the plan's turns (all of them by default)."""
         for turn in self.plan.turns if turns is None else turns:
+            self.turn_starts.append((len(self.session.events), len(self.trace)))
             self._run_turn(turn)
         return self
 
@@ -465,3 +496,25 @@ def finish(r: Replayer) -> Any:
     s.replay_calls = calls
     s.replay_limits = list(r.limits)
     return s
+
+
+# ``convlab.replay`` is this function once the package's lazy export ran, and
+# this module when someone imported ``convlab.replay`` first: both are callable.
+def _detach_log(session: Any) -> None:
+    """Stop a loaded session from appending to the (temporary) log it was loaded from.
+
+    Session.load always goes on appending; a fork for a sweep wants no log.
+    (There is no public switch for this yet: this touches the writer.)
+    """
+    writer = getattr(session, "_log", None)
+    if writer is not None:
+        writer.close()
+        session._log = None
+
+
+class _CallableModule(types.ModuleType):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return replay(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
