@@ -1,0 +1,170 @@
+"""convlab.tune: rows per (conversation, config), grids, shared work, dask, tokenizing once."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+import convlab
+import convlab.replay as replay_module
+from convlab.conversation import Conversation
+from convlab.replay import ExactCounts, plan, replay
+from convlab.tree import Tree
+from convlab.tune import COLUMNS, _prepare, _rows, _texts, grid, tune
+
+from realdata import REAL, require
+
+BASE = """
+[agent.bot.context]
+window = 200000
+[[agent.bot.context.strategy]]
+use = "reset"
+idle_secs = 3600
+[[agent.bot.context.strategy]]
+use = "summarize"
+over_tokens = 100000
+"""
+
+
+def conv(cid, n_turns, chars=4000, gap=60.0, offset=0):
+    """A linear chat: each question has ``chars`` characters, replies carry growing usage."""
+    t = Tree()
+    parent, time = None, 0.0
+    for i in range(n_turns):
+        t.add({"id": f"{cid}u{i}", "role": "user", "content": f"{cid} question {i} " + "x" * (chars + offset), "time": time}, parent)
+        t.add({"id": f"{cid}a{i}", "role": "assistant", "content": f"{cid} answer {i}", "time": time + 1,
+               "usage": {"input_tokens": 1000 * (i + 1), "output_tokens": 3}}, f"{cid}u{i}")
+        parent, time = f"{cid}a{i}", time + gap * (i + 1)
+    t.head = parent
+    return Conversation(t, id=cid)
+
+
+CONVS = [conv("c1", 8), conv("c2", 12, gap=500.0, offset=7), conv("c3", 3)]
+AXES = {"strategy[1].over_tokens": [3000, 5000, 100000], "strategy[0].idle_secs": [400, 3600]}
+
+
+def test_grid_is_the_product_of_the_axes_on_the_base():
+    docs = grid(BASE, AXES)
+    got = [(d["agent"]["bot"]["context"]["strategy"][1]["over_tokens"], d["agent"]["bot"]["context"]["strategy"][0]["idle_secs"]) for d in docs]
+    assert got == [(3000, 400), (3000, 3600), (5000, 400), (5000, 3600), (100000, 400), (100000, 3600)]
+    assert "over_tokens" not in grid(BASE, {"strategy[1].over_tokens": [None]})[0]["agent"]["bot"]["context"]["strategy"][1]
+    with pytest.raises(convlab.ConfigError, match=r"strategy\[2\]"):
+        grid(BASE, {"strategy[2].idle_secs": [1]})
+    with pytest.raises(convlab.ConfigError, match="idle_secs"):
+        grid(BASE, {"strategy[0].idle_secs": [-1]})
+    assert convlab.tune.grid is grid  # reachable as convlab.tune.grid, whichever way convlab.tune was loaded
+
+
+def expected(c, config):
+    """What a plain replay says about one (conversation, config)."""
+    s = replay(c, config)
+    reasons = [x["reason"] for x in s.replay_limits]
+    return {
+        "calls": len(s.replay_calls),
+        "limits_full": reasons.count("full"),
+        "limits_idle": reasons.count("idle"),
+        "summaries": sum(1 for x in s.replay_limits if x["replaced"] and x["strategy"] == "summarize"),
+        "resets": sum(1 for x in s.replay_limits if x["replaced"] and x["strategy"] == "reset"),
+        "stale": len(s.stale),
+        "max_count": max([c["count"] for c in s.replay_calls] + [x["tokens"] for x in s.replay_limits]),
+        "tokens_read": sum(convlab.tree.input_tokens(e["usage"]) for e in s.events if e["type"] == "llm.completed"),
+    }
+
+
+def test_one_row_per_conversation_and_config_matching_plain_replays():
+    df = tune(CONVS, BASE, grid=AXES, progress=False)
+    assert list(df.columns) == ["conversation", "config", *AXES, *[c for c in COLUMNS]]
+    assert len(df) == len(CONVS) * 6
+    assert list(df["conversation"]) == [c.id for c in CONVS for _ in range(6)]
+    docs = grid(BASE, AXES)
+    for _, row in df.iterrows():
+        c = next(x for x in CONVS if x.id == row["conversation"])
+        want = expected(c, docs[row["config"]])
+        assert {k: row[k] for k in want} == want, (row["conversation"], row["config"])
+    # the sweep really varies: summaries fire at the low over_tokens, idle resets at the short idle_secs
+    assert df["summaries"].max() > 0 and df["resets"].max() > 0 and df["summaries"].min() == 0
+    assert (df["err_usage_p95"].dropna() >= 0).all()
+
+
+def test_configs_as_a_list_of_texts_documents_and_parsed_configs():
+    text = BASE
+    doc = grid(BASE, {"window": [30000]})[0]
+    parsed = convlab.load_config(BASE)["bot"]
+    df = tune(CONVS[0], [text, doc, parsed], progress=False)
+    assert list(df["config"]) == [0, 1, 2] and list(df["window"]) == [200000, 30000, 200000]
+    assert df.loc[0, "tokens_read"] == df.loc[2, "tokens_read"]
+
+
+def test_shared_replays_equal_replaying_every_config():
+    counts = ExactCounts()
+    configs = list(enumerate(grid(BASE, AXES)))
+    for c in CONVS:
+        p = plan(c)
+        counts.prime(_texts(p))
+        prep = _prepare(p, counts, "bot")
+        shared, each = _rows(prep, configs, "bot"), _rows(prep, configs, "bot", fork=False)
+        assert _clean(shared) == _clean(each)
+
+
+def _clean(rows):
+    return [(i, {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in m.items()}) for i, m in rows]
+
+
+@pytest.mark.realdata
+def test_shared_replays_equal_replaying_every_config_on_the_real_session():
+    require()
+    c = convlab.read(REAL / "claude_code" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl.gz")[0]
+    counts = ExactCounts()
+    p = plan(c)
+    counts.prime(_texts(p))
+    prep = _prepare(p, counts, "bot")
+    configs = list(enumerate(grid(BASE, {"window": [60000, 148431, 300000], "strategy[1].over_tokens": [None]})))
+    shared = _rows(prep, configs, "bot")
+    assert _clean(shared) == _clean(_rows(prep, configs, "bot", fork=False))
+    assert shared[1][1]["first_limit_call"] == 131
+
+
+def test_each_distinct_message_is_tokenized_once_per_sweep(monkeypatch):
+    seen: list[str] = []
+    real = replay_module.count_batch
+
+    def spy(texts, encoding="o200k_base"):
+        seen.extend(texts)
+        return real(texts, encoding)
+
+    monkeypatch.setattr(replay_module, "count_batch", spy)
+    df = tune(CONVS, BASE, grid=AXES, progress=False)
+    assert df["summaries"].sum() > 0  # summaries were written and counted too
+    assert len(seen) == len(set(seen)), "a text was tokenized twice"
+    messages = {convlab.tokens.content_text(a["content"]) for c in CONVS for _, a in c.tree.nodes(data=True)}
+    assert messages <= set(seen)
+
+
+def test_progress_bar_on_long_runs_and_off_on_request(capsys):
+    tune(CONVS, BASE, grid=AXES, progress=True)
+    assert "tune" in capsys.readouterr().err
+    tune(CONVS, BASE, grid=AXES, progress=False)
+    assert capsys.readouterr().err == ""
+
+
+def test_bad_scheduler_and_empty_configs():
+    with pytest.raises(ValueError, match="scheduler"):
+        tune(CONVS, BASE, scheduler="spark", progress=False)
+    with pytest.raises(ValueError, match="at least one config"):
+        tune(CONVS, [], progress=False)
+
+
+def test_dask_equals_local_row_for_row_and_workers_ran_the_tasks():
+    distributed = pytest.importorskip("distributed")
+    local = tune(CONVS, BASE, grid=AXES, progress=False)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            with distributed.get_task_stream(client) as stream:
+                remote = tune(CONVS, BASE, grid=AXES, progress=False, scheduler="dask", client=client, chunk=2)
+            workers = set(cluster.scheduler.workers)
+    pd.testing.assert_frame_equal(remote, local)
+    ran = [t for t in stream.data if t["key"].startswith("_run_remote")]
+    assert len(ran) == len(CONVS) * 3  # 6 configs in chunks of 2, per conversation
+    assert {t["worker"] for t in ran} <= workers and len({t["worker"] for t in ran}) >= 1
