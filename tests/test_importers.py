@@ -502,3 +502,19 @@ def test_random_damage_never_raises_anything_but_read_error(tmp_path, name):
             assert len(c) == 0 or nx.is_forest(c.tree)
             assert c.head is None or c.head in c.tree
             assert c.format in FORMATS
+
+
+# -- the real-data fixture itself ---------------------------------------------------
+
+
+def test_missing_real_data_skips_locally_and_fails_in_ci(monkeypatch, tmp_path):
+    import realdata
+
+    monkeypatch.setattr(realdata, "REAL", tmp_path / "nowhere")
+    assert realdata.log_files() == [MISSING] and realdata.stats() == {}
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception):
+        realdata.require()
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI=true"):
+        realdata.require()

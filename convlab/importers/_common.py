@@ -214,7 +214,10 @@ def build(records: list[Record], problems: Problems, head: str | None = None, *,
         stack = [r]
         while stack:
             rec = stack.pop()
-            tree.add({**rec.node, "id": rec.id}, rec.parent)
+            node = {**rec.node, "id": rec.id}
+            if not node.get("metadata"):
+                node.pop("metadata", None)
+            tree.add(node, rec.parent)
             stack.extend(reversed(waiting.pop(rec.id, [])))
 
     for r in order:
