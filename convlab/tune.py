@@ -8,8 +8,11 @@ replay under any config is the baseline replay, call for call: the count,
 whether the call is a turn's first and how long the session was idle are the
 same. So per config we first scan the baseline's calls with
 ``context.applies`` (and the provider's window); a config that never fires is
-the baseline row at no engine cost, and only a config that fires runs the
-engine.
+the baseline row at no engine cost. A config that fires is replayed from the
+start of the baseline's turn where it first differs (a fork: the baseline's
+events up to there, loaded with ``Session.load``), and every replay records
+the points where it consulted its config: a later config that says the same
+at all of them makes the same replay, so it shares that row.
 
 Rows are computed by one function (``_rows``) whether the sweep runs here or
 on a dask.distributed cluster, so both give the same frame, row for row.
