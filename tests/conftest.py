@@ -4,6 +4,7 @@
 import os as _os
 
 from hypothesis import HealthCheck as _HealthCheck
+from hypothesis import Phase as _Phase
 from hypothesis import settings as _settings
 
 _settings.register_profile(
@@ -23,6 +24,12 @@ _settings.register_profile(
     database=None,
     print_blob=True,
     suppress_health_check=[_HealthCheck.too_slow, _HealthCheck.data_too_large],
+)
+# "dev": the ci examples without shrinking, for a quick first look at a failure.
+_settings.register_profile(
+    "dev",
+    parent=_settings.get_profile("ci"),
+    phases=[_Phase.explicit, _Phase.reuse, _Phase.generate],
 )
 _settings.load_profile(_os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
