@@ -1,0 +1,215 @@
+"""The decision panel: a person answers the engine's decisions (``worker="manual"``).
+
+For ``context.limit`` it shows why the call is held, the held call, and the
+proposed plan with its summary text editable. The summary is labelled as
+what it is, the text of a summary call, never shown as an answer (the seed
+page: "Do not show its text as an answer").
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Mapping
+
+import ipywidgets as w
+
+from ..tokens import content_text
+from .chat import STYLE, esc, role_badge
+from . import intents
+
+__all__ = ["DecisionPanel", "plan_text", "reset_plan", "accept_plan"]
+
+
+def _action_text(a: Mapping[str, Any]) -> str:
+    kind = a.get("type")
+    if kind == "context.replace":
+        kept = [m.get("id") or "(new)" for m in a.get("messages", ())]
+        bits = []
+        if a.get("summary") is not None:
+            bits.append("a summary")
+        if kept:
+            bits.append(f"{len(kept)} kept message{'s' if len(kept) != 1 else ''} ({', '.join(map(str, kept))})")
+        return "context.replace: a new branch at the root with " + (" + ".join(bits) or "nothing")
+    if kind == "llm.call":
+        return f"llm.call {a['id']}" + (" (the held call)" if a.get("id") else "")
+    return str(kind)
+
+
+def plan_text(actions: list[Mapping[str, Any]]) -> list[str]:
+    """One line per action of a plan.
+
+    >>> plan_text([{"type": "context.replace", "summary": "s", "messages": [{"id": "u9"}]}, {"type": "llm.call", "id": "llm-7"}])
+    ['context.replace: a new branch at the root with a summary + 1 kept message (u9)', 'llm.call llm-7 (the held call)']
+    """
+    return [_action_text(a) for a in actions]
+
+
+def accept_plan(decision: Mapping[str, Any], summary: str | None) -> list[dict[str, Any]]:
+    """``proposed``, with the (edited) summary text put into its ``context.replace``."""
+    plan = copy.deepcopy(list(decision.get("proposed") or []))
+    if summary is not None:
+        for a in plan:
+            if a.get("type") == "context.replace" and "summary" in a:
+                a["summary"] = summary
+    return plan
+
+
+def reset_plan(decision: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """Reset instead: replace the history with only the pending input, then run the held call.
+    ``None`` when there is no pending input (a replace with nothing is a bad action)."""
+    kept = intents.pending_input(decision.get("messages") or [])
+    if not kept:
+        return None
+    return [{"type": "context.replace", "messages": kept}, {"type": "llm.call", "id": decision["call"]["id"]}]
+
+
+_REDRAW = ("decision.", "turn.")
+
+
+class DecisionPanel(w.VBox):
+    """The waiting decision and buttons that answer it.
+
+    >>> import convlab
+    >>> DecisionPanel(convlab.Session(worker="manual"))
+    DecisionPanel(pending=None)
+    """
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.status = ""
+        self.last: dict[str, Any] | None = None
+        self._shown: Any = ()
+        self.summary = w.Textarea(layout=w.Layout(width="100%", height="110px"))
+        self.body = w.VBox()
+        super().__init__([w.HTML(STYLE), self.body])
+        self.add_class("clw")
+        self.add_class("clw-box")
+        self.buttons: dict[str, w.Button] = {}
+        self._unsubscribe = session.subscribe(intents.listener(self, _REDRAW))
+        self.refresh()
+
+    # -- drawing -----------------------------------------------------------
+    def refresh(self) -> None:
+        pending = self.session.pending
+        key = (None if pending is None else self._decision_seq(), self.status)
+        if key == self._shown:
+            return  # the same decision: keep what the person is editing
+        self._shown = key
+        self.buttons = {}
+        title = w.HTML()
+        children: list[w.Widget] = [title]
+        if pending is None:
+            title.value = '<span class="clw-title">Decision</span> <span class="clw-muted">· none waiting</span>'
+        else:
+            kind = pending["type"]
+            title.value = (f'<span class="clw-title">Decision: {esc(kind)}</span> '
+                           f'<span class="clw-muted">· turn {esc(pending.get("turn_id"))} waits for you</span>')
+            if kind == "context.limit":
+                children += self._context_limit(pending)
+            elif kind == "llm.result":
+                children += self._llm_result(pending)
+            else:
+                children += self._turn_start(pending)
+        if self.status:
+            children.append(w.HTML(f'<span class="clw-status">{esc(self.status)}</span>'))
+        self.body.children = children
+
+    def _decision_seq(self) -> int | None:
+        for ev in reversed(self.session.events):
+            if ev.get("type") == "decision.requested":
+                return ev.get("seq")
+        return None
+
+    def _button(self, key: str, text: str, actions: list[dict[str, Any]] | None, tooltip: str,
+                style: str = "") -> w.Button:
+        b = w.Button(description=text, tooltip=tooltip, button_style=style, layout=w.Layout(width="auto"))
+        b.disabled = actions is None
+        if actions is not None:
+            b.on_click(lambda _b: self.answer(actions() if callable(actions) else actions))
+        self.buttons[key] = b
+        return b
+
+    def _context_limit(self, d: Mapping[str, Any]) -> list[w.Widget]:
+        call = d.get("call") or {}
+        req = call.get("request") or {}
+        window = d.get("window")
+        facts = (f'reason <b>{esc(d.get("reason"))}</b> · strategy <b>{esc(d.get("strategy"))}</b> · '
+                 f'<b>{int(d.get("tokens") or 0):,}</b> tokens'
+                 + (f' of a {int(window):,} window' if window else " (no window)"))
+        held = (f'held call <b>{esc(call.get("id"))}</b> · llm {esc(call.get("llm"))} · '
+                f'model {esc(req.get("model"))} · {len(req.get("messages") or [])} messages'
+                + (" · stream" if call.get("stream") else ""))
+        proposed = list(d.get("proposed") or [])
+        lines = "".join(f"<li>{esc(t)}</li>" for t in plan_text(proposed))
+        out: list[w.Widget] = [
+            w.HTML(f"<div>{facts}</div><div class='clw-muted'>{held}</div>"
+                   f"<div style='margin-top:4px'>proposed:</div><ol style='margin:2px 0 4px 0'>{lines}</ol>"),
+        ]
+        replace = next((a for a in proposed if a.get("type") == "context.replace"), None)
+        has_summary = replace is not None and replace.get("summary") is not None
+        if has_summary:
+            self.summary.value = str(replace["summary"])
+            out.append(w.HTML('<span class="clw-badge" style="color:#7c3aed">summary</span> '
+                              '<span class="clw-muted">written by a summary call: it is not an answer and is not '
+                              'in the conversation unless the replace runs. Edit it before accepting.</span>'))
+            out.append(self.summary)
+        for m in (replace or {}).get("messages") or []:
+            out.append(w.HTML(f'<div class="clw-msg">{role_badge(m)} <span class="clw-muted">kept</span>'
+                              f'<div class="clw-text">{esc(content_text(m.get("content")))}</div></div>'))
+        reset = reset_plan(d)
+        as_was = [{"type": "llm.call", "id": call.get("id")}]
+        out.append(w.HBox([
+            self._button("accept", "Accept proposed",
+                         lambda: accept_plan(d, self.summary.value if has_summary else None),
+                         "run the proposed plan (with the summary as edited)", "success"),
+            self._button("as_was", "Run the call as it was", as_was, "llm.call with the held call's id"),
+            self._button("reset", "Reset instead", reset,
+                         "context.replace with only the pending input, then the held call"),
+            self._button("end", "End the turn", [{"type": "turn.end"}], "turn.end", "danger"),
+        ]))
+        return out
+
+    def _turn_start(self, d: Mapping[str, Any]) -> list[w.Widget]:
+        msgs = d.get("messages") or []
+        last = msgs[-1] if msgs else None
+        trig = d.get("trigger") or {}
+        text = f"trigger {esc(trig.get('type'))}"
+        if "new_from" in trig:
+            text += f" (new_from {esc(trig['new_from'])})"
+        out: list[w.Widget] = [w.HTML(f"<div class='clw-muted'>{text} · {len(msgs)} messages on the path</div>")]
+        if last is not None:
+            out.append(w.HTML(f'<div class="clw-msg">{role_badge(last)}'
+                              f'<div class="clw-text">{esc(content_text(last.get("content")))}</div></div>'))
+        out.append(w.HBox([
+            self._button("call", "Call the model", [{"type": "llm.call"}], "llm.call on the active path", "primary"),
+            self._button("end", "End the turn", [{"type": "turn.end"}], "turn.end: no reply"),
+        ]))
+        return out
+
+    def _llm_result(self, d: Mapping[str, Any]) -> list[w.Widget]:
+        reply = d.get("reply") or {}
+        out: list[w.Widget] = [w.HTML(f'<div class="clw-msg clw-msg-assistant">{role_badge(reply)}'
+                                      f'<div class="clw-text">{esc(content_text(reply.get("content")))}</div></div>')]
+        out.append(w.HBox([
+            self._button("end", "End the turn", [{"type": "turn.end"}], "turn.end", "primary"),
+            self._button("call", "Call the model again", [{"type": "llm.call"}], "another llm.call"),
+        ]))
+        return out
+
+    # -- intents -----------------------------------------------------------
+    def answer(self, actions: list[dict[str, Any]]) -> dict[str, Any]:
+        """Answer the waiting decision with ``actions``."""
+        outcome = intents.decide(self.session, actions)
+        self.last = outcome
+        self.status = outcome.get("message", "")
+        self._shown = ()
+        self.refresh()
+        return outcome
+
+    def close(self) -> None:
+        self._unsubscribe()
+        super().close()
+
+    def __repr__(self) -> str:
+        p = self.session.pending
+        return f"DecisionPanel(pending={None if p is None else p['type']!r})"
