@@ -100,8 +100,8 @@ def _show(args: argparse.Namespace, out) -> None:
 def _tune(args: argparse.Namespace, out) -> None:
     import pandas as pd
 
-    from .replay import replay
-    from .tune import tune
+    from .replaying import replay
+    from .tuning import tune
 
     grid = _grid(args.grid)
     config_path = Path(args.config)

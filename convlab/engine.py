@@ -754,6 +754,8 @@ class Session:
     def load(cls, path: str | os.PathLike, **kwargs: Any) -> "Session":
         """Rebuild a session from its log, in one pass, and go on appending to it.
 
+        ``append=False`` loads without writing: the session goes on in memory
+        only (a fork of the log), and a torn last line is left in the file.
         ``lazy=True`` keeps only the tree's structure and the active path's
         contents in memory; other contents (and the events) are read from the
         log when asked for (``convlab.lazy``). Every result equals eager loading.
@@ -763,7 +765,8 @@ class Session:
         running when the log ends is loaded as running: new submits get 409
         until an interrupt (a decision that was waiting still waits).
         """
-        lines = read_lines(path, repair=True)
+        append = bool(kwargs.pop("append", True))
+        lines = read_lines(path, repair=append)
         head = next(lines, None)
         if head is None:
             raise LogError(f"{path}: the log is empty", line=1)
@@ -815,8 +818,9 @@ class Session:
         self.clock = max(float(self.events[-1]["time"]), float(clock or 0.0))
         if self.pending is not None and self._running is not None:
             self._prog = _Program()
-        _end_with_newline(path)
-        self._log = LogWriter(path, new=False)
+        if append:
+            _end_with_newline(path)
+            self._log = LogWriter(path, new=False)
         return self
 
 

@@ -35,7 +35,7 @@ def count_per_call(session: Any, *, window: int | None = None, title: str | None
 
     >>> from convlab.tree import Tree
     >>> from convlab.conversation import Conversation
-    >>> from convlab.replay import replay
+    >>> from convlab.replaying import replay
     >>> t = Tree()
     >>> _ = t.add({"id": "u1", "role": "user", "content": "hi"}, None)
     >>> _ = t.add({"id": "a1", "role": "assistant", "content": "hello"}, "u1")

@@ -9,7 +9,7 @@ import pytest
 import convlab
 from convlab.conversation import Conversation
 from convlab.providers import ReplayLLM
-from convlab.replay import plan, replay
+from convlab.replaying import plan, replay
 from convlab.tree import Tree
 
 from realdata import REAL, log_files, require

@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 
 import convlab
-import convlab.replay as replay_module
+import convlab.replaying as replay_module
 from convlab.conversation import Conversation
-from convlab.replay import ExactCounts, plan, replay
+from convlab.replaying import ExactCounts, plan, replay
 from convlab.tree import Tree
-from convlab.tune import COLUMNS, _prepare, _rows, _texts, grid, tune
+from convlab.tuning import COLUMNS, _prepare, _rows, _texts, grid, tune
 
 from realdata import REAL, require
 

@@ -36,8 +36,6 @@ from __future__ import annotations
 
 import copy
 import re
-import sys
-import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
@@ -249,8 +247,7 @@ class Replayer:
         if resume is None:
             self.session = Session(config=self.config, agent=agent, llm={"replay": self.llm}, worker="manual", clock=start)
         else:
-            self.session = Session.load(resume["log"], config=self.config, agent=agent, llm={"replay": self.llm}, worker="manual")
-            _detach_log(self.session)
+            self.session = Session.load(resume["log"], config=self.config, agent=agent, llm={"replay": self.llm}, worker="manual", append=False)
             self.map.update(resume["map"])
             self.trace.extend(copy.deepcopy(list(resume["trace"])))
             self.llm.seen.extend(copy.deepcopy(list(resume["seen"])))
@@ -496,25 +493,3 @@ def finish(r: Replayer) -> Any:
     s.replay_calls = calls
     s.replay_limits = list(r.limits)
     return s
-
-
-# ``convlab.replay`` is this function once the package's lazy export ran, and
-# this module when someone imported ``convlab.replay`` first: both are callable.
-def _detach_log(session: Any) -> None:
-    """Stop a loaded session from appending to the (temporary) log it was loaded from.
-
-    Session.load always goes on appending; a fork for a sweep wants no log.
-    (There is no public switch for this yet: this touches the writer.)
-    """
-    writer = getattr(session, "_log", None)
-    if writer is not None:
-        writer.close()
-        session._log = None
-
-
-class _CallableModule(types.ModuleType):
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return replay(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

@@ -26,16 +26,14 @@ import json
 import math
 import os
 import re
-import sys
 import tempfile
 import tomllib
-import types
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from .context import ContextConfig, applies, coerce
 from .errors import ConfigError
-from .replay import ExactCounts, Plan, Replayer, plan
+from .replaying import ExactCounts, Plan, Replayer, plan
 from .tokens import content_text
 from .tree import input_tokens
 
@@ -482,15 +480,5 @@ def _run_dask(preps, jobs, agent, client, results, bar) -> None:
             client.close()
 
 
-# ``convlab.tune`` is this function once the package's lazy export ran, and
-# this module when someone imported ``convlab.tune`` first: both are callable
-# and both have ``grid``.
+# ``convlab.tune.grid`` spreads a base config over a grid (see ``grid``).
 tune.grid = grid  # type: ignore[attr-defined]
-
-
-class _CallableModule(types.ModuleType):
-    def __call__(self, *args: Any, **kwargs: Any):
-        return tune(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
