@@ -151,12 +151,15 @@ class ChatView(w.VBox):
         self.earlier.on_click(lambda _b: self._toggle_earlier())
         self.messages = w.VBox(layout=w.Layout(max_height="480px", overflow="auto", padding="0 4px 0 0"))
         self.input = w.Textarea(placeholder="Message (client.message)", layout=w.Layout(width="100%", height="60px"))
-        self.queue = w.Dropdown(options=[("send now", "none"), ("queue", "queue"), ("merge", "merge")],
-                                value="none", description="queue", layout=w.Layout(width="170px"),
-                                style={"description_width": "42px"})
-        self.state_field = w.Text(placeholder='state JSON, e.g. {"mood": "calm"}', layout=w.Layout(flex="1"))
-        self.send_button = _button("Send", "client.message", button_style="primary")
-        self.interrupt_button = _button("Interrupt", "client.interrupt: cancel the running turn", button_style="warning")
+        self.queue = w.Dropdown(options=[("none", "none"), ("queue", "queue"), ("merge", "merge")],
+                                value="none", description="queue", layout=w.Layout(width="140px", flex="0 0 auto"),
+                                style={"description_width": "40px"})
+        self.state_field = w.Text(placeholder="state (JSON)", layout=w.Layout(flex="1 1 auto", min_width="80px"))
+        self.send_button = _button("Send", "client.message", "72px", button_style="primary")
+        self.interrupt_button = _button("Interrupt", "client.interrupt: cancel the running turn", "88px",
+                                        button_style="warning")
+        for b in (self.send_button, self.interrupt_button):
+            b.layout.flex = "0 0 auto"
         self.status_line = w.HTML()
         self.send_button.on_click(lambda _b: self.send())
         self.interrupt_button.on_click(lambda _b: self.interrupt())
@@ -164,6 +167,7 @@ class ChatView(w.VBox):
         super().__init__([w.HTML(STYLE), self.title, self.earlier, self.messages, composer, self.status_line])
         self.add_class("clw")
         self.add_class("clw-box")
+        self.add_class("cl-chat")
         self._unsubscribe = session.subscribe(intents.listener(self, _REDRAW))
         self.refresh()
 

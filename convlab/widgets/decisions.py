@@ -84,6 +84,7 @@ class DecisionPanel(w.VBox):
         super().__init__([w.HTML(STYLE), self.body])
         self.add_class("clw")
         self.add_class("clw-box")
+        self.add_class("cl-decisions")
         self.buttons: dict[str, w.Button] = {}
         self._unsubscribe = session.subscribe(intents.listener(self, _REDRAW))
         self.refresh()

@@ -1,4 +1,4 @@
-"""The event log: the session's events as they happen, one line each, filterable by type.
+"""The event log: the session's events as they happen, newest first, one line each, filterable by type.
 
 Every line is built from the event's own fields and escaped. Summary calls
 (``llm.started`` with ``summary: true``) are marked as summary calls, never
@@ -84,7 +84,7 @@ def describe(ev: Mapping[str, Any]) -> str:
 
 
 class EventLog(w.VBox):
-    """The events, newest last, filterable by type.
+    """The events, newest first, filterable by type.
 
     >>> import convlab
     >>> EventLog(convlab.Session())
@@ -103,12 +103,13 @@ class EventLog(w.VBox):
                                               layout=w.Layout(align_items="center")), self.lines])
         self.add_class("clw")
         self.add_class("clw-box")
+        self.add_class("cl-events")
         self._types: set[str] = set()
         self._unsubscribe = session.subscribe(intents.listener(self, ("",)))
         self.refresh()
 
     def shown(self) -> list[Mapping[str, Any]]:
-        """The events the log shows now (filtered, newest ``limit``)."""
+        """The events the log shows now (filtered, the newest ``limit``, newest first)."""
         want = self.filter.value
         out = []
         for ev in reversed(self.session.events):
@@ -116,7 +117,6 @@ class EventLog(w.VBox):
                 out.append(ev)
                 if len(out) >= self.limit:
                     break
-        out.reverse()
         return out
 
     def refresh(self) -> None:

@@ -69,6 +69,7 @@ class ContextGauge(w.VBox):
         super().__init__([w.HTML(STYLE), self.bar])
         self.add_class("clw")
         self.add_class("clw-box")
+        self.add_class("cl-gauge")
         self._unsubscribe = session.subscribe(intents.listener(self, _REDRAW))
         self.refresh()
 

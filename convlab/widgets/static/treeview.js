@@ -23,7 +23,7 @@ export const LANE_W = 18;
 export const GUTTER = 34; // left margin where the dashed links run
 export const TOP = 16;
 export const TEXT_GAP = 16;
-export const LABEL_CHARS = 96;
+export const LABEL_CHARS = 72;
 
 export const ROLE_COLORS = {
   user: "#2563eb",
@@ -249,7 +249,7 @@ function render({ model, el }) {
     }
     gNodes.append(g);
 
-    const t = svg("text", { x: s.textX, y: n.y + 4, class: "cl-label" + (n.path ? " cl-label-path" : "") });
+    const t = svg("text", { x: s.textX, y: n.y + 4, class: "cl-label" + (n.path ? " cl-label-path" : "") + (n.head ? " cl-label-headrow" : "") });
     t.setAttribute("data-id", n.id);
     const idSpan = svg("tspan", { class: "cl-label-id" });
     idSpan.textContent = n.id;
