@@ -11,8 +11,10 @@ before every call, as LangChain's docs show.
 
 from __future__ import annotations
 
+import gc
 import math
 import statistics
+import time
 from typing import Any
 
 from .corpus import agent_messages
@@ -46,6 +48,18 @@ def plan_convlab(messages: list[dict[str, Any]], config) -> int:
         tree.add(m, parent)
         tree.head = parent = m["id"]
     return calls
+
+
+def plain_dicts(messages: list[dict[str, Any]]) -> None:
+    """The floor: one dict per message in a dict, no graph and no count (how a
+    build of this size scales on the machine at hand)."""
+    nodes = {}
+    parent = None
+    for m in messages:
+        nodes[m["id"]] = {"id": m["id"], "parent": parent, "role": m["role"], "content": m["content"], "seq": 0,
+                          "time": None, "turn_id": None, "copied_from": None, "kind": "message",
+                          "usage": m.get("usage"), "state": None, "replaces": None}
+        parent = m["id"]
 
 
 def to_langchain(messages: list[dict[str, Any]]) -> list:
@@ -92,12 +106,54 @@ def run_count(smoke: bool) -> Row:
               num_label=f"({big_n:,})", den_label=f"({small_n:,})")
     config = _config()
     big, small = agent_messages(big_n), agent_messages(small_n)
-    num, den, a, b = paired(lambda: once(lambda: plan_convlab(big, config)), lambda: once(lambda: plan_convlab(small, config)), 3 if smoke else 5)
+    # the inputs are the bench's, not the replay's: keep them out of the
+    # collector so that each run pays only for the objects it makes
+    gc.collect()
+    gc.freeze()
+    try:
+        collections = {}
+        num, den, a, b = paired(lambda: _timed_gc(lambda: plan_convlab(big, config), collections, "num"),
+                                lambda: _timed_gc(lambda: plan_convlab(small, config), collections, "den"), 3 if smoke else 5)
+        gc.disable()
+        try:
+            off_num, off_den, _, _ = paired(lambda: once(lambda: plan_convlab(big, config)), lambda: once(lambda: plan_convlab(small, config)), 3)
+            base_num, base_den, _, _ = paired(lambda: once(lambda: plain_dicts(big)), lambda: once(lambda: plain_dicts(small)), 3)
+        finally:
+            gc.enable()
+    finally:
+        gc.unfreeze()
     row.finish(num, den)
     calls = plan_convlab(big, config)
-    row.note = f"Tree.add + Tree.count + context.applies per message/call ({calls:,} calls); linear is 10"
-    row.extra = {"samples_num": a, "samples_den": b, "calls_big": calls}
+    full = collections.get("num", [0, 0.0])
+    row.note = (f"Tree.add + Tree.count + context.applies per message ({calls:,} calls); linear is 10; "
+                f"full (gen-2) collections per {big_n:,} run: {full[0] / len(a):.0f} taking {full[1] / len(a):.2f} s, "
+                f"per {small_n:,} run: {collections.get('den', [0])[0] / len(b):.0f}; with the collector off: {off_num / off_den:.1f}; "
+                f"a plain dict of node dicts, collector off, scales {base_num / base_den:.1f} on this machine")
+    row.extra = {"samples_num": a, "samples_den": b, "calls_big": calls, "gc_off_ratio": off_num / off_den,
+                 "gc_off_seconds": [off_num, off_den], "gen2": collections,
+                 "plain_dicts_ratio": base_num / base_den}
     return row
+
+
+def _timed_gc(fn, acc: dict, key: str) -> float:
+    """``once(fn)``, adding the number and seconds of full collections during it to ``acc[key]``."""
+    start = [0.0]
+
+    def cb(phase, info):
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            start[0] = time.perf_counter()
+        else:
+            slot = acc.setdefault(key, [0, 0.0])
+            slot[0] += 1
+            slot[1] += time.perf_counter() - start[0]
+
+    gc.callbacks.append(cb)
+    try:
+        return once(fn)
+    finally:
+        gc.callbacks.remove(cb)
 
 
 def _fit(sizes: list[int], times: list[float]) -> tuple[float, float]:
@@ -111,7 +167,7 @@ def _fit(sizes: list[int], times: list[float]) -> tuple[float, float]:
 
 def run_peer(smoke: bool) -> Row:
     target = 400 if smoke else 10_000
-    sizes = [100, 200] if smoke else [1_000, 2_000, 4_000]
+    sizes = [100, 200] if smoke else [1_000, 2_000, 3_000]
     row = Row("peer", f"the peer: planning context call by call for {target:,} messages, LangChain trim_messages / convlab's count",
               100, ">=", num_label="LangChain", den_label="convlab")
     config = _config()

@@ -83,7 +83,7 @@ def probe(path: Path, mode: str, timeout: float) -> dict:
 
 
 def run_lazy(smoke: bool) -> Row:
-    messages = 20_000 if smoke else 1_000_000
+    messages = 10_000 if smoke else 1_000_000
     path, info = corpus.cached_log(messages, path_len=100)
     row = Row("lazy", f"lazy open of a {info['messages']:,}-message log (100-message active path): peak memory / eager", 0.1, "<=",
               unit="B", num_label="lazy", den_label="eager")
