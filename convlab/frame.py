@@ -75,6 +75,13 @@ def _branches(graph: nx.DiGraph, nodes: list[dict[str, Any]]) -> dict[str, int]:
     return branch
 
 
+def _output_tokens(usage: Any) -> int | None:
+    v = usage.get("output_tokens") if isinstance(usage, dict) else None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")):
+        return None
+    return int(v)
+
+
 def frame(conversation: HasTree, encoding: str = "o200k_base") -> "pd.DataFrame":
     """One row per message node of a conversation (or a Session), in creation (``seq``) order.
 
@@ -150,10 +157,7 @@ def frame(conversation: HasTree, encoding: str = "o200k_base") -> "pd.DataFrame"
             "turn": pd.Series([turns[i] for i in ids], dtype="int64"),
             "turn_id": pd.Series([a.get("turn_id") for a in nodes], dtype="object"),
             "input_tokens": pd.Series([input_tokens(u) for u in usage], dtype="Int64"),
-            "output_tokens": pd.Series(
-                [u.get("output_tokens") if isinstance(u, dict) and isinstance(u.get("output_tokens"), (int, float)) else None for u in usage],
-                dtype="Int64",
-            ),
+            "output_tokens": pd.Series([_output_tokens(u) for u in usage], dtype="Int64"),
         },
         columns=list(FRAME_COLUMNS),
     )

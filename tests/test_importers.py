@@ -518,3 +518,39 @@ def test_missing_real_data_skips_locally_and_fails_in_ci(monkeypatch, tmp_path):
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match="CI=true"):
         realdata.require()
+
+
+# -- shapes that once crashed (found by fuzzing) ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # an unhashable row type and parentUuid
+        [{"type": {"x": 1}, "uuid": "a", "parentUuid": None, "sessionId": "s"},
+         {"type": "user", "uuid": "u", "parentUuid": {"x": 1}, "sessionId": "s", "isCompactSummary": True,
+          "message": {"role": "user", "content": "hi"}}],
+        # junk usage numbers on a reply
+        [{"type": "user", "uuid": "u", "parentUuid": None, "sessionId": "s", "message": {"role": "user", "content": "hi"}},
+         {"type": "assistant", "uuid": "a", "parentUuid": "u", "sessionId": "s",
+          "message": {"id": "m", "role": "assistant", "content": [], "usage": {"input_tokens": "00000000", "cache_read_input_tokens": {}, "output_tokens": 1.5}}}],
+    ],
+)
+def test_claude_code_junk_values_are_not_a_crash(tmp_path, lines):
+    p = tmp_path / "s.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in lines))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", convlab.ReadWarning)
+        [c] = convlab.read(p)
+    df = convlab.frame(c)
+    assert len(df) == len(c) >= 1
+    assert df.input_tokens.isna().all()
+
+
+def test_text_parts_without_text_are_kept_as_given(tmp_path):
+    doc = [{"uuid": "c", "name": "n", "chat_messages": [
+        {"uuid": "m1", "sender": "human", "content": [{"type": "text"}, {"type": "text", "text": 1.5}]}]}]
+    p = tmp_path / "cai.json"
+    p.write_text(json.dumps(doc))
+    [c] = convlab.read(p)
+    assert c.tree.nodes["m1"]["content"] == [{"type": "text"}, {"type": "text", "text": 1.5}]

@@ -163,7 +163,7 @@ def _parse(raw: bytes, source: str) -> _Doc:
     if not stripped:
         raise read_error(source, "the file is empty")
     if stripped[0] not in "[{":
-        raise _Unknown(f"{source}: not JSON")
+        raise _Unknown(f"{source}: not a JSON object, array or JSON lines")
     try:
         return _Doc(json.loads(stripped), False, source, raw)
     except json.JSONDecodeError as err:
@@ -195,7 +195,10 @@ def _convert(doc: _Doc, progress: bool, format: str | None) -> list[Conversation
     value = doc.value
     if not doc.lines and isinstance(value, list) and not value:
         return []
-    name = format or detect(value, doc.lines)
+    try:
+        name = format or detect(value, doc.lines)
+    except (KeyError, TypeError, ValueError, AttributeError) as err:  # pragma: no cover - a gap in a detector
+        raise read_error(doc.source, f"its shape could not be told ({type(err).__name__}: {err})") from None
     if name is None:
         raise _Unknown(f"{doc.source}: no importer knows this shape")
     module = {m.NAME: m for m in _IMPORTERS}[name]

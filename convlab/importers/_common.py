@@ -12,6 +12,7 @@ the nodes. Nothing here raises a bare KeyError or TypeError on bad input.
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
@@ -116,15 +117,17 @@ def to_time(value: Any) -> float | None:
         return None
     if isinstance(value, (int, float)):
         v = float(value)
+        if not math.isfinite(v):
+            return None
         return v / 1000.0 if v > 1e11 else v
     if isinstance(value, str) and value:
         try:
             t = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
+            if t.tzinfo is None:
+                t = t.replace(tzinfo=_dt.timezone.utc)
+            return t.timestamp()
+        except (ValueError, OverflowError, OSError):
             return None
-        if t.tzinfo is None:
-            t = t.replace(tzinfo=_dt.timezone.utc)
-        return t.timestamp()
     return None
 
 
@@ -137,13 +140,21 @@ def text_or_parts(parts: Iterable[Any]) -> str | list[Any]:
     for p in parts:
         if isinstance(p, str):
             out.append({"type": "text", "text": p})
-        elif isinstance(p, Mapping) and p.get("type") == "text" and isinstance(p.get("text"), str):
+        elif _is_text(p):
             out.append({"type": "text", "text": p["text"]})
         elif p is not None:
             out.append(p)
-    if all(isinstance(p, Mapping) and p.get("type") == "text" for p in out):
+    if all(_is_text(p) for p in out):
         return "".join(p["text"] for p in out)
     return out
+
+
+def _is_text(part: Any) -> bool:
+    return isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str)
+
+
+def _count(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def usage_of(raw: Any) -> dict[str, Any] | None:
@@ -158,17 +169,18 @@ def usage_of(raw: Any) -> dict[str, Any] | None:
     usage = {k: v for k, v in raw.items() if isinstance(v, (int, float, str, bool, type(None), dict, list))}
     if "input_tokens" not in usage:
         for name in ("prompt_tokens", "prompt_eval_count"):
-            if isinstance(raw.get(name), (int, float)):
+            if _count(raw.get(name)):
                 usage["input_tokens"] = int(raw[name])
                 break
     if "output_tokens" not in usage:
         for name in ("completion_tokens", "eval_count"):
-            if isinstance(raw.get(name), (int, float)):
+            if _count(raw.get(name)):
                 usage["output_tokens"] = int(raw[name])
                 break
     numeric = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
     for k in numeric:
-        if k in usage and not isinstance(usage[k], (int, float)) or isinstance(usage.get(k), bool):
+        v = usage.get(k)
+        if k in usage and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)):
             usage.pop(k)
     if "input_tokens" not in usage and "output_tokens" not in usage:
         return None

@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Mapping
 
 from ..conversation import Conversation
-from ._common import Problems, Record, conversation, to_time
+from ._common import Problems, Record, conversation, to_time, usage_of
 
 NAME = "claude_code"
 _ROW_TYPES = {"user", "assistant", "summary", "system", "progress", "file-history-snapshot", "queue-operation"}
@@ -45,9 +45,14 @@ def detect(value: Any) -> bool:
             continue
         if "parentUuid" in row and "sessionId" in row:
             return True
-        if row.get("type") in _ROW_TYPES and ("uuid" in row or "leafUuid" in row or "messageId" in row):
+        if _typed(row) and ("uuid" in row or "leafUuid" in row or "messageId" in row):
             hits += 1
-    return hits >= 1 and all(not isinstance(r, Mapping) or r.get("type") in _ROW_TYPES for r in value[:50])
+    return hits >= 1 and all(not isinstance(r, Mapping) or _typed(r) for r in value[:50])
+
+
+def _typed(row: Mapping[str, Any]) -> bool:
+    kind = row.get("type")
+    return isinstance(kind, str) and kind in _ROW_TYPES
 
 
 def _is_message(row: Mapping[str, Any]) -> bool:
@@ -99,7 +104,7 @@ def parse(value: Any, source: str, iterate: Callable[[list[Any]], Iterable[Any]]
 
     # Which boundaries have a compact summary row under them (then that row is the summary root).
     summarised = {
-        r.get("parentUuid") for r in rows if _is_message(r) and r.get("isCompactSummary") and r.get("parentUuid")
+        r["parentUuid"] for r in rows if _is_message(r) and r.get("isCompactSummary") and isinstance(r.get("parentUuid"), str)
     }
 
     # Node ids for every message row, before any parent is resolved (rows may come out of order).
@@ -215,8 +220,8 @@ def parse(value: Any, source: str, iterate: Callable[[list[Any]], Iterable[Any]]
                     node = rec_of[nid].node
                     node["content"].extend(blocks)
                     node["metadata"]["rows"].append(u)
-                    if isinstance(msg.get("usage"), Mapping):
-                        node["usage"] = dict(msg["usage"])
+                    if usage_of(msg.get("usage")) is not None:
+                        node["usage"] = usage_of(msg.get("usage"))
                     if msg.get("stop_reason"):
                         node["metadata"]["stop_reason"] = msg["stop_reason"]
                     node["tool_calls"] = _tool_calls(node["content"])
@@ -231,7 +236,7 @@ def parse(value: Any, source: str, iterate: Callable[[list[Any]], Iterable[Any]]
                     "role": "assistant",
                     "content": blocks,
                     "time": to_time(r.get("timestamp")),
-                    "usage": dict(msg["usage"]) if isinstance(msg.get("usage"), Mapping) else None,
+                    "usage": usage_of(msg.get("usage")),
                     "tool_calls": _tool_calls(blocks),
                     **_pop_meta(extra, meta),
                 })

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Mapping
 
 from ..conversation import Conversation
-from ._common import Problems, Record, build, role_of, text_or_parts, to_time
+from ._common import Problems, Record, build, role_of, text_or_parts, to_time, usage_of
 
 NAME = "librechat"
 ROOT_IDS = (None, "", "00000000-0000-0000-0000-000000000000")
@@ -86,10 +86,8 @@ def parse_one(item: Any, source: str, index: int) -> Conversation:
         if role is not None:
             meta = {k: m[k] for k in ("sender", "model", "endpoint", "tokenCount", "finish_reason", "error", "unfinished") if m.get(k) is not None}
             usage = None
-            if role == "assistant" and isinstance(m.get("promptTokens"), (int, float)):
-                usage = {"input_tokens": int(m["promptTokens"])}
-                if isinstance(m.get("tokenCount"), (int, float)):
-                    usage["output_tokens"] = int(m["tokenCount"])
+            if role == "assistant" and m.get("promptTokens") is not None:
+                usage = usage_of({"input_tokens": m.get("promptTokens"), "output_tokens": m.get("tokenCount")})
             records.append(Record(mid, parent, {
                 "role": role,
                 "content": content_of(m),
