@@ -9,7 +9,7 @@ import pytest
 
 import convlab
 
-from realdata import real, require  # noqa: F401  (real: the fixture)
+from realdata import real  # noqa: F401  (the fixture)
 
 # -- LibreChat -------------------------------------------------------------------
 
