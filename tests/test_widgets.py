@@ -322,7 +322,13 @@ def test_chat_escapes_untrusted_content():
     html_values = [r.text.value for r in chat.messages.children] + [r.header.value for r in chat.messages.children]
     assert all("<img" not in v and "<script" not in v for v in html_values)
     assert "&lt;img src=x onerror=&quot;window.__pwned=1&quot;&gt;" in chat._rows["u1"].text.value
-    assert chat._rows["u1"].editor.value == HOSTILE  # a Textarea holds plain text
+    row = chat._rows["u1"]
+    assert row.editor is None
+    row.edit_button.click()
+    assert row.editor.value == HOSTILE and row.edit_box.layout.display == ""  # a Textarea holds plain text
+    row.editor.value = "plain again"
+    row.edit_box.children[1].children[0].click()  # Send edit
+    assert s.path()[0]["content"] == "plain again" and s.path()[0]["id"] != "u1"
 
 
 def test_chat_shows_only_the_newest_messages_until_asked():

@@ -48,7 +48,7 @@ STYLE = """<style>
 .clw-gauge-track { position: relative; height: 16px; background: #f1f5f9; border-radius: 4px; overflow: visible; margin: 6px 0 18px 0; }
 .clw-gauge-fill { position: absolute; left: 0; top: 0; bottom: 0; border-radius: 4px; }
 .clw-gauge-mark { position: absolute; top: -3px; bottom: -3px; width: 2px; }
-.clw-gauge-mark span { position: absolute; top: 19px; left: -40px; width: 80px; text-align: center; font-size: 10.5px; white-space: nowrap; }
+.clw-gauge-mark span { position: absolute; top: 19px; left: -80px; width: 160px; text-align: center; font-size: 10.5px; white-space: nowrap; }
 </style>"""
 
 
@@ -91,12 +91,10 @@ class _MessageRow(w.VBox):
         if node["role"] == "assistant" and node.get("kind") != "summary":
             self.regen_button = _button("Regenerate", "send the view without this reply: a new reply beside it")
             buttons.append(self.regen_button)
-        self.text = w.HTML(f'<div class="clw-text">{esc(content_text(node.get("content")))}</div>')
-        self.editor = w.Textarea(value=content_text(node.get("content")), layout=w.Layout(width="100%", height="80px"))
-        self.send_edit = _button("Send edit", button_style="primary")
-        self.cancel_edit = _button("Cancel")
-        self.edit_box = w.VBox([self.editor, w.HBox([self.send_edit, self.cancel_edit])],
-                               layout=w.Layout(display="none"))
+        self.content = content_text(node.get("content"))
+        self.text = w.HTML(f'<div class="clw-text">{esc(self.content)}</div>')
+        self.editor: w.Textarea | None = None  # made on the first Edit: most rows are never edited
+        self.edit_box = w.VBox(layout=w.Layout(display="none"))
         top = w.HBox([self.header, self.nav, w.HBox(layout=w.Layout(flex="1")), *buttons],
                      layout=w.Layout(align_items="center"))
         top.add_class("clw-small")
@@ -106,12 +104,17 @@ class _MessageRow(w.VBox):
         self.prev.on_click(lambda _b: chat._switch(self.node_id, -1))
         self.next.on_click(lambda _b: chat._switch(self.node_id, +1))
         self.edit_button.on_click(lambda _b: self._open_editor(True))
-        self.cancel_edit.on_click(lambda _b: self._open_editor(False))
-        self.send_edit.on_click(lambda _b: chat.edit(self.node_id, self.editor.value))
         if self.regen_button is not None:
             self.regen_button.on_click(lambda _b: chat.regenerate(self.node_id))
 
     def _open_editor(self, show: bool) -> None:
+        if show and self.editor is None:
+            self.editor = w.Textarea(value=self.content, layout=w.Layout(width="100%", height="80px"))
+            send = _button("Send edit", "a new branch with this message changed", button_style="primary")
+            cancel = _button("Cancel")
+            send.on_click(lambda _b: self.chat.edit(self.node_id, self.editor.value))
+            cancel.on_click(lambda _b: self._open_editor(False))
+            self.edit_box.children = [self.editor, w.HBox([send, cancel])]
         self.edit_box.layout.display = "" if show else "none"
 
     def set_siblings(self, k: int, n: int) -> None:
@@ -152,8 +155,8 @@ class ChatView(w.VBox):
         self.messages = w.VBox(layout=w.Layout(max_height="480px", overflow="auto", padding="0 4px 0 0"))
         self.input = w.Textarea(placeholder="Message (client.message)", layout=w.Layout(width="100%", height="60px"))
         self.queue = w.Dropdown(options=[("none", "none"), ("queue", "queue"), ("merge", "merge")],
-                                value="none", description="queue", layout=w.Layout(width="140px", flex="0 0 auto"),
-                                style={"description_width": "40px"})
+                                value="none", description="queue", layout=w.Layout(width="150px", flex="0 0 auto"),
+                                style={"description_width": "initial"})
         self.state_field = w.Text(placeholder="state (JSON)", layout=w.Layout(flex="1 1 auto", min_width="80px"))
         self.send_button = _button("Send", "client.message", "72px", button_style="primary")
         self.interrupt_button = _button("Interrupt", "client.interrupt: cancel the running turn", "88px",

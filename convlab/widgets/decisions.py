@@ -138,7 +138,7 @@ class DecisionPanel(w.VBox):
                  f'<b>{int(d.get("tokens") or 0):,}</b> tokens'
                  + (f' of a {int(window):,} window' if window else " (no window)"))
         held = (f'held call <b>{esc(call.get("id"))}</b> · llm {esc(call.get("llm"))} · '
-                f'model {esc(req.get("model"))} · {len(req.get("messages") or [])} messages'
+                f'model {esc(req.get("model") or "default")} · {len(req.get("messages") or [])} messages'
                 + (" · stream" if call.get("stream") else ""))
         proposed = list(d.get("proposed") or [])
         lines = "".join(f"<li>{esc(t)}</li>" for t in plan_text(proposed))

@@ -91,7 +91,7 @@ class ContextGauge(w.VBox):
             color = "#d97706"
         mark_html = "".join(
             f'<div class="clw-gauge-mark" style="left:{pct(v):.2f}%;background:{"#dc2626" if "window" in name else "#7c3aed"}" '
-            f'title="{esc(name)}: {v:,}"><span class="clw-muted">{esc(name)}</span></div>'
+            f'title="{esc(name)}: {v:,}"><span class="clw-muted">{esc(name)} {v:,}</span></div>'
             for name, v in marks
         )
         of = f" of {window:,} window" if window else " (no window)"

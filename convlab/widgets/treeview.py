@@ -55,7 +55,8 @@ def layout(
     ``nodes`` are node dicts (``id, parent, role, seq, kind, copied_from,
     replaces, turn_id, content``), parents before children. ``expanded`` and
     ``collapsed`` hold ids whose off-path children are forced shown or hidden
-    (``None`` is the root).
+    (``None`` is the root). A dashed link (``copied_from``, ``replaces``) is
+    sent only when both of its ends are shown.
 
     >>> nodes = [{"id": "u1", "parent": None, "role": "user", "seq": 1, "content": "hi"},
     ...          {"id": "a1", "parent": "u1", "role": "assistant", "seq": 2, "content": "yo"},

@@ -94,7 +94,7 @@ def test_tree_matches_the_session_and_untrusted_text_stays_text(lab_page, lab_se
 
     # untrusted content: shown as text in the tree, the hover preview and the chat; nothing runs
     labels = dom(page, "() => [...document.querySelectorAll('.cl-tree .cl-label-text')].map(e => e.textContent)")
-    assert sum(HOSTILE in t for t in labels) == len(k["hostile_ids"]), labels
+    assert sum('<img src=x onerror="window.__pwned=1">' in t for t in labels) == len(k["hostile_ids"]), labels
     page.hover(f'.cl-tree .cl-node[data-id="{k["hostile_ids"][0]}"]')
     assert dom(page, "() => document.querySelector('.cl-tree .cl-tip-body').textContent") == HOSTILE
     chat = dom(page, "() => [...document.querySelectorAll('.cl-chat .clw-text')].map(e => e.textContent)")
@@ -103,6 +103,8 @@ def test_tree_matches_the_session_and_untrusted_text_stays_text(lab_page, lab_se
     page.wait_for_timeout(300)
     assert dom(page, "() => typeof window.__pwned") == "undefined"
 
+    page.mouse.move(5, 5)  # the hover preview off, for the pictures
+    page.wait_for_function("() => document.querySelector('.cl-tree .cl-tip').style.display === 'none'")
     lab_page.screenshot(page.locator(".cl-tree").first, "tree.png")
     lab_page.screenshot(page.locator(".cl-lab").first, "lab.png", REPO / "docs" / "lab.png")
     assert not lab_page.errors, lab_page.report()
@@ -123,8 +125,8 @@ def test_clicking_a_node_on_another_branch_moves_the_head(lab_page, lab_server):
                           replies="sum(1 for e in s.events if e['type'] == 'llm.started')")
     assert after["nodes"] == before["nodes"], "looking at a branch must not record anything"
     assert node_ids(page, ".cl-tree .cl-node.cl-path") == after["path"]
-    chat = dom(page, "() => [...document.querySelectorAll('.cl-chat .clw-text')].map(e => e.textContent)")
-    assert chat[-1] == "echo: And tomorrow? Will it rain in the afternoon?", chat
+    page.wait_for_function("(t) => [...document.querySelectorAll('.cl-chat .clw-text')].at(-1)?.textContent === t",
+                           arg="echo: And tomorrow? Will it rain in the afternoon?", timeout=10000)
 
     # a user message that was never answered: the head goes to the reply above it, nothing is recorded
     unanswered = kernel.value("[n for n, a in s.tree.nodes(data=True) if a['role'] == 'user' and s.tree.out_degree(n) == 0"
@@ -170,6 +172,7 @@ def test_accepting_a_context_limit_gives_the_tree_its_summary_root(lab_page, lab
     summary = panel.locator("textarea")
     proposed = kernel.value("s.pending['proposed'][0]['summary']")
     assert summary.input_value() == proposed
+    lab_page.screenshot(panel.first, "decision-context-limit.png")
     summary.fill("EDITED: Sam drank 120ml at noon and napped at 2.")
     panel.get_by_role("button", name="Accept proposed").click()
     root = kernel.wait_for("[n for n, a in s.tree.nodes(data=True) if a['kind'] == 'summary' and a['parent'] is None]",
