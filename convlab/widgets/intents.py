@@ -12,10 +12,15 @@ Looking is not replying. Checking out a branch ("look") sends a head-only
 chat worker calls the model unless the path ends with an assistant message.
 So a look lands on an assistant reply: the newest leaf under the clicked
 message if it is one, else the nearest assistant message above that leaf. The
-look's own turn is then finished without a model call: the chat worker ends
-it by itself; when a person is the worker (``worker="manual"``) the look
-answers its ``turn.start`` with ``turn.end``; with ``autorun=False`` the look
-steps only its own turn. Nothing is recorded. When no assistant message is on
+look's own turn is then finished without a model call: under autorun the
+chat worker has already ended it (the path ends with a reply); whenever its
+``turn.start`` decision is still waiting (a person is the worker,
+``worker="manual"``, or ``autorun=False``) the look answers it with
+``turn.end``; it never steps another turn. Nothing is recorded: the events
+are ``head.moved``, ``turn.started``, ``decision.requested``,
+``decision.answered``, ``turn.completed``. A look during a running turn
+cancels that turn (``turn.cancelled``), as the protocol says for any view
+that changes branches. When no assistant message is on
 the way up (a conversation that was never answered), the head does not move
 and the outcome says to use "Continue from here", which moves the head
 exactly there and may start a reply, as the protocol says. A custom callable

@@ -201,7 +201,7 @@ def lab_server(tmp_path_factory) -> Iterator[LabServer]:
 
 
 @pytest.fixture(scope="session")
-def browser(lab_server) -> Iterator[Any]:
+def browser() -> Iterator[Any]:
     try:
         from playwright.sync_api import sync_playwright
     except ImportError as err:
@@ -261,7 +261,7 @@ class Page:
 
 
 @pytest.fixture
-def lab_page(browser, lab_server) -> Iterator[Page]:
+def lab_page(browser, lab_server) -> Iterator[Page]:  # browser first: no Chromium fails before Lab starts
     context = browser.new_context(viewport={"width": 1500, "height": 1400})
     page = context.new_page()
     errors: list[str] = []
