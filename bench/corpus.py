@@ -321,8 +321,7 @@ def _path(parent: dict[str, str | None], nid: str | None) -> list[str]:
 
 def write_log(turns: list[Turn], path: str | os.PathLike, *, agent: str = "bot") -> dict[str, Any]:
     """Write the session log ``Session(log=path)`` would write for ``turns``,
-    minus the decision events (``decision.requested`` repeats the whole path:
-    with them a million-message log would be tens of gigabytes).
+    event for event (``check_generator`` compares it with a live session's).
 
     Returns ``{"messages", "events", "head", "bytes"}``.
     """
@@ -383,6 +382,11 @@ def write_log(turns: list[Turn], path: str | os.PathLike, *, agent: str = "bot")
                 seq += 1
                 emit({"seq": seq, "time": clock, "type": "message.new", "turn_id": tid,
                       "message": node(t.user["id"], under, "user", t.user["content"], tid)})
+            seq += 1
+            emit({"seq": seq, "time": clock, "type": "decision.requested", "turn_id": tid,
+                  "decision": {"type": "turn.start", "turn_id": tid, "trigger": trigger, "head": head, "state": {}, "client_state": {}}})
+            seq += 1
+            emit({"seq": seq, "time": clock, "type": "decision.answered", "turn_id": tid, "actions": [{"type": "llm.call"}]})
             for content, usage, result in t.steps:
                 llm += 1
                 cid = f"llm-{llm}"
@@ -395,6 +399,15 @@ def write_log(turns: list[Turn], path: str | os.PathLike, *, agent: str = "bot")
                 seq += 1
                 emit({"seq": seq, "time": clock, "type": "message.new", "turn_id": tid,
                       "message": node(aid, head, "assistant", content, tid, usage=dict(usage))})
+                seq += 1
+                emit({"seq": seq, "time": clock, "type": "decision.requested", "turn_id": tid,
+                      "decision": {"type": "llm.result", "turn_id": tid, "trigger": trigger, "head": aid, "state": {}, "client_state": {},
+                                   "reply": {"id": aid, "role": "assistant", "content": content}}})
+                actions = [] if result is None else [
+                    {"type": "message.add", "message": {"role": "tool", "content": result["content"], "id": result["id"], "tool_call_id": result["tool_call_id"]}},
+                    {"type": "llm.call"}]
+                seq += 1
+                emit({"seq": seq, "time": clock, "type": "decision.answered", "turn_id": tid, "actions": actions})
                 if result is not None:
                     seq += 1
                     emit({"seq": seq, "time": clock, "type": "message.new", "turn_id": tid,
@@ -448,8 +461,8 @@ def drive(turns: list[Turn], log: str | os.PathLike | None = None):
 
 def check_generator(tmp: str | os.PathLike, *, messages: int = 400, path_len: int = 20) -> dict[str, Any]:
     """Generate a small log, run the same script live, and compare: the
-    generated log must equal the live log without its decision events, line
-    for line, and load to the same snapshot."""
+    generated log must equal the live log line for line, and load to the same
+    snapshot."""
     import convlab
 
     turns = script(messages, path_len=path_len, seed=11)
@@ -461,20 +474,16 @@ def check_generator(tmp: str | os.PathLike, *, messages: int = 400, path_len: in
     info = write_log(turns, gen)
     s = drive(turns, log=live)
     s._log.close()
-    drop = ('"type":"decision.requested"', '"type":"decision.answered"')
-    live_lines = [ln for ln in live.read_text(encoding="utf-8").splitlines() if not any(d in ln for d in drop)]
+    live_lines = live.read_text(encoding="utf-8").splitlines()
     gen_lines = gen.read_text(encoding="utf-8").splitlines()
-    # seq numbers differ (the live log numbers its decision events too): compare without them
-    def strip(ln: str) -> dict:
-        ev = json.loads(ln)
-        ev.pop("seq")
-        return ev
-    same_lines = len(live_lines) == len(gen_lines) and all(strip(a) == strip(b) for a, b in zip(live_lines, gen_lines))
+    same_lines = live_lines == gen_lines
+    first_diff = next((i for i, (a, b) in enumerate(zip(live_lines, gen_lines)) if a != b), None)
     loaded = convlab.Session.load(gen)
     same_snapshot = loaded.snapshot() == s.snapshot()
     loaded._log.close()
-    return {"same_events": same_lines, "same_snapshot": same_snapshot, "messages": info["messages"],
-            "path": len(s.path()), "head": s.head}
+    return {"same_lines": same_lines, "same_snapshot": same_snapshot, "messages": info["messages"],
+            "path": len(s.path()), "head": s.head, "lines": [len(gen_lines), len(live_lines)],
+            "first_diff": None if first_diff is None else {"line": first_diff + 1, "live": live_lines[first_diff][:300], "generated": gen_lines[first_diff][:300]}}
 
 
 def cache_dir() -> Path:
@@ -483,15 +492,29 @@ def cache_dir() -> Path:
     return d
 
 
+def sources_key(*params: Any) -> str:
+    """A cache key: the parameters, this module's source and convlab's sources
+    (a change of the wire format makes new files)."""
+    import convlab
+
+    h = hashlib.sha256(repr(params).encode())
+    h.update(Path(__file__).read_bytes())
+    for f in sorted(Path(convlab.__file__).parent.glob("*.py")):
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def cached_log(messages: int, *, path_len: int = 100, seed: int = 4) -> tuple[Path, dict[str, Any]]:
     """The generated agent-session log for these parameters, written once and
-    cached (keyed by the parameters and this module's source)."""
-    src = Path(__file__).read_bytes()
-    key = hashlib.sha256(repr((messages, path_len, seed)).encode() + src).hexdigest()[:16]
-    path = cache_dir() / f"agent-{messages}-{path_len}-{key}.jsonl"
+    cached (keyed by the parameters and the sources, see ``sources_key``)."""
+    key = sources_key(messages, path_len, seed)
+    path = cache_dir() / f"agent-{messages}-{path_len}-{seed}-{key}.jsonl"
     meta = path.with_suffix(".json")
     if path.exists() and meta.exists():
         return path, json.loads(meta.read_text())
+    for old in cache_dir().glob(f"agent-{messages}-{path_len}-{seed}-*"):  # stale: older sources
+        if old.stem.rsplit("-", 1)[-1] != key:
+            old.unlink(missing_ok=True)
     turns = script(messages, path_len=path_len, seed=seed)
     tmp = path.with_suffix(".tmp")
     info = write_log(turns, tmp)
