@@ -105,6 +105,7 @@ class Session:
         self._queue: list[str] = []
         self._running: str | None = None
         self.pending: dict[str, Any] | None = None
+        self._asked: dict[str, Any] | None = None  # the pending decision as logged
         self.last_turn_end: float | None = None
         self._waiting_ids: set[str] = set()  # message ids in queued turns
         self._call_ids: set[str] = set()
@@ -281,7 +282,8 @@ class Session:
             self.pending = None
             self._limit_open = None
         elif t == "decision.requested":
-            self.pending = copy.deepcopy(ev["decision"])
+            self._asked = ev["decision"]
+            self.pending = self._pending_from(ev["decision"])
         elif t == "decision.answered":
             self.pending = None
         elif t == "llm.started":
@@ -300,7 +302,7 @@ class Session:
     # ------------------------------------------------------------------
     # ids
     # ------------------------------------------------------------------
-    def _new_ids(self, n: int) -> list[str]:
+    def _new_ids(self, n: int, given: set[str] = frozenset()) -> list[str]:
         """``n`` engine ids ``eN``: in order, skipping any recorded or waiting id.
 
         Nothing is reserved: an id is taken once its message is recorded, so a
@@ -316,7 +318,7 @@ class Session:
         while len(out) < n:
             cand = f"e{k}"
             k += 1
-            if cand not in taken and cand not in waiting:
+            if cand not in taken and cand not in waiting and cand not in given:
                 out.append(cand)
         return out
 
@@ -420,7 +422,7 @@ class Session:
 
     def _assign_ids(self, messages: list[dict[str, Any]]) -> list[str]:
         missing = sum(1 for m in messages if not m.get("id"))
-        fresh = iter(self._new_ids(missing))
+        fresh = iter(self._new_ids(missing, {m["id"] for m in messages if m.get("id")}))
         return [m["id"] if m.get("id") else next(fresh) for m in messages]
 
     def _submit_view(self, inp: dict[str, Any]) -> dict[str, Any]:
@@ -480,7 +482,7 @@ class Session:
             if self.worker == "manual":
                 return False
             worker = chat_worker if self.worker == "chat" else self.worker
-            actions = worker(copy.deepcopy(self.pending))
+            actions = worker(self.pending if worker is chat_worker else self._pending_from(self._asked))
             try:
                 actions = inputs.validate_actions(actions)
             except Refused as err:
@@ -509,17 +511,30 @@ class Session:
             self.run()
 
     def _request(self, kind: str, **extra: Any) -> None:
+        """Ask the worker. The event names the head instead of holding the path
+        (the path of a node never changes), so a decision costs O(1) in the log
+        however long the conversation; ``pending`` reads it as a ``PathView``."""
         turn = self._turn_of[self._running]
         decision = {
             "type": kind,
             "turn_id": turn["id"],
             "trigger": copy.deepcopy(turn["trigger"]),
-            "messages": [message_of(n) for n in self._tree.path()],
+            "head": self.head,
             "state": self._tree.state_at(),
             "client_state": copy.deepcopy(turn["client_state"]),
             **extra,
         }
         self._emit("decision.requested", turn_id=turn["id"], decision=decision)
+
+    def _pending_from(self, logged: Mapping[str, Any]) -> dict[str, Any]:
+        """The decision request a worker sees: the logged one plus the path
+        root -> its head as ``messages`` (fresh dicts, the worker's to keep)."""
+        decision = copy.deepcopy(dict(logged))
+        decision["messages"] = self._tree.messages(decision["head"])
+        call = decision.get("call")
+        if call is not None and call["request"].get("messages") is None:
+            call["request"]["messages"] = [dict(m) for m in decision["messages"]]
+        return decision
 
     def _answer(self, actions: list[dict[str, Any]]) -> None:
         decision = self.pending
@@ -594,14 +609,14 @@ class Session:
             return
         stream = action.get("stream", True)
         given = action.get("messages")
-        messages = copy.deepcopy(given) if given is not None else [message_of(n) for n in self._tree.path()]
+        messages = copy.deepcopy(given) if given is not None else self._tree.messages()
         first_call = not self._first_call_done
         if call_id not in self._held and call_id not in self._overflowed:
             tokens = self._tree.count() if given is None else estimate(sum(content_chars(m.get("content")) for m in given))
             idle_for = None if self.last_turn_end is None else self.clock - self.last_turn_end
             limit = applies(self.config, tokens, first_call=first_call, idle_for=idle_for)
             if limit is not None:
-                self._hold(call_id, llm_name, model, messages, stream, limit.reason, limit.strategy, tokens)
+                self._hold(call_id, llm_name, model, given, stream, limit.reason, limit.strategy, tokens)
                 return
         self._emit("llm.started", turn_id=tid, call_id=call_id, summary=False, llm=llm_name, model=model)
         try:
@@ -609,7 +624,7 @@ class Session:
         except ProviderError as err:
             self._emit("llm.failed", turn_id=tid, call_id=call_id, error=err.kind, message=str(err))
             if err.kind == "too_long" and call_id not in self._overflowed:
-                self._hold(call_id, llm_name, model, messages, stream, "overflow", self.config.summarize_strategy(), self._tree.count())
+                self._hold(call_id, llm_name, model, given, stream, "overflow", self.config.summarize_strategy(), self._tree.count())
             elif err.kind == "too_long":
                 self._fail(f"the provider refused call {call_id} as too long again")
             else:
@@ -624,7 +639,7 @@ class Session:
 
     def _complete(self, provider: Any, request: dict[str, Any]) -> dict[str, Any]:
         try:
-            result = provider.complete(copy.deepcopy(request))
+            result = provider.complete(request)  # built fresh for this call
         finally:
             self.clock += float(getattr(provider, "latency", 0.0) or 0.0)
         if not isinstance(result, Mapping) or "content" not in result:
@@ -632,35 +647,41 @@ class Session:
         usage = result.get("usage") or {}
         return {"content": result["content"], "usage": dict(usage)}
 
-    def _kept(self, path: list[dict[str, Any]]) -> int:
-        """Index in ``path`` where ``kept`` starts (PROTOCOL.md 5.3): after the
-        last assistant message, or at it when what follows starts with a tool
-        result, so a result never loses its call (gap)."""
-        last_assistant = -1
-        for i in range(len(path) - 1, -1, -1):
-            if path[i]["role"] == "assistant":
-                last_assistant = i
+    def _kept(self) -> list[str]:
+        """Ids of ``kept`` (PROTOCOL.md 5.3), root-most first: the messages after
+        the last assistant message on the path, or from it when they start with
+        a tool result, so a result never loses its call (gap). Walks up from
+        the head only as far as that message."""
+        tree = self._tree
+        ids: list[str] = []
+        last_assistant = None
+        for n in tree.ancestors(self.head):
+            if tree.node(n)["role"] == "assistant":
+                last_assistant = n
                 break
-        start = last_assistant + 1
-        if start < len(path) and path[start]["role"] == "tool" and last_assistant >= 0:
-            start = last_assistant
-        return start
+            ids.append(n)
+        ids.reverse()
+        if ids and last_assistant is not None and tree.node(ids[0])["role"] == "tool":
+            ids.insert(0, last_assistant)
+        return ids
 
-    def _hold(self, call_id: str, llm_name: str, model: str | None, messages: list, stream: bool, reason: str, strategy: Strategy, tokens: int) -> None:
+    def _hold(self, call_id: str, llm_name: str, model: str | None, messages: list | None, stream: bool, reason: str, strategy: Strategy, tokens: int) -> None:
+        """Hold the call: ``context.limited``, the plan (with its summary
+        calls), then the ``context.limit`` decision. ``messages`` are the
+        call's own messages, None when it reads the active path."""
         tid = self._running
         self._emit(
             "context.limited", turn_id=tid, reason=reason, strategy=strategy.use, tokens=tokens,
             window=self.config.window, call_id=call_id, llm=llm_name, model=model,
         )
-        path = self._tree.path()
-        k = self._kept(path)
-        kept = [message_of(n) for n in path[k:]]
-        before = path[:k]
+        kept_ids = self._kept()
+        kept = [message_of(self._tree.node(n)) for n in kept_ids]
         as_was = [{"type": "llm.call", "id": call_id}]
         if strategy.use == "reset":
             proposed = as_was if not kept else [{"type": "context.replace", "messages": kept}, *as_was]
         else:
-            summary = self._summarize(before, strategy)
+            before = self._tree.path_ids()[: self._tree.depth(self.head) - len(kept_ids)] if self.head else []
+            summary = self._summarize([self._tree.node(n) for n in before], strategy)
             proposed = as_was if summary is None else [{"type": "context.replace", "summary": summary, "messages": kept}, *as_was]
         self._prog.actions.clear()  # a held call ends its answer
         self._prog.called = False

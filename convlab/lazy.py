@@ -69,6 +69,7 @@ class LazyTree(Tree):
         self._nchars = array("q")
         self._ncum = array("q")
         self._nlast = array("q")  # index of the last model reply at or above, -1
+        self._ndepth = array("q")
         self._ninput = array("q")  # reported input of a model reply, -1
         self._noff = array("q")  # offset of the message.new line, -1 in memory
         self._first = array("q")  # first child, -1
@@ -114,6 +115,12 @@ class LazyTree(Tree):
     def _cum_of(self, node_id: str) -> int:
         return self._ncum[self._idx[node_id]]
 
+    def depth(self, node_id: str) -> int:
+        return self._ndepth[self._idx[node_id]]
+
+    def _any_state(self) -> bool:
+        return bool(self._states)
+
     def _last_of(self, node_id: str) -> str | None:
         k = self._nlast[self._idx[node_id]]
         return None if k < 0 else self._ids[k]
@@ -133,6 +140,7 @@ class LazyTree(Tree):
         chars = content_chars(attrs["content"])
         self._nchars.append(chars)
         self._ncum.append(chars + (self._ncum[p] if p >= 0 else 0))
+        self._ndepth.append(1 + (self._ndepth[p] if p >= 0 else 0))
         reported = input_tokens(attrs["usage"]) if attrs["role"] == "assistant" else None
         self._ninput.append(-1 if reported is None else reported)
         self._nlast.append(i if reported is not None else (self._nlast[p] if p >= 0 else -1))

@@ -106,7 +106,7 @@ class ScriptedLLM:
 
     def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
         n = len(self.requests)
-        self.requests.append(copy.deepcopy(dict(request)))
+        self.requests.append({**request, "messages": [dict(m) for m in request.get("messages") or []]})
         if n >= len(self.replies):
             raise ProviderError("failed", f"ScriptedLLM has no reply left for call {n + 1} (it had {len(self.replies)})")
         reply = self.replies[n]

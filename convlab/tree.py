@@ -33,6 +33,7 @@ __all__ = [
     "message_of",
     "newest_leaf",
     "children",
+    "node_copy",
 ]
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -64,12 +65,22 @@ def input_tokens(usage: Mapping[str, Any] | None) -> int | None:
 
 
 def message_of(node: Mapping[str, Any]) -> dict[str, Any]:
-    """The message a model reads for a node: id, role, content and the message keys."""
-    msg = {"id": node["id"], "role": node["role"], "content": node["content"]}
+    """The message a model reads for a node: id, role, content and the message keys (a copy)."""
+    content = node["content"]
+    msg = {"id": node["id"], "role": node["role"], "content": content if isinstance(content, str) else copy.deepcopy(content)}
     for key in MESSAGE_KEYS:
         if node.get(key) is not None:
-            msg[key] = node[key]
+            msg[key] = copy.deepcopy(node[key])
     return msg
+
+
+def node_copy(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a node's attributes that shares nothing mutable with the tree."""
+    out = dict(attrs)
+    for key, value in out.items():
+        if isinstance(value, (dict, list)):
+            out[key] = copy.deepcopy(value)
+    return out
 
 
 def children(graph: nx.DiGraph, node: str | None, roots: list[str] | None = None) -> list[str]:
@@ -120,6 +131,8 @@ class Tree:
         self._chars: dict[str, int] = {}
         self._cum: dict[str, int] = {}
         self._last_call: dict[str, str | None] = {}
+        self._depth: dict[str, int] = {}
+        self._stated: set[str] = set()  # nodes with worker state: state_at is O(1) without any
 
     @property
     def graph(self) -> nx.DiGraph:
@@ -169,7 +182,7 @@ class Tree:
 
     def path(self, head: str | None = None) -> list[dict[str, Any]]:
         """Node dicts root -> head (copies: the tree only grows)."""
-        return [copy.deepcopy(dict(self._attrs(n))) for n in self.path_ids(head)]
+        return [node_copy(self._attrs(n)) for n in self.path_ids(head)]
 
     def children(self, node_id: str | None) -> list[str]:
         return children(self.graph, node_id, self.roots)
@@ -185,6 +198,18 @@ class Tree:
 
     def _last_of(self, node_id: str) -> str | None:
         return self._last_call[node_id]
+
+    def messages(self, head: str | None = None) -> list[dict[str, Any]]:
+        """The messages root -> ``head`` as the model reads them (fresh dicts)."""
+        head = self.head if head is None else head
+        return [message_of(self._attrs(n)) for n in self.path_ids(head)] if head is not None else []
+
+    def depth(self, node_id: str) -> int:
+        """Messages on the path root -> ``node_id`` (a top-level message has depth 1)."""
+        return self._depth[node_id]
+
+    def _any_state(self) -> bool:
+        return bool(self._stated)
 
     def count(self, head: str | None = None) -> int:
         """PROTOCOL.md 5.1 for the path root -> ``head`` (default: the head), O(1).
@@ -286,9 +311,12 @@ class Tree:
         else:
             self._graph.add_edge(parent, nid)
         self._book(nid, parent, content_chars(attrs["content"]), attrs["role"] == "assistant" and input_tokens(attrs["usage"]) is not None)
+        if attrs["state"] is not None:
+            self._stated.add(nid)
         return self._graph.nodes[nid]
 
     def _book(self, nid: str, parent: str | None, chars: int, is_call: bool) -> None:
+        self._depth[nid] = 1 + (self._depth[parent] if parent is not None else 0)
         self._chars[nid] = chars
         self._cum[nid] = chars + (self._cum[parent] if parent is not None else 0)
         if is_call:
@@ -298,9 +326,12 @@ class Tree:
 
     def set_state(self, node_id: str, state: Any) -> None:
         self._attrs(node_id)["state"] = copy.deepcopy(state)
+        self._stated.add(node_id)
 
     def state_at(self, head: str | None = None) -> dict[str, Any]:
         """The worker state nearest the head on the path (PROTOCOL.md 6); ``{}`` if none."""
+        if not self._any_state():
+            return {}
         for n in self.ancestors(self.head if head is None else head):
             st = self._state_of(n)
             if st is not None:

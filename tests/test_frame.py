@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 import convlab
-from convlab.frame import CONVERSATION_COLUMNS, FRAME_COLUMNS
+from convlab.frames import CONVERSATION_COLUMNS, FRAME_COLUMNS
 from convlab.tokens import content_chars, count_tokens
 from convlab.tree import Tree
 

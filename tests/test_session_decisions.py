@@ -38,9 +38,11 @@ def test_decision_request_shape():
     assert d["state"] == {}
     assert d["client_state"] == {"tz": "UTC"}
     assert json.loads(json.dumps(d)) == d
-    # the request is also an event
+    # the request is also an event; it names the head whose path the messages are
+    # (docs/wire.md), so the log does not repeat the path at every decision
     req = of_type(s, "decision.requested")
-    assert req[-1]["decision"] == d and req[-1]["turn_id"] == "t1"
+    assert req[-1]["decision"] == {k: v for k, v in d.items() if k != "messages"} and req[-1]["turn_id"] == "t1"
+    assert req[-1]["decision"]["head"] == "u1"
 
 
 def test_llm_call_records_the_reply_under_the_head_and_asks_llm_result():

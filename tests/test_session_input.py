@@ -343,14 +343,8 @@ def test_empty_view_is_refused():
     refused(s, view([]), 400, "messages", "empty")
 
 
-_SAME_SUBMIT_BUG = (
-    "ENGINE BUG: an engine id is handed to a message without id that collides with an eN id given in the "
-    "same submit; tree.add raises ValueError(\"id 'e1' is already recorded\") from submit() and leaves a "
-    "half-recorded turn (turn started, only the first messages written)"
-)
 
 
-@pytest.mark.xfail(reason=_SAME_SUBMIT_BUG, strict=True)
 def test_engine_ids_skip_ids_given_in_the_same_append():
     """1: "Ids are unique in a session"; engine ids skip "any id already recorded or waiting". A client
     id e1 and a message without id in one client.append: the engine's id must not be e1."""
@@ -362,7 +356,6 @@ def test_engine_ids_skip_ids_given_in_the_same_append():
     assert node(s, path_ids(s)[1])["content"] == "engine's"
 
 
-@pytest.mark.xfail(reason=_SAME_SUBMIT_BUG, strict=True)
 def test_engine_ids_skip_ids_given_later_in_the_same_view():
     """Same rule for a view: [e1, <no id>] records two distinct ids."""
     s = make(worker="manual")
@@ -371,7 +364,6 @@ def test_engine_ids_skip_ids_given_later_in_the_same_view():
     assert len(set(path_ids(s))) == 2
 
 
-@pytest.mark.xfail(reason=_SAME_SUBMIT_BUG, strict=True)
 def test_engine_ids_skip_ids_given_after_it_in_the_same_view():
     """A message without id before a client id e1 in the same view: ids stay unique. (Whether the engine
     skips e1 or refuses the view 400 is not fixed; a crash that writes half the view is neither.)"""
@@ -383,3 +375,21 @@ def test_engine_ids_skip_ids_given_after_it_in_the_same_view():
         assert err.status == 400 and frozen(s) == before
     else:
         assert len(set(path_ids(s))) == 2
+
+
+def test_retry_of_a_message_waiting_in_a_queued_turn_is_a_duplicate():
+    """2: "A message whose id is already recorded (or already waiting in a queued turn) is not added
+    again"; the receipt names "the turn that took the first of them"."""
+    s = make(worker="manual")
+    s.submit(message(m("u1", "hi")))
+    q = s.submit(message(m("q1", "later"), queue=True))
+    assert q["turn_id"] == "t2" and q["status"] == 202
+    snap, n = s.snapshot(), len(s.events)
+    r = s.submit(message(m("q1", "later"), queue=True))
+    assert_receipt(r, status=200, duplicate=True, turn_id="t2", queued=False, merged=False)
+    r = s.submit(message(m("q1", "later")))  # without queue: still a retry, not a 409
+    assert_receipt(r, status=200, duplicate=True, turn_id="t2")
+    assert s.snapshot() == snap and len(s.events) == n
+    s.decide([])
+    s.decide([])
+    assert sum(1 for n in s.snapshot()["nodes"] if n["id"] == "q1") == 1

@@ -148,13 +148,6 @@ class SessionMachine(RuleBasedStateMachine):
         picks = ["fresh", "none", "known", "eid"] if known else ["fresh", "none", "eid"]
         for _ in range(n if kind == "client.append" else 1):
             pick = data.draw(st.sampled_from(picks))
-            # A client id eN and a message without id in one submit crash the engine (see the strict
-            # xfail tests test_engine_ids_skip_ids_given_* in test_session_input.py); keep them apart
-            # here so the machine checks everything else.
-            if pick == "eid" and "none" in picks:
-                picks = [p for p in picks if p != "none"]
-            elif pick == "none" and "eid" in picks:
-                picks = [p for p in picks if p != "eid"]
             if pick == "fresh":
                 mid = self.new_id()
             elif pick == "none":
@@ -181,9 +174,16 @@ class SessionMachine(RuleBasedStateMachine):
         if data.draw(st.booleans()):
             inp["state"] = {"k": data.draw(st.integers(0, 3))}
         expect = None
+        waiting = any(t["status"] == "queued" for t in self.s.turns)
         if all_fresh:
             busy = bool(self.running())
-            expect = (202 if queue else 409) if busy else 200
+            if busy:
+                expect = 202 if queue else 409
+            elif not waiting:
+                expect = 200  # 3: "With no turn running, a queued or merge submit starts at once"
+            elif queue:
+                # nothing runs but turns wait (autorun=False after an interrupt): arrival order queues it
+                expect = 202
         receipt = self.submit(inp, expect)
         if receipt is not None and all_fresh:
             assert receipt["duplicate"] is False
@@ -416,8 +416,15 @@ class SessionMachine(RuleBasedStateMachine):
             outcome = [k for k in seg if k in ("context.replaced", "context.kept")]
             # once the context.limit is answered, or its turn has ended (cancelled while the decision
             # waited), exactly one of context.replaced / context.kept follows; before that, none
-            settled = "decision.answered" in seg or any(k in seg for k in ("turn.completed", "turn.failed", "turn.cancelled"))
-            assert len(outcome) == (1 if settled else 0), seg
+            ended = any(k in seg for k in ("turn.completed", "turn.failed", "turn.cancelled"))
+            answered = "decision.answered" in seg
+            if ended or (answered and seg[-1] != "decision.answered"):
+                assert len(outcome) == 1, seg
+            elif answered:
+                # autorun=False: the answer is recorded; its actions (a replace) run at the next step
+                assert len(outcome) <= 1, seg
+            else:
+                assert outcome == [], seg
         for e in ev:
             if e["type"] == "llm.started" and e["summary"]:
                 assert e.get("turn_id") is not None
@@ -433,5 +440,5 @@ class SessionMachine(RuleBasedStateMachine):
 
 
 _DEEP = os.environ.get("HYPOTHESIS_PROFILE") == "deep"
-SessionMachine.TestCase.settings = settings(settings.default, stateful_step_count=50 if _DEEP else 25)
+SessionMachine.TestCase.settings = settings(settings.default, stateful_step_count=80 if _DEEP else 50)
 TestSession = SessionMachine.TestCase

@@ -1,9 +1,8 @@
 """convlab's own session log (JSONL events, the first ``session.started``; docs/wire.md).
 
-The log is loaded with ``convlab.Session.load`` so the tree is exactly the
-session's. ``Session.load`` repairs a torn tail and goes on appending to the
-file it loads, so it is given a private copy: reading never changes the
-user's file. Its ``LogWarning`` comes back as a ``ReadWarning``, its
+The log is loaded with ``convlab.Session.load(..., append=False)`` so the
+tree is exactly the session's and the file is never written. The bytes (a
+file, or a member of an archive) are loaded from a private temporary file. Its ``LogWarning`` comes back as a ``ReadWarning``, its
 ``LogError`` as a ``ReadError``, both naming the file (and the line).
 """
 
@@ -38,13 +37,10 @@ def parse_bytes(raw: bytes, source: str) -> list[Conversation]:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                session = Session.load(copy)
+                session = Session.load(copy, append=False)
             except LogError as err:
                 raise read_error(source, _unnamed(str(err), copy)) from None
         snap = session.snapshot()
-        log = getattr(session, "_log", None)
-        if log is not None and hasattr(log, "close"):
-            log.close()
     for w in caught:
         if issubclass(w.category, LogWarning):
             warnings.warn(f"{source}: {_unnamed(str(w.message), copy)}", ReadWarning, stacklevel=4)

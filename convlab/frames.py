@@ -8,8 +8,6 @@ text once. pandas is imported here, never by ``import convlab``.
 
 from __future__ import annotations
 
-import sys
-import types
 from typing import TYPE_CHECKING, Any, Iterable, Protocol
 
 import networkx as nx
@@ -203,17 +201,3 @@ def conversations_frame(conversations: Iterable[Any]) -> "pd.DataFrame":
         )
     df = pd.DataFrame(rows, columns=list(CONVERSATION_COLUMNS))
     return df.astype({"messages": "int64", "branch_points": "int64", "longest_path": "int64", "head_depth": "int64"})
-
-
-class _CallableModule(types.ModuleType):
-    """``convlab.frame`` is both this module and the function: importing the
-    module (``from convlab.frame import FRAME_COLUMNS``) makes Python set the
-    package attribute ``convlab.frame`` to the module, over the lazily exported
-    function. Calling the module calls the function, so ``convlab.frame(c)``
-    works either way."""
-
-    def __call__(self, conversation: HasTree, encoding: str = "o200k_base") -> "pd.DataFrame":
-        return frame(conversation, encoding)
-
-
-sys.modules[__name__].__class__ = _CallableModule
