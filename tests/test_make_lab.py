@@ -52,13 +52,18 @@ def test_make_lab_serves_the_notebooks(tmp_path):
                     break
             except OSError:
                 time.sleep(0.5)
-        assert status is not None, f"JupyterLab did not answer; output:\n{proc.stdout.read1().decode() if proc.poll() is not None else ''}"
+        assert status is not None, f"JupyterLab did not answer; output:\n{proc.stdout.read().decode() if proc.poll() is not None else ''}"
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contents/01-tour.ipynb?content=0&token={token}", timeout=5) as r:
             listing = json.load(r)
         assert listing["type"] == "notebook" and listing["name"] == "01-tour.ipynb"
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                proc.wait(timeout=20)
+                break
+            except subprocess.TimeoutExpired:
+                continue
