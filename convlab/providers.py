@@ -26,6 +26,18 @@ def _last_text(messages: list[Mapping[str, Any]]) -> str:
     return ""
 
 
+def _checked(replies: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Scripted or logged replies: each ``{"content", ...}`` or ``{"error": kind}``."""
+    out = [dict(r) for r in replies]
+    for i, r in enumerate(out):
+        if "error" in r:
+            if r["error"] not in ProviderError.KINDS:
+                raise ValueError(f"replies[{i}].error must be one of {ProviderError.KINDS}, got {r['error']!r}")
+        elif "content" not in r:
+            raise ValueError(f"replies[{i}] needs 'content' or 'error'")
+    return out
+
+
 class EchoLLM:
     """Replies by echoing the last user (or tool) message; counts exactly.
 
@@ -91,13 +103,7 @@ class ScriptedLLM:
     """
 
     def __init__(self, replies: Iterable[Mapping[str, Any]], latency: float = 0.0):
-        self.replies = [dict(r) for r in replies]
-        for i, r in enumerate(self.replies):
-            if "error" in r:
-                if r["error"] not in ProviderError.KINDS:
-                    raise ValueError(f"replies[{i}].error must be one of {ProviderError.KINDS}, got {r['error']!r}")
-            elif "content" not in r:
-                raise ValueError(f"replies[{i}] needs 'content' or 'error'")
+        self.replies = _checked(replies)
         self.latency = float(latency)
         self.requests: list[dict[str, Any]] = []
 
@@ -164,13 +170,7 @@ class ReplayLLM:
     ):
         if window is not None and (not isinstance(window, int) or window <= 0):
             raise ValueError(f"window must be a positive integer, got {window!r}")
-        self.replies = [dict(r) for r in replies]
-        for i, r in enumerate(self.replies):
-            if "error" in r:
-                if r["error"] not in ProviderError.KINDS:
-                    raise ValueError(f"replies[{i}].error must be one of {ProviderError.KINDS}, got {r['error']!r}")
-            elif "content" not in r:
-                raise ValueError(f"replies[{i}] needs 'content' or 'error'")
+        self.replies = _checked(replies)
         self.window = window
         self.latency = 0.0
         self.clock = clock
