@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from .errors import ConfigError
 
-__all__ = ["ContextConfig", "Strategy", "load_config", "parse_context", "applies", "MARGIN", "Limit"]
+__all__ = ["ContextConfig", "Strategy", "load_config", "parse_context", "applies", "kept", "MARGIN", "Limit"]
 
 #: The headroom the engine leaves below the window: a strategy without
 #: ``idle_secs`` applies above ``window - MARGIN``.
@@ -263,3 +263,33 @@ def applies(
         if s.over_tokens is not None and tokens > s.over_tokens:
             return Limit(s, "full", i)
     return None
+
+
+def kept(tree: Any, head: str | None) -> list[str]:
+    """Ids of ``kept`` (PROTOCOL.md 5.3), oldest first: the input the model
+    must still answer.
+
+    The messages after the last assistant message on the path root -> head;
+    when the first of them is a tool result, ``kept`` starts at that assistant
+    message instead, so a result never loses its call (gap). Walks up from
+    the head only as far as that message. ``tree`` is a ``convlab.tree.Tree``.
+
+    >>> from convlab.tree import Tree
+    >>> t = Tree()
+    >>> for mid, parent, role in [("u1", None, "user"), ("a1", "u1", "assistant"), ("u2", "a1", "user"),
+    ...                           ("a2", "u2", "assistant"), ("r2", "a2", "tool")]:
+    ...     _ = t.add({"id": mid, "role": role, "content": "x"}, parent)
+    >>> kept(t, "u2"), kept(t, "r2"), kept(t, "a2")
+    (['u2'], ['a2', 'r2'], [])
+    """
+    ids: list[str] = []
+    last_assistant = None
+    for n in tree.ancestors(head):
+        if tree.node(n)["role"] == "assistant":
+            last_assistant = n
+            break
+        ids.append(n)
+    ids.reverse()
+    if ids and last_assistant is not None and tree.node(ids[0])["role"] == "tool":
+        ids.insert(0, last_assistant)
+    return ids

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 from . import inputs
-from .context import ContextConfig, DEFAULT_PROMPT, Strategy, applies, coerce
+from .context import ContextConfig, DEFAULT_PROMPT, Strategy, applies, coerce, kept
 from .errors import LogError, ProviderError, Refused
 from .lazy import LazyEvents, LazyTree
 from .log import LogWriter, parse_event, read_lines
@@ -647,24 +647,6 @@ class Session:
         usage = result.get("usage") or {}
         return {"content": result["content"], "usage": dict(usage)}
 
-    def _kept(self) -> list[str]:
-        """Ids of ``kept`` (PROTOCOL.md 5.3), root-most first: the messages after
-        the last assistant message on the path, or from it when they start with
-        a tool result, so a result never loses its call (gap). Walks up from
-        the head only as far as that message."""
-        tree = self._tree
-        ids: list[str] = []
-        last_assistant = None
-        for n in tree.ancestors(self.head):
-            if tree.node(n)["role"] == "assistant":
-                last_assistant = n
-                break
-            ids.append(n)
-        ids.reverse()
-        if ids and last_assistant is not None and tree.node(ids[0])["role"] == "tool":
-            ids.insert(0, last_assistant)
-        return ids
-
     def _hold(self, call_id: str, llm_name: str, model: str | None, messages: list | None, stream: bool, reason: str, strategy: Strategy, tokens: int) -> None:
         """Hold the call: ``context.limited``, the plan (with its summary
         calls), then the ``context.limit`` decision. ``messages`` are the
@@ -674,15 +656,15 @@ class Session:
             "context.limited", turn_id=tid, reason=reason, strategy=strategy.use, tokens=tokens,
             window=self.config.window, call_id=call_id, llm=llm_name, model=model,
         )
-        kept_ids = self._kept()
-        kept = [message_of(self._tree.node(n)) for n in kept_ids]
+        kept_ids = kept(self._tree, self.head)
+        keep = [message_of(self._tree.node(n)) for n in kept_ids]
         as_was = [{"type": "llm.call", "id": call_id}]
         if strategy.use == "reset":
-            proposed = as_was if not kept else [{"type": "context.replace", "messages": kept}, *as_was]
+            proposed = as_was if not keep else [{"type": "context.replace", "messages": keep}, *as_was]
         else:
             before = self._tree.path_ids()[: self._tree.depth(self.head) - len(kept_ids)] if self.head else []
             summary = self._summarize([self._tree.node(n) for n in before], strategy)
-            proposed = as_was if summary is None else [{"type": "context.replace", "summary": summary, "messages": kept}, *as_was]
+            proposed = as_was if summary is None else [{"type": "context.replace", "summary": summary, "messages": keep}, *as_was]
         self._prog.actions.clear()  # a held call ends its answer
         self._prog.called = False
         self._request(
