@@ -9,7 +9,7 @@ errors and clock moves keep every invariant of PROTOCOL.md:
 - inputs whose outcome the protocol fixes get it (fresh messages, views built from the tree, retries)
 - context.limited is always followed by exactly one of context.replaced / context.kept once answered (5.3)
 - events: seq in order, session.started first and once; the log holds exactly the events (7, 8)
-- Session.load(log) equals the live snapshot (8)
+- Session.load(log) equals the live snapshot (8), eagerly and lazily
 
 Profiles (tests/conftest.py): "ci" (300 examples, the default) and HYPOTHESIS_PROFILE=deep.
 """
@@ -334,8 +334,11 @@ class SessionMachine(RuleBasedStateMachine):
 
     @rule()
     def load_equals_live(self):
-        loaded = convlab.Session.load(self.log)
+        loaded = convlab.Session.load(self.log, append=False)
         assert loaded.snapshot() == self.s.snapshot()
+        lazy = convlab.Session.load(self.log, lazy=True, append=False)  # issue 8: lazy equals eager
+        assert lazy.snapshot() == self.s.snapshot()
+        assert (lazy.tokens(), lazy.path(), lazy.state) == (self.s.tokens(), self.s.path(), self.s.state)
 
     # -- invariants ---------------------------------------------------------
     @invariant()
@@ -434,7 +437,7 @@ class SessionMachine(RuleBasedStateMachine):
             if self.s is not None:
                 with open(self.log) as f:
                     assert [json.loads(line) for line in f] == self.s.events
-                assert convlab.Session.load(self.log).snapshot() == self.s.snapshot()
+                assert convlab.Session.load(self.log, append=False).snapshot() == self.s.snapshot()
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)
 
