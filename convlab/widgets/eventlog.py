@@ -34,7 +34,7 @@ def describe(ev: Mapping[str, Any]) -> str:
     if t == "message.new":
         m = ev.get("message") or {}
         kind = "summary" if m.get("kind") == "summary" else m.get("role")
-        text = f"{m.get('id')} {kind} under {m.get('parent')}"
+        text = f"{m.get('id')} {kind} under {m.get('parent') or 'root'}"
         if ev.get("copied_from"):
             text += f", copy of {ev['copied_from']}"
         if m.get("replaces"):
