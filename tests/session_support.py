@@ -223,3 +223,47 @@ def limit_decisions(s) -> list[dict[str, Any]]:
 
 def jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value))
+
+
+def check_limited_then_exactly_one(events: list[dict[str, Any]], settled_only: bool = False) -> None:
+    """PROTOCOL.md 5.3: "After the worker answers context.limit, exactly one of two events follows:
+    context.replaced when the answer's replace runs, else context.kept, right after the answer"; summary
+    calls (llm.started with summary: true) "all fall between context.limited and that event".
+
+    For each context.limited: no replaced/kept before its answer; after the answer, exactly one of them
+    among the answer's own actions (before the next decision is requested); a turn that ends (cancelled)
+    while the context.limit waits is followed by exactly one as well. An answer whose actions have not
+    run yet (autorun=False, the next step runs them) may have none so far.
+    """
+    ends = ("turn.completed", "turn.failed", "turn.cancelled")
+    for i, limited in enumerate(events):
+        if limited["type"] != "context.limited":
+            continue
+        seg: list[dict[str, Any]] = []
+        for e in events[i + 1 :]:
+            if e["type"] == "context.limited":
+                break
+            seg.append(e)
+            if e["type"] in ends and e.get("turn_id") == limited.get("turn_id"):
+                break
+        kinds = [e["type"] for e in seg]
+        ended = any(k in ends for k in kinds)
+        if "decision.answered" not in kinds:
+            outcome = [k for k in kinds if k in ("context.replaced", "context.kept")]
+            assert len(outcome) == (1 if ended else 0), kinds
+            continue
+        ans = kinds.index("decision.answered")
+        before = [k for k in kinds[:ans] if k in ("context.replaced", "context.kept")]
+        assert before == [], kinds
+        for e in seg[:ans]:
+            if e["type"] == "llm.started":
+                assert e["summary"] is True, e
+        rest = kinds[ans + 1 :]
+        stop = rest.index("decision.requested") if "decision.requested" in rest else len(rest)
+        own = [k for k in rest[:stop] if k in ("context.replaced", "context.kept")]
+        if "decision.requested" in rest or ended:
+            assert len(own) == 1, kinds
+        else:
+            assert len(own) <= 1, kinds
+        if own == ["context.kept"]:
+            assert rest[0] == "context.kept", kinds  # "right after the answer"

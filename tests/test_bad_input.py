@@ -145,3 +145,12 @@ def test_decide_with_nothing_pending_changes_nothing(s):
 
 def test_interrupt_with_nothing_running_changes_nothing(s):
     refused(s, {"type": "client.interrupt", "agent_id": "bot"}, 409)
+
+
+def test_the_session_agent_is_the_one_known():
+    """API.md: agent = "the agent id; inputs for another agent_id are refused 404"."""
+    s = make(agent="helper")
+    refused(s, message(MSG), 404, "bot")
+    r = s.submit(message(MSG) | {"agent_id": "helper"})
+    assert r["status"] == 200
+    assert s.snapshot()["agent"] == "helper"

@@ -10,6 +10,7 @@ import pytest
 
 from session_support import (
     PAGE_CONFIG,
+    check_limited_then_exactly_one,
     RecordingLLM,
     a,
     advance_to,
@@ -51,39 +52,10 @@ def answer_chat(s, limit_answer=None):
     raise AssertionError("never idle")
 
 
-def limited_segments(s):
-    """For each context.limited: the events after it up to the next context.limited or the end of its turn."""
-    segs = []
-    evs = s.events
-    for i, e in enumerate(evs):
-        if e["type"] != "context.limited":
-            continue
-        seg = []
-        for f in evs[i + 1 :]:
-            if f["type"] == "context.limited":
-                break
-            seg.append(f)
-            if f["type"] in ("turn.completed", "turn.failed", "turn.cancelled") and f.get("turn_id") == e["turn_id"]:
-                break
-        segs.append((e, seg))
-    return segs
-
-
 def assert_limited_then_exactly_one(s):
-    """5.3: "After the worker answers context.limit, exactly one of two events follows:
-    context.replaced ... else context.kept"; summary llm.started all fall between them."""
-    for limited, seg in limited_segments(s):
-        kinds = types(seg)
-        answered = "decision.answered" in kinds
-        ended = any(k in kinds for k in ("turn.completed", "turn.failed", "turn.cancelled"))
-        outcome = [k for k in kinds if k in ("context.replaced", "context.kept")]
-        assert len(outcome) == (1 if answered or ended else 0), (limited, kinds)
-        end = kinds.index(outcome[0]) if outcome else len(kinds)
-        for e in seg[:end]:
-            if e["type"] == "llm.started":
-                assert e["summary"] is True, e
-        if answered:
-            assert kinds.index("decision.answered") < end
+    """5.3: "After the worker answers context.limit, exactly one of two events follows: context.replaced
+    ... else context.kept"; summary llm.started all fall between them (session_support)."""
+    check_limited_then_exactly_one(s.events)
 
 
 # ======================================================================
@@ -951,3 +923,104 @@ def test_overflow_manual_rerun_by_id():
     s.decide([{"type": "llm.call", "id": d["call"]["id"]}])
     assert s.pending["type"] == "llm.result" and s.pending["reply"]["content"] == "fine"
     assert_limited_then_exactly_one(s)
+
+
+def test_held_call_is_run_as_it_was_model_and_stream():
+    """5.3: call is the held call ({"id", "llm", "request": {"model", "messages"}, "stream"}); "An llm.call
+    with its id runs it again" - as it was: the same model and stream flag."""
+    llm = RecordingLLM([reply("a", input_tokens=200000), reply("SUM"), reply("b")])
+    s = make(config=PAGE_CONFIG, llm=llm, worker="manual")
+    s.submit(message(m("u1", "x")))
+    s.decide([LLM_CALL])
+    s.decide([])
+    s.submit(message(m("u2", "y")))
+    s.decide([{"type": "llm.call", "model": "big-model", "stream": True}])
+    d = s.pending
+    assert d["type"] == "context.limit"
+    assert d["call"]["stream"] is True
+    assert d["call"]["request"]["model"] == "big-model"
+    assert [msg["id"] for msg in d["call"]["request"]["messages"]] == ["u1", path_ids(s)[1], "u2"]
+    s.decide([{"type": "llm.call", "id": d["call"]["id"]}])
+    assert llm.requests[-1].get("model") == "big-model"
+    rerun = of_type(s, "llm.started")[-1]
+    assert rerun["call_id"] == d["call"]["id"] and rerun["model"] == "big-model"
+
+
+def test_summary_calls_are_not_streamed():
+    """5.3: "Summary calls ... are not streamed"; the page: "The summary that the engine proposes is not streamed." """
+    llm = RecordingLLM([reply("a", input_tokens=200000), reply("SUM"), reply("b")])
+    s = make(config=PAGE_CONFIG, llm=llm, worker="manual")
+    s.submit(message(m("u1", "x")))
+    s.decide([{"type": "llm.call", "stream": True}])
+    s.decide([])
+    s.submit(message(m("u2", "y")))
+    s.decide([{"type": "llm.call", "stream": True}])
+    summary_request = llm.requests[1]
+    assert summary_request.get("stream", False) is False
+    assert llm.requests[0].get("stream", True) is True  # the flag does reach the provider
+
+
+def test_llm_call_model_reaches_the_provider():
+    """4: llm.call {model?}; wire.md: request {"model", "messages"}."""
+    llm = RecordingLLM()
+    s = make(worker="manual", llm=llm)
+    s.submit(message(m("u1", "x")))
+    s.decide([{"type": "llm.call", "model": "tiny"}])
+    assert llm.requests[0]["model"] == "tiny"
+    assert of_type(s, "llm.started")[-1]["model"] == "tiny"
+
+
+def test_summarize_kept_follows_the_tool_result_rule():
+    """5.3: kept (with the tool-result rule) is the same for summarize: the call and its result are kept,
+    everything before is summarized."""
+    calls = [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]
+    llm = RecordingLLM([reply("SUM")])
+    s = make(config=config({"use": "summarize", "over_tokens": 3}), worker="manual", llm=llm)
+    s.submit(
+        view(
+            [
+                m("u1", "<<old-q>> " + "q" * 40),
+                a("a1", "<<old-a>>"),
+                m("u2", "<<use-tool>>"),
+                a("a2", "<<call>>", tool_calls=calls),
+                m("tr1", "<<result>>", role="tool", tool_call_id="c1"),
+            ]
+        )
+    )
+    s.decide([LLM_CALL])
+    d = s.pending
+    assert [msg["id"] for msg in d["proposed"][0]["messages"]] == ["a2", "tr1"]
+    read = llm.read(0)
+    assert "<<old-q>>" in read and "<<use-tool>>" in read
+    assert "<<call>>" not in read and "<<result>>" not in read
+
+
+def test_replace_copy_takes_the_recorded_role_and_content():
+    """5.4: "one with a recorded id becomes a copy (the recorded role and content, a new id, no usage)"."""
+    s = page_replace_session()
+    s.decide([{"type": "context.replace", "messages": [{"id": "a40", "role": "user", "content": "DIFFERENT"}]}])
+    (copy,) = s.path()
+    assert (copy["copied_from"], copy["role"], copy["content"]) == ("a40", "assistant", "Logged.")
+
+
+def test_replace_with_only_a_summary():
+    """5.4: a summary alone is a valid replace: the head moves to the summary node."""
+    s = page_replace_session()
+    s.decide([{"type": "context.replace", "summary": "all of it"}])
+    (summ,) = s.path()
+    assert summ["kind"] == "summary" and summ["parent"] is None and s.head == summ["id"]
+    assert summ["replaces"] == "u41"
+    assert turn(s, "t2")["status"] == "completed"
+
+
+def test_overflow_strategy_is_summarize_even_with_only_reset_configured():
+    """5.5: overflow asks with "strategy: "summarize" and a summary in proposed (made with the first
+    summarize strategy's prompt, llm and model, or the defaults when none is configured)"."""
+    llm = RecordingLLM([reply("a1"), {"error": "too_long"}, reply("DEFAULT-SUMMARY"), reply("a2")])
+    s = make(config=config({"use": "reset", "idle_secs": 3600}), llm=llm)
+    s.submit(message(m("u1", "first")))
+    s.submit(message(m("u2", "second")))
+    d = limit_decisions(s)[-1]
+    assert (d["reason"], d["strategy"]) == ("overflow", "summarize")
+    assert d["proposed"][0]["summary"] == "DEFAULT-SUMMARY"
+    assert turn(s, "t2")["status"] == "completed"

@@ -191,3 +191,33 @@ def test_load_reloads_other_branches(tmp_path):
     loaded.submit(view([m("u1"), a("a1"), m("u2")]))
     assert [n["id"] for n in loaded.path()] == ["u1", "a1", "u2"]
     assert [n["content"] for n in loaded.path()] == ["q", "x", "y"]
+
+
+def test_lazy_load_reloads_other_branches(tmp_path):
+    """8: "The engine keeps the active branch in memory; every other branch stays in the session log, and a
+    view that names a message on another branch loads it again." (lazy=True is convlab's form of it.)"""
+    s, log = lived(tmp_path, worker=lambda d: [])
+    s.submit(view([m("u1", "q"), a("a1", "x"), m("u2", "y")]))
+    s.submit(view([m("u1"), m("b1", "other")]))
+    try:
+        loaded = convlab.Session.load(str(log), lazy=True, worker=lambda d: [])
+    except TypeError:
+        pytest.skip("Session.load has no lazy=True")
+    assert loaded.snapshot() == s.snapshot()
+    loaded.submit(view([m("u1"), a("a1"), m("u2")]))
+    assert [n["content"] for n in loaded.path()] == ["q", "x", "y"]
+    s.submit(view([m("u1"), a("a1"), m("u2")]))
+    assert loaded.snapshot() == s.snapshot()
+
+
+def test_loaded_running_turn_then_interrupt_runs_the_queue(tmp_path):
+    """8: a running turn loads as running; 2: after the interrupt, "Queued turns stay queued and run in order"."""
+    s, log = lived(tmp_path, worker="manual")
+    s.submit(message(m("u1", "hello")))
+    s.submit(message(m("u2", "next"), queue=True))
+    loaded = convlab.Session.load(str(log), worker="manual")
+    assert {t["id"]: t["status"] for t in loaded.turns} == {"t1": "running", "t2": "queued"}
+    loaded.submit(interrupt())
+    loaded.run()
+    assert {t["id"]: t["status"] for t in loaded.turns} == {"t1": "cancelled", "t2": "running"}
+    assert [n["id"] for n in loaded.path()] == ["u1", "u2"]

@@ -25,7 +25,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from session_support import PAGE_CONFIG, config, frozen, types
+from session_support import PAGE_CONFIG, check_limited_then_exactly_one, config, frozen, types
 
 import convlab
 
@@ -405,30 +405,8 @@ class SessionMachine(RuleBasedStateMachine):
     def limited_then_exactly_one(self):
         if self.s is None:
             return
-        ev = self.s.events
-        for i, e in enumerate(ev):
-            if e["type"] != "context.limited":
-                continue
-            seg = []
-            for f in ev[i + 1 :]:
-                if f["type"] == "context.limited":
-                    break
-                seg.append(f["type"])
-                if f["type"] in ("turn.completed", "turn.failed", "turn.cancelled") and f.get("turn_id") == e["turn_id"]:
-                    break
-            outcome = [k for k in seg if k in ("context.replaced", "context.kept")]
-            # once the context.limit is answered, or its turn has ended (cancelled while the decision
-            # waited), exactly one of context.replaced / context.kept follows; before that, none
-            ended = any(k in seg for k in ("turn.completed", "turn.failed", "turn.cancelled"))
-            answered = "decision.answered" in seg
-            if ended or (answered and seg[-1] != "decision.answered"):
-                assert len(outcome) == 1, seg
-            elif answered:
-                # autorun=False: the answer is recorded; its actions (a replace) run at the next step
-                assert len(outcome) <= 1, seg
-            else:
-                assert outcome == [], seg
-        for e in ev:
+        check_limited_then_exactly_one(self.s.events)
+        for e in self.s.events:
             if e["type"] == "llm.started" and e["summary"]:
                 assert e.get("turn_id") is not None
 

@@ -241,3 +241,12 @@ def test_children_of_a_branch_point():
     s.submit(message(m("u1", "q")))
     s.submit(view([m("u1")]))  # regenerate
     assert [node(s, c)["content"] for c in children(s, "u1")] == ["r1", "r2"]
+
+
+def test_usage_sent_on_a_client_assistant_message_is_ignored():
+    """1: usage is engine-owned ("usage on model replies"); sent by a client it is ignored, so it plays no
+    part in the count (5.1: "the last node whose usage came from a model reply")."""
+    s = make(worker=lambda d: [])
+    s.submit(view([m("u1", "abcd"), a("a1", "efgh", usage={"input_tokens": 90000, "output_tokens": 1})]))
+    assert node(s, "a1")["usage"] is None
+    assert s.tokens() == 2

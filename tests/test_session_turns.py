@@ -370,3 +370,36 @@ def test_decide_with_nothing_pending_is_refused_409():
     with pytest.raises(convlab.Refused) as info:
         s.decide([])
     assert info.value.status == 409
+
+
+def test_a_running_merge_turn_takes_no_more_messages():
+    """3: a merge joins "the last queued turn" if it is a merge turn: once the merge turn runs, it is not
+    queued, so a new merge submit queues a new turn."""
+    s = busy()
+    s.submit(message(m("m1", "a"), queue="merge"))
+    s.decide([])  # t1 ends, t2 (merge) runs
+    assert s.pending["turn_id"] == "t2"
+    r = s.submit(message(m("m2", "b"), queue="merge"))
+    assert_receipt(r, status=202, turn_id="t3", queued=True)
+    assert turn(s, "t2")["trigger"]["message_ids"] == ["m1"]
+
+
+def test_turn_records_queue_and_times():
+    """wire.md: turn = {id, status, trigger, queue: None | "queue" | "merge", client_state, created,
+    started, ended, error}."""
+    s = make(worker="manual", clock=10.0)
+    s.submit(message(m("u1", "a"), state={"s": 1}))
+    s.advance(5)
+    s.submit(message(m("u2", "b"), queue=True))
+    s.submit(message(m("u3", "c"), queue="merge"))
+    t1, t2, t3 = s.turns
+    assert (t1["queue"], t2["queue"], t3["queue"]) == (None, "queue", "merge")
+    assert t1["client_state"] == {"s": 1}
+    assert (t1["created"], t1["started"], t1["ended"]) == (10.0, 10.0, None)
+    assert (t2["created"], t2["started"], t2["ended"]) == (15.0, None, None)
+    assert t1["error"] is None
+    s.advance(1)
+    s.decide([])
+    t1, t2, _ = s.turns
+    assert t1["ended"] == 16.0 and t2["started"] == 16.0
+    assert s.last_turn_end == 16.0
