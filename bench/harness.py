@@ -128,6 +128,14 @@ def machine() -> dict[str, Any]:
             versions[mod] = metadata.version(mod.replace("_", "-"))
         except Exception:
             versions[mod] = None
+    commit = dirty = None
+    try:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, timeout=20).stdout.strip() or None
+        status = subprocess.run(["git", "status", "--porcelain", "--", "convlab"], cwd=root, capture_output=True, text=True, timeout=20).stdout
+        dirty = bool(status.strip())
+    except (OSError, subprocess.SubprocessError):
+        pass
     try:
         load = os.getloadavg()[0]
     except OSError:
@@ -140,6 +148,8 @@ def machine() -> dict[str, Any]:
         "os": platform.platform(),
         "chromium": chromium,
         "load_at_start": load,
+        "convlab_commit": commit,
+        "convlab_uncommitted_changes": dirty,
         **{f"{k}_version": v for k, v in versions.items()},
     }
 
