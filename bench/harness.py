@@ -11,7 +11,6 @@ import gc
 import math
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import time

@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from . import corpus
-from .harness import Row, log, once, paired
+from .harness import Row, once, paired
 
 
 def _load(path: Path) -> None:
