@@ -106,6 +106,7 @@ class Session:
         self._running: str | None = None
         self.pending: dict[str, Any] | None = None
         self._asked: dict[str, Any] | None = None  # the pending decision as logged
+        self._loading = False
         self.last_turn_end: float | None = None
         self._waiting_ids: set[str] = set()  # message ids in queued turns
         self._call_ids: set[str] = set()
@@ -279,13 +280,14 @@ class Session:
             if self._running == ev["turn_id"]:
                 self._running = None
             self.last_turn_end = ev["time"]
-            self.pending = None
+            self.pending = self._asked = None
             self._limit_open = None
         elif t == "decision.requested":
             self._asked = ev["decision"]
-            self.pending = self._pending_from(ev["decision"])
+            # loading builds only the decision still waiting at the end (load())
+            self.pending = None if self._loading else self._pending_from(ev["decision"])
         elif t == "decision.answered":
-            self.pending = None
+            self.pending = self._asked = None
         elif t == "llm.started":
             self._call_ids.add(ev["call_id"])
             if not ev.get("summary"):
@@ -796,6 +798,7 @@ class Session:
         self._reset_model()
         self._subscribers = []
         self._log = None
+        self._loading = True
         if lazy:
             self._tree = LazyTree(path)
             self.events = LazyEvents(path)
@@ -815,6 +818,9 @@ class Session:
                 self.events.add_logged(item[1])
             else:
                 self.events.append(ev)
+        self._loading = False
+        if self._asked is not None:
+            self.pending = self._pending_from(self._asked)
         if lazy:
             self._tree.offset = -1
             self._tree.warm(self._tree.path_ids())
