@@ -133,30 +133,49 @@ class ReplayLLM:
     when it runs again.
 
     - ``usage``: the logged usage when the reply *applies* (``applies(request)``,
-      default always), else, or when the log has none, the exact count of
-      what the call read: ``{"input_tokens": count(messages), "output_tokens":
-      count of the reply}``. A logged reply no longer applies when the model
-      reads a history the log never had (after a strategy rewrote it).
-    - ``window``: refuse (``too_long``) a call that reads more: the logged
-      input when the reply applies, else the exact count.
+      default always) and the log has it. Otherwise the call is taken to read
+      the exact count of its messages plus the *hidden overhead*:
+      ``{"input_tokens": count(messages) + overhead, "output_tokens": count of
+      the reply}``. A logged reply no longer applies when the model reads a
+      history the log never had (after a strategy rewrote it).
+    - The hidden overhead is what a provider reads beyond the transcript (a
+      system prompt and tool definitions no log line holds, and its own
+      tokenizer's surplus over ``count``): at a call whose logged usage
+      applies, ``max(0, logged input - count(messages))``, observed; at any
+      other call, the overhead of the most recent earlier call whose logged
+      usage applied (``seen[-1]["overhead"]``), 0 when there is none (a log
+      with no usage at all). Not the logged call a stale reply stands in for:
+      that call read the log's longer history, and its overhead grows with
+      it. The overhead carried past a rewrite still holds the tokenizer's
+      surplus on the history the rewrite shortened, so the usage of a stale
+      reply leans high rather than low.
+    - ``window``: refuse (``too_long``) a call that reads more, by that same
+      measure (the logged input, or the exact count plus the overhead).
     - ``time`` with ``clock`` (a callable giving the session's clock): the
       call's ``latency`` brings the clock to the reply's logged time (never
       back).
     - Summary calls get a deterministic summary of what they read, as
       ``EchoLLM`` writes it: a log holds no reply for a summary it never
-      asked for.
+      asked for. Their usage is the exact count of what they read, no
+      overhead: a summary call carries its strategy's prompt, not the
+      agent's hidden one.
     - ``count``: how to count messages exactly (default ``count_tokens``).
 
     ``used`` lists the ids of the replies given out, ``stale`` those given
     out that did not apply, ``seen`` one dict per (non-summary) call: ``reply``,
-    ``applies``, ``read``, ``exact``, ``logged``, ``refused``; ``summaries``
-    one dict per summary call: ``read``, ``refused``.
+    ``applies``, ``read`` (the logged input where it applies, else ``exact +
+    overhead``), ``exact``, ``overhead``, ``logged``, ``refused``;
+    ``summaries`` one dict per summary call: ``read``, ``refused``.
 
-    >>> llm = ReplayLLM([{"id": "a1", "content": "hello", "usage": {"input_tokens": 40, "output_tokens": 1}}])
-    >>> llm.complete({"messages": [{"role": "user", "content": "hi"}]})
+    >>> llm = ReplayLLM([{"id": "a1", "content": "hello", "usage": {"input_tokens": 40, "output_tokens": 1}},
+    ...                  {"id": "a2", "content": "hi again"}],
+    ...                 applies=lambda request: len(request["messages"]) == 1)
+    >>> llm.complete({"messages": [{"role": "user", "content": "hi"}]})  # the log's usage: 39 hidden tokens
     {'content': 'hello', 'usage': {'input_tokens': 40, 'output_tokens': 1}}
-    >>> llm.used, llm.left
-    (['a1'], 0)
+    >>> llm.complete({"messages": [{"role": "user", "content": "summary"}, {"role": "user", "content": "hello world"}]})
+    {'content': 'hi again', 'usage': {'input_tokens': 42, 'output_tokens': 2}}
+    >>> [(x["exact"], x["overhead"], x["read"]) for x in llm.seen], llm.stale
+    ([(1, 39, 40), (3, 39, 42)], ['a2'])
     """
 
     def __init__(
@@ -217,8 +236,14 @@ class ReplayLLM:
         applies = True if self.applies is None else bool(self.applies(request))
         logged = input_tokens(reply.get("usage"))
         exact = self.count(messages)
-        read = logged if applies and logged is not None else exact
-        seen = {"reply": reply.get("id"), "applies": applies, "read": read, "exact": exact, "logged": logged, "refused": False}
+        if applies and logged is not None:
+            overhead = max(0, logged - exact)
+            read = logged
+        else:
+            overhead = self.seen[-1]["overhead"] if self.seen else 0
+            read = exact + overhead
+        seen = {"reply": reply.get("id"), "applies": applies, "read": read, "exact": exact, "overhead": overhead,
+                "logged": logged, "refused": False}
         self.seen.append(seen)
         if self.window is not None and read > self.window:
             seen["refused"] = True
@@ -233,5 +258,5 @@ class ReplayLLM:
         if applies and logged is not None:
             usage = dict(reply["usage"])
         else:
-            usage = {"input_tokens": exact, "output_tokens": self.count([{"content": reply["content"]}])}
+            usage = {"input_tokens": read, "output_tokens": self.count([{"content": reply["content"]}])}
         return {"content": copy.deepcopy(reply["content"]), "usage": usage}

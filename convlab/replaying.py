@@ -197,7 +197,8 @@ class Replayer:
 
     It records, per model call, what ``convlab.tune`` needs: the engine's
     count, whether it was the turn's first call and how long the session had
-    been idle, what the model read exactly and what the log says it read.
+    been idle, what the model read exactly, the hidden overhead, and what the
+    log says it read.
     Use ``replay()``; this is the machinery it shares with ``tune``.
     """
 
@@ -444,10 +445,14 @@ def replay(conversation: Any, config: Any = None, *, agent: str = "bot") -> Any:
     """Re-enact an imported conversation through the protocol: a ``Session``.
 
     Each logged assistant reply is one model call, answered by ``ReplayLLM``
-    with the logged reply and the log's usage (the exact count of what the
-    model read where the log has none). With no strategy firing the replayed
-    tree equals the imported one (shape, roles, content and head) through
-    ``session.replay_map``. Where a strategy fires the replay goes on from
+    with the logged reply and the log's usage. Where that usage no longer
+    applies (or the log has none) the call's usage is the exact o200k_base
+    count of what the model read plus the hidden overhead (the system prompt
+    and tool definitions the transcript does not hold): the logged input
+    minus the exact count of the transcript at the most recent call whose
+    logged usage applied, 0 when the log has no usage (see ``ReplayLLM``).
+    With no strategy firing the replayed tree equals the imported one
+    (shape, roles, content and head) through ``session.replay_map``. Where a strategy fires the replay goes on from
     the new history; the logged replies answered there (and any that could
     not be given) are listed in ``session.stale``.
 
@@ -460,9 +465,12 @@ def replay(conversation: Any, config: Any = None, *, agent: str = "bot") -> Any:
       (answered on a strategy's new history, or never given because their
       turn failed);
     - ``replay_calls``: one dict per model call: ``count`` (the engine's),
-      ``first_call``, ``idle_for``, ``read`` (what the model read: the log's
-      usage, or the exact count), ``exact``, ``logged`` (the log's input
-      tokens or None), ``applies``, ``refused``, ``reply`` (imported id);
+      ``first_call``, ``idle_for``, ``read`` (what the provider read: the
+      log's usage where it applies, else ``exact + overhead``), ``exact``
+      (the transcript the model read, o200k_base), ``overhead`` (the hidden
+      overhead: observed where the log's usage applies, else carried from
+      the last call where it did), ``logged`` (the log's input tokens or
+      None), ``applies``, ``refused``, ``reply`` (imported id);
     - ``replay_limits``: one dict per ``context.limit``: ``reason``,
       ``strategy``, ``tokens``, ``call`` (1-based index of the held model
       call), ``replaced``.

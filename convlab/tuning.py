@@ -147,7 +147,7 @@ class _Prepared:
 
     plan: Plan
     counts: ExactCounts
-    baseline: list[dict[str, Any]]  # per model call: count, first_call, idle_for, read, exact, logged, applies, ...
+    baseline: list[dict[str, Any]]  # per model call: count, first_call, idle_for, read, exact, overhead, logged, applies, ...
     base_row: dict[str, Any]
     events: list[dict[str, Any]]  # the baseline's events, decisions left out (what a fork loads)
     turn_starts: list[tuple[int, int]]  # per planned turn: (index into the baseline's full events, calls before)
@@ -201,7 +201,7 @@ def _fork(prep: _Prepared, config: ContextConfig, call: int, agent: str) -> Repl
             "log": path,
             "map": {imp: sid for imp, sid in prep.map.items() if imp in done},
             "trace": [{key: c[key] for key in ("call_id", "count", "first_call", "idle_for", "checked")} for c in prep.baseline[:n_calls]],
-            "seen": [{key: c[key] for key in ("reply", "applies", "read", "exact", "logged", "refused")} for c in prep.baseline[:n_calls]],
+            "seen": [{key: c[key] for key in ("reply", "applies", "read", "exact", "overhead", "logged", "refused")} for c in prep.baseline[:n_calls]],
         }
         r = Replayer(prep.plan, config, counts=prep.counts, agent=agent, resume=resume)
     finally:
@@ -365,12 +365,28 @@ def tune(
     ``failed_turns``; ``stale`` (logged replies that no longer apply);
     ``first_limit_call`` (1-based index of the first held call, or None);
     ``max_count`` (the largest count the engine made); ``tokens_read`` (input
-    tokens of every model call, summaries included: the cost proxy); and the
-    count's error in tokens (count minus reference, per model call):
-    ``err_exact_*`` against the exact o200k_base count of what the model read,
-    ``err_usage_*`` against the log's own usage (calls that read logged
-    history and have it; NaN where none do), as the signed mean and the 95th
-    percentile of the absolute error.
+    tokens of every model call, summaries included: the cost proxy, on one
+    measure whether or not a strategy fired); and the count's error in
+    tokens (count minus reference, per model call, summary calls not
+    included): ``err_exact_*`` against the exact o200k_base count of the
+    transcript the model read (every call; it holds no hidden prompt, so on
+    a log with one the error is mostly that prompt), ``err_usage_*`` against
+    the log's own usage (only calls whose logged usage applies; NaN where
+    none do), as the signed mean and the 95th percentile of the absolute
+    error.
+
+    ``tokens_read`` per model call is the log's usage where the logged reply
+    still applies. Where it does not (a strategy rewrote the history, or the
+    log has no usage) it is the exact o200k_base count of what the call read
+    plus the hidden overhead the log shows: the logged input minus the exact
+    count of the transcript, taken at the most recent call whose logged
+    usage applied (0 when the log has no usage). Without that overhead a
+    config that fires would skip the system prompt and tool definitions the
+    provider reads at every call, and look far cheaper than it is. The
+    overhead taken at the last logged call before a rewrite also holds the
+    provider tokenizer's surplus on the longer history, so after a rewrite
+    ``tokens_read`` leans high: savings are, if anything, understated.
+    Summary calls count exactly, with no overhead (see ``ReplayLLM``).
 
     ``progress``: a tqdm bar (None: only for 20 or more replays).
     ``scheduler="dask"`` runs the sweep on a dask.distributed cluster:

@@ -159,11 +159,65 @@ def test_a_strategy_firing_goes_on_from_the_new_history_and_names_stale_replies(
     assert [m["content"] for m in path if m["role"] == "assistant"][-1] == "answer 7"
     # the log's questions went on under the new history, all 8 replies were given
     assert s.replay_map["u7"] == path[-2]["id"] and s.replay_map["a7"] == path[-1]["id"]
-    # a stale reply's usage is the exact count of what the model read, not the log's
+    # a stale reply's usage is not the log's: it is the exact count of what the model read plus
+    # the hidden overhead of the last call whose logged usage applied (call 4: 4000 logged)
     calls = s.replay_calls
     assert [x["applies"] for x in calls] == [True] * 4 + [False] * 4
-    assert all(x["read"] == x["exact"] for x in calls[4:])
     assert all(x["read"] == x["logged"] for x in calls[:4])
+    assert [x["overhead"] for x in calls[:4]] == [x["logged"] - x["exact"] for x in calls[:4]]
+    assert all(x["overhead"] == 4000 - calls[3]["exact"] for x in calls[4:])
+    assert all(x["read"] == x["exact"] + x["overhead"] for x in calls[4:])
+    assert [ev["usage"]["input_tokens"] for ev in s.events if ev["type"] == "llm.completed" and not ev.get("summary")][4:] == [
+        x["read"] for x in calls[4:]]
+
+
+HIDDEN = 1000
+
+
+def hidden_prompt_rows(n_turns, chars=4000, gap=10.0):
+    """A chat whose logged usage is the exact count of the transcript plus a hidden prompt of HIDDEN tokens."""
+    from convlab.tokens import count_tokens
+
+    rows, parent, t, read = [], None, 0.0, 0
+    for i in range(n_turns):
+        u, a = f"u{i}", f"a{i}"
+        question, answer = f"question {i} " + "x" * chars, f"answer {i}"
+        read += count_tokens(question)
+        rows.append((u, parent, "user", question, {"time": t}))
+        rows.append((a, u, "assistant", answer, {"time": t + 1, "usage": usage(read + HIDDEN)}))
+        read += count_tokens(answer)
+        parent, t = a, t + gap
+    return rows
+
+
+def test_a_stale_reply_still_reads_the_hidden_prompt():
+    c = conv(hidden_prompt_rows(8))
+    base = replay(c)
+    # no strategy: the log's usage, call for call, and the overhead it shows is the hidden prompt
+    assert [x["read"] for x in base.replay_calls] == [x["logged"] for x in base.replay_calls]
+    assert [x["overhead"] for x in base.replay_calls] == [HIDDEN] * 8
+    assert [ev["usage"] for ev in base.events if ev["type"] == "llm.completed"] == [
+        {"input_tokens": x["logged"], "output_tokens": 1} for x in base.replay_calls]
+    s = replay(c, config(None, {"use": "summarize", "over_tokens": 4500}))
+    calls = s.replay_calls
+    assert s.replay_limits and s.replay_limits[0]["replaced"]
+    stale = [x for x in calls if not x["applies"]]
+    assert len(stale) >= 3
+    # after the replace each call reads what it was given plus the hidden prompt, as the provider would
+    assert all(x["read"] == x["exact"] + HIDDEN and x["overhead"] == HIDDEN for x in stale)
+    completed = [ev["usage"]["input_tokens"] for ev in s.events if ev["type"] == "llm.completed" and not ev.get("summary")]
+    assert completed == [x["exact"] + HIDDEN for x in calls]
+    # the engine counts from that usage, hidden prompt included, at the next call on the same history
+    after = [b for a, b in zip(calls, calls[1:]) if not a["applies"] and b["count"] > a["count"]]
+    assert after and all(b["count"] >= b["exact"] + HIDDEN - 50 for b in after)
+
+
+def test_without_logged_usage_the_overhead_is_zero():
+    rows = [(nid, parent, role, content, {k: v for k, v in extra.items() if k != "usage"})
+            for nid, parent, role, content, extra in long_rows(8)]
+    s = replay(conv(rows), config(None, {"use": "summarize", "over_tokens": 4500}))
+    assert s.stale and [x["overhead"] for x in s.replay_calls] == [0] * 8
+    assert all(x["read"] == x["exact"] and x["logged"] is None for x in s.replay_calls)
 
 
 def test_idle_secs_uses_the_logged_times():
@@ -196,13 +250,21 @@ def test_replay_llm_usage_window_and_latency():
     llm.window = None
     out = llm.complete({"messages": [{"role": "user", "content": "hi"}]})
     assert out["usage"] == usage(5000) and llm.latency == 2.5
-    out = llm.complete({"messages": [{"role": "user", "content": "hello world"}]})  # no usage logged: exact
-    assert out["usage"] == {"input_tokens": 2, "output_tokens": 1}
+    # no usage logged: the exact count plus the overhead the last logged call showed (5000 - 1 for "hi")
+    out = llm.complete({"messages": [{"role": "user", "content": "hello world"}]})
+    assert out["usage"] == {"input_tokens": 2 + 4999, "output_tokens": 1}
+    assert [x["overhead"] for x in llm.seen] == [4999, 4999, 4999]
     with pytest.raises(convlab.ProviderError):
         llm.complete({"messages": []})
+    # a first call that does not apply has no overhead to carry: the exact count
     not_applying = ReplayLLM([replies[0]], applies=lambda request: False)
     assert not_applying.complete({"messages": [{"role": "user", "content": "hello world"}]})["usage"]["input_tokens"] == 2
     assert not_applying.stale == ["a1"]
+    # a provider that counts the transcript in fewer tokens shows no hidden overhead (never below 0)
+    small = ReplayLLM([{"content": "a", "usage": usage(1)}, {"content": "b"}], applies=lambda request: len(request["messages"]) < 2)
+    small.complete({"messages": [{"role": "user", "content": "hello world, how are you"}]})
+    out = small.complete({"messages": [{"role": "user", "content": "x"}, {"role": "user", "content": "hello world"}]})
+    assert [x["overhead"] for x in small.seen] == [0, 0] and out["usage"]["input_tokens"] == 3
 
 
 # -- real logs --------------------------------------------------------------

@@ -112,6 +112,82 @@ def _clean(rows):
     return [(i, {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in m.items()}) for i, m in rows]
 
 
+HIDDEN = 1000
+
+
+def hidden_prompt_conv(cid, n_turns, chars=4000, gap=60.0):
+    """Like ``conv``, but each logged usage is the exact count of the transcript plus HIDDEN hidden tokens."""
+    from convlab.tokens import count_tokens
+
+    t = Tree()
+    parent, time, read = None, 0.0, 0
+    for i in range(n_turns):
+        question, answer = f"{cid} question {i} " + "x" * chars, f"{cid} answer {i}"
+        read += count_tokens(question)
+        t.add({"id": f"{cid}u{i}", "role": "user", "content": question, "time": time}, parent)
+        t.add({"id": f"{cid}a{i}", "role": "assistant", "content": answer, "time": time + 1,
+               "usage": {"input_tokens": read + HIDDEN, "output_tokens": 3}}, f"{cid}u{i}")
+        read += count_tokens(answer)
+        parent, time = f"{cid}a{i}", time + gap * (i + 1)
+    t.head = parent
+    return Conversation(t, id=cid)
+
+
+HIDDEN_CONVS = [hidden_prompt_conv("h1", 10), hidden_prompt_conv("h2", 12, gap=500.0)]
+
+
+def test_tokens_read_keeps_the_hidden_prompt_after_a_strategy_fires():
+    df = tune(HIDDEN_CONVS, BASE, grid=AXES, progress=False)
+    docs = grid(BASE, AXES)
+    fired = 0
+    for _, row in df.iterrows():
+        c = next(x for x in HIDDEN_CONVS if x.id == row["conversation"])
+        s = replay(c, docs[row["config"]])
+        calls = s.replay_calls
+        # every model call, logged reply or stale, reads the transcript plus the hidden prompt
+        assert [x["read"] for x in calls] == [x["exact"] + HIDDEN for x in calls], (row["conversation"], row["config"])
+        completed = [e for e in s.events if e["type"] == "llm.completed"]
+        model_reads = sum(e["usage"]["input_tokens"] for e in completed if not e.get("summary"))
+        assert model_reads == sum(x["exact"] for x in calls) + HIDDEN * len(calls)
+        assert row["tokens_read"] == sum(e["usage"]["input_tokens"] for e in completed)
+        fired += row["stale"] > 0
+    assert fired >= 4
+    # where nothing fired (the baseline's row): the log's usage, unchanged
+    quiet = df[(df["stale"] == 0) & (df["summary_calls"] == 0)]
+    assert len(quiet) >= 1
+    for _, row in quiet.iterrows():
+        c = next(x for x in HIDDEN_CONVS if x.id == row["conversation"])
+        assert row["tokens_read"] == sum(a["usage"]["input_tokens"] for _, a in c.tree.nodes(data=True) if a.get("usage"))
+
+
+def test_a_config_that_fires_is_not_cheaper_by_the_hidden_prompt():
+    """With the hidden prompt left out after a rewrite, a config that fires looked cheaper by HIDDEN per stale call."""
+    c = HIDDEN_CONVS[0]
+    reset = BASE.replace("idle_secs = 3600", "idle_secs = 100")
+    df = tune([c], [BASE, reset], progress=False)
+    base, fired = df.iloc[0], df.iloc[1]
+    assert base["resets"] == 0 and fired["resets"] > 0 and fired["stale"] > 0
+    s = replay(c, reset)
+    stale = [x for x in s.replay_calls if not x["applies"]]
+    assert len(stale) == fired["stale"]
+    assert fired["tokens_read"] == sum(x["exact"] for x in s.replay_calls) + HIDDEN * len(s.replay_calls) + sum(
+        e["usage"]["input_tokens"] for e in s.events if e["type"] == "llm.completed" and e.get("summary"))
+    assert base["tokens_read"] == sum(a["usage"]["input_tokens"] for _, a in c.tree.nodes(data=True) if a.get("usage"))
+
+
+def test_shared_replays_carry_the_hidden_overhead_into_forks():
+    counts = ExactCounts()
+    configs = list(enumerate(grid(BASE, AXES)))
+    for c in HIDDEN_CONVS:
+        p = plan(c)
+        counts.prime(_texts(p))
+        prep = _prepare(p, counts, "bot")
+        assert [x["overhead"] for x in prep.baseline] == [HIDDEN] * len(prep.baseline)
+        shared = _rows(prep, configs, "bot")
+        assert _clean(shared) == _clean(_rows(prep, configs, "bot", fork=False))
+        assert any(m["stale"] > 0 and m["first_limit_call"] > 1 for _, m in shared)  # a fork from a later turn
+
+
 @pytest.mark.realdata
 def test_shared_replays_equal_replaying_every_config_on_the_real_session():
     require()
