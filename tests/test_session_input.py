@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from session_support import (
     a,
     frozen,
@@ -341,8 +339,6 @@ def test_empty_view_is_refused():
     """2.4: "An empty view is refused 400 (gap)." """
     s = page_tree()
     refused(s, view([]), 400, "messages", "empty")
-
-
 
 
 def test_engine_ids_skip_ids_given_in_the_same_append():
