@@ -4,26 +4,67 @@ Figures are made with ``matplotlib.figure.Figure`` directly, never through
 ``pyplot``: nothing is shown, no global backend is chosen on import, and a
 figure is saved with ``fig.savefig(path)`` (the Agg canvas) in any
 environment, a notebook or a headless CI job alike.
+
+Why the figures have their own ``_repr_png_``: IPython shows a plain
+``Figure`` as an image only once a pyplot backend has registered a display
+formatter for it (``%matplotlib inline``, or importing pyplot under the
+kernel's default backend). A figure made without pyplot would otherwise show
+as ``<Figure size ...>``. ``convlab.plots.Figure`` renders itself to PNG
+through its Agg canvas when it is a cell's last expression (or is passed to
+``display``), with no backend and no global state touched.
 """
 
 from __future__ import annotations
 
+import io
+import math
+import textwrap
 from typing import Any
+
+import matplotlib.figure
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from .context import MARGIN
 
-__all__ = ["count_per_call", "error_distribution", "sweep_heatmap"]
+__all__ = ["count_per_call", "error_distribution", "sweep_heatmap", "Figure"]
 
 _MARKERS = {"full": ("v", "tab:red"), "idle": ("s", "tab:purple"), "overflow": ("X", "black")}
 
 
-def _figure(size: tuple[float, float]):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+class Figure(matplotlib.figure.Figure):
+    """A matplotlib ``Figure`` on an Agg canvas that Jupyter shows as a PNG.
 
-    fig = Figure(figsize=size, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
+    >>> fig = Figure(figsize=(2, 1))
+    >>> fig._repr_png_()[:8] == b"\\x89PNG\\r\\n\\x1a\\n", repr(fig)
+    (True, '<Figure size 200x100 with 0 Axes>')
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        FigureCanvasAgg(self)
+
+    def _repr_png_(self) -> bytes:
+        buf = io.BytesIO()
+        self.savefig(buf, format="png")
+        return buf.getvalue()
+
+
+def _figure(size: tuple[float, float]) -> Figure:
+    return Figure(figsize=size, layout="constrained")
+
+
+def _compact(value: float, _pos: Any = None) -> str:
+    """A tick label in a few characters: 1.5M, 250k, -40k, 900."""
+    for scale, unit in ((1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.4g}{unit}".replace("-", "\N{MINUS SIGN}")
+    return f"{value:.4g}".replace("-", "\N{MINUS SIGN}")
+
+
+def _wrap(text: str, width_in: float, points: float = 12.0) -> str:
+    """``text`` wrapped to lines that fit ``width_in`` inches at ``points`` (about 0.6 em per character)."""
+    chars = max(12, int(width_in * 72 / (points * 0.6)))
+    return "\n".join(textwrap.wrap(text, chars, break_long_words=False, break_on_hyphens=False)) or text
 
 
 def count_per_call(session: Any, *, window: int | None = None, title: str | None = None):
@@ -58,6 +99,10 @@ def count_per_call(session: Any, *, window: int | None = None, title: str | None
         if hits:
             ax.scatter([x["call"] for x in hits], [x["tokens"] for x in hits], marker=marker, color=color, zorder=3,
                        label=f"context.limit ({reason}): {len(hits)}")
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=10, integer=True))
+    ax.yaxis.set_major_formatter(FuncFormatter(_compact))
     ax.set_xlabel("model call")
     ax.set_ylabel("tokens (the engine's count)")
     ax.set_title(title or "count per model call")
@@ -70,12 +115,15 @@ def error_distribution(calls: Any, *, title: str | None = None):
     of what the model read, and against the log's usage where it applies.
 
     ``calls`` is a replayed session (its ``replay_calls``) or a list of such
-    call dicts (``count``, ``exact``, ``logged``, ``applies``).
+    call dicts (``count``, ``exact``, ``logged``, ``applies``). Tick labels
+    are kept few and short (``-40k``), so a wide range does not crowd them.
 
     >>> fig = error_distribution([{"count": 10, "exact": 8, "logged": 12, "applies": True}])
     >>> [ax.get_title() for ax in fig.axes]
     ['count - exact (n=1)', 'count - logged usage (n=1)']
     """
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
     rows = getattr(calls, "replay_calls", calls)
     exact = [c["count"] - c["exact"] for c in rows]
     usage = [c["count"] - c["logged"] for c in rows if c.get("applies", True) and c.get("logged") is not None]
@@ -87,48 +135,72 @@ def error_distribution(calls: Any, *, title: str | None = None):
             ax.axvline(0, color="black", lw=0.8)
         else:
             ax.text(0.5, 0.5, "no calls", ha="center", va="center", transform=ax.transAxes)
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
+        ax.xaxis.set_major_formatter(FuncFormatter(_compact))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_title(f"{name} (n={len(values)})")
         ax.set_xlabel("tokens")
+        ax.set_ylabel("model calls" if i == 0 else "")
     if title:
         fig.suptitle(title)
     return fig
+
+
+def _cell_label(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 100 or float(v).is_integer() else f"{v:.2g}"
 
 
 def sweep_heatmap(df: Any, x: str, y: str, value: str = "tokens_read", *, agg: str = "sum", title: str | None = None):
     """A sweep as a heatmap: ``y`` down, ``x`` across, ``value`` aggregated over
     conversations (``agg``: sum, mean, max, ...) and written in each cell.
 
+    The figure is sized to its cells' labels and the title (the figure's
+    suptitle, default ``"<value> by <y> and <x>"``) wraps to its width.
+
     >>> import pandas as pd
     >>> df = pd.DataFrame({"window": [64000, 64000, 128000, 128000], "strategy[0].idle_secs": [60, 600, 60, 600],
     ...                    "summaries": [3, 2, 1, 0]})
     >>> fig = sweep_heatmap(df, "strategy[0].idle_secs", "window", "summaries")
-    >>> fig.axes[0].get_xlabel(), fig.axes[0].get_ylabel()
-    ('strategy[0].idle_secs', 'window')
+    >>> fig.axes[0].get_xlabel(), fig.axes[0].get_ylabel(), fig.get_suptitle()
+    ('strategy[0].idle_secs', 'window', 'summaries by window and\\nstrategy[0].idle_secs')
     """
+    from matplotlib.ticker import FuncFormatter
+
     for col in (x, y, value):
         if col not in df.columns:
             raise KeyError(f"the frame has no column {col!r} (columns: {', '.join(map(str, df.columns))})")
     table = df.pivot_table(index=y, columns=x, values=value, aggfunc=agg)
-    fig = _figure((1.2 + 0.9 * max(3, len(table.columns)), 1.2 + 0.5 * max(3, len(table.index))))
-    ax = fig.add_subplot()
     data = table.to_numpy(dtype=float)
+    cells = list(_cells(data))
+    xticks, yticks = [str(c) for c in table.columns], [str(i) for i in table.index]
+    # inches: a cell fits its label at "small" (about 0.065 in a character), the left margin the y tick labels
+    longest = max([len(_cell_label(v)) for _, v in cells] + [len(t) for t in xticks] + [1])
+    cell_w = max(0.8, 0.065 * longest + 0.3)
+    left = 0.6 + 0.08 * max([len(t) for t in yticks] + [1])
+    width = max(4.8, left + cell_w * max(2, len(xticks)) + 1.5)
+    text = _wrap(title or f"{value} by {y} and {x}", width - 0.4)
+    bottom = 0.9 + 0.06 * max([len(t) for t in xticks] + [1])
+    height = max(3.0, bottom + 0.45 * max(2, len(yticks)) + 0.5 + 0.25 * text.count("\n"))
+    fig = _figure((width, height))
+    ax = fig.add_subplot()
     image = ax.imshow(data, aspect="auto", cmap="viridis", origin="lower")
-    ax.set_xticks(range(len(table.columns)), [str(c) for c in table.columns], rotation=45, ha="right")
-    ax.set_yticks(range(len(table.index)), [str(i) for i in table.index])
+    tilt = max(len(t) for t in xticks) * 0.07 > cell_w - 0.1 if xticks else False  # labels wider than a cell
+    ax.set_xticks(range(len(xticks)), xticks, rotation=45 if tilt else 0, ha="right" if tilt else "center")
+    ax.set_yticks(range(len(yticks)), yticks)
     ax.set_xlabel(x)
     ax.set_ylabel(y)
-    top = float(data.max()) if data.size else 0.0
-    for (i, j), v in _cells(data):
-        ax.text(j, i, f"{v:,.0f}" if abs(v) >= 100 or float(v).is_integer() else f"{v:.2g}", ha="center", va="center",
-                fontsize="x-small", color="white" if v < top * 0.6 else "black")
-    fig.colorbar(image, ax=ax, label=f"{value} ({agg})")
-    ax.set_title(title or f"{value} by {y} and {x}")
+    norm = image.norm
+    flat = norm.vmin == norm.vmax
+    for (i, j), v in cells:
+        light = not flat and float(norm(v)) < 0.55  # a dark viridis cell gets white text
+        ax.text(j, i, _cell_label(v), ha="center", va="center", fontsize="small", color="white" if light else "black")
+    bar = fig.colorbar(image, ax=ax, label=f"{value} ({agg})", format=FuncFormatter(_compact))
+    bar.ax.tick_params(labelsize="small")
+    fig.suptitle(text)
     return fig
 
 
 def _cells(data):
-    import math
-
     for i, row in enumerate(data):
         for j, v in enumerate(row):
             if not math.isnan(v):
