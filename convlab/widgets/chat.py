@@ -27,6 +27,7 @@ ROLE_COLORS = {"user": "#2563eb", "assistant": "#059669", "system": "#64748b", "
 #: CSS shared by the ipywidgets panels (trusted: no message content in it).
 STYLE = """<style>
 .clw { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; font-size: 13px; color: #1e293b; }
+.clw .widget-html-content, .clw .jupyter-widget-html-content { line-height: 1.5; }
 .clw-box { border: 1px solid #e2e8f0; border-radius: 8px; padding: 8px 10px; background: #fff; }
 .clw-title { font-weight: 600; font-size: 13px; color: #0f172a; }
 .clw-muted { color: #64748b; font-size: 12px; }
@@ -109,7 +110,7 @@ class _MessageRow(w.VBox):
 
     def _open_editor(self, show: bool) -> None:
         if show and self.editor is None:
-            self.editor = w.Textarea(value=self.content, layout=w.Layout(width="100%", height="80px"))
+            self.editor = w.Textarea(value=self.content, layout=w.Layout(width="auto", height="80px"))  # auto: stretched inside the margins
             send = _button("Send edit", "a new branch with this message changed", button_style="primary")
             cancel = _button("Cancel")
             send.on_click(lambda _b: self.chat.edit(self.node_id, self.editor.value))
@@ -153,7 +154,7 @@ class ChatView(w.VBox):
         self.earlier = _button("Show earlier messages")
         self.earlier.on_click(lambda _b: self._toggle_earlier())
         self.messages = w.VBox(layout=w.Layout(max_height="480px", overflow="auto", padding="0 4px 0 0"))
-        self.input = w.Textarea(placeholder="Message (client.message)", layout=w.Layout(width="100%", height="60px"))
+        self.input = w.Textarea(placeholder="Message (client.message)", layout=w.Layout(width="auto", height="60px"))
         self.queue = w.Dropdown(options=[("none", "none"), ("queue", "queue"), ("merge", "merge")],
                                 value="none", description="queue", layout=w.Layout(width="150px", flex="0 0 auto"),
                                 style={"description_width": "initial"})

@@ -79,7 +79,7 @@ class DecisionPanel(w.VBox):
         self.status = ""
         self.last: dict[str, Any] | None = None
         self._shown: Any = ()
-        self.summary = w.Textarea(layout=w.Layout(width="100%", height="110px"))
+        self.summary = w.Textarea(layout=w.Layout(width="auto", height="84px"))  # auto: 100% would overflow its margins
         self.body = w.VBox()
         super().__init__([w.HTML(STYLE), self.body])
         self.add_class("clw")

@@ -49,9 +49,9 @@ class Lab(w.VBox):
                        f'<span class="clw-muted">· agent {esc(intents.agent_of(session))}</span>')
         self.tree.layout = w.Layout(flex="1 1 58%", min_width="380px")
         self.chat.layout = w.Layout(flex="1 1 42%", min_width="320px")
-        main = w.HBox([self.tree, self.chat], layout=w.Layout(align_items="flex-start", width="100%"))
+        main = w.HBox([self.tree, self.chat], layout=w.Layout(align_items="flex-start", width="100%", grid_gap="8px"))
         super().__init__([w.HTML(STYLE), title, self.gauge, main, self.decisions, self.events],
-                         layout=w.Layout(width="100%"))
+                         layout=w.Layout(width="100%", grid_gap="6px"))
         self.add_class("clw")
         self.add_class("cl-lab")
 

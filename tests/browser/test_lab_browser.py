@@ -93,8 +93,13 @@ def test_tree_matches_the_session_and_untrusted_text_stays_text(lab_page, lab_se
     assert dom(page, "() => document.querySelectorAll('.cl-tree .cl-node.cl-summary').length") >= 1
 
     # untrusted content: shown as text in the tree, the hover preview and the chat; nothing runs
-    labels = dom(page, "() => [...document.querySelectorAll('.cl-tree .cl-label-text')].map(e => e.textContent)")
-    assert sum('<img src=x onerror="window.__pwned=1">' in t for t in labels) == len(k["hostile_ids"]), labels
+    # (a row's text is cut to the tree's width: each hostile row shows a prefix of its message, as text)
+    labels = dom(page, "() => Object.fromEntries([...document.querySelectorAll('.cl-tree text.cl-label[data-id]')]"
+                       ".map(t => [t.dataset.id, t.querySelector('.cl-label-text').textContent]))")
+    contents = kernel.value(f"{{n: str(s.tree.nodes[n]['content']) for n in {k['hostile_ids']!r}}}")
+    for nid, content in contents.items():
+        shown = labels[nid]
+        assert "<img src=x" in shown and " ".join(content.split()).startswith(shown.removesuffix("…")), (nid, shown)
     page.hover(f'.cl-tree .cl-node[data-id="{k["hostile_ids"][0]}"]')
     assert dom(page, "() => document.querySelector('.cl-tree .cl-tip-body').textContent") == HOSTILE
     chat = dom(page, "() => [...document.querySelectorAll('.cl-chat .clw-text')].map(e => e.textContent)")

@@ -71,6 +71,41 @@ export function label(text, n = LABEL_CHARS) {
   return flat.length > n ? flat.slice(0, n - 1) + "…" : flat;
 }
 
+/**
+ * Shorten a row's message text (the `body` tspan of text `t`) so the row,
+ * with its `trailing` tspans (status, "◀ head"), ends before `maxX`; the
+ * hover preview still has the whole text. No-op when the row fits, or when
+ * nothing is laid out yet (a hidden widget measures 0).
+ * @param {SVGTextElement} t @param {SVGTSpanElement} body
+ * @param {SVGTSpanElement[]} trailing @param {number} maxX
+ */
+export function fitLabel(t, body, trailing, maxX) {
+  const full = body.textContent || "";
+  let right;
+  try {
+    const box = t.getBBox();
+    right = box.x + box.width;
+  } catch {
+    return;
+  }
+  if (!(right > 0) || right <= maxX || !full) return;
+  const tail = trailing.reduce((w, sp) => w + sp.getComputedTextLength() + Number(sp.getAttribute("dx") || 0), 0);
+  const room = maxX - tail - 12; // 12: the ellipsis
+  let lo = 0, hi = full.length;
+  while (lo < hi) { // the most characters whose end stays inside the room
+    const mid = (lo + hi + 1) >> 1;
+    if (body.getEndPositionOfChar(mid - 1).x <= room) lo = mid;
+    else hi = mid - 1;
+  }
+  for (let n = lo; ; n -= 2) {
+    let cut = Math.max(n, 0);
+    if (cut > 0 && /[\uDC00-\uDFFF]/.test(full[cut])) cut -= 1; // never half a surrogate pair
+    body.textContent = full.slice(0, cut).trimEnd() + "…";
+    const box = t.getBBox();
+    if (cut <= 0 || box.x + box.width <= maxX) return;
+  }
+}
+
 /** Fill colour of a node. @param {TreeNode} n @returns {string} */
 export function colorOf(n) {
   if (n.kind === "summary") return ROLE_COLORS.summary;
@@ -202,6 +237,15 @@ function render({ model, el }) {
   /** @type {ReturnType<typeof scene>} */
   let s;
   let painted = { lo: 0, hi: -1 };
+  // labels are fitted to the visible width (0: not laid out yet, draw at full width)
+  let fitWidth = 0;
+  let svgWidth = 0;
+  function measure() {
+    const w = scroller.clientWidth;
+    fitWidth = s && w >= s.textX + 160 ? w : 0;
+    svgWidth = s ? (fitWidth ? Math.min(fitWidth, s.width) : s.width) : 0;
+    root.setAttribute("width", String(svgWidth));
+  }
   let lastHead = undefined;
   const send = (type, id) => model.send({ type, id });
   cont.addEventListener("click", () => {
@@ -224,7 +268,7 @@ function render({ model, el }) {
 
   function paintNode(/** @type {TreeNode & Point} */ n) {
     const y0 = n.y - ROW_H / 2;
-    const band = svg("rect", { x: 0, y: y0, width: s.width, height: ROW_H,
+    const band = svg("rect", { x: 0, y: y0, width: svgWidth, height: ROW_H,
       class: "cl-band" + (n.path ? " cl-band-path" : "") + (n.id === data.selected ? " cl-band-selected" : "") });
     band.setAttribute("data-id", n.id);
     gRows.append(band);
@@ -259,17 +303,20 @@ function render({ model, el }) {
     const body = svg("tspan", { class: "cl-label-text", dx: 8 });
     body.textContent = label(n.text);
     t.append(idSpan, roleSpan, body);
+    const trailing = [];
     if (n.status) {
       const st = svg("tspan", { class: `cl-label-status cl-label-${n.status}`, dx: 8 });
       st.textContent = n.status;
-      t.append(st);
+      trailing.push(st);
     }
     if (n.head) {
       const h = svg("tspan", { class: "cl-label-head", dx: 10 });
       h.textContent = "◀ head";
-      t.append(h);
+      trailing.push(h);
     }
+    t.append(...trailing);
     gText.append(t);
+    if (fitWidth) fitLabel(t, body, trailing, fitWidth - 10);
 
     for (const target of [band, g, t]) {
       target.addEventListener("click", () => send("checkout", n.id));
@@ -329,7 +376,7 @@ function render({ model, el }) {
     cont.disabled = !data.selected;
     status.textContent = data.status || "";
     status.className = "cl-status" + (data.status ? " cl-status-on" : "");
-    root.setAttribute("width", String(s.width));
+    measure();
     root.setAttribute("height", String(s.height));
     hideTip();
     if (data.head !== lastHead) {
@@ -349,11 +396,21 @@ function render({ model, el }) {
     frame = requestAnimationFrame(() => { frame = 0; paint(); });
   };
   scroller.addEventListener("scroll", onScroll);
+  // fit the labels again when the width changes (shown, resized, a scrollbar came)
+  let seenWidth = -1;
+  const resized = typeof ResizeObserver === "undefined" ? null : new ResizeObserver(() => {
+    if (!s || scroller.clientWidth === seenWidth) return;
+    seenWidth = scroller.clientWidth;
+    measure();
+    paint(true);
+  });
+  if (resized) resized.observe(scroller);
   model.on("change:data", draw);
   draw();
   return () => {
     model.off("change:data", draw);
     scroller.removeEventListener("scroll", onScroll);
+    if (resized) resized.disconnect();
   };
 }
 
