@@ -8,6 +8,7 @@ Console and page errors fail every test.
 from __future__ import annotations
 
 import json
+import math
 import pathlib
 
 import pytest
@@ -111,7 +112,7 @@ def test_tree_matches_the_session_and_untrusted_text_stays_text(lab_page, lab_se
     page.mouse.move(5, 5)  # the hover preview off, for the pictures
     page.wait_for_function("() => document.querySelector('.cl-tree .cl-tip').style.display === 'none'")
     lab_page.screenshot(page.locator(".cl-tree").first, "tree.png")
-    lab_page.screenshot(page.locator(".cl-lab").first, "lab.png", REPO / "docs" / "lab.png")
+    lab_page.screenshot(page.locator(".cl-lab").first, "lab-security.png")  # artifacts/ only: never the docs
     assert not lab_page.errors, lab_page.report()
 
 
@@ -192,4 +193,169 @@ def test_accepting_a_context_limit_gives_the_tree_its_summary_root(lab_page, lab
     assert node_ids(page, ".cl-tree .cl-node.cl-path") == k["path"] and k["path"][0] == root
     assert dom(page, "() => document.querySelectorAll('.cl-tree .cl-link').length") == k["links"] >= 2
     lab_page.screenshot(page.locator(".cl-lab").first, "lab-summary.png")
+    assert not lab_page.errors, lab_page.report()
+
+
+# -- the screenshot in the README and the tour: a clean, representative session ----------------
+
+DOCS_SHOT = REPO / "docs" / "lab.png"
+ARTIFACTS = REPO / "artifacts"
+
+DOCS = '''
+import convlab
+from convlab.engine import chat_worker
+from convlab.widgets import intents
+
+REPLIES = {
+    "Sam had 120 ml of formula at 7:00.": "Logged a feed: 120 ml of formula at 7:00.",
+    "Nap from 9:30 to 10:15.": "Logged a nap: 9:30 to 10:15, 45 minutes.",
+    "Nap from 9:30 to 10:40, she woke up once.": "Logged a nap: 9:30 to 10:40, 70 minutes, with one waking.",
+    "Another 150 ml at 11:30, she finished the bottle.": "Logged a feed: 150 ml at 11:30. That makes 270 ml since 7:00.",
+}
+AGAIN = {"Nap from 9:30 to 10:40, she woke up once.": "Nap logged: 9:30 to 10:40 (1 h 10 min). One waking noted."}
+
+
+class BabyLog:
+    """A fake model with canned replies (a second answer when regenerated) and a written summary."""
+
+    latency = 2.0  # simulated seconds per call
+
+    def __init__(self):
+        self.asked = set()
+
+    def complete(self, request):
+        msgs = request["messages"]
+        if request.get("summary"):
+            read = " ".join(str(m["content"]) for m in msgs[:-1])
+            text = ("Sam's day so far: 120 ml of formula at 7:00, then a nap from 9:30 to 10:40 (70 minutes, one waking)."
+                    if "11:30" not in read else
+                    "Sam's day so far: feeds of 120 ml at 7:00 and 150 ml at 11:30 (270 ml in all); a nap from 9:30 to 10:40.")
+        else:
+            question = [m for m in msgs if m["role"] == "user"][-1]["content"]
+            text = AGAIN[question] if question in self.asked and question in AGAIN else REPLIES[question]
+            self.asked.add(question)
+        return {"content": text, "usage": {"input_tokens": convlab.count_tokens(msgs),
+                                           "output_tokens": convlab.count_tokens([{"role": "assistant", "content": text}])}}
+
+
+s = convlab.Session(llm=BabyLog(), worker="manual", config="""
+[agent.bot.context]
+[[agent.bot.context.strategy]]
+use = "reset"
+idle_secs = 10800
+[[agent.bot.context.strategy]]
+use = "summarize"
+over_tokens = 70
+""")
+
+
+def settle(accept_limits=True):
+    """Answer the decisions as the built-in chat worker would; a context.limit only if ``accept_limits``."""
+    while s.pending and (accept_limits or s.pending["type"] != "context.limit"):
+        s.decide(chat_worker(s.pending))
+
+
+def say(mid, text, after=0.0, accept_limits=True):
+    s.advance(after)
+    s.submit({"type": "client.message", "agent_id": "bot", "message": {"id": mid, "role": "user", "content": text}})
+    settle(accept_limits)
+
+
+say("u1", "Sam had 120 ml of formula at 7:00.")
+say("u2", "Nap from 9:30 to 10:15.", after=1500)
+intents.edit(s, 2, "Nap from 9:30 to 10:40, she woke up once."); settle()   # a branch beside u2
+intents.regenerate(s, 3); settle()                                          # a second reply beside the first
+say("u3", "Another 150 ml at 11:30, she finished the bottle.", after=2400)  # summarized: a summary root + a copy
+say("u4", "How much has Sam had today, and when is the next nap due?", after=900, accept_limits=False)
+assert s.pending["type"] == "context.limit", s.pending
+'''
+
+
+def rows_past_the_edge(page) -> list[str]:
+    """Ids of the tree rows whose label ends past the tree's visible width."""
+    return dom(page, """() => { const sc = document.querySelector('.cl-tree .cl-scroll');
+        return [...sc.querySelectorAll('text.cl-label[data-id]')]
+            .filter(t => { const b = t.getBBox(); return b.x + b.width > sc.clientWidth; }).map(t => t.dataset.id); }""")
+
+
+def stable_png(page, locator, tries: int = 10) -> bytes:
+    """A screenshot of ``locator``, cropped to the whole pixels inside it (a fractional
+    edge would show a line of what lies below), taken until two in a row are
+    byte-identical (nothing is still drawing)."""
+    def shot() -> bytes:
+        box = locator.bounding_box()
+        view = page.viewport_size
+        assert box["y"] >= 0 and box["y"] + box["height"] <= view["height"] and box["x"] + box["width"] <= view["width"], (box, view)
+        x, y = math.ceil(box["x"]), math.ceil(box["y"])
+        clip = {"x": x, "y": y, "width": math.floor(box["x"] + box["width"]) - x,
+                "height": math.floor(box["y"] + box["height"]) - y}
+        return page.screenshot(clip=clip, animations="disabled", caret="hide")
+
+    last = shot()
+    for _ in range(tries):
+        page.wait_for_timeout(150)
+        now = shot()
+        if now == last:
+            return now
+        last = now
+    raise AssertionError("the Lab never stopped changing: no stable screenshot")
+
+
+def test_docs_screenshot_shows_a_clean_branched_session_with_a_pending_decision(lab_page, lab_server):
+    """docs/lab.png (README, 01-tour) is taken here: a baby's feeds and naps, an edit, a
+    regenerate, an accepted summary, and the next context.limit waiting in the DecisionPanel."""
+    page = lab_page.page
+    page.set_viewport_size({"width": 1380, "height": 1700})
+    nb = lab_server.write_notebook("docs.ipynb", [DOCS, SHOW])
+    lab_page.open_notebook(nb, wait_for=".cl-decisions textarea")
+    kernel = lab_server.kernel(nb)
+    k = kernel.values(
+        nodes="s.tree.number_of_nodes()", path="[n['id'] for n in s.path()]", head="s.head", links=LINKS,
+        pending="{k: s.pending[k] for k in ('type', 'reason', 'strategy', 'tokens')}",
+        summary="s.pending['proposed'][0]['summary']", tokens="s.tokens()",
+        summaries="[n for n, a in s.tree.nodes(data=True) if a['kind'] == 'summary']",
+        forks="sorted(n for n in s.tree if s.tree.out_degree(n) > 1)")
+    assert k["pending"] == {"type": "context.limit", "reason": "full", "strategy": "summarize", "tokens": k["tokens"]}, k
+    assert k["nodes"] == 12 and k["links"] == 2 and len(k["summaries"]) == 1 and k["forks"] == ["e1", "e3"], k
+    assert k["path"][0] == k["summaries"][0] and k["path"][-1] == k["head"] == "u4", k
+
+    # the tree: one node per message, the active path, the head, the summary root and its dashed links
+    page.wait_for_function("(n) => document.querySelectorAll('.cl-tree .cl-node').length === n", arg=k["nodes"])
+    assert node_ids(page, ".cl-tree .cl-node.cl-path") == k["path"], lab_page.report()
+    assert node_ids(page, ".cl-tree .cl-node.cl-head") == [k["head"]]
+    assert node_ids(page, ".cl-tree .cl-node.cl-summary") == k["summaries"]
+    assert dom(page, "() => document.querySelectorAll('.cl-tree .cl-link').length") == k["links"]
+    assert rows_past_the_edge(page) == [], lab_page.report()  # long rows end in … inside the box
+    summary_row = f'.cl-tree text.cl-label[data-id="{k["summaries"][0]}"] .cl-label-text'
+    narrow = dom(page, f"() => document.querySelector('{summary_row}').textContent")
+    # the decision panel: the held call's reason and the proposed summary, editable, not an answer
+    panel = page.locator(".cl-decisions")
+    text = panel.inner_text()
+    assert "Decision: context.limit" in text and "reason full" in text and "strategy summarize" in text, text
+    assert f"{k['tokens']} tokens" in text and "it is not an answer" in text, text
+    assert panel.locator("textarea").input_value() == k["summary"]
+    assert panel.get_by_role("button", name="Accept proposed").is_enabled()
+    # the gauge: the engine's count past the summarize line
+    gauge = page.locator(".cl-gauge").inner_text()
+    assert f"Context {k['tokens']} tokens" in gauge and "summarize over_tokens 70" in gauge, gauge
+    # the chat: the path, with the question that waits last
+    chat = dom(page, "() => [...document.querySelectorAll('.cl-chat .clw-text')].map(e => e.textContent)")
+    assert chat[-1] == "How much has Sam had today, and when is the next nap due?" and len(chat) == len(k["path"]), chat
+    assert "waiting for a decision" in page.locator(".cl-chat").inner_text()
+
+    # a still picture: no sidebar, no hover, no focus, fonts loaded
+    page.evaluate("() => { window.jupyterapp.shell.collapseLeft(); window.jupyterapp.shell.collapseRight(); }")
+    # a wider tree: the rows are fitted again, longer, and still inside
+    page.wait_for_function(f"(n) => document.querySelector('{summary_row}').textContent.length > n", arg=len(narrow))
+    assert rows_past_the_edge(page) == []
+    page.mouse.move(0, 0)
+    page.evaluate("() => { document.activeElement && document.activeElement.blur(); return document.fonts.ready.then(() => 1); }")
+    lab = page.locator(".cl-lab").first
+    lab.evaluate("(el) => { el.style.padding = '10px'; el.style.background = '#fff'; }")  # a white frame for the README
+    lab.scroll_into_view_if_needed()
+    shot = stable_png(page, lab)
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "lab-docs.png").write_bytes(shot)
+    if not DOCS_SHOT.exists() or DOCS_SHOT.read_bytes() != shot:  # unchanged pixels leave git clean
+        DOCS_SHOT.write_bytes(shot)
     assert not lab_page.errors, lab_page.report()
