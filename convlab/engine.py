@@ -16,13 +16,12 @@ docstring of the method says so ("gap").
 
 from __future__ import annotations
 
-import copy
 import os
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from . import inputs
+from . import inputs, jsondata
 from .context import ContextConfig, DEFAULT_PROMPT, Strategy, applies, coerce, kept
 from .errors import LogError, ProviderError, Refused
 from .lazy import LazyEvents, LazyTree
@@ -49,7 +48,7 @@ def chat_worker(decision: Mapping[str, Any]) -> list[dict[str, Any]]:
             return []
         return [{"type": "llm.call"}]
     if kind == "context.limit":
-        return copy.deepcopy(decision["proposed"])
+        return jsondata.copy(decision["proposed"])
     return []
 
 
@@ -191,8 +190,8 @@ class Session:
         return {
             "agent": self.agent,
             "head": self.head,
-            "nodes": copy.deepcopy(self._tree.nodes_in_order()),
-            "turns": copy.deepcopy(self.turns),
+            "nodes": jsondata.copy(self._tree.nodes_in_order()),
+            "turns": jsondata.copy(self.turns),
         }
 
     def subscribe(self, fn: Callable[[dict], None]) -> Callable[[], None]:
@@ -220,7 +219,7 @@ class Session:
             fields["message"]["seq"] = self._tree.seq + 1
         if turn_id is not None:
             event["turn_id"] = turn_id
-        event.update(copy.deepcopy(fields))
+        event.update(jsondata.copy(fields))
         self._apply(event)
         self.events.append(event)
         if self._log is not None:
@@ -242,29 +241,29 @@ class Session:
         elif t == "state.changed":
             tree.set_state(ev["node"], ev["state"])
         elif t == "turn.queued":
-            turn = copy.deepcopy(ev["turn"])
+            turn = jsondata.copy(ev["turn"])
             self.turns.append(turn)
             self._turn_of[turn["id"]] = turn
             self._queue.append(turn["id"])
             self._waiting_ids.update(m["id"] for m in turn["messages"] if m.get("id"))
         elif t == "turn.merged":
             turn = self._turn_of[ev["turn_id"]]
-            turn["messages"].extend(copy.deepcopy(ev["messages"]))
+            turn["messages"].extend(jsondata.copy(ev["messages"]))
             if ev.get("client_state") is not None:
-                turn["client_state"] = copy.deepcopy(ev["client_state"])
+                turn["client_state"] = jsondata.copy(ev["client_state"])
             self._waiting_ids.update(m["id"] for m in ev["messages"] if m.get("id"))
         elif t == "turn.started":
             tid = ev["turn_id"]
             turn = self._turn_of.get(tid)
             if turn is None:
-                turn = copy.deepcopy(ev["turn"])
+                turn = jsondata.copy(ev["turn"])
                 self.turns.append(turn)
                 self._turn_of[tid] = turn
             else:
                 self._queue.remove(tid)
             turn["status"] = "running"
             turn["messages"] = []  # recorded now: the trigger names them
-            turn["trigger"] = copy.deepcopy(ev["trigger"])
+            turn["trigger"] = jsondata.copy(ev["trigger"])
             turn["started"] = ev["time"]
             self._running = tid
             self._first_call_done = False
@@ -394,8 +393,8 @@ class Session:
             "status": "running",
             "trigger": trigger,
             "queue": queue,
-            "client_state": copy.deepcopy(client_state) if client_state is not None else {},
-            "messages": copy.deepcopy(messages),
+            "client_state": jsondata.copy(client_state) if client_state is not None else {},
+            "messages": jsondata.copy(messages),
             "created": self.clock,
             "started": None,
             "ended": None,
@@ -520,10 +519,10 @@ class Session:
         decision = {
             "type": kind,
             "turn_id": turn["id"],
-            "trigger": copy.deepcopy(turn["trigger"]),
+            "trigger": jsondata.copy(turn["trigger"]),
             "head": self.head,
             "state": self._tree.state_at(),
-            "client_state": copy.deepcopy(turn["client_state"]),
+            "client_state": jsondata.copy(turn["client_state"]),
             **extra,
         }
         self._emit("decision.requested", turn_id=turn["id"], decision=decision)
@@ -531,7 +530,7 @@ class Session:
     def _pending_from(self, logged: Mapping[str, Any]) -> dict[str, Any]:
         """The decision request a worker sees: the logged one plus the path
         root -> its head as ``messages`` (fresh dicts, the worker's to keep)."""
-        decision = copy.deepcopy(dict(logged))
+        decision = jsondata.copy(dict(logged))
         decision["messages"] = self._tree.messages(decision["head"])
         call = decision.get("call")
         if call is not None and call["request"].get("messages") is None:
@@ -542,7 +541,7 @@ class Session:
         decision = self.pending
         tid = self._running
         self._emit("decision.answered", turn_id=tid, actions=actions)
-        self._prog = _Program(actions=deque(copy.deepcopy(actions)))
+        self._prog = _Program(actions=deque(jsondata.copy(actions)))
         if decision["type"] == "context.limit":
             replaces = False
             for a in actions:
@@ -611,7 +610,7 @@ class Session:
             return
         stream = action.get("stream", True)
         given = action.get("messages")
-        messages = copy.deepcopy(given) if given is not None else self._tree.messages()
+        messages = jsondata.copy(given) if given is not None else self._tree.messages()
         first_call = not self._first_call_done
         if call_id not in self._held and call_id not in self._overflowed:
             tokens = self._tree.count() if given is None else estimate(sum(content_chars(m.get("content")) for m in given))
@@ -646,6 +645,9 @@ class Session:
             self.clock += float(getattr(provider, "latency", 0.0) or 0.0)
         if not isinstance(result, Mapping) or "content" not in result:
             raise ProviderError("failed", f"the provider answered {result!r}, not {{'content', 'usage'}}")
+        found = jsondata.problem(result["content"], "content") or jsondata.problem(result.get("usage"), "usage")
+        if found:
+            raise ProviderError("failed", f"the provider's reply is not JSON data: {found}")
         usage = result.get("usage") or {}
         return {"content": result["content"], "usage": dict(usage)}
 

@@ -8,9 +8,9 @@ here (PROTOCOL.md 1, gap), never recorded.
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Mapping
 
+from . import jsondata
 from .errors import Refused
 from .tokens import content_text
 from .tree import MESSAGE_KEYS, ROLES
@@ -49,14 +49,17 @@ def validate_message(m: Any, where: str) -> dict[str, Any]:
                 raise _bad(f"{where}.content[{i}].text", "a text part needs a string text")
     elif not isinstance(content, str):
         raise _bad(f"{where}.content", f"must be a string or a list of parts, got {type(content).__name__}")
-    out: dict[str, Any] = {"role": m["role"], "content": copy.deepcopy(content)}
+    out: dict[str, Any] = {"role": m["role"], "content": jsondata.copy(content)}
     if mid is not None:
         out["id"] = mid
     for key, kind in (("name", str), ("tool_calls", list), ("tool_call_id", str), ("metadata", dict)):
         if m.get(key) is not None:
             if not isinstance(m[key], kind):
                 raise _bad(f"{where}.{key}", f"must be a {kind.__name__}, got {type(m[key]).__name__}")
-            out[key] = copy.deepcopy(m[key])
+            out[key] = jsondata.copy(m[key])
+    found = jsondata.problem(out, where)
+    if found:
+        raise Refused(400, found)
     return out
 
 
@@ -101,7 +104,10 @@ def validate(inp: Any, agent: str) -> dict[str, Any]:
     if "state" in inp and kind != "client.interrupt":
         if not isinstance(inp["state"], Mapping):
             raise _bad("state", f"must be an object, got {type(inp['state']).__name__}")
-        out["state"] = copy.deepcopy(dict(inp["state"]))
+        found = jsondata.problem(inp["state"], "state")
+        if found:
+            raise Refused(400, found)
+        out["state"] = jsondata.copy(dict(inp["state"]))
     if kind == "client.message":
         if "message" not in inp:
             raise _bad("message", "is missing")
@@ -151,7 +157,10 @@ def validate_actions(actions: Any) -> list[dict[str, Any]]:
         elif kind == "state.set":
             if not isinstance(a.get("state"), Mapping):
                 raise _bad(f"{where}.state", "must be an object")
-            clean["state"] = copy.deepcopy(dict(a["state"]))
+            found = jsondata.problem(a["state"], f"{where}.state")
+            if found:
+                raise Refused(400, found)
+            clean["state"] = jsondata.copy(dict(a["state"]))
         out.append(clean)
     return out
 
@@ -162,7 +171,7 @@ def node_from(m: Mapping[str, Any], mid: str, *, parent: str | None, time: float
         "id": mid,
         "parent": parent,
         "role": m["role"],
-        "content": copy.deepcopy(m["content"]),
+        "content": jsondata.copy(m["content"]),
         "time": time,
         "turn_id": turn_id,
         "copied_from": None,
@@ -173,5 +182,5 @@ def node_from(m: Mapping[str, Any], mid: str, *, parent: str | None, time: float
     }
     for key in MESSAGE_KEYS:
         if m.get(key) is not None:
-            node[key] = copy.deepcopy(m[key])
+            node[key] = jsondata.copy(m[key])
     return node

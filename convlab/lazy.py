@@ -15,7 +15,6 @@ for ``tree`` (the whole networkx graph) builds it once, reading every message.
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 from array import array
@@ -24,6 +23,7 @@ from typing import Any, Iterator, Mapping
 
 import networkx as nx
 
+from . import jsondata
 from .tree import Tree, input_tokens
 from .tokens import content_chars
 
@@ -91,7 +91,7 @@ class LazyTree(Tree):
         ev = self._reader.read(self._noff[i])
         msg = ev["message"]
         attrs = self._attributes(msg, msg.get("parent"), msg["seq"])
-        attrs["state"] = copy.deepcopy(self._states.get(i))
+        attrs["state"] = jsondata.copy(self._states.get(i))
         return attrs
 
     def _attrs(self, node_id: str) -> dict[str, Any]:
@@ -157,7 +157,7 @@ class LazyTree(Tree):
         else:
             self.roots.append(nid)
         if attrs["state"] is not None:
-            self._states[i] = copy.deepcopy(attrs["state"])
+            self._states[i] = jsondata.copy(attrs["state"])
         if self.offset < 0:
             self._cache[i] = attrs
         if self._built is not None:
@@ -169,11 +169,11 @@ class LazyTree(Tree):
 
     def set_state(self, node_id: str, state: Any) -> None:
         i = self._idx[node_id]
-        self._states[i] = copy.deepcopy(state)
+        self._states[i] = jsondata.copy(state)
         if self._built is not None:
-            self._built.nodes[node_id]["state"] = copy.deepcopy(state)
+            self._built.nodes[node_id]["state"] = jsondata.copy(state)
         elif i in self._cache:
-            self._cache[i]["state"] = copy.deepcopy(state)
+            self._cache[i]["state"] = jsondata.copy(state)
 
     # -- reading -------------------------------------------------------
     def children(self, node_id: str | None) -> list[str]:

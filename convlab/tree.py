@@ -16,11 +16,11 @@ This module knows nothing of turns, decisions or the engine.
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Iterable, Iterator, Mapping
 
 import networkx as nx
 
+from . import jsondata
 from .tokens import content_chars, estimate
 
 __all__ = [
@@ -67,10 +67,10 @@ def input_tokens(usage: Mapping[str, Any] | None) -> int | None:
 def message_of(node: Mapping[str, Any]) -> dict[str, Any]:
     """The message a model reads for a node: id, role, content and the message keys (a copy)."""
     content = node["content"]
-    msg = {"id": node["id"], "role": node["role"], "content": content if isinstance(content, str) else copy.deepcopy(content)}
+    msg = {"id": node["id"], "role": node["role"], "content": content if isinstance(content, str) else jsondata.copy(content)}
     for key in MESSAGE_KEYS:
         if node.get(key) is not None:
-            msg[key] = copy.deepcopy(node[key])
+            msg[key] = jsondata.copy(node[key])
     return msg
 
 
@@ -79,7 +79,7 @@ def node_copy(attrs: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(attrs)
     for key, value in out.items():
         if isinstance(value, (dict, list)):
-            out[key] = copy.deepcopy(value)
+            out[key] = jsondata.copy(value)
     return out
 
 
@@ -325,7 +325,7 @@ class Tree:
             self._last_call[nid] = self._last_call[parent] if parent is not None else None
 
     def set_state(self, node_id: str, state: Any) -> None:
-        self._attrs(node_id)["state"] = copy.deepcopy(state)
+        self._attrs(node_id)["state"] = jsondata.copy(state)
         self._stated.add(node_id)
 
     def state_at(self, head: str | None = None) -> dict[str, Any]:
@@ -335,7 +335,7 @@ class Tree:
         for n in self.ancestors(self.head if head is None else head):
             st = self._state_of(n)
             if st is not None:
-                return copy.deepcopy(st)
+                return jsondata.copy(st)
         return {}
 
     # -- whole tree ----------------------------------------------------
