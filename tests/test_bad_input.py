@@ -79,6 +79,15 @@ BAD_400 = [
     ("view-queue-merge", view([m("u1"), m("n1", "x")], queue="merge"), ("queue",)),
     # client.interrupt takes no queue
     ("interrupt-queue", {"type": "client.interrupt", "agent_id": "bot", "queue": False}, ("queue",)),
+    # everything recorded goes to the session log as JSON: what is not JSON data is refused, named
+    ("content-part-not-json", {"type": "client.message", "agent_id": "bot",
+                               "message": {"id": "n1", "role": "user", "content": [{"type": "image", "data": {1, 2}}]}},
+     ("message.content[0].data", "set")),
+    ("metadata-key-not-str", {"type": "client.message", "agent_id": "bot",
+                              "message": {"id": "n1", "role": "user", "content": "x", "metadata": {1: "one"}}},
+     ("message.metadata", "key")),
+    ("state-not-json", {"type": "client.message", "agent_id": "bot", "message": MSG, "state": {"when": object()}},
+     ("state.when", "object")),
 ]
 
 
@@ -154,3 +163,17 @@ def test_the_session_agent_is_the_one_known():
     r = s.submit(message(MSG) | {"agent_id": "helper"})
     assert r["status"] == 200
     assert s.snapshot()["agent"] == "helper"
+
+
+def test_a_provider_reply_that_is_not_json_data_fails_the_turn():
+    """The reply is recorded and logged as JSON: a provider that answers with other data is a failed call."""
+
+    class OddLLM:
+        def complete(self, request):
+            return {"content": {"set": {1, 2}}, "usage": {"input_tokens": 1, "output_tokens": 1}}
+
+    s = make(llm=OddLLM())
+    s.submit(message(m("u1", "hi")))
+    failed = [e for e in s.events if e["type"] == "llm.failed"]
+    assert failed and "not JSON data" in failed[-1]["message"]
+    assert s.turns[-1]["status"] == "failed" and [n["id"] for n in s.path()] == ["u1"]
