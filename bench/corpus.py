@@ -332,7 +332,6 @@ def write_log(turns: list[Turn], path: str | os.PathLike, *, agent: str = "bot")
     llm = 0
     head: str | None = None
     parent: dict[str, str | None] = {}
-    content_of: dict[str, Any] = {}
     with open(path, "w", encoding="utf-8", newline="\n") as f:
         w = f.write
 

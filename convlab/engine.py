@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Mapping
 
 from . import inputs, jsondata
 from .context import ContextConfig, DEFAULT_PROMPT, Strategy, applies, coerce, kept

@@ -37,12 +37,12 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from .context import ContextConfig, coerce
 from .providers import ReplayLLM
 from .tokens import content_text, count_batch
-from .tree import MESSAGE_KEYS, input_tokens
+from .tree import MESSAGE_KEYS
 
 __all__ = ["replay", "plan", "Plan", "PlannedTurn", "ExactCounts", "Replayer"]
 
