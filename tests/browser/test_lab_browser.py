@@ -161,8 +161,13 @@ def test_regenerate_adds_a_sibling(lab_page, lab_server):
     assert after["head"] != before["head"]
     page.wait_for_selector(f'.cl-tree .cl-node.cl-head[data-id="{after["head"]}"]', timeout=10000)
     assert len(node_ids(page, ".cl-tree .cl-node")) == before["nodes"] + 1
-    counts = dom(page, "() => [...document.querySelectorAll('.cl-chat .widget-label')].map(e => e.textContent)")
-    assert f"{after['kids']}/{after['kids']}" in counts, counts
+    # the chat redraws on its own message from the kernel, maybe after the tree: wait for its counter
+    counter = f"{after['kids']}/{after['kids']}"
+    labels = "() => [...document.querySelectorAll('.cl-chat .widget-label')].map(e => e.textContent)"
+    try:
+        page.wait_for_function(f"(c) => ({labels})().includes(c)", arg=counter, timeout=10000)
+    except Exception:  # noqa: BLE001 - say what the chat showed instead
+        raise AssertionError(f"the chat never showed {counter}: {dom(page, labels)}\n{lab_page.report()}") from None
     assert not lab_page.errors, lab_page.report()
 
 
@@ -319,8 +324,14 @@ def test_docs_screenshot_shows_a_clean_branched_session_with_a_pending_decision(
     assert k["nodes"] == 12 and k["links"] == 2 and len(k["summaries"]) == 1 and k["forks"] == ["e1", "e3"], k
     assert k["path"][0] == k["summaries"][0] and k["path"][-1] == k["head"] == "u4", k
 
-    # the tree: one node per message, the active path, the head, the summary root and its dashed links
+    # every part drawn (each renders on its own): the tree's rows, the chat's last message, the gauge, the log
+    question = "How much has Sam had today, and when is the next nap due?"
     page.wait_for_function("(n) => document.querySelectorAll('.cl-tree .cl-node').length === n", arg=k["nodes"])
+    page.wait_for_function("(t) => [...document.querySelectorAll('.cl-chat .clw-text')].at(-1)?.textContent === t", arg=question)
+    page.locator(".cl-gauge").get_by_text("summarize over_tokens 70").wait_for()
+    page.locator(".cl-events .clw-log").get_by_text("context.limited").first.wait_for()
+
+    # the tree: one node per message, the active path, the head, the summary root and its dashed links
     assert node_ids(page, ".cl-tree .cl-node.cl-path") == k["path"], lab_page.report()
     assert node_ids(page, ".cl-tree .cl-node.cl-head") == [k["head"]]
     assert node_ids(page, ".cl-tree .cl-node.cl-summary") == k["summaries"]
@@ -340,7 +351,7 @@ def test_docs_screenshot_shows_a_clean_branched_session_with_a_pending_decision(
     assert f"Context {k['tokens']} tokens" in gauge and "summarize over_tokens 70" in gauge, gauge
     # the chat: the path, with the question that waits last
     chat = dom(page, "() => [...document.querySelectorAll('.cl-chat .clw-text')].map(e => e.textContent)")
-    assert chat[-1] == "How much has Sam had today, and when is the next nap due?" and len(chat) == len(k["path"]), chat
+    assert chat[-1] == question and len(chat) == len(k["path"]), chat
     assert "waiting for a decision" in page.locator(".cl-chat").inner_text()
 
     # a still picture: no sidebar, no hover, no focus, fonts loaded
