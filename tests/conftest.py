@@ -16,15 +16,7 @@ _settings.register_profile(
     print_blob=True,
     suppress_health_check=[_HealthCheck.too_slow, _HealthCheck.data_too_large],
 )
-_settings.register_profile(
-    "deep",
-    max_examples=10_000,
-    derandomize=True,
-    deadline=None,
-    database=None,
-    print_blob=True,
-    suppress_health_check=[_HealthCheck.too_slow, _HealthCheck.data_too_large],
-)
+_settings.register_profile("deep", parent=_settings.get_profile("ci"), max_examples=10_000)
 # "dev": the ci examples without shrinking, for a quick first look at a failure.
 _settings.register_profile(
     "dev",
