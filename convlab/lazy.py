@@ -191,10 +191,6 @@ class LazyTree(Tree):
         for n in node_ids:
             self._attrs(n)
 
-    def forget(self) -> None:
-        """Drop cached contents (they are read again when asked for)."""
-        self._cache = {i: a for i, a in self._cache.items() if self._noff[i] < 0}
-
     def nodes_in_order(self) -> list[dict[str, Any]]:
         if self._built is not None:
             return super().nodes_in_order()

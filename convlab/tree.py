@@ -226,14 +226,6 @@ class Tree:
         since = self._cum_of(head) - self._cum_of(last) + self._chars_of(last)
         return self._input_of(last) + estimate(since)
 
-    def last_call(self, head: str | None = None) -> str | None:
-        head = self.head if head is None else head
-        return None if head is None else self._last_of(head)
-
-    def cum_chars(self, head: str | None = None) -> int:
-        head = self.head if head is None else head
-        return 0 if head is None else self._cum_of(head)
-
     # -- matching a view (PROTOCOL.md 2) ------------------------------
     def match(self, view: list[Mapping[str, Any]]) -> tuple[int, str | None]:
         """Match a view from the root: ``(new_from, last matched id or None)``.
