@@ -13,7 +13,7 @@ import os
 import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from .errors import ConfigError
 
@@ -265,31 +265,28 @@ def applies(
     return None
 
 
-def kept(tree: Any, head: str | None) -> list[str]:
-    """Ids of ``kept`` (PROTOCOL.md 5.3), oldest first: the input the model
-    must still answer.
+def kept(up: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """``kept`` (PROTOCOL.md 5.3): the input the model must still answer, oldest first.
 
-    The messages after the last assistant message on the path root -> head;
-    when the first of them is a tool result, ``kept`` starts at that assistant
-    message instead, so a result never loses its call (gap). Walks up from
-    the head only as far as that message. ``tree`` is a ``convlab.tree.Tree``.
+    ``up`` is the path's messages (or nodes) from the head up to the root:
+    ``reversed(path)``, or a tree's walk up from its head. ``kept`` is what
+    comes after the last assistant message; when the first of it is a tool
+    result, it starts at that assistant message instead, so a result never
+    loses its call (gap). Reads ``up`` only as far as that message.
 
-    >>> from convlab.tree import Tree
-    >>> t = Tree()
-    >>> for mid, parent, role in [("u1", None, "user"), ("a1", "u1", "assistant"), ("u2", "a1", "user"),
-    ...                           ("a2", "u2", "assistant"), ("r2", "a2", "tool")]:
-    ...     _ = t.add({"id": mid, "role": role, "content": "x"}, parent)
-    >>> kept(t, "u2"), kept(t, "r2"), kept(t, "a2")
-    (['u2'], ['a2', 'r2'], [])
+    >>> path = [{"id": "u1", "role": "user"}, {"id": "a1", "role": "assistant"}, {"id": "u2", "role": "user"},
+    ...         {"id": "a2", "role": "assistant"}, {"id": "r2", "role": "tool"}]
+    >>> [[m["id"] for m in kept(reversed(path[:k]))] for k in (3, 5, 4)]
+    [['u2'], ['a2', 'r2'], []]
     """
-    ids: list[str] = []
+    out: list[Mapping[str, Any]] = []
     last_assistant = None
-    for n in tree.ancestors(head):
-        if tree.node(n)["role"] == "assistant":
-            last_assistant = n
+    for m in up:
+        if m["role"] == "assistant":
+            last_assistant = m
             break
-        ids.append(n)
-    ids.reverse()
-    if ids and last_assistant is not None and tree.node(ids[0])["role"] == "tool":
-        ids.insert(0, last_assistant)
-    return ids
+        out.append(m)
+    out.reverse()
+    if out and last_assistant is not None and out[0]["role"] == "tool":
+        out.insert(0, last_assistant)
+    return out

@@ -12,7 +12,7 @@ from typing import Any
 
 import networkx as nx
 
-from .tree import Tree
+from .tree import Tree, message_of
 
 __all__ = ["Conversation"]
 
@@ -85,6 +85,14 @@ class Conversation:
         if head is None and self._tree.head is None:
             return []
         return self._tree.path(head)
+
+    def view(self, node_id: str) -> list[dict[str, Any]]:
+        """The view root -> ``node_id``: the messages as a client sends them, every one with its id."""
+        return [message_of(n) for n in self.path(node_id)]
+
+    def children(self, node_id: str | None) -> list[str]:
+        """Children of a node (None: the top-level messages), oldest first."""
+        return self._tree.children(node_id)
 
     def __len__(self) -> int:
         return len(self._tree)

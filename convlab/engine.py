@@ -28,7 +28,7 @@ from .lazy import LazyEvents, LazyTree
 from .log import LogWriter, parse_event, read_lines
 from .providers import EchoLLM
 from .tree import Tree, ViewError, message_of
-from .tokens import content_chars, estimate
+from .tokens import content_chars, content_text, estimate
 
 __all__ = ["Session", "chat_worker", "SUMMARY_PREFIX"]
 
@@ -166,9 +166,16 @@ class Session:
         """The worker state along the active path (PROTOCOL.md 6)."""
         return self._tree.state_at()
 
-    def path(self) -> list[dict[str, Any]]:
-        """Node dicts root -> head: what the model reads."""
-        return self._tree.path()
+    def path(self, node_id: str | None = None) -> list[dict[str, Any]]:
+        """Node dicts root -> head (or root -> ``node_id``): what the model reads."""
+        if node_id is not None and node_id not in self._tree:
+            raise KeyError(f"no message {node_id!r} in the tree")
+        return self._tree.path(node_id)
+
+    @property
+    def idle_for(self) -> float | None:
+        """Seconds since the previous turn ended (what ``idle_secs`` measures); None before any turn ended."""
+        return None if self.last_turn_end is None else self.clock - self.last_turn_end
 
     def tokens(self) -> int:
         """The count of PROTOCOL.md 5.1 for the active path (O(1))."""
@@ -614,14 +621,15 @@ class Session:
         first_call = not self._first_call_done
         if call_id not in self._held and call_id not in self._overflowed:
             tokens = self._tree.count() if given is None else estimate(sum(content_chars(m.get("content")) for m in given))
-            idle_for = None if self.last_turn_end is None else self.clock - self.last_turn_end
-            limit = applies(self.config, tokens, first_call=first_call, idle_for=idle_for)
+            limit = applies(self.config, tokens, first_call=first_call, idle_for=self.idle_for)
             if limit is not None:
                 self._hold(call_id, llm_name, model, given, stream, limit.reason, limit.strategy, tokens)
                 return
         self._emit("llm.started", turn_id=tid, call_id=call_id, summary=False, llm=llm_name, model=model)
+        (mid,) = self._new_ids(1)  # exact: nothing else is recorded while the call runs
+        on_delta = self._delta_to(tid, call_id, mid) if stream else None
         try:
-            result = self._complete(provider, {"model": model, "messages": messages, "stream": stream, "summary": False})
+            result = self._complete(provider, {"model": model, "messages": messages, "stream": stream, "summary": False}, on_delta)
         except ProviderError as err:
             self._emit("llm.failed", turn_id=tid, call_id=call_id, error=err.kind, message=str(err))
             if err.kind == "too_long" and call_id not in self._overflowed:
@@ -632,24 +640,38 @@ class Session:
                 self._fail(f"call {call_id} failed: {err}")
             return
         self._emit("llm.completed", turn_id=tid, call_id=call_id, usage=result["usage"])
-        (mid,) = self._new_ids(1)
-        node = inputs.node_from({"role": "assistant", "content": result["content"]}, mid, parent=self.head, time=self.clock, turn_id=tid)
+        node = inputs.node_from({"role": "assistant", **result}, mid, parent=self.head, time=self.clock, turn_id=tid)
         node["usage"] = result["usage"]
         self._emit("message.new", turn_id=tid, message=node)
         self._prog.reply = message_of(self._tree.node(mid))
 
-    def _complete(self, provider: Any, request: dict[str, Any]) -> dict[str, Any]:
+    def _delta_to(self, turn_id: str, call_id: str, message_id: str) -> Callable[[str], None]:
+        """What passes a streamed chunk on as ``llm.delta`` (PROTOCOL.md 7, rev 3): to
+        subscribers only, never to ``events`` or the log, so it has no ``seq``."""
+
+        def on_delta(text: str) -> None:
+            event = {"time": self.clock, "type": "llm.delta", "turn_id": turn_id, "call_id": call_id,
+                     "message_id": message_id, "text": text}
+            for fn in list(self._subscribers):
+                fn(event)
+
+        return on_delta
+
+    def _complete(self, provider: Any, request: dict[str, Any], on_delta: Callable[[str], None] | None = None) -> dict[str, Any]:
+        """One model call: the provider's checked reply. With ``on_delta`` the call
+        streams: a provider with ``stream(request)`` gives its chunks as they come;
+        any other gives one delta with the whole reply, once it is checked."""
+        streams = on_delta is not None and hasattr(provider, "stream")
         try:
-            result = provider.complete(request)  # built fresh for this call
+            result = _streamed(provider.stream(request), on_delta) if streams else provider.complete(request)
         finally:
             self.clock += float(getattr(provider, "latency", 0.0) or 0.0)
-        if not isinstance(result, Mapping) or "content" not in result:
-            raise ProviderError("failed", f"the provider answered {result!r}, not {{'content', 'usage'}}")
-        found = jsondata.problem(result["content"], "content") or jsondata.problem(result.get("usage"), "usage")
-        if found:
-            raise ProviderError("failed", f"the provider's reply is not JSON data: {found}")
-        usage = result.get("usage") or {}
-        return {"content": result["content"], "usage": dict(usage)}
+        reply = inputs.reply_from(result)
+        if on_delta is not None and not streams:
+            text = content_text(reply["content"])
+            if text:
+                on_delta(text)
+        return reply
 
     def _hold(self, call_id: str, llm_name: str, model: str | None, messages: list | None, stream: bool, reason: str, strategy: Strategy, tokens: int) -> None:
         """Hold the call: ``context.limited``, the plan (with its summary
@@ -660,8 +682,9 @@ class Session:
             "context.limited", turn_id=tid, reason=reason, strategy=strategy.use, tokens=tokens,
             window=self.config.window, call_id=call_id, llm=llm_name, model=model,
         )
-        kept_ids = kept(self._tree, self.head)
-        keep = [message_of(self._tree.node(n)) for n in kept_ids]
+        tree = self._tree
+        kept_ids = [n["id"] for n in kept(tree.node(n) for n in tree.ancestors(self.head))]
+        keep = [message_of(tree.node(n)) for n in kept_ids]
         as_was = [{"type": "llm.call", "id": call_id}]
         if strategy.use == "reset":
             proposed = as_was if not keep else [{"type": "context.replace", "messages": keep}, *as_was]
@@ -715,7 +738,7 @@ class Session:
                 continue
             self._emit("llm.completed", turn_id=tid, call_id=call_id, usage=result["usage"], summary=True)
             content = result["content"]
-            return content if isinstance(content, str) else inputs.text_of(content)
+            return content if isinstance(content, str) else content_text(content)
         return None
 
     def _replace(self, action: dict[str, Any]) -> None:
@@ -833,6 +856,18 @@ class Session:
             _end_with_newline(path)
             self._log = LogWriter(path, new=False)
         return self
+
+
+def _streamed(chunks: Any, on_delta: Callable[[str], None]) -> Any:
+    """Run a provider's stream: text deltas (passed on as they come), then the reply."""
+    reply = None
+    for chunk in chunks:
+        if isinstance(chunk, str):
+            if chunk:
+                on_delta(chunk)
+        else:
+            reply = chunk
+    return reply
 
 
 def _event(path: Any, item: tuple[int, int, bytes]) -> dict[str, Any]:

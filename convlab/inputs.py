@@ -11,17 +11,13 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from . import jsondata
-from .errors import Refused
-from .tokens import content_text
+from .errors import ProviderError, Refused
 from .tree import MESSAGE_KEYS, ROLES
 
-__all__ = ["validate", "validate_message", "validate_actions", "node_from", "text_of", "INPUT_TYPES", "ACTION_TYPES"]
+__all__ = ["validate", "validate_message", "validate_actions", "reply_from", "node_from", "INPUT_TYPES", "ACTION_TYPES"]
 
 INPUT_TYPES = ("client.message", "client.append", "client.messages", "client.interrupt")
 ACTION_TYPES = ("llm.call", "context.replace", "message.add", "state.set", "turn.end")
-
-text_of = content_text
-
 
 def _bad(where: str, why: str) -> Refused:
     return Refused(400, f"{where}: {why}")
@@ -163,6 +159,31 @@ def validate_actions(actions: Any) -> list[dict[str, Any]]:
             clean["state"] = jsondata.copy(dict(a["state"]))
         out.append(clean)
     return out
+
+
+def reply_from(result: Any) -> dict[str, Any]:
+    """A provider's reply, checked and copied once: ``{"content", "usage"}`` plus any of
+    ``name``, ``tool_calls``, ``metadata``. A reply of another shape is a failed call
+    (``ProviderError("failed")``) that says what is wrong.
+
+    >>> reply_from({"content": "hi", "usage": {"input_tokens": 3}, "tool_calls": [{"id": "c1"}]})
+    {'content': 'hi', 'usage': {'input_tokens': 3}, 'tool_calls': [{'id': 'c1'}]}
+    """
+    if not isinstance(result, Mapping) or "content" not in result:
+        raise ProviderError("failed", f"the provider answered {result!r}, not {{'content', 'usage'}}")
+    found = jsondata.problem(dict(result), "reply")
+    if found:
+        raise ProviderError("failed", f"the provider's reply is not JSON data: {found}")
+    usage = result.get("usage") or {}
+    if not isinstance(usage, Mapping):
+        raise ProviderError("failed", f"the provider's reply.usage must be an object, got {type(usage).__name__}")
+    try:
+        reply = validate_message({"role": "assistant", **{k: v for k, v in result.items() if k != "usage"}}, "reply")
+    except Refused as err:
+        raise ProviderError("failed", f"the provider's reply is not a message: {err}") from None
+    reply.pop("role")
+    reply.pop("id", None)
+    return {"content": reply.pop("content"), "usage": jsondata.copy(dict(usage)), **reply}
 
 
 def node_from(m: Mapping[str, Any], mid: str, *, parent: str | None, time: float, turn_id: str | None) -> dict[str, Any]:

@@ -1,22 +1,61 @@
-"""Shipped fake model providers, like httpx's MockTransport: deterministic, offline.
+"""Model providers: the shipped fakes, like httpx's MockTransport (deterministic, offline).
 
-A provider is any object with ``complete(request) -> {"content", "usage"}``
-that raises ``ProviderError("too_long" | "failed")`` to refuse. ``request`` is
-``{"model", "messages", "stream", "summary"}``; ``summary`` is true for the
-engine's own summary calls. A provider's ``latency`` (seconds, default 0) is
-how far the session's simulated clock moves per call.
+A provider is any object with ``complete(request) -> reply`` that raises
+``ProviderError("too_long" | "failed")`` to refuse.
+
+- ``request`` is ``{"model", "messages", "stream", "summary"}``; ``summary``
+  is true for the engine's own summary calls (never streamed).
+- ``reply`` is ``{"content", "usage"}`` plus, where the model made them,
+  ``tool_calls``, ``name`` and ``metadata`` (kept on the recorded message).
+  ``usage`` has ``input_tokens`` (all the input read, or split out as
+  Anthropic's cache fields, which the count adds up) and ``output_tokens``.
+- A provider that can stream also has ``stream(request)``: an iterator of
+  text deltas (``str``) as they arrive, whose last item is the reply. The
+  engine calls it for a call with ``stream: true`` and passes each delta on
+  as ``llm.delta``; a provider without it gives one delta with the whole
+  reply. Refusing works the same way: raise ``ProviderError``.
+- ``latency`` (seconds, default 0), read after each call, is how far the
+  session's clock moves for it.
 """
 
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from .errors import ProviderError
 from .tokens import content_text, count_tokens
 from .tree import input_tokens
 
-__all__ = ["EchoLLM", "ScriptedLLM", "ReplayLLM", "ProviderError"]
+__all__ = ["EchoLLM", "ScriptedLLM", "ReplayLLM", "ProviderError", "chunks"]
+
+
+def chunks(text: str, n: int = 3) -> list[str]:
+    """``text`` in about ``n`` pieces cut after spaces, joined back exactly: how the
+    fakes stream a reply.
+
+    >>> chunks("echo: hello big world")
+    ['echo: hello ', 'big world']
+    >>> chunks("one two three")
+    ['one ', 'two ', 'three']
+    >>> "".join(chunks("x" * 10)), chunks("")
+    ('xxxxxxxxxx', [])
+    """
+    if not text:
+        return []
+    words = text.split(" ")
+    size = max(1, -(-len(words) // n))
+    pieces = [" ".join(words[i:i + size]) for i in range(0, len(words), size)]
+    return [p + " " for p in pieces[:-1]] + pieces[-1:]
+
+
+class _Streams:
+    """``stream(request)`` for a fake: its ``complete`` reply in a few chunks, then the reply."""
+
+    def stream(self, request: Mapping[str, Any]) -> Iterator[Any]:
+        reply = self.complete(request)  # type: ignore[attr-defined]
+        yield from chunks(content_text(reply["content"]))
+        yield reply
 
 
 def _last_text(messages: list[Mapping[str, Any]]) -> str:
@@ -38,8 +77,8 @@ def _checked(replies: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-class EchoLLM:
-    """Replies by echoing the last user (or tool) message; counts exactly.
+class EchoLLM(_Streams):
+    """Replies by echoing the last user (or tool) message; counts exactly; streams in a few chunks.
 
     ``usage.input_tokens`` is the exact o200k_base count of what it read.
     With ``window`` it refuses a call that reads more (``too_long``). A summary
@@ -86,12 +125,13 @@ class EchoLLM:
         return f"Summary of {len(body)} messages.\n" + "\n".join(lines)
 
 
-class ScriptedLLM:
+class ScriptedLLM(_Streams):
     """Answers with the given replies, in order.
 
     Each reply is ``{"content", "usage"?}`` (usage defaults to exact counts)
     or ``{"error": "too_long" | "failed"}``. ``requests`` records what each
-    call read. Running out of replies is a ``failed`` call that says so.
+    call read. Running out of replies is a ``failed`` call that says so. A
+    streamed call gets the reply's text in a few chunks.
 
     >>> llm = ScriptedLLM([{"content": "hi", "usage": {"input_tokens": 7, "output_tokens": 1}}, {"error": "too_long"}])
     >>> llm.complete({"messages": []})["content"]

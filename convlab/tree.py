@@ -90,16 +90,18 @@ def children(graph: nx.DiGraph, node: str | None, roots: list[str] | None = None
     return sorted(graph.successors(node), key=lambda n: graph.nodes[n]["seq"])
 
 
-def newest_leaf(graph: nx.DiGraph, node: str) -> str:
-    """The newest (highest ``seq``) leaf at or under ``node``: where checking out its branch lands.
+def newest_leaf(graph: nx.DiGraph, node: str | None = None) -> str | None:
+    """The newest (highest ``seq``) leaf at or under ``node`` (``None``: in the whole
+    tree, ``None`` when it is empty): where checking out a branch lands.
 
     >>> t = Tree(); _ = t.add({"id": "a", "role": "user", "content": "x"}, parent=None)
     >>> _ = t.add({"id": "b", "role": "assistant", "content": "y"}, parent="a")
-    >>> newest_leaf(t.graph, "a")
-    'b'
+    >>> newest_leaf(t.graph, "a"), newest_leaf(t.graph), newest_leaf(Tree().graph)
+    ('b', 'b', None)
     """
+    nodes = graph.nodes if node is None else nx.dfs_preorder_nodes(graph, node)
     best, best_seq = node, -1
-    for n in nx.dfs_preorder_nodes(graph, node):
+    for n in nodes:
         if graph.out_degree(n) == 0 and graph.nodes[n]["seq"] > best_seq:
             best, best_seq = n, graph.nodes[n]["seq"]
     return best

@@ -19,7 +19,7 @@ from typing import Any, Iterable, Mapping
 
 from ..conversation import Conversation
 from ..errors import ReadError, ReadWarning
-from ..tree import Tree
+from ..tree import Tree, newest_leaf
 
 __all__ = [
     "Record",
@@ -267,18 +267,8 @@ def build(records: list[Record], problems: Problems, head: str | None = None, *,
     else:
         if head_given:
             problems.add(None, f"current node {head!r} is not a message of the conversation; head set to the newest leaf")
-        tree.head = newest_leaf(tree)
+        tree.head = newest_leaf(tree.graph)
     return tree
-
-
-def newest_leaf(tree: Tree) -> str | None:
-    """The leaf with the highest ``seq`` (``None`` for an empty tree)."""
-    g = tree.graph
-    best, best_seq = None, -1
-    for n, attrs in g.nodes(data=True):
-        if g.out_degree(n) == 0 and attrs["seq"] > best_seq:
-            best, best_seq = n, attrs["seq"]
-    return best
 
 
 def conversation(
