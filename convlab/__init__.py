@@ -18,6 +18,7 @@ __version__ = "0.1.0"
 # name -> module that defines it; imported on first attribute access
 _LAZY = {
     "Session": "convlab.engine",
+    "chat_worker": "convlab.engine",
     "load_config": "convlab.context",
     "ContextConfig": "convlab.context",
     "Strategy": "convlab.context",

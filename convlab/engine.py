@@ -16,10 +16,11 @@ docstring of the method says so ("gap").
 
 from __future__ import annotations
 
+import json
 import os
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, BinaryIO, Callable, Mapping
 
 from . import inputs, jsondata
 from .context import ContextConfig, DEFAULT_PROMPT, Strategy, applies, coerce, kept
@@ -83,8 +84,14 @@ class Session:
         log: str | os.PathLike | None = None,
         clock: float | None = None,
     ):
+        self._setup(agent, coerce(config, agent), llm, worker, autorun, clock)
+        self._log: LogWriter | None = LogWriter(log) if log is not None else None
+        self._emit("session.started", agent=agent, config=self.config.to_dict())
+
+    def _setup(self, agent: str, config: ContextConfig, llm: Any, worker: Any, autorun: bool, clock: float | None) -> None:
+        """Everything a new or a loaded session starts from (the one constructor both use)."""
         self.agent = agent
-        self.config: ContextConfig = coerce(config, agent)
+        self.config = config
         self.llms = self._providers(llm)
         if worker not in ("chat", "manual") and not callable(worker):
             raise ValueError(f"worker must be 'chat', 'manual' or a callable, got {worker!r}")
@@ -93,8 +100,7 @@ class Session:
         self.clock = float(clock or 0.0)
         self._reset_model()
         self._subscribers: list[Callable[[dict], None]] = []
-        self._log: LogWriter | None = LogWriter(log) if log is not None else None
-        self._emit("session.started", agent=agent, config=self.config.to_dict())
+        self._log = None
 
     def _reset_model(self) -> None:
         self._tree = Tree()
@@ -781,64 +787,78 @@ class Session:
     # the log
     # ------------------------------------------------------------------
     @classmethod
-    def load(cls, path: str | os.PathLike, **kwargs: Any) -> "Session":
+    def load(
+        cls,
+        source: str | os.PathLike | BinaryIO,
+        *,
+        config: Any = None,
+        agent: str | None = None,
+        llm: Any = None,
+        worker: str | Callable[[dict], list] = "chat",
+        autorun: bool = True,
+        clock: float | None = None,
+        append: bool | None = None,
+        lazy: bool = False,
+    ) -> "Session":
         """Rebuild a session from its log, in one pass, and go on appending to it.
 
+        ``source`` is the log's path, or a binary file object open on it (a
+        member of an archive, bytes in memory: ``io.BytesIO(raw)``).
+        ``append`` (default: True for a path) goes on writing to the log;
         ``append=False`` loads without writing: the session goes on in memory
-        only (a fork of the log), and a torn last line is left in the file.
-        ``lazy=True`` keeps only the tree's structure and the active path's
-        contents in memory; other contents (and the events) are read from the
-        log when asked for (``convlab.lazy``). Every result equals eager loading.
+        only (a fork of the log), and a torn last line is left in the file. A
+        file object is never written. ``lazy=True`` (a path only) keeps only
+        the tree's structure and the active path's contents in memory; other
+        contents (and the events) are read from the log when asked for
+        (``convlab.lazy``). Every result equals eager loading. ``config``
+        replaces the logged config; ``agent``, when given, must be the log's.
 
         A torn last line is dropped (``LogWarning``) and cut off the file; a
         bad earlier line raises ``LogError`` with ``.line``. A turn that was
         running when the log ends is loaded as running: new submits get 409
         until an interrupt (a decision that was waiting still waits).
+
+        >>> import io
+        >>> s = Session(); _ = s.submit({"type": "client.message", "agent_id": "bot", "message": {"role": "user", "content": "hi"}})
+        >>> raw = "".join(json.dumps(e) + "\\n" for e in s.events).encode()
+        >>> Session.load(io.BytesIO(raw)).snapshot() == s.snapshot()
+        True
         """
-        append = bool(kwargs.pop("append", True))
-        lines = read_lines(path, repair=append)
+        is_file = hasattr(source, "read")
+        name = getattr(source, "name", "the log") if is_file else os.fspath(source)
+        if append is None:
+            append = not is_file
+        if is_file and (append or lazy):
+            raise ValueError(f"Session.load of a file object: {'append' if append else 'lazy'}=True needs the log's path")
+        lines = read_lines(source, repair=append)
         head = next(lines, None)
         if head is None:
-            raise LogError(f"{path}: the log is empty", line=1)
-        first = _event(path, head)
+            raise LogError(f"{name}: the log is empty", line=1)
+        first = _event(name, head)
         if first.get("type") != "session.started":
-            raise LogError(f"{path}: line {head[0]} is {first.get('type')!r}, not session.started", line=head[0])
-        agent = first.get("agent")
-        if "agent" in kwargs and kwargs["agent"] != agent:
-            raise LogError(f"{path}: the log is agent {agent!r}, not {kwargs['agent']!r}")
-        kwargs.pop("agent", None)
-        kwargs.pop("log", None)
-        config = kwargs.pop("config", None)
+            raise LogError(f"{name}: line {head[0]} is {first.get('type')!r}, not session.started", line=head[0])
+        logged_agent = first.get("agent")
+        if agent is not None and agent != logged_agent:
+            raise LogError(f"{name}: the log is agent {logged_agent!r}, not {agent!r}")
+        logged = {"agent": {logged_agent: {"context": first.get("config") or {}}}}
         self = cls.__new__(cls)
-        self.agent = agent
-        logged = {"agent": {agent: {"context": first.get("config") or {}}}}
-        self.config = coerce(logged if config is None else config, agent)
-        self.llms = cls._providers(kwargs.pop("llm", None))
-        self.worker = kwargs.pop("worker", "chat")
-        self.autorun = bool(kwargs.pop("autorun", True))
-        clock = kwargs.pop("clock", None)
-        lazy = bool(kwargs.pop("lazy", False))
-        if kwargs:
-            raise TypeError(f"Session.load got unexpected arguments: {', '.join(kwargs)}")
-        self._reset_model()
-        self._subscribers = []
-        self._log = None
+        self._setup(logged_agent, coerce(logged if config is None else config, logged_agent), llm, worker, autorun, None)
         self._loading = True
         if lazy:
-            self._tree = LazyTree(path)
-            self.events = LazyEvents(path)
+            self._tree = LazyTree(source)
+            self.events = LazyEvents(source)
             self.events.add_logged(head[1])
         else:
             self.events.append(first)
         self._apply(first)
         for item in lines:
-            ev = _event(path, item)
+            ev = _event(name, item)
             if lazy:
                 self._tree.offset = item[1]
             try:
                 self._apply(ev)
             except (KeyError, TypeError, ValueError, AttributeError) as err:
-                raise LogError(f"{path}: line {item[0]}: the {ev['type']} event does not fit the session ({err!r})", line=item[0]) from None
+                raise LogError(f"{name}: line {item[0]}: the {ev['type']} event does not fit the session ({err!r})", line=item[0]) from None
             if lazy:
                 self.events.add_logged(item[1])
             else:
@@ -853,8 +873,8 @@ class Session:
         if self.pending is not None and self._running is not None:
             self._prog = _Program()
         if append:
-            _end_with_newline(path)
-            self._log = LogWriter(path, new=False)
+            _end_with_newline(source)
+            self._log = LogWriter(source, new=False)
         return self
 
 

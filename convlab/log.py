@@ -8,15 +8,16 @@ before the last is damage, not a crash: ``LogError`` names its line.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import warnings
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, BinaryIO, Iterator
 
 from .errors import LogError, LogWarning
 
-__all__ = ["LogWriter", "read_events", "read_lines", "parse_event"]
+__all__ = ["LogWriter", "read_lines", "parse_event"]
 
 
 class LogWriter:
@@ -45,22 +46,26 @@ class LogWriter:
             pass
 
 
-def read_lines(path: str | os.PathLike, *, repair: bool = False) -> Iterator[tuple[int, int, bytes]]:
+def read_lines(source: str | os.PathLike | BinaryIO, *, repair: bool = False) -> Iterator[tuple[int, int, bytes]]:
     """``(line number, byte offset, raw line)`` of each non-blank line, streamed.
 
-    The last line is checked before it is given out: if it does not parse it
-    is dropped with a ``LogWarning`` (and, with ``repair``, cut off the file).
-    Earlier lines are given out raw; the caller parses them.
+    ``source`` is a path or a binary file object. The last line is checked
+    before it is given out: if it does not parse it is dropped with a
+    ``LogWarning`` (and, with ``repair``, cut off the file at ``source``, a
+    path). Earlier lines are given out raw; the caller parses them.
     """
-    path = Path(path)
-    try:
-        f = open(path, "rb")
-    except OSError as err:
-        raise LogError(f"cannot read the session log {path}: {err.strerror or err}") from err
+    if hasattr(source, "read"):
+        name, f = getattr(source, "name", "the log"), contextlib.nullcontext(source)
+    else:
+        name = Path(source)
+        try:
+            f = open(name, "rb")
+        except OSError as err:
+            raise LogError(f"cannot read the session log {name}: {err.strerror or err}") from err
     held: tuple[int, int, bytes] | None = None
     offset = 0
-    with f:
-        for number, raw in enumerate(f, start=1):
+    with f as lines:
+        for number, raw in enumerate(lines, start=1):
             if raw.strip():
                 if held is not None:
                     yield held
@@ -72,9 +77,9 @@ def read_lines(path: str | os.PathLike, *, repair: bool = False) -> Iterator[tup
     try:
         parse_event(raw)
     except ValueError:
-        warnings.warn(f"{path}: line {number} is torn (a crash while writing?) and was dropped", LogWarning, stacklevel=3)
+        warnings.warn(f"{name}: line {number} is torn (a crash while writing?) and was dropped", LogWarning, stacklevel=3)
         if repair:
-            with open(path, "r+b") as f:
+            with open(source, "r+b") as f:
                 f.truncate(start)
         return
     yield held
@@ -85,16 +90,3 @@ def parse_event(raw: bytes) -> dict[str, Any]:
     if not isinstance(event, dict) or not isinstance(event.get("type"), str):
         raise ValueError("not an event object with a type")
     return event
-
-
-def read_events(path: str | os.PathLike, *, repair: bool = False) -> Iterator[dict[str, Any]]:
-    """The events of a log, in order, in one streamed pass.
-
-    A torn last line is dropped (``LogWarning``; with ``repair`` cut off the
-    file); a bad earlier line raises ``LogError`` with ``.line``.
-    """
-    for number, _offset, raw in read_lines(path, repair=repair):
-        try:
-            yield parse_event(raw)
-        except ValueError as err:
-            raise LogError(f"{path}: line {number} is not a valid event: {err}", line=number) from None

@@ -221,3 +221,34 @@ def test_loaded_running_turn_then_interrupt_runs_the_queue(tmp_path):
     loaded.run()
     assert {t["id"]: t["status"] for t in loaded.turns} == {"t1": "cancelled", "t2": "running"}
     assert [n["id"] for n in loaded.path()] == ["u1", "u2"]
+
+
+def test_load_from_a_file_object_equals_loading_the_path(tmp_path):
+    """Session.load takes a binary file object too (bytes in memory, an archive member): same session, nothing written."""
+    import io
+
+    log = tmp_path / "s.jsonl"
+    s = make(log=log)
+    s.submit(message(m("u1", "hello")))
+    s.submit(view([m("u1"), m(None, "edit")]))
+    raw = log.read_bytes()
+    loaded = convlab.Session.load(io.BytesIO(raw))
+    assert loaded.snapshot() == convlab.Session.load(log, append=False).snapshot() == s.snapshot()
+    assert loaded.events == s.events
+    loaded.submit(message(m("u9", "goes on in memory")))
+    assert log.read_bytes() == raw
+    with pytest.raises(ValueError, match="needs the log's path"):
+        convlab.Session.load(io.BytesIO(raw), append=True)
+    with pytest.raises(ValueError, match="needs the log's path"):
+        convlab.Session.load(io.BytesIO(raw), lazy=True)
+
+
+def test_a_torn_last_line_of_a_file_object_is_dropped_with_a_warning(tmp_path):
+    import io
+
+    s = make()
+    s.submit(message(m("u1", "hello")))
+    raw = "".join(json.dumps(e) + "\n" for e in s.events).encode() + b'{"seq": 99, "ty'
+    with pytest.warns(convlab.LogWarning, match="torn"):
+        loaded = convlab.Session.load(io.BytesIO(raw))
+    assert loaded.snapshot() == s.snapshot()
