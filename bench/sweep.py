@@ -53,12 +53,12 @@ def run(smoke: bool) -> Row:
               5, "<=", num_label="tune", den_label="replay")
     try:
         import convlab
-        from convlab.tuning import grid
+        from convlab.tuning import config_grid
     except ImportError as err:
         row.error = f"not available: {err}"
         return row
     convs = conversations(n, messages, path_len)
-    configs = grid(BASE, GRID)
+    configs = config_grid(BASE, GRID)
     assert len(configs) == 100
 
     frames = []

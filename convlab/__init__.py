@@ -36,6 +36,8 @@ _LAZY = {
     "conversations_frame": "convlab.frames",
     "replay": "convlab.replaying",
     "tune": "convlab.tuning",
+    "config_grid": "convlab.tuning",
+    "Replay": "convlab.replaying",
     "Lab": "convlab.widgets",
     "TreeView": "convlab.widgets",
     "ChatView": "convlab.widgets",

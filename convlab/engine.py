@@ -1,14 +1,16 @@
 """Session: an executable, deterministic model of one agent's session in the engine.
 
 Every change is an event, and every event changes the model through one
-function, ``_apply``. The live session emits events into ``_apply``; loading
-a log feeds the same events through it. So a loaded session equals the live
-one by construction, and the log alone rebuilds it.
+function, ``_apply`` (the reducer). The live session emits events into
+``_apply``; loading a log feeds the same events through it. So a loaded
+session equals the live one by construction, and the log alone rebuilds it.
+``_apply`` only records: it never decides, asks or builds what a worker sees.
 
-What is not in the events is the running turn's program: the actions of the
-answer being run. It is the engine's work in flight; a log that ends mid-turn
-loses it (PROTOCOL.md 8), except a decision that was waiting, which the log
-holds whole.
+What is not in the events is the answer in flight (``_Answer``): the actions
+of the worker's answer not run yet. It is the engine's work in flight; a log
+that ends mid-answer loses it (PROTOCOL.md 8), except a decision that was
+waiting, which the log holds whole. What the events say about model calls
+(ids taken, calls held, the open ``context.limit``) lives in one ``_CallBook``.
 
 Rules are PROTOCOL.md's; where it is silent this module decides, and the
 docstring of the method says so ("gap").
@@ -16,11 +18,12 @@ docstring of the method says so ("gap").
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Callable, Mapping
+from typing import Any, BinaryIO, Callable, Iterable, Mapping
 
 from . import inputs, jsondata
 from .context import ContextConfig, DEFAULT_PROMPT, Strategy, applies, coerce, kept
@@ -28,8 +31,9 @@ from .errors import LogError, ProviderError, Refused
 from .lazy import LazyEvents, LazyTree
 from .log import LogWriter, parse_event, read_lines
 from .providers import EchoLLM
-from .tree import Tree, ViewError, message_of
 from .tokens import content_chars, content_text, estimate
+from .tree import Message, Tree, ViewError, message_of, new_node
+from .wire import Decision, Event, Receipt, Snapshot, Turn
 
 __all__ = ["Session", "chat_worker", "SUMMARY_PREFIX"]
 
@@ -38,10 +42,17 @@ SUMMARY_PREFIX = "The earlier conversation was summarized:\n\n"
 
 MAX_STEPS = 100_000  # a run() that takes more steps has a worker that never ends its turns
 
+#: How a turn can end (PROTOCOL.md 3).
+TURN_ENDS = ("turn.completed", "turn.failed", "turn.cancelled")
+
 
 def chat_worker(decision: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The built-in worker: call the model unless the path ends with an assistant
-    message; end the turn on a result; accept what ``context.limit`` proposes."""
+    message; end the turn on a result; accept what ``context.limit`` proposes.
+
+    >>> chat_worker({"type": "turn.start", "messages": [{"role": "user", "content": "hi"}]})
+    [{'type': 'llm.call'}]
+    """
     kind = decision["type"]
     if kind == "turn.start":
         messages = decision["messages"]
@@ -49,17 +60,55 @@ def chat_worker(decision: Mapping[str, Any]) -> list[dict[str, Any]]:
             return []
         return [{"type": "llm.call"}]
     if kind == "context.limit":
-        return jsondata.copy(decision["proposed"])
+        return list(decision["proposed"])
     return []
 
 
 @dataclass
-class _Program:
-    """The running turn's work in flight (not in the log)."""
+class _Answer:
+    """The worker's answer being run: its actions not run yet, and the last reply a
+    call in it recorded. When the actions are used up the engine asks
+    ``llm.result`` with that reply, or completes the turn when there is none
+    (PROTOCOL.md 4). A held call or ``turn.end`` ends the answer: the running
+    turn drops it (``Session._answer = None``), nothing else changes it."""
 
-    actions: deque = field(default_factory=deque)
-    called: bool = False  # the answer being run had an llm.call
-    reply: dict | None = None
+    actions: deque
+    reply: Message | None = None
+
+
+@dataclass
+class _CallBook:
+    """What the events say about model calls, changed only by ``_apply``.
+
+    ``ids``: call ids taken (``llm-N`` never repeats). ``held``: per call held
+    by ``context.limited``, its ``llm`` and ``model`` and whether a provider
+    refused it as too long (a held call is not held again; refused twice, the
+    turn fails). ``open_limit``: the held call whose ``context.limit`` is not
+    settled yet by ``context.replaced`` or ``context.kept``. ``called``: the
+    running turn has made a model call (``idle_secs`` applies only before).
+    """
+
+    ids: set[str] = field(default_factory=set)
+    held: dict[str, dict[str, Any]] = field(default_factory=dict)
+    open_limit: str | None = None
+    called: bool = False
+
+    def started(self, ev: Mapping[str, Any]) -> None:
+        self.ids.add(ev["call_id"])
+        if not ev.get("summary"):
+            self.called = True
+
+    def limited(self, ev: Mapping[str, Any]) -> None:
+        call_id = ev["call_id"]
+        self.ids.add(call_id)
+        self.called = True
+        entry = self.held.setdefault(call_id, {"llm": ev.get("llm"), "model": ev.get("model"), "overflowed": False})
+        entry["overflowed"] = entry["overflowed"] or ev["reason"] == "overflow"
+        self.open_limit = call_id
+
+    def turn_started(self) -> None:
+        self.called = False
+        self.open_limit = None
 
 
 class Session:
@@ -85,59 +134,37 @@ class Session:
         clock: float | None = None,
     ):
         self._setup(agent, coerce(config, agent), llm, worker, autorun, clock)
-        self._log: LogWriter | None = LogWriter(log) if log is not None else None
+        self._log = LogWriter(log) if log is not None else None
         self._emit("session.started", agent=agent, config=self.config.to_dict())
 
     def _setup(self, agent: str, config: ContextConfig, llm: Any, worker: Any, autorun: bool, clock: float | None) -> None:
         """Everything a new or a loaded session starts from (the one constructor both use)."""
-        self.agent = agent
-        self.config = config
-        self.llms = self._providers(llm)
+        if not isinstance(agent, str) or not agent:
+            raise ValueError(f"agent must be a non-empty string, got {agent!r}")
         if worker not in ("chat", "manual") and not callable(worker):
             raise ValueError(f"worker must be 'chat', 'manual' or a callable, got {worker!r}")
+        self.agent = agent
+        self.config = config
+        self.llms = _providers(llm)
         self.worker = worker
         self.autorun = bool(autorun)
         self.clock = float(clock or 0.0)
-        self._reset_model()
-        self._subscribers: list[Callable[[dict], None]] = []
-        self._log = None
-
-    def _reset_model(self) -> None:
-        self._tree = Tree()
-        self.events: list[dict[str, Any]] = []
-        self.turns: list[dict[str, Any]] = []
-        self._turn_of: dict[str, dict[str, Any]] = {}
+        self._tree: Tree = Tree()
+        self.events: list[Event] = []
+        self.turns: list[Turn] = []
+        self._turn_of: dict[str, Turn] = {}
         self._queue: list[str] = []
         self._running: str | None = None
-        self.pending: dict[str, Any] | None = None
-        self._asked: dict[str, Any] | None = None  # the pending decision as logged
-        self._loading = False
         self.last_turn_end: float | None = None
         self._waiting_ids: set[str] = set()  # message ids in queued turns
-        self._call_ids: set[str] = set()
-        self._held: set[str] = set()  # call ids held once (not held again)
-        self._overflowed: set[str] = set()  # call ids refused as too long once
-        self._held_calls: dict[str, dict] = {}
-        self._limit_open: str | None = None  # call id of a context.limited not yet replaced/kept
-        self._first_call_done = False
+        self._calls = _CallBook()
+        self._asked: dict[str, Any] | None = None  # the waiting decision as logged
+        self._pending: Decision | None = None  # ... as the worker sees it, built on first use
+        self._answer: _Answer | None = None
         self._e_next = 1
         self._llm_next = 1
-        self._prog: _Program | None = None
-
-    @staticmethod
-    def _providers(llm: Any) -> dict[str, Any]:
-        if llm is None:
-            return {"default": EchoLLM()}
-        if isinstance(llm, Mapping):
-            if not llm:
-                raise ValueError("llm: give at least one provider")
-            for name, p in llm.items():
-                if not hasattr(p, "complete"):
-                    raise ValueError(f"llm[{name!r}] has no complete(request) method")
-            return dict(llm)
-        if not hasattr(llm, "complete"):
-            raise ValueError(f"llm must be a provider (with complete(request)) or {{name: provider}}, got {llm!r}")
-        return {"default": llm}
+        self._subscribers: list[Callable[[dict], None]] = []
+        self._log: LogWriter | None = None
 
     def __repr__(self) -> str:
         return (
@@ -172,16 +199,24 @@ class Session:
         """The worker state along the active path (PROTOCOL.md 6)."""
         return self._tree.state_at()
 
+    @property
+    def idle_for(self) -> float | None:
+        """Seconds since the previous turn ended (what ``idle_secs`` measures); None before any turn ended."""
+        return None if self.last_turn_end is None else self.clock - self.last_turn_end
+
+    @property
+    def pending(self) -> Decision | None:
+        """The waiting decision request, as the worker sees it (the path root ->
+        its head as ``messages``: fresh dicts, the worker's to keep), or None."""
+        if self._pending is None and self._asked is not None:
+            self._pending = self._worker_view(self._asked)
+        return self._pending
+
     def path(self, node_id: str | None = None) -> list[dict[str, Any]]:
         """Node dicts root -> head (or root -> ``node_id``): what the model reads."""
         if node_id is not None and node_id not in self._tree:
             raise KeyError(f"no message {node_id!r} in the tree")
         return self._tree.path(node_id)
-
-    @property
-    def idle_for(self) -> float | None:
-        """Seconds since the previous turn ended (what ``idle_secs`` measures); None before any turn ended."""
-        return None if self.last_turn_end is None else self.clock - self.last_turn_end
 
     def tokens(self) -> int:
         """The count of PROTOCOL.md 5.1 for the active path (O(1))."""
@@ -191,14 +226,14 @@ class Session:
         """Children of a node (None: the top-level messages), oldest first."""
         return self._tree.children(node_id)
 
-    def view(self, node_id: str) -> list[dict[str, Any]]:
+    def view(self, node_id: str) -> list[Message]:
         """The view root -> ``node_id``, every message with its id: submitted as
         ``client.messages`` it moves the head there and writes nothing."""
         if node_id not in self._tree:
             raise KeyError(f"no message {node_id!r} in the tree")
-        return [message_of(n) for n in self._tree.path(node_id)]
+        return self._tree.messages(node_id)
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> Snapshot:
         """The whole tree as JSON: agent, head, every node with its attributes, turns."""
         return {
             "agent": self.agent,
@@ -208,7 +243,8 @@ class Session:
         }
 
     def subscribe(self, fn: Callable[[dict], None]) -> Callable[[], None]:
-        """Call ``fn(event)`` after every event; returns a function that unsubscribes."""
+        """Call ``fn(event)`` after every event, and on every ``llm.delta``
+        while a call streams; returns a function that unsubscribes."""
         self._subscribers.append(fn)
 
         def unsubscribe() -> None:
@@ -226,13 +262,13 @@ class Session:
     # ------------------------------------------------------------------
     # events: the one way the model changes
     # ------------------------------------------------------------------
-    def _emit(self, type_: str, turn_id: str | None = None, **fields: Any) -> dict[str, Any]:
-        event = {"seq": len(self.events) + 1, "time": self.clock, "type": type_}
-        if type_ == "message.new":
-            fields["message"]["seq"] = self._tree.seq + 1
+    def _emit(self, type_: str, turn_id: str | None = None, **fields: Any) -> Event:
+        """Record an event. Its fields are trusted: checked and copied at the edge
+        (``inputs``), or built here; nothing keeps a reference to change them."""
+        event: dict[str, Any] = {"seq": len(self.events) + 1, "time": self.clock, "type": type_}
         if turn_id is not None:
             event["turn_id"] = turn_id
-        event.update(jsondata.copy(fields))
+        event.update(fields)
         self._apply(event)
         self.events.append(event)
         if self._log is not None:
@@ -242,21 +278,33 @@ class Session:
         return event
 
     def _apply(self, ev: Mapping[str, Any]) -> None:
+        """The reducer: change the model by one event (live, or read from a log)."""
         t = ev["type"]
-        tree = self._tree
         if t == "message.new":
             msg = ev["message"]
-            tree.add(msg, msg.get("parent"))
-            tree.head = msg["id"]
+            self._tree.add(msg, msg["parent"])
+            self._tree.head = msg["id"]
             self._waiting_ids.discard(msg["id"])
         elif t == "head.moved":
-            tree.head = ev["to"]
+            self._tree.head = ev["to"]
         elif t == "state.changed":
-            tree.set_state(ev["node"], ev["state"])
-        elif t == "turn.queued":
-            turn = jsondata.copy(ev["turn"])
-            self.turns.append(turn)
-            self._turn_of[turn["id"]] = turn
+            self._tree.set_state(ev["node"], ev["state"])
+        elif t.startswith("turn."):
+            self._apply_turn(t, ev)
+        elif t == "decision.requested":
+            self._asked, self._pending = ev["decision"], None
+        elif t == "decision.answered":
+            self._asked = self._pending = None
+        elif t == "llm.started":
+            self._calls.started(ev)
+        elif t == "context.limited":
+            self._calls.limited(ev)
+        elif t in ("context.replaced", "context.kept"):
+            self._calls.open_limit = None
+
+    def _apply_turn(self, t: str, ev: Mapping[str, Any]) -> None:
+        if t == "turn.queued":
+            turn = self._keep_turn(ev["turn"])
             self._queue.append(turn["id"])
             self._waiting_ids.update(m["id"] for m in turn["messages"] if m.get("id"))
         elif t == "turn.merged":
@@ -267,63 +315,43 @@ class Session:
             self._waiting_ids.update(m["id"] for m in ev["messages"] if m.get("id"))
         elif t == "turn.started":
             tid = ev["turn_id"]
-            turn = self._turn_of.get(tid)
-            if turn is None:
-                turn = jsondata.copy(ev["turn"])
-                self.turns.append(turn)
-                self._turn_of[tid] = turn
-            else:
+            if tid in self._turn_of:
                 self._queue.remove(tid)
-            turn["status"] = "running"
-            turn["messages"] = []  # recorded now: the trigger names them
-            turn["trigger"] = jsondata.copy(ev["trigger"])
-            turn["started"] = ev["time"]
+                turn = self._turn_of[tid]
+            else:
+                turn = self._keep_turn(ev["turn"])
+            turn.update(status="running", messages=[], trigger=jsondata.copy(ev["trigger"]), started=ev["time"])
             self._running = tid
-            self._first_call_done = False
-            self._limit_open = None
-        elif t in ("turn.completed", "turn.failed", "turn.cancelled"):
+            self._calls.turn_started()
+        elif t in TURN_ENDS:
             turn = self._turn_of[ev["turn_id"]]
-            turn["status"] = t.split(".")[1]
-            turn["ended"] = ev["time"]
+            turn.update(status=t.split(".")[1], ended=ev["time"])
             if t == "turn.failed":
                 turn["error"] = ev.get("error")
-            if t == "turn.cancelled":
+            elif t == "turn.cancelled":
                 turn["reason"] = ev.get("reason")
             if self._running == ev["turn_id"]:
                 self._running = None
             self.last_turn_end = ev["time"]
-            self.pending = self._asked = None
-            self._limit_open = None
-        elif t == "decision.requested":
-            self._asked = ev["decision"]
-            # loading builds only the decision still waiting at the end (load())
-            self.pending = None if self._loading else self._pending_from(ev["decision"])
-        elif t == "decision.answered":
-            self.pending = self._asked = None
-        elif t == "llm.started":
-            self._call_ids.add(ev["call_id"])
-            if not ev.get("summary"):
-                self._first_call_done = True
-        elif t == "context.limited":
-            self._call_ids.add(ev["call_id"])
-            self._first_call_done = True
-            (self._overflowed if ev["reason"] == "overflow" else self._held).add(ev["call_id"])
-            self._held_calls[ev["call_id"]] = {"llm": ev.get("llm"), "model": ev.get("model")}
-            self._limit_open = ev["call_id"]
-        elif t in ("context.replaced", "context.kept"):
-            self._limit_open = None
+            self._asked = self._pending = None
+            self._calls.open_limit = None
+
+    def _keep_turn(self, logged: Mapping[str, Any]) -> Turn:
+        turn = jsondata.copy(logged)  # the session changes its own turns; the event stays as logged
+        self.turns.append(turn)
+        self._turn_of[turn["id"]] = turn
+        return turn
 
     # ------------------------------------------------------------------
     # ids
     # ------------------------------------------------------------------
-    def _new_ids(self, n: int, given: set[str] = frozenset()) -> list[str]:
-        """``n`` engine ids ``eN``: in order, skipping any recorded or waiting id.
+    def _new_ids(self, n: int, given: Iterable[str] = ()) -> list[str]:
+        """``n`` engine ids ``eN``: in order, skipping any recorded, waiting or ``given`` id.
 
         Nothing is reserved: an id is taken once its message is recorded, so a
         loaded session hands out the same ids as the live one would have.
         """
-        taken = self._tree
-        waiting = self._waiting_ids
+        taken, waiting, given = self._tree, self._waiting_ids, set(given)
         k = self._e_next
         while f"e{k}" in taken or f"e{k}" in waiting:
             k += 1
@@ -336,17 +364,26 @@ class Session:
                 out.append(cand)
         return out
 
+    def _ids_for(self, messages: list[Mapping[str, Any]]) -> list[str]:
+        """The id each message is recorded under: its own, or the next engine id."""
+        fresh = iter(self._new_ids(sum(1 for m in messages if not m.get("id")), (m["id"] for m in messages if m.get("id"))))
+        return [m.get("id") or next(fresh) for m in messages]
+
     def _new_call_id(self) -> str:
         k = self._llm_next
-        while f"llm-{k}" in self._call_ids:
+        while f"llm-{k}" in self._calls.ids:
             k += 1
         self._llm_next = k
         return f"llm-{k}"
 
+    def _known(self, message_id: str | None) -> bool:
+        """Recorded, or waiting in a queued turn."""
+        return message_id is not None and (message_id in self._tree or message_id in self._waiting_ids)
+
     # ------------------------------------------------------------------
-    # client input
+    # client input (PROTOCOL.md 2 and 3)
     # ------------------------------------------------------------------
-    def submit(self, message: Mapping[str, Any]) -> dict[str, Any]:
+    def submit(self, message: Mapping[str, Any]) -> Receipt:
         """Take one client input. Returns the receipt, or raises ``Refused``
         (400, 404, 409). A refused input writes nothing, moves nothing and
         emits nothing."""
@@ -362,115 +399,115 @@ class Session:
             self.run()
         return receipt
 
-    def _busy(self) -> bool:
-        return self._running is not None
-
     def _refuse_busy(self) -> None:
         raise Refused(409, f"turn {self._running} is running: send queue: true to wait, or interrupt it first", turn_id=self._running)
 
-    def _submit_messages(self, inp: dict[str, Any]) -> dict[str, Any]:
+    def _submit_messages(self, inp: dict[str, Any]) -> Receipt:
         kind, msgs, queue = inp["type"], inp["messages"], inp.get("queue")
-        # a retry: every message already recorded or waiting (checked before 409)
-        known = [m for m in msgs if m.get("id") is not None and (m["id"] in self._tree or m["id"] in self._waiting_ids)]
-        if len(known) == len(msgs):
-            return {"status": 200, "duplicate": True, "turn_id": self._turn_that_took(msgs[0]["id"]), "queued": False, "merged": False}
-        fresh = [m for m in msgs if m not in known]
-        client_state = inp.get("state")
-        wants_queue = queue is True or queue == "merge"
-        if self._busy() and not wants_queue:
+        fresh = [m for m in msgs if not self._known(m.get("id"))]
+        if not fresh:  # a retry: every message already recorded or waiting (checked before 409)
+            return _receipt(200, self._turn_that_took(msgs[0]["id"]), duplicate=True)
+        if self._running is not None and queue is None:
             self._refuse_busy()
-        if wants_queue and (self._busy() or self._queue):
+        if queue is not None and (self._running is not None or self._queue):
             last = self._turn_of[self._queue[-1]] if self._queue else None
             if queue == "merge" and last is not None and last["queue"] == "merge":
-                self._emit("turn.merged", turn_id=last["id"], messages=fresh, client_state=client_state)
-                return {"status": 202, "turn_id": last["id"], "queued": True, "merged": True, "duplicate": False}
-            turn = self._new_turn({"type": kind, "message_ids": []}, "merge" if queue == "merge" else "queue", client_state, fresh)
+                self._emit("turn.merged", turn_id=last["id"], messages=fresh, client_state=inp.get("state"))
+                return _receipt(202, last["id"], queued=True, merged=True)
+            turn = self._new_turn({"type": kind, "message_ids": []}, inp, fresh, queue="merge" if queue == "merge" else "queue")
             turn["status"] = "queued"
             self._emit("turn.queued", turn_id=turn["id"], turn=turn)
-            return {"status": 202, "turn_id": turn["id"], "queued": True, "merged": False, "duplicate": False}
-        turn = self._new_turn({"type": kind, "message_ids": []}, None, client_state, fresh)
-        self._start(turn, fresh)
-        return {"status": 200, "turn_id": turn["id"], "queued": False, "merged": False, "duplicate": False}
+            return _receipt(202, turn["id"], queued=True)
+        turn = self._new_turn({"type": kind, "message_ids": []}, inp, fresh)
+        self._start(turn, fresh, under=self.head)
+        return _receipt(200, turn["id"])
 
     def _turn_that_took(self, mid: str) -> str | None:
         if mid in self._tree:
             return self._tree.node(mid)["turn_id"]
-        for tid in self._queue:
-            if any(m.get("id") == mid for m in self._turn_of[tid]["messages"]):
-                return tid
-        return None
+        return next((tid for tid in self._queue if any(m.get("id") == mid for m in self._turn_of[tid]["messages"])), None)
 
-    def _new_turn(self, trigger: dict, queue: str | None, client_state: Any, messages: list) -> dict[str, Any]:
+    def _new_turn(self, trigger: dict[str, Any], inp: Mapping[str, Any], messages: list, queue: str | None = None) -> Turn:
+        """A turn for an accepted input (its trigger's ``message_ids`` are named when it starts)."""
         return {
             "id": f"t{len(self.turns) + 1}",
             "status": "running",
             "trigger": trigger,
             "queue": queue,
-            "client_state": jsondata.copy(client_state) if client_state is not None else {},
-            "messages": jsondata.copy(messages),
+            "client_state": inp.get("state") or {},
+            "messages": messages if queue else [],  # a queued turn holds its messages until it starts
             "created": self.clock,
             "started": None,
             "ended": None,
             "error": None,
         }
 
-    def _start(self, turn: dict[str, Any], messages: list[dict[str, Any]] | None = None, *, under: Any = ..., trigger: dict | None = None) -> None:
-        """Start ``turn``: ``turn.started``, then its messages as a chain under
-        the head (or ``under``), then the ``turn.start`` decision."""
-        tid = turn["id"]
-        messages = [m for m in (messages or []) if not (m.get("id") and m["id"] in self._tree)]
-        ids = self._assign_ids(messages)
-        if trigger is None:
-            trigger = dict(turn["trigger"])
-            if "message_ids" in trigger:
-                trigger["message_ids"] = ids
-        queued = tid in self._turn_of
-        self._emit("turn.started", turn_id=tid, trigger=trigger, **({} if queued else {"turn": turn}))
-        parent = self.head if under is ... else under
-        for m, mid in zip(messages, ids):
-            node = inputs.node_from(m, mid, parent=parent, time=self.clock, turn_id=tid)
-            self._emit("message.new", turn_id=tid, message=node)
-            parent = mid
-        self._prog = _Program()
-        self._request("turn.start")
-
-    def _assign_ids(self, messages: list[dict[str, Any]]) -> list[str]:
-        missing = sum(1 for m in messages if not m.get("id"))
-        fresh = iter(self._new_ids(missing, {m["id"] for m in messages if m.get("id")}))
-        return [m["id"] if m.get("id") else next(fresh) for m in messages]
-
-    def _submit_view(self, inp: dict[str, Any]) -> dict[str, Any]:
+    def _submit_view(self, inp: dict[str, Any]) -> Receipt:
         view = inp["messages"]
         try:
             new_from, last = self._tree.match(view)
         except ViewError as err:
             raise Refused(400, str(err)) from None
         rest = view[new_from:]
-        client_state = inp.get("state")
-        trigger = {"type": "client.messages", "new_from": new_from}
-        if rest:
-            if self._busy():
-                self._refuse_busy()
-            turn = self._new_turn(trigger, None, client_state, rest)
-            self._start(turn, rest, under=last, trigger=trigger)
-        else:
-            moves = last != self.head
-            if self._busy() and not moves:
-                self._refuse_busy()
-            turn = self._new_turn(trigger, None, client_state, [])
-            if moves:
-                self._emit("head.moved", turn_id=turn["id"], **{"from": self.head, "to": last})
-            if self._busy():
-                self._end_turn("turn.cancelled", reason=f"the head moved to {last} (turn {turn['id']})")
-            self._start(turn, [], trigger=trigger)
-        return {"status": 200, "turn_id": turn["id"], "new_from": new_from, "queued": False, "merged": False, "duplicate": False}
+        moves = last != self.head
+        if self._running is not None and (rest or not moves):
+            self._refuse_busy()
+        turn = self._new_turn({"type": "client.messages", "new_from": new_from}, inp, rest)
+        if not rest and moves:
+            self._emit("head.moved", turn_id=turn["id"], **{"from": self.head, "to": last})
+        if self._running is not None:  # a head-only view during a turn: it runs next, ahead of the queue
+            self._end_turn("turn.cancelled", then_queue=False, reason=f"the head moved to {last} (turn {turn['id']})")
+        self._start(turn, rest, under=last)
+        return _receipt(200, turn["id"], new_from=new_from)
 
-    def _interrupt(self) -> dict[str, Any]:
-        if not self._busy():
+    def _interrupt(self) -> Receipt:
+        if self._running is None:
             raise Refused(409, "no turn is running: nothing to interrupt")
         tid = self._running
         self._end_turn("turn.cancelled", reason="interrupted")
-        return {"status": 200, "turn_id": tid, "queued": False, "merged": False, "duplicate": False}
+        return _receipt(200, tid)
+
+    # ------------------------------------------------------------------
+    # turns
+    # ------------------------------------------------------------------
+    def _start(self, turn: Turn, messages: list[Message], *, under: str | None) -> None:
+        """Start ``turn``: ``turn.started``, its messages as a chain under
+        ``under``, then the ``turn.start`` decision."""
+        tid = turn["id"]
+        messages = [m for m in messages if not (m.get("id") and m["id"] in self._tree)]
+        ids = self._ids_for(messages)
+        trigger = turn["trigger"]
+        if "message_ids" in trigger:
+            trigger = {**trigger, "message_ids": ids}
+        queued = tid in self._turn_of
+        self._emit("turn.started", turn_id=tid, trigger=trigger, **({} if queued else {"turn": turn}))
+        for m, mid in zip(messages, ids):
+            self._emit("message.new", turn_id=tid, message=new_node(m, id=mid, parent=under, seq=self._tree.seq + 1,
+                                                                    time=self.clock, turn_id=tid))
+            under = mid
+        self._request("turn.start")
+
+    def _start_next(self) -> bool:
+        """Start the first queued turn, if any: its messages go under the head now."""
+        if not self._queue:
+            return False
+        turn = self._turn_of[self._queue[0]]
+        self._start(turn, turn["messages"], under=self.head)
+        return True
+
+    def _end_turn(self, kind: str, *, then_queue: bool = True, **fields: Any) -> None:
+        """End the running turn, however it ends: the open ``context.limit`` is
+        settled (``context.kept``), the answer in flight is dropped, and the next
+        queued turn starts at once (rev 3: a queue never waits while no turn runs),
+        except when a head-only view cancels the turn: its own turn runs next."""
+        self._settle_limit()
+        self._answer = None
+        self._emit(kind, turn_id=self._running, **fields)
+        if then_queue:
+            self._start_next()
+
+    def _fail(self, error: str) -> None:
+        self._end_turn("turn.failed", error=error)
 
     # ------------------------------------------------------------------
     # running
@@ -483,51 +520,58 @@ class Session:
         raise RuntimeError(f"run() took more than {MAX_STEPS} steps: does the worker ever end its turns?")
 
     def step(self) -> bool:
-        """One engine step: start a queued turn, answer a decision, or run one
-        action. Returns False when there is nothing to do (or a decision waits
-        for ``decide``)."""
+        """One engine step: answer a decision, or run one action. Returns False
+        when there is nothing to do (or a decision waits for ``decide``)."""
         if self._running is None:
-            if not self._queue:
-                return False
-            turn = self._turn_of[self._queue[0]]
-            self._start(turn, turn["messages"])
-            return True
-        if self.pending is not None:
-            if self.worker == "manual":
-                return False
-            worker = chat_worker if self.worker == "chat" else self.worker
-            actions = worker(self.pending if worker is chat_worker else self._pending_from(self._asked))
-            try:
-                actions = inputs.validate_actions(actions)
-            except Refused as err:
-                self._emit("decision.answered", turn_id=self._running, actions=[])
-                self._fail(f"the worker's answer is not a list of actions: {err}")
-                return True
-            self._answer(actions)
-            return True
-        if self._prog is None:
-            return False  # a turn loaded from a log mid-flight: it waits for an interrupt
-        if self._prog.actions:
-            self._run_action(self._prog.actions.popleft())
-            return True
-        if self._prog.called:
-            self._request("llm.result", reply=self._prog.reply)
+            return self._start_next()  # only a log written before rev 3 can leave a queue waiting
+        if self._asked is not None:
+            return self._ask_worker()
+        if self._answer is None:
+            return False  # a turn loaded from a log mid-answer: it waits for an interrupt
+        if self._answer.actions:
+            self._run_action(self._answer.actions.popleft())
+        elif self._answer.reply is not None:
+            self._request("llm.result", reply=self._answer.reply)
         else:
             self._end_turn("turn.completed")
         return True
 
+    def _ask_worker(self) -> bool:
+        if self.worker == "manual":
+            return False
+        actions = (chat_worker if self.worker == "chat" else self.worker)(self.pending)
+        try:
+            actions = inputs.validate_actions(actions)
+        except Refused as err:
+            self._emit("decision.answered", turn_id=self._running, actions=[])
+            self._fail(f"the worker's answer is not a list of actions: {err}")
+            return True
+        self._on_answer(actions)
+        return True
+
     def decide(self, actions: list[dict[str, Any]]) -> None:
-        """Answer the waiting decision with a list of actions."""
-        if self.pending is None:
+        """Answer the waiting decision with a list of actions.
+
+        Refused (400, naming the action and field) when the answer's shape is
+        wrong or an ``llm.call`` names a provider the session does not have:
+        nothing runs and the decision still waits. An answer of the right shape
+        runs; its actions fail the turn where PROTOCOL.md says so (an empty
+        ``context.replace``, 5.4).
+        """
+        if self._asked is None:
             raise Refused(409, "no decision is waiting")
-        self._answer(inputs.validate_actions(actions))
+        actions = inputs.validate_actions(actions)
+        for i, a in enumerate(actions):
+            if a["type"] == "llm.call" and a.get("llm") is not None and a["llm"] not in self.llms:
+                raise Refused(400, f"actions[{i}].llm: no provider named {a['llm']!r} (known: {', '.join(self.llms)})")
+        self._on_answer(actions)
         if self.autorun:
             self.run()
 
     def _request(self, kind: str, **extra: Any) -> None:
         """Ask the worker. The event names the head instead of holding the path
         (the path of a node never changes), so a decision costs O(1) in the log
-        however long the conversation; ``pending`` reads it as a ``PathView``."""
+        however long the conversation."""
         turn = self._turn_of[self._running]
         decision = {
             "type": kind,
@@ -540,55 +584,46 @@ class Session:
         }
         self._emit("decision.requested", turn_id=turn["id"], decision=decision)
 
-    def _pending_from(self, logged: Mapping[str, Any]) -> dict[str, Any]:
+    def _worker_view(self, logged: Mapping[str, Any]) -> Decision:
         """The decision request a worker sees: the logged one plus the path
         root -> its head as ``messages`` (fresh dicts, the worker's to keep)."""
         decision = jsondata.copy(dict(logged))
         decision["messages"] = self._tree.messages(decision["head"])
         call = decision.get("call")
         if call is not None and call["request"].get("messages") is None:
-            call["request"]["messages"] = [dict(m) for m in decision["messages"]]
+            call["request"]["messages"] = self._tree.messages(decision["head"])
         return decision
 
-    def _answer(self, actions: list[dict[str, Any]]) -> None:
-        decision = self.pending
-        tid = self._running
-        self._emit("decision.answered", turn_id=tid, actions=actions)
-        self._prog = _Program(actions=deque(jsondata.copy(actions)))
-        if decision["type"] == "context.limit":
-            replaces = False
-            for a in actions:
-                if a["type"] == "turn.end":
-                    break
-                if a["type"] == "context.replace":
-                    replaces = True
-                    break
-            if not replaces:
-                self._emit("context.kept", turn_id=tid, call_id=decision["call"]["id"])
+    def _on_answer(self, actions: list[dict[str, Any]]) -> None:
+        """Take the worker's answer: it becomes the answer in flight. An answer to
+        ``context.limit`` that will not run a ``context.replace`` (none before a
+        ``turn.end``) settles it right away (``context.kept``)."""
+        answering_limit = self._asked["type"] == "context.limit"
+        self._emit("decision.answered", turn_id=self._running, actions=actions)
+        self._answer = _Answer(deque(actions))
+        if answering_limit and not _replaces(actions):
+            self._settle_limit()
 
-    def _end_turn(self, kind: str, **fields: Any) -> None:
-        tid = self._running
-        if self._limit_open is not None:
-            self._emit("context.kept", turn_id=tid, call_id=self._limit_open)
-        self._prog = None
-        self._emit(kind, turn_id=tid, **fields)
-
-    def _fail(self, error: str) -> None:
-        self._end_turn("turn.failed", error=error)
+    def _settle_limit(self) -> None:
+        """``context.kept`` for the open ``context.limit``, if any: with
+        ``context.replaced`` (emitted by the replace itself) the one event that
+        settles it (PROTOCOL.md 5.3)."""
+        if self._calls.open_limit is not None:
+            self._emit("context.kept", turn_id=self._running, call_id=self._calls.open_limit)
 
     def _run_action(self, action: dict[str, Any]) -> None:
         kind = action["type"]
         tid = self._running
         if kind == "llm.call":
-            self._prog.called = True
             self._call(action)
         elif kind == "message.add":
             msg = action["message"]
-            if msg.get("id") and (msg["id"] in self._tree or msg["id"] in self._waiting_ids):
+            if self._known(msg.get("id")):
                 self._fail(f"message.add: id {msg['id']!r} is already recorded")
                 return
-            (mid,) = self._assign_ids([msg])
-            self._emit("message.new", turn_id=tid, message=inputs.node_from(msg, mid, parent=self.head, time=self.clock, turn_id=tid))
+            (mid,) = self._ids_for([msg])
+            self._emit("message.new", turn_id=tid, message=new_node(msg, id=mid, parent=self.head, seq=self._tree.seq + 1,
+                                                                    time=self.clock, turn_id=tid))
         elif kind == "state.set":
             if self.head is None:
                 self._fail("state.set: there is no message to attach the state to")
@@ -597,59 +632,50 @@ class Session:
         elif kind == "context.replace":
             self._replace(action)
         elif kind == "turn.end":
-            self._prog.actions.clear()
             self._end_turn("turn.completed")
 
     # ------------------------------------------------------------------
     # model calls and making room (PROTOCOL.md 5)
     # ------------------------------------------------------------------
-    def _provider(self, name: str | None) -> tuple[str, Any]:
-        if name is None:
-            name = next(iter(self.llms))
-        if name not in self.llms:
-            raise KeyError(name)
-        return name, self.llms[name]
-
     def _call(self, action: dict[str, Any]) -> None:
+        """One ``llm.call``: checked against the strategies unless it was held
+        before, then run; the reply is recorded under the head."""
         tid = self._running
         call_id = action.get("id") or self._new_call_id()
-        known = self._held_calls.get(call_id, {})
-        llm_name = action.get("llm") or known.get("llm")
-        model = action.get("model") or known.get("model")
-        try:
-            llm_name, provider = self._provider(llm_name)
-        except KeyError:
+        held = self._calls.held.get(call_id)
+        llm_name = action.get("llm") or (held or {}).get("llm") or next(iter(self.llms))
+        model = action.get("model") or (held or {}).get("model")
+        if llm_name not in self.llms:
             self._fail(f"llm.call: no provider named {llm_name!r} (known: {', '.join(self.llms)})")
             return
         stream = action.get("stream", True)
         given = action.get("messages")
-        messages = jsondata.copy(given) if given is not None else self._tree.messages()
-        first_call = not self._first_call_done
-        if call_id not in self._held and call_id not in self._overflowed:
-            tokens = self._tree.count() if given is None else estimate(sum(content_chars(m.get("content")) for m in given))
-            limit = applies(self.config, tokens, first_call=first_call, idle_for=self.idle_for)
+        call = {"id": call_id, "llm": llm_name, "model": model, "messages": given, "stream": stream}
+        if held is None:
+            tokens = self._tree.count() if given is None else estimate(sum(content_chars(m["content"]) for m in given))
+            limit = applies(self.config, tokens, first_call=not self._calls.called, idle_for=self.idle_for)
             if limit is not None:
-                self._hold(call_id, llm_name, model, given, stream, limit.reason, limit.strategy, tokens)
+                self._hold(call, limit.reason, limit.strategy, tokens)
                 return
         self._emit("llm.started", turn_id=tid, call_id=call_id, summary=False, llm=llm_name, model=model)
         (mid,) = self._new_ids(1)  # exact: nothing else is recorded while the call runs
-        on_delta = self._delta_to(tid, call_id, mid) if stream else None
+        messages = jsondata.copy(given) if given is not None else self._tree.messages()  # the provider's to keep
+        request = {"model": model, "messages": messages, "stream": stream, "summary": False}
         try:
-            result = self._complete(provider, {"model": model, "messages": messages, "stream": stream, "summary": False}, on_delta)
+            reply = self._complete(self.llms[llm_name], request, self._delta_to(tid, call_id, mid) if stream else None)
         except ProviderError as err:
             self._emit("llm.failed", turn_id=tid, call_id=call_id, error=err.kind, message=str(err))
-            if err.kind == "too_long" and call_id not in self._overflowed:
-                self._hold(call_id, llm_name, model, given, stream, "overflow", self.config.summarize_strategy(), self._tree.count())
+            if err.kind == "too_long" and not (held or {}).get("overflowed"):
+                self._hold(call, "overflow", self.config.summarize_strategy(), self._tree.count())
             elif err.kind == "too_long":
                 self._fail(f"the provider refused call {call_id} as too long again")
             else:
                 self._fail(f"call {call_id} failed: {err}")
             return
-        self._emit("llm.completed", turn_id=tid, call_id=call_id, usage=result["usage"])
-        node = inputs.node_from({"role": "assistant", **result}, mid, parent=self.head, time=self.clock, turn_id=tid)
-        node["usage"] = result["usage"]
+        self._emit("llm.completed", turn_id=tid, call_id=call_id, usage=reply["usage"])
+        node = new_node({"role": "assistant", **reply}, id=mid, parent=self.head, seq=self._tree.seq + 1, time=self.clock, turn_id=tid)
         self._emit("message.new", turn_id=tid, message=node)
-        self._prog.reply = message_of(self._tree.node(mid))
+        self._answer.reply = message_of(node)
 
     def _delta_to(self, turn_id: str, call_id: str, message_id: str) -> Callable[[str], None]:
         """What passes a streamed chunk on as ``llm.delta`` (PROTOCOL.md 7, rev 3): to
@@ -679,48 +705,54 @@ class Session:
                 on_delta(text)
         return reply
 
-    def _hold(self, call_id: str, llm_name: str, model: str | None, messages: list | None, stream: bool, reason: str, strategy: Strategy, tokens: int) -> None:
-        """Hold the call: ``context.limited``, the plan (with its summary
-        calls), then the ``context.limit`` decision. ``messages`` are the
-        call's own messages, None when it reads the active path."""
+    def _hold(self, call: dict[str, Any], reason: str, strategy: Strategy, tokens: int) -> None:
+        """Hold the call (PROTOCOL.md 5.3): ``context.limited``, the plan (with its
+        summary calls), then the ``context.limit`` decision. Holding ends the
+        answer in flight: its remaining actions are dropped (gap), the answer to
+        ``context.limit`` takes their place."""
         tid = self._running
-        self._emit(
-            "context.limited", turn_id=tid, reason=reason, strategy=strategy.use, tokens=tokens,
-            window=self.config.window, call_id=call_id, llm=llm_name, model=model,
-        )
-        tree = self._tree
-        kept_ids = [n["id"] for n in kept(tree.node(n) for n in tree.ancestors(self.head))]
-        keep = [message_of(tree.node(n)) for n in kept_ids]
-        as_was = [{"type": "llm.call", "id": call_id}]
-        if strategy.use == "reset":
-            proposed = as_was if not keep else [{"type": "context.replace", "messages": keep}, *as_was]
-        else:
-            before = self._tree.path_ids()[: self._tree.depth(self.head) - len(kept_ids)] if self.head else []
-            summary = self._summarize([self._tree.node(n) for n in before], strategy)
-            proposed = as_was if summary is None else [{"type": "context.replace", "summary": summary, "messages": keep}, *as_was]
-        self._prog.actions.clear()  # a held call ends its answer
-        self._prog.called = False
+        self._answer = None
+        self._emit("context.limited", turn_id=tid, reason=reason, strategy=strategy.use, tokens=tokens,
+                   window=self.config.window, call_id=call["id"], llm=call["llm"], model=call["model"])
         self._request(
             "context.limit",
             reason=reason,
             strategy=strategy.use,
             tokens=tokens,
             window=self.config.window,
-            call={"id": call_id, "llm": llm_name, "request": {"model": model, "messages": messages}, "stream": stream},
-            proposed=proposed,
+            call={"id": call["id"], "llm": call["llm"], "request": {"model": call["model"], "messages": call["messages"]},
+                  "stream": call["stream"]},
+            proposed=self._plan(call["id"], strategy),
         )
 
-    def _summarize(self, before: list[dict[str, Any]], strategy: Strategy) -> str | None:
+    def _plan(self, call_id: str, strategy: Strategy) -> list[dict[str, Any]]:
+        """``proposed``: replace the history with ``kept`` (and a summary of what
+        precedes it), then run the call; the call as it was when that would leave
+        the model nothing new (nothing precedes ``kept``, an empty ``kept`` for a
+        reset, or no summary could be made)."""
+        tree = self._tree
+        keep = kept(tree.node(n) for n in tree.ancestors(self.head))
+        path = tree.path_ids()
+        before = [tree.node(n) for n in path[: len(path) - len(keep)]]
+        as_was = [{"type": "llm.call", "id": call_id}]
+        if not before or (strategy.use == "reset" and not keep):
+            return as_was
+        kept_messages = [message_of(n) for n in keep]
+        if strategy.use == "reset":
+            return [{"type": "context.replace", "messages": kept_messages}, *as_was]
+        summary = self._summarize(before, strategy)
+        if summary is None:
+            return as_was
+        return [{"type": "context.replace", "summary": summary, "messages": kept_messages}, *as_was]
+
+    def _summarize(self, before: list[Mapping[str, Any]], strategy: Strategy) -> str | None:
         """Run the summary call(s) over ``before``; None when there is nothing to
         summarize or the call fails (the call is then proposed as it was)."""
         front = before[:1] if before and before[0]["kind"] == "summary" else []
         rest = before[len(front):]
-        if not rest:
+        if not rest or (strategy.llm is not None and strategy.llm not in self.llms):
             return None
-        try:
-            llm_name, provider = self._provider(strategy.llm)
-        except KeyError:
-            return None
+        llm_name = strategy.llm or next(iter(self.llms))
         prompt = strategy.prompt or DEFAULT_PROMPT
         tid = self._running
         for _ in range(3):
@@ -733,7 +765,7 @@ class Session:
                 "summary": True,
             }
             try:
-                result = self._complete(provider, request)
+                reply = self._complete(self.llms[llm_name], request)
             except ProviderError as err:
                 self._emit("llm.failed", turn_id=tid, call_id=call_id, error=err.kind, message=str(err), summary=True)
                 if err.kind != "too_long":
@@ -742,9 +774,8 @@ class Session:
                 if not rest:
                     return None
                 continue
-            self._emit("llm.completed", turn_id=tid, call_id=call_id, usage=result["usage"], summary=True)
-            content = result["content"]
-            return content if isinstance(content, str) else content_text(content)
+            self._emit("llm.completed", turn_id=tid, call_id=call_id, usage=reply["usage"], summary=True)
+            return content_text(reply["content"])
         return None
 
     def _replace(self, action: dict[str, Any]) -> None:
@@ -755,32 +786,21 @@ class Session:
             self._fail("context.replace needs a summary or messages: it has neither")
             return
         old_head = self.head
-        state = self._tree.state_at()
         nodes: list[dict[str, Any]] = []
         if summary:
             nodes.append({"role": "user", "content": SUMMARY_PREFIX + summary, "kind": "summary"})
         for m in messages:
-            mid = m.get("id")
-            if mid and mid in self._tree:
-                rec = self._tree.node(mid)
-                copy_ = message_of(rec)
-                del copy_["id"]
-                copy_["copied_from"] = mid
-                nodes.append(copy_)
+            if m.get("id") and m["id"] in self._tree:
+                nodes.append({**message_of(self._tree.node(m["id"]), with_id=False), "copied_from": m["id"]})
             else:
                 nodes.append(m)
-        ids = self._assign_ids(nodes)
+        first = {"replaces": old_head, "state": self._tree.state_at() or None}
         parent = None
-        for i, (n, mid) in enumerate(zip(nodes, ids)):
-            node = inputs.node_from(n, mid, parent=parent, time=self.clock, turn_id=tid)
-            node["kind"] = n.get("kind", "message")
-            node["copied_from"] = n.get("copied_from")
-            if i == 0:
-                node["replaces"] = old_head
-                node["state"] = state or None
-            extra = {"copied_from": node["copied_from"]} if node["copied_from"] else {}
-            self._emit("message.new", turn_id=tid, message=node, **extra)
-            parent = mid
+        for n, mid in zip(nodes, self._ids_for(nodes)):
+            node = new_node(n, id=mid, parent=parent, seq=self._tree.seq + 1, time=self.clock, turn_id=tid,
+                            kind=n.get("kind", "message"), copied_from=n.get("copied_from"), **first)
+            self._emit("message.new", turn_id=tid, message=node, **({"copied_from": n["copied_from"]} if n.get("copied_from") else {}))
+            parent, first = mid, {}
         self._emit("context.replaced", turn_id=tid, **{"from": old_head, "to": self.head})
 
     # ------------------------------------------------------------------
@@ -843,15 +863,22 @@ class Session:
         logged = {"agent": {logged_agent: {"context": first.get("config") or {}}}}
         self = cls.__new__(cls)
         self._setup(logged_agent, coerce(logged if config is None else config, logged_agent), llm, worker, autorun, None)
-        self._loading = True
         if lazy:
             self._tree = LazyTree(source)
             self.events = LazyEvents(source)
-            self.events.add_logged(head[1])
-        else:
-            self.events.append(first)
-        self._apply(first)
-        for item in lines:
+        self._replay_log(name, head, lines, lazy)
+        if lazy:
+            self._tree.offset = -1
+            self._tree.warm(self._tree.path_ids())
+        self.clock = max(float(self.events[-1]["time"]), float(clock or 0.0))
+        if append:
+            _end_with_newline(source)
+            self._log = LogWriter(source, new=False)
+        return self
+
+    def _replay_log(self, name: str, head: tuple[int, int, bytes], lines: Iterable[tuple[int, int, bytes]], lazy: bool) -> None:
+        """Every logged event through the reducer, in order."""
+        for item in itertools.chain([head], lines):
             ev = _event(name, item)
             if lazy:
                 self._tree.offset = item[1]
@@ -863,22 +890,44 @@ class Session:
                 self.events.add_logged(item[1])
             else:
                 self.events.append(ev)
-        self._loading = False
-        if self._asked is not None:
-            self.pending = self._pending_from(self._asked)
-        if lazy:
-            self._tree.offset = -1
-            self._tree.warm(self._tree.path_ids())
-        self.clock = max(float(self.events[-1]["time"]), float(clock or 0.0))
-        if self.pending is not None and self._running is not None:
-            self._prog = _Program()
-        if append:
-            _end_with_newline(source)
-            self._log = LogWriter(source, new=False)
-        return self
 
 
-def _streamed(chunks: Any, on_delta: Callable[[str], None]) -> Any:
+def _providers(llm: Any) -> dict[str, Any]:
+    """``{name: provider}`` from what ``Session(llm=...)`` takes."""
+    if llm is None:
+        return {"default": EchoLLM()}
+    if isinstance(llm, Mapping):
+        if not llm:
+            raise ValueError("llm: give at least one provider")
+        for name, p in llm.items():
+            if not hasattr(p, "complete"):
+                raise ValueError(f"llm[{name!r}] has no complete(request) method")
+        return dict(llm)
+    if not hasattr(llm, "complete"):
+        raise ValueError(f"llm must be a provider (with complete(request)) or {{name: provider}}, got {llm!r}")
+    return {"default": llm}
+
+
+def _replaces(actions: list[Mapping[str, Any]]) -> bool:
+    """The answer runs a ``context.replace`` (one before any ``turn.end``)."""
+    for a in actions:
+        if a["type"] == "turn.end":
+            return False
+        if a["type"] == "context.replace":
+            return True
+    return False
+
+
+def _receipt(status: int, turn_id: str | None, *, new_from: int | None = None, queued: bool = False,
+             merged: bool = False, duplicate: bool = False) -> Receipt:
+    receipt: dict[str, Any] = {"status": status, "turn_id": turn_id}
+    if new_from is not None:
+        receipt["new_from"] = new_from
+    receipt.update(queued=queued, merged=merged, duplicate=duplicate)
+    return receipt  # type: ignore[return-value]
+
+
+def _streamed(chunks: Iterable[Any], on_delta: Callable[[str], None]) -> Any:
     """Run a provider's stream: text deltas (passed on as they come), then the reply."""
     reply = None
     for chunk in chunks:
@@ -890,12 +939,12 @@ def _streamed(chunks: Any, on_delta: Callable[[str], None]) -> Any:
     return reply
 
 
-def _event(path: Any, item: tuple[int, int, bytes]) -> dict[str, Any]:
+def _event(name: str, item: tuple[int, int, bytes]) -> dict[str, Any]:
     number, _offset, raw = item
     try:
         return parse_event(raw)
     except ValueError as err:
-        raise LogError(f"{path}: line {number} is not a valid event: {err}", line=number) from None
+        raise LogError(f"{name}: line {number} is not a valid event: {err}", line=number) from None
 
 
 def _end_with_newline(path: str | os.PathLike) -> None:

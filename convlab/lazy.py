@@ -24,7 +24,7 @@ from typing import Any, Iterator, Mapping
 import networkx as nx
 
 from . import jsondata
-from .tree import Tree, input_tokens
+from .tree import Tree, input_tokens, new_node
 from .tokens import content_chars
 
 __all__ = ["LazyTree", "LazyEvents"]
@@ -90,7 +90,7 @@ class LazyTree(Tree):
     def _read(self, i: int) -> dict[str, Any]:
         ev = self._reader.read(self._noff[i])
         msg = ev["message"]
-        attrs = self._attributes(msg, msg.get("parent"), msg["seq"])
+        attrs = new_node(msg)
         attrs["state"] = jsondata.copy(self._states.get(i))
         return attrs
 
@@ -130,7 +130,7 @@ class LazyTree(Tree):
         nid = node["id"]
         self._check_new(nid, parent)
         self.seq += 1
-        attrs = self._attributes(node, parent, self.seq)
+        attrs = new_node(node, parent=parent, seq=self.seq)
         i = len(self._ids)
         p = -1 if parent is None else self._idx[parent]
         self._idx[nid] = i

@@ -67,12 +67,12 @@ def _wrap(text: str, width_in: float, points: float = 12.0) -> str:
     return "\n".join(textwrap.wrap(text, chars, break_long_words=False, break_on_hyphens=False)) or text
 
 
-def count_per_call(session: Any, *, window: int | None = None, title: str | None = None):
+def count_per_call(replayed: Any, *, window: int | None = None, title: str | None = None):
     """The engine's count at each model call of a replay, the ``window - 16000``
     line, and every ``context.limit`` decision marked by its reason.
 
-    ``session`` is what ``convlab.replay`` returns; ``window`` defaults to
-    the session's config.
+    ``replayed`` is what ``convlab.replay`` returns (a ``Replay``); ``window``
+    defaults to its session's config.
 
     >>> from convlab.tree import Tree
     >>> from convlab.conversation import Conversation
@@ -85,9 +85,9 @@ def count_per_call(session: Any, *, window: int | None = None, title: str | None
     >>> [line.get_label() for line in fig.axes[0].get_lines()]
     ['count']
     """
-    calls = session.replay_calls
-    limits = session.replay_limits
-    window = session.config.window if window is None else window
+    calls = replayed.calls
+    limits = replayed.limits
+    window = replayed.session.config.window if window is None else window
     fig = _figure((8, 4))
     ax = fig.add_subplot()
     xs = list(range(1, len(calls) + 1))
@@ -114,7 +114,7 @@ def error_distribution(calls: Any, *, title: str | None = None):
     """Histograms of the count's error per model call: against the exact count
     of what the model read, and against the log's usage where it applies.
 
-    ``calls`` is a replayed session (its ``replay_calls``) or a list of such
+    ``calls`` is a ``Replay`` (its ``calls``) or a list of such
     call dicts (``count``, ``exact``, ``logged``, ``applies``). Tick labels
     are kept few and short (``-40k``), so a wide range does not crowd them.
 
@@ -124,7 +124,7 @@ def error_distribution(calls: Any, *, title: str | None = None):
     """
     from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-    rows = getattr(calls, "replay_calls", calls)
+    rows = getattr(calls, "calls", calls)
     exact = [c["count"] - c["exact"] for c in rows]
     usage = [c["count"] - c["logged"] for c in rows if c.get("applies", True) and c.get("logged") is not None]
     fig = _figure((9, 3.5))

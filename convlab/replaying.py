@@ -22,8 +22,14 @@ How the log becomes protocol traffic (creation order, ``seq``):
   whose parent is not the head (a regeneration, or a reply after a branch
   switch) starts its turn with a head-only view to its parent;
 - a summary root (a Claude Code compaction, ``kind: "summary"``) is a turn
-  that moves the head to the message it ``replaces`` and answers with a
-  ``context.replace`` recording it;
+  that moves the head to the message it ``replaces`` and answers with
+  ``context.replace {summary: <the logged text>}``, as the engine records a
+  summary: a ``kind: "summary"`` node whose content is ``SUMMARY_PREFIX``
+  (the engine's line saying the earlier conversation was summarized) and the
+  logged text (a convlab log's summary already opens with it, and keeps its
+  content as it was). A summary that is the log's very first message has no history
+  to replace and no turn to replace it in: it is submitted as the first
+  message (``kind: "message"``);
 - at the end, a head-only view moves the head to the log's head if needed.
 
 Times: before a turn starts the clock moves to its first message's logged
@@ -37,14 +43,17 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from .context import ContextConfig, coerce
+from .conversation import Conversation
+from .engine import SUMMARY_PREFIX, Session
 from .providers import ReplayLLM
 from .tokens import content_text, count_batch
-from .tree import MESSAGE_KEYS
+from .tree import message_of
+from .wire import Event
 
-__all__ = ["replay", "plan", "Plan", "PlannedTurn", "ExactCounts", "Replayer"]
+__all__ = ["replay", "Replay", "plan", "Plan", "PlannedTurn", "ExactCounts", "Replayer"]
 
 _ENGINE_ID = re.compile(r"e\d+$")
 
@@ -182,14 +191,40 @@ def plan(conversation: Any) -> Plan:
 # ----------------------------------------------------------------------
 # the driver
 # ----------------------------------------------------------------------
-def _message(node: Mapping[str, Any], id_ok: bool) -> dict[str, Any]:
-    msg: dict[str, Any] = {"role": node["role"], "content": copy.deepcopy(node["content"])}
-    if id_ok:
-        msg["id"] = node["id"]
-    for key in MESSAGE_KEYS:
-        if node.get(key) is not None:
-            msg[key] = copy.deepcopy(node[key])
-    return msg
+@dataclass
+class Replay:
+    """What ``convlab.replay`` returns: the Session that re-enacted the log, and what it saw.
+
+    - ``session``: the ``Session`` (its tree, events, turns, ``path()``, ...);
+    - ``map``: ``{imported id: session id}``; after a strategy's
+      ``context.replace`` a kept message maps to its copy and the replaced
+      head to the new head (where the log goes on);
+    - ``stale``: imported ids of the logged replies that no longer apply
+      (answered on a strategy's new history, or never given because their
+      turn failed);
+    - ``calls``: one dict per model call (summary calls not included):
+      ``count`` (the engine's), ``first_call``, ``idle_for``, ``read`` (what
+      the provider read: the log's usage where it applies, else ``exact +
+      overhead``), ``exact`` (the transcript the model read, o200k_base),
+      ``overhead`` (the hidden overhead: observed where the log's usage
+      applies, else carried from the last call where it did), ``logged`` (the
+      log's input tokens or None), ``applies``, ``refused``, ``reply``
+      (imported id), ``call_id``, ``checked``;
+    - ``limits``: one dict per ``context.limit``: ``reason``, ``strategy``,
+      ``tokens``, ``call`` (1-based index of the held model call), ``replaced``,
+      ``first_call``, ``idle_for``.
+    """
+
+    session: Session
+    map: dict[str, str]
+    stale: list[str]
+    calls: list[dict[str, Any]]
+    limits: list[dict[str, Any]]
+    conversation_id: str = ""
+
+    def __repr__(self) -> str:
+        return (f"Replay(conversation={self.conversation_id!r}, calls={len(self.calls)}, "
+                f"limits={len(self.limits)}, stale={len(self.stale)}, head={self.session.head!r})")
 
 
 class Replayer:
@@ -198,8 +233,9 @@ class Replayer:
     It records, per model call, what ``convlab.tune`` needs: the engine's
     count, whether it was the turn's first call and how long the session had
     been idle, what the model read exactly, the hidden overhead, and what the
-    log says it read.
-    Use ``replay()``; this is the machinery it shares with ``tune``.
+    log says it read. Use ``replay()``; this is the machinery it shares with
+    ``tune``. What each protocol step recorded is read from the events that
+    step emitted, never from side channels.
     """
 
     def __init__(
@@ -212,10 +248,9 @@ class Replayer:
         resume: Mapping[str, Any] | None = None,
     ):
         """``resume`` continues a replay from a turn boundary of another one (what
-        ``convlab.tune`` forks from): ``log`` (a session log path ending between
-        turns), ``map``, ``trace`` and ``seen`` (the calls so far)."""
-        from .engine import Session
-
+        ``convlab.tune`` forks from): ``log`` (a session log, a path or a binary
+        file object, ending between turns), ``map``, ``trace`` and ``seen`` (the
+        calls so far)."""
         self.plan = plan
         self.config: ContextConfig = coerce(config, agent)
         self.counts = counts if counts is not None else ExactCounts()
@@ -223,13 +258,10 @@ class Replayer:
         nodes = plan.nodes
         self.map: dict[str, str] = {}  # imported id -> session id (where the log goes on)
         self.stale: list[str] = []
-        self.made: set[str] = set()  # session ids a strategy's context.replace wrote
+        self.compactions: set[str] = set()  # session ids of the log's own summaries (replayed through context.replace)
         self.limits: list[dict[str, Any]] = []  # context.limit decisions, with what was answered
         self.trace: list[dict[str, Any]] = []  # one entry per model call (not summary calls)
         self._exact: dict[str, int] = {}
-        self._created: list[str] = []
-        self._in_limit = False
-        self._replacing = False
         self._turn_calls = 0
         self._held_ids: set[str] = set()
         replies = []
@@ -281,44 +313,35 @@ class Replayer:
         return total
 
     def _applies(self, request: Mapping[str, Any]) -> bool:
-        """The logged reply applies when the model reads logged history: not a strategy's new branch."""
+        """The logged reply applies when the model reads logged history: not a branch
+        a strategy's context.replace started (its first node ``replaces`` a head, and
+        it is not the log's own compaction)."""
         messages = request.get("messages") or []
-        return not (messages and messages[0].get("id") in self.made)
+        first = messages[0].get("id") if messages else None
+        node = self.session.tree.nodes.get(first) if first is not None else None
+        return node is None or node["replaces"] is None or first in self.compactions
 
-    # -- events ---------------------------------------------------------
+    # -- what the session says at the moment a call starts or is held ------
     def _on_event(self, ev: Mapping[str, Any]) -> None:
         t = ev["type"]
-        if t == "message.new":
-            mid = ev["message"]["id"]
-            self._created.append(mid)
-            if self._replacing:
-                self.made.add(mid)
-        elif t == "llm.started" and not ev.get("summary"):
+        if t == "llm.started" and not ev.get("summary"):
             s = self.session
             self.trace.append({
                 "call_id": ev["call_id"],
                 "count": s.tokens(),
                 "first_call": self._turn_calls == 0,
-                "idle_for": None if s.last_turn_end is None else s.clock - s.last_turn_end,
+                "idle_for": s.idle_for,
                 "checked": ev["call_id"] not in self._held_ids,  # a held call runs again unchecked
             })
             self._turn_calls += 1
         elif t == "context.limited":
-            s = self.session
             held = len(self.trace) + (0 if ev["reason"] == "overflow" else 1)
             self.limits.append({
                 "reason": ev["reason"], "strategy": ev["strategy"], "tokens": ev["tokens"], "call": held, "replaced": False,
-                "first_call": self._turn_calls == 0,
-                "idle_for": None if s.last_turn_end is None else s.clock - s.last_turn_end,
+                "first_call": self._turn_calls == 0, "idle_for": self.session.idle_for,
             })
             self._held_ids.add(ev["call_id"])
             self._turn_calls += 1
-        elif t == "decision.answered" and self._in_limit:
-            self._replacing = True
-        elif t in ("context.replaced", "context.kept"):
-            if self._replacing and t == "context.replaced":
-                self.limits[-1]["replaced"] = True
-            self._replacing = False
         elif t == "turn.started":
             self._turn_calls = 0
 
@@ -328,8 +351,10 @@ class Replayer:
             return None
         return self.map.get(imported, self.session.head)
 
-    def _id_ok(self, nid: str) -> bool:
-        return not _ENGINE_ID.match(nid) and nid not in self.session.tree
+    def _message(self, nid: str) -> dict[str, Any]:
+        """A logged node as a client sends it: with its id unless the session cannot take it
+        (an id of the engine's own form, or one it already has)."""
+        return message_of(self.plan.nodes[nid], with_id=not _ENGINE_ID.match(nid) and nid not in self.session.tree)
 
     def _advance_to(self, time: float | None) -> None:
         if time is not None and time > self.session.clock:
@@ -342,61 +367,87 @@ class Replayer:
             self._run_turn(turn)
         return self
 
-    def _submit(self, inp: dict[str, Any]) -> None:
-        inp["agent_id"] = self.agent
-        self._created = []
-        self.session.submit(inp)
+    def result(self) -> Replay:
+        """The finished replay as a ``Replay``."""
+        return Replay(
+            session=self.session,
+            map=dict(self.map),
+            stale=list(dict.fromkeys(self.stale)),
+            calls=[{**entry, **seen} for entry, seen in zip(self.trace, self.llm.seen)],
+            limits=list(self.limits),
+            conversation_id=self.plan.conversation_id,
+        )
 
-    def _view_to(self, sid: str | None, extra: list[dict[str, Any]] = ()) -> None:
+    def _recorded(self, act: Callable[[], Any]) -> list[str]:
+        """Ids of the messages recorded while ``act`` ran (read from its events)."""
+        return [e["message"]["id"] for e in self._during(act) if e["type"] == "message.new"]
+
+    def _during(self, act: Callable[[], Any]) -> list[Event]:
+        events = self.session.events
+        start = len(events)
+        act()
+        return events[start:]
+
+    def _submit(self, inp: dict[str, Any]) -> list[str]:
+        return self._recorded(lambda: self.session.submit({**inp, "agent_id": self.agent}))
+
+    def _view_to(self, sid: str | None, extra: list[dict[str, Any]] = ()) -> list[str]:
         view = self.session.view(sid) if sid is not None else []
-        self._submit({"type": "client.messages", "messages": view + list(extra)})
+        return self._submit({"type": "client.messages", "messages": view + list(extra)})
 
     def _run_turn(self, turn: PlannedTurn) -> None:
-        s = self.session
-        nodes = self.plan.nodes
         self._advance_to(turn.time)
-        parent = self._sid(turn.parent)
         if turn.start == "submit":
-            msgs = [_message(nodes[n], self._id_ok(n)) for n in turn.nodes]
-            if parent == s.head and (parent is not None or len(s.tree) == 0):
-                if len(msgs) == 1:
-                    self._submit({"type": "client.message", "message": msgs[0]})
-                else:
-                    self._submit({"type": "client.append", "messages": msgs})
-            else:
-                self._view_to(parent, msgs)
-            for nid, sid in zip(turn.nodes, self._created):
-                self.map[nid] = sid
+            self._start_submit(turn)
         elif turn.start == "compact":
-            summary = nodes[turn.nodes[0]]
-            if parent is None:
-                self._view_to(None, [_message(summary, self._id_ok(summary["id"]))])
-                self.map[summary["id"]] = self._created[0]
-            else:
-                self._view_to(parent)
-                self._created = []
-                self._decide([{"type": "context.replace", "messages": [_message(summary, self._id_ok(summary["id"]))]}])
-                self.map[summary["id"]] = self._created[0]
-        else:  # move
-            if parent is None:
-                return
+            self._start_compact(turn)
+        elif self._sid(turn.parent) is None:  # a move to the root: nothing to do
+            return
+        else:
+            self._view_to(self._sid(turn.parent))
+        self._run_steps(turn.steps)
+
+    def _start_submit(self, turn: PlannedTurn) -> None:
+        s = self.session
+        parent = self._sid(turn.parent)
+        msgs = [self._message(n) for n in turn.nodes]
+        if parent == s.head and (parent is not None or len(s.tree) == 0):
+            created = self._submit({"type": "client.message", "message": msgs[0]} if len(msgs) == 1
+                                   else {"type": "client.append", "messages": msgs})
+        else:
+            created = self._view_to(parent, msgs)
+        self.map.update(zip(turn.nodes, created))
+
+    def _start_compact(self, turn: PlannedTurn) -> None:
+        """The log's own compaction, as the engine records one (see the module docstring)."""
+        summary = self.plan.nodes[turn.nodes[0]]
+        parent = self._sid(turn.parent)
+        if parent is None:
+            created = self._view_to(None, [self._message(summary["id"])])
+        else:
             self._view_to(parent)
+            text = content_text(summary["content"]).removeprefix(SUMMARY_PREFIX)  # a convlab log's own summary
+            created = self._decide([{"type": "context.replace", "summary": text}])
+            self.compactions.add(created[0])
+        self.map[summary["id"]] = created[0]
+
+    def _run_steps(self, steps: list[tuple[str, str]]) -> None:
+        """The worker's answers: ``message.add`` for tool results, one ``llm.call`` per
+        logged reply, then an empty answer that ends the turn."""
+        s = self.session
         actions: list[dict[str, Any]] = []
         adds: list[str] = []
-        for kind, nid in turn.steps:
+        for kind, nid in steps:
             if s.pending is None:  # the turn failed: the rest of its replies are not given
                 if kind == "call":
                     self.stale.append(nid)
                 continue
             if kind == "add":
-                actions.append({"type": "message.add", "message": _message(nodes[nid], self._id_ok(nid))})
+                actions.append({"type": "message.add", "message": self._message(nid)})
                 adds.append(nid)
                 continue
             actions.append({"type": "llm.call", "llm": "replay"})
-            self._created = []
-            self._decide(actions)
-            for a, sid in zip(adds, self._created):
-                self.map[a] = sid
+            self.map.update(zip(adds, self._decide(actions)))
             if s.pending is not None and s.pending["type"] == "llm.result":
                 self.map[nid] = s.pending["reply"]["id"]
                 if not self.llm.last_applied:
@@ -405,33 +456,28 @@ class Replayer:
                 self.stale.append(nid)
             actions, adds = [], []
         if s.pending is not None:
-            self._created = []
-            self._decide(actions)
-            for a, sid in zip(adds, self._created):
-                self.map[a] = sid
+            self.map.update(zip(adds, self._decide(actions)))
 
-    def _decide(self, actions: list[dict[str, Any]]) -> None:
+    def _decide(self, actions: list[dict[str, Any]]) -> list[str]:
         """Answer the waiting decision, then every context.limit that follows it
-        with what it proposes, until the turn waits for a result or ends."""
+        with what it proposes, until the turn waits for a result or ends.
+        Returns the ids of the messages recorded, in order."""
         s = self.session
-        s.decide(actions)
+        created = self._recorded(lambda: s.decide(actions))
         while s.pending is not None and s.pending["type"] == "context.limit":
             old_head = s.head
-            before = len(self._created)
-            self._in_limit = True
-            try:
-                s.decide(copy.deepcopy(s.pending["proposed"]))
-            finally:
-                self._in_limit = False
-                self._replacing = False
-            self._remap(old_head, [m for m in self._created[before:] if m in self.made])
+            events = self._during(lambda: s.decide(copy.deepcopy(s.pending["proposed"])))
+            made = _made_by_replace(events)
+            if made:
+                self.limits[-1]["replaced"] = True
+                self._remap(old_head, made)
+            created += [e["message"]["id"] for e in events if e["type"] == "message.new"]
+        return created
 
     def _remap(self, old_head: str | None, made: list[str]) -> None:
         """After a strategy's context.replace the log goes on from the new history:
         a kept message's original now stands for its copy, the old head for the new head."""
         graph = self.session.tree
-        if not made:
-            return
         back = {sid: imp for imp, sid in self.map.items()}
         for m in made:
             orig = graph.nodes[m].get("copied_from")
@@ -441,8 +487,20 @@ class Replayer:
             self.map[back[old_head]] = made[-1]
 
 
-def replay(conversation: Any, config: Any = None, *, agent: str = "bot") -> Any:
-    """Re-enact an imported conversation through the protocol: a ``Session``.
+def _made_by_replace(events: list[Event]) -> list[str]:
+    """Ids a ``context.replace`` recorded among ``events``: the ``message.new``
+    events before its ``context.replaced`` (none when there was no replace)."""
+    made: list[str] = []
+    for e in events:
+        if e["type"] == "context.replaced":
+            return made
+        if e["type"] == "message.new":
+            made.append(e["message"]["id"])
+    return []
+
+
+def replay(conversation: Conversation, config: Any = None, *, agent: str = "bot") -> Replay:
+    """Re-enact an imported conversation through the protocol: a ``Replay``.
 
     Each logged assistant reply is one model call, answered by ``ReplayLLM``
     with the logged reply and the log's usage. Where that usage no longer
@@ -452,52 +510,26 @@ def replay(conversation: Any, config: Any = None, *, agent: str = "bot") -> Any:
     minus the exact count of the transcript at the most recent call whose
     logged usage applied, 0 when the log has no usage (see ``ReplayLLM``).
     With no strategy firing the replayed tree equals the imported one
-    (shape, roles, content and head) through ``session.replay_map``. Where a strategy fires the replay goes on from
-    the new history; the logged replies answered there (and any that could
-    not be given) are listed in ``session.stale``.
-
-    Attributes set on the returned session:
-
-    - ``replay_map``: ``{imported id: session id}``; after a strategy's
-      ``context.replace`` a kept message maps to its copy and the replaced
-      head to the new head (where the log goes on);
-    - ``stale``: imported ids of the logged replies that no longer apply
-      (answered on a strategy's new history, or never given because their
-      turn failed);
-    - ``replay_calls``: one dict per model call: ``count`` (the engine's),
-      ``first_call``, ``idle_for``, ``read`` (what the provider read: the
-      log's usage where it applies, else ``exact + overhead``), ``exact``
-      (the transcript the model read, o200k_base), ``overhead`` (the hidden
-      overhead: observed where the log's usage applies, else carried from
-      the last call where it did), ``logged`` (the log's input tokens or
-      None), ``applies``, ``refused``, ``reply`` (imported id);
-    - ``replay_limits``: one dict per ``context.limit``: ``reason``,
-      ``strategy``, ``tokens``, ``call`` (1-based index of the held model
-      call), ``replaced``.
+    through ``Replay.map`` (shape, roles, kinds and content; a summary's
+    content opens with the engine's ``SUMMARY_PREFIX``). Where a strategy
+    fires the replay goes on from the new history; the logged replies
+    answered there (and any that could not be given) are listed in
+    ``Replay.stale``. ``Replay`` documents what else it holds.
 
     >>> from convlab.tree import Tree
-    >>> from convlab.conversation import Conversation
     >>> t = Tree()
     >>> _ = t.add({"id": "u1", "role": "user", "content": "hi", "time": 0.0}, None)
     >>> _ = t.add({"id": "a1", "role": "assistant", "content": "hello", "time": 1.0,
     ...            "usage": {"input_tokens": 9, "output_tokens": 1}}, "u1")
     >>> t.head = "a1"
-    >>> s = replay(Conversation(t, id="c"))
-    >>> s.replay_map, [(m["role"], m["content"]) for m in s.path()], s.stale
+    >>> r = replay(Conversation(t, id="c"))
+    >>> r
+    Replay(conversation='c', calls=1, limits=0, stale=0, head='e1')
+    >>> r.map, [(m["role"], m["content"]) for m in r.session.path()], r.stale
     ({'u1': 'u1', 'a1': 'e1'}, [('user', 'hi'), ('assistant', 'hello')], [])
     """
-    r = Replayer(plan(conversation), config, agent=agent).run()
-    return finish(r)
-
-
-def finish(r: Replayer) -> Any:
-    """The replayed session with ``replay_map``, ``stale``, ``replay_calls``, ``replay_limits`` set."""
-    s = r.session
-    calls = []
-    for entry, seen in zip(r.trace, r.llm.seen):
-        calls.append({**entry, **seen})
-    s.replay_map = dict(r.map)
-    s.stale = list(dict.fromkeys(r.stale))
-    s.replay_calls = calls
-    s.replay_limits = list(r.limits)
-    return s
+    if not isinstance(conversation, Conversation):
+        what = "a list" if isinstance(conversation, (list, tuple)) else f"a {type(conversation).__name__}"
+        hint = ": convlab.read() returns a list, replay each one (or tune them all)" if isinstance(conversation, (list, tuple)) else ""
+        raise TypeError(f"replay takes one Conversation, got {what}{hint}")
+    return Replayer(plan(conversation), config, agent=agent).run().result()

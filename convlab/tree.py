@@ -16,7 +16,7 @@ This module knows nothing of turns, decisions or the engine.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping, NotRequired, TypedDict
 
 import networkx as nx
 
@@ -25,25 +25,67 @@ from .tokens import content_chars, estimate
 
 __all__ = [
     "Tree",
+    "Node",
+    "Message",
     "ROLES",
     "RECORDED",
     "MESSAGE_KEYS",
     "ViewError",
     "input_tokens",
+    "new_node",
     "message_of",
     "newest_leaf",
     "children",
-    "node_copy",
 ]
 
 ROLES = ("system", "user", "assistant", "tool")
 
+
+class Message(TypedDict):
+    """A message as a client sends it and a model reads it (PROTOCOL.md 1)."""
+
+    id: NotRequired[str]
+    role: str  # one of ROLES
+    content: str | list[Any]  # a string, or parts ({"type": "text", "text"} or any other part)
+    name: NotRequired[str]
+    tool_calls: NotRequired[list[Any]]
+    tool_call_id: NotRequired[str]
+    metadata: NotRequired[dict[str, Any]]
+
+
+class Node(TypedDict):
+    """A recorded message: the one node schema of every tree (docs/wire.md).
+
+    Sessions, lazy logs, importers, replay and widgets all build nodes with
+    ``new_node`` and read messages out of them with ``message_of``.
+    """
+
+    id: str
+    parent: str | None  # None: a top-level message (the root is not a node)
+    role: str
+    content: str | list[Any]
+    seq: int  # creation order, 1, 2, ...
+    time: float | None
+    turn_id: str | None
+    copied_from: str | None
+    kind: str  # "message" or "summary"
+    usage: dict[str, Any] | None  # a model reply's {"input_tokens", "output_tokens", ...}
+    state: dict[str, Any] | None  # worker state set at this node
+    replaces: str | None  # on the first node of a context.replace: the head it replaced
+    name: NotRequired[str]
+    tool_calls: NotRequired[list[Any]]
+    tool_call_id: NotRequired[str]
+    metadata: NotRequired[dict[str, Any]]
+
+
+#: Keys a message carries through to the model, beyond id/role/content (present only when set).
+MESSAGE_KEYS = ("name", "tool_calls", "tool_call_id", "metadata")
+
 #: Attributes the engine owns on a node. A client may send them on a new
 #: message; they are ignored, never recorded (PROTOCOL.md 1, gap).
-RECORDED = ("id", "parent", "role", "content", "seq", "time", "turn_id", "copied_from", "kind", "usage", "state", "replaces")
+RECORDED = tuple(k for k in Node.__annotations__ if k not in MESSAGE_KEYS)
 
-#: Keys a client's message carries through to the model, beyond id/role/content.
-MESSAGE_KEYS = ("name", "tool_calls", "tool_call_id", "metadata")
+_DEFAULTS: dict[str, Any] = {k: None for k in RECORDED} | {"content": "", "kind": "message"}
 
 
 class ViewError(ValueError):
@@ -64,23 +106,39 @@ def input_tokens(usage: Mapping[str, Any] | None) -> int | None:
     return sum(int(usage.get(k) or 0) for k in keys)
 
 
-def message_of(node: Mapping[str, Any]) -> dict[str, Any]:
-    """The message a model reads for a node: id, role, content and the message keys (a copy)."""
+def new_node(fields: Mapping[str, Any], **recorded: Any) -> Node:
+    """The node that ``fields`` (a message, or a node's attributes) make, with
+    ``recorded`` attributes over them and every other recorded attribute at its
+    default. Shares the values it is given: they are trusted (checked and copied
+    at the edge), never copied again.
+
+    >>> new_node({"role": "user", "content": "hi", "name": "sam", "seq": 9}, id="u1", seq=1)
+    {'id': 'u1', 'parent': None, 'role': 'user', 'content': 'hi', 'seq': 1, 'time': None, 'turn_id': None, 'copied_from': None, 'kind': 'message', 'usage': None, 'state': None, 'replaces': None, 'name': 'sam'}
+    """
+    node = {k: recorded[k] if k in recorded else fields.get(k, d) for k, d in _DEFAULTS.items()}
+    if node["kind"] is None:
+        node["kind"] = "message"
+    for key in MESSAGE_KEYS:
+        if fields.get(key) is not None:
+            node[key] = fields[key]
+    return node  # type: ignore[return-value]
+
+
+def message_of(node: Mapping[str, Any], *, with_id: bool = True) -> Message:
+    """The message a model reads for a node: id (unless ``with_id=False``), role,
+    content and the message keys; a fresh copy, the caller's to keep.
+
+    >>> message_of({"id": "a1", "role": "assistant", "content": "ok", "seq": 2, "usage": {"input_tokens": 1}})
+    {'id': 'a1', 'role': 'assistant', 'content': 'ok'}
+    """
     content = node["content"]
-    msg = {"id": node["id"], "role": node["role"], "content": content if isinstance(content, str) else jsondata.copy(content)}
+    msg: dict[str, Any] = {"id": node["id"]} if with_id else {}
+    msg["role"] = node["role"]
+    msg["content"] = content if isinstance(content, str) else jsondata.copy(content)
     for key in MESSAGE_KEYS:
         if node.get(key) is not None:
             msg[key] = jsondata.copy(node[key])
-    return msg
-
-
-def node_copy(attrs: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of a node's attributes that shares nothing mutable with the tree."""
-    out = dict(attrs)
-    for key, value in out.items():
-        if isinstance(value, (dict, list)):
-            out[key] = jsondata.copy(value)
-    return out
+    return msg  # type: ignore[return-value]
 
 
 def children(graph: nx.DiGraph, node: str | None, roots: list[str] | None = None) -> list[str]:
@@ -183,14 +241,11 @@ class Tree:
         return ids
 
     def path(self, head: str | None = None) -> list[dict[str, Any]]:
-        """Node dicts root -> head (copies: the tree only grows)."""
-        return [node_copy(self._attrs(n)) for n in self.path_ids(head)]
+        """Node dicts root -> head (copies that share nothing with the tree)."""
+        return [jsondata.copy(self._attrs(n)) for n in self.path_ids(head)]
 
     def children(self, node_id: str | None) -> list[str]:
         return children(self.graph, node_id, self.roots)
-
-    def chars(self, node_id: str) -> int:
-        return self._chars_of(node_id)
 
     def _chars_of(self, node_id: str) -> int:
         return self._chars[node_id]
@@ -268,27 +323,6 @@ class Tree:
         if parent is not None and not self._has(parent):
             raise ValueError(f"parent {parent!r} is not recorded")
 
-    @staticmethod
-    def _attributes(node: Mapping[str, Any], parent: str | None, seq: int) -> dict[str, Any]:
-        attrs = {
-            "id": node["id"],
-            "parent": parent,
-            "role": node["role"],
-            "content": node.get("content", ""),
-            "seq": seq,
-            "time": node.get("time"),
-            "turn_id": node.get("turn_id"),
-            "copied_from": node.get("copied_from"),
-            "kind": node.get("kind", "message"),
-            "usage": node.get("usage"),
-            "state": node.get("state"),
-            "replaces": node.get("replaces"),
-        }
-        for key in MESSAGE_KEYS:
-            if node.get(key) is not None:
-                attrs[key] = node[key]
-        return attrs
-
     def add(self, node: Mapping[str, Any], parent: str | None) -> dict[str, Any]:
         """Record ``node`` under ``parent`` and return the stored attributes.
 
@@ -298,7 +332,7 @@ class Tree:
         nid = node["id"]
         self._check_new(nid, parent)
         self.seq += 1
-        attrs = self._attributes(node, parent, self.seq)
+        attrs = new_node(node, parent=parent, seq=self.seq)
         self._graph.add_node(nid, **attrs)
         if parent is None:
             self.roots.append(nid)

@@ -21,12 +21,11 @@ on a dask.distributed cluster, so both give the same frame, row for row.
 from __future__ import annotations
 
 import copy
+import io
 import itertools
 import json
 import math
-import os
 import re
-import tempfile
 import tomllib
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
@@ -37,7 +36,7 @@ from .replaying import ExactCounts, Plan, Replayer, plan
 from .tokens import content_text
 from .tree import input_tokens
 
-__all__ = ["tune", "grid", "COLUMNS"]
+__all__ = ["tune", "config_grid", "COLUMNS"]
 
 #: The measured columns of a tune frame, in order (after conversation, config and the grid keys).
 COLUMNS = (
@@ -104,7 +103,7 @@ def _set(doc: dict[str, Any], agent: str, key: str, value: Any) -> None:
         strategies[i][name] = value
 
 
-def grid(base: Any, axes: Mapping[str, Sequence[Any]], *, agent: str = "bot") -> list[dict[str, Any]]:
+def config_grid(base: Any, axes: Mapping[str, Sequence[Any]], *, agent: str = "bot") -> list[dict[str, Any]]:
     """Configs over a grid: every combination of ``axes`` values set on ``base``.
 
     ``base`` is TOML text, a path or a parsed document; ``axes`` maps a key
@@ -122,7 +121,7 @@ def grid(base: Any, axes: Mapping[str, Sequence[Any]], *, agent: str = "bot") ->
     ... [[agent.bot.context.strategy]]
     ... use = "summarize"
     ... '''
-    >>> docs = grid(base, {"window": [64000, 128000], "strategy[0].idle_secs": [600, 3600]})
+    >>> docs = config_grid(base, {"window": [64000, 128000], "strategy[0].idle_secs": [600, 3600]})
     >>> [(d["agent"]["bot"]["context"]["window"], d["agent"]["bot"]["context"]["strategy"][0]["idle_secs"]) for d in docs]
     [(64000, 600), (64000, 3600), (128000, 600), (128000, 3600)]
     """
@@ -190,23 +189,18 @@ def _fork(prep: _Prepared, config: ContextConfig, call: int, agent: str) -> Repl
     if k == 0:
         return Replayer(prep.plan, config, counts=prep.counts, agent=agent).run()
     n_events, n_calls = prep.turn_starts[k]
-    fd, path = tempfile.mkstemp(suffix=".jsonl", prefix="convlab-fork-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for ev in prep.events[:n_events]:
-                if ev["type"] not in _NOT_FORKED:
-                    f.write(json.dumps(ev, ensure_ascii=False, separators=(",", ":")) + "\n")
-        done = {nid for t in prep.plan.turns[:k] for nid in [*t.nodes, *(x for _, x in t.steps)]}
-        resume = {
-            "log": path,
-            "map": {imp: sid for imp, sid in prep.map.items() if imp in done},
-            "trace": [{key: c[key] for key in ("call_id", "count", "first_call", "idle_for", "checked")} for c in prep.baseline[:n_calls]],
-            "seen": [{key: c[key] for key in ("reply", "applies", "read", "exact", "overhead", "logged", "refused")} for c in prep.baseline[:n_calls]],
-        }
-        r = Replayer(prep.plan, config, counts=prep.counts, agent=agent, resume=resume)
-    finally:
-        os.unlink(path)
-    return r.run(prep.plan.turns[k:])
+    log = io.BytesIO(b"".join(
+        json.dumps(ev, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        for ev in prep.events[:n_events] if ev["type"] not in _NOT_FORKED
+    ))
+    done = {nid for t in prep.plan.turns[:k] for nid in [*t.nodes, *(x for _, x in t.steps)]}
+    resume = {
+        "log": log,
+        "map": {imp: sid for imp, sid in prep.map.items() if imp in done},
+        "trace": [{key: c[key] for key in ("call_id", "count", "first_call", "idle_for", "checked")} for c in prep.baseline[:n_calls]],
+        "seen": [{key: c[key] for key in ("reply", "applies", "read", "exact", "overhead", "logged", "refused")} for c in prep.baseline[:n_calls]],
+    }
+    return Replayer(prep.plan, config, counts=prep.counts, agent=agent, resume=resume).run(prep.plan.turns[k:])
 
 
 def _p95(values: list[float]) -> float:
@@ -353,7 +347,7 @@ def tune(
 
     ``configs`` is one config or a list (TOML text, a path to a .toml file,
     a parsed document, a ``ContextConfig``); with ``grid`` it is the base
-    config that ``convlab.tune.grid`` spreads over the grid's keys, each of
+    config that ``convlab.config_grid`` spreads over the grid's keys, each of
     which becomes a column.
 
     Columns: ``conversation``, ``config`` (index into the configs), the grid
@@ -415,7 +409,7 @@ def tune(
 
     convs = _as_list(conversations)
     if grid is not None:
-        configs_list: list[Any] = tune_grid(configs, grid, agent=agent)
+        configs_list: list[Any] = config_grid(configs, grid, agent=agent)
         labels = list(itertools.product(*(list(v) for v in grid.values())))
         grid_keys = list(grid)
     else:
@@ -466,9 +460,6 @@ def tune(
     return df
 
 
-tune_grid = grid
-
-
 def _run_dask(preps, jobs, agent, client, results, bar) -> None:
     try:
         import distributed
@@ -495,6 +486,3 @@ def _run_dask(preps, jobs, agent, client, results, bar) -> None:
         if own:
             client.close()
 
-
-# ``convlab.tune.grid`` spreads a base config over a grid (see ``grid``).
-tune.grid = grid  # type: ignore[attr-defined]

@@ -39,28 +39,29 @@ use = "summarize"
 
 
 def test_count_per_call_draws_the_count_the_line_and_each_decision(tmp_path):
-    s = replay(conv(), CONFIG)  # window - 16000 = 4000: summaries fire
-    assert s.replay_limits
-    fig = plots.count_per_call(s)
+    r = replay(conv(), CONFIG)  # window - 16000 = 4000: summaries fire
+    assert r.limits
+    fig = plots.count_per_call(r)
     assert isinstance(fig, Figure)
     ax = fig.axes[0]
     count, line = ax.get_lines()
-    assert list(count.get_ydata()) == [c["count"] for c in s.replay_calls]
+    assert list(count.get_ydata()) == [c["count"] for c in r.calls]
     assert set(line.get_ydata()) == {4000}
     (marks,) = ax.collections
-    assert [tuple(p) for p in marks.get_offsets()] == [(x["call"], x["tokens"]) for x in s.replay_limits]
+    assert [tuple(p) for p in marks.get_offsets()] == [(x["call"], x["tokens"]) for x in r.limits]
     assert "context.limit (full)" in [t.get_text() for t in ax.get_legend().get_texts()][-1]
     fig.savefig(tmp_path / "count.png")
     assert (tmp_path / "count.png").stat().st_size > 5000
 
 
 def test_error_distribution_has_both_references():
-    s = replay(conv())
-    fig = plots.error_distribution(s)
+    r = replay(conv())
+    s = r.session
+    fig = plots.error_distribution(r)
     a, b = fig.axes
-    assert a.get_title() == f"count - exact (n={len(s.replay_calls)})"
-    assert b.get_title() == f"count - logged usage (n={len(s.replay_calls)})"
-    assert sum(p.get_height() for p in a.patches) == len(s.replay_calls)
+    assert a.get_title() == f"count - exact (n={len(r.calls)})"
+    assert b.get_title() == f"count - logged usage (n={len(r.calls)})"
+    assert sum(p.get_height() for p in a.patches) == len(r.calls)
 
 
 def test_sweep_heatmap_aggregates_and_labels_cells():

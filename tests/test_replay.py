@@ -28,15 +28,20 @@ def conv(rows, head=None, cid="c"):
     return Conversation(t, id=cid)
 
 
-def assert_same_tree(c, s):
-    """The replayed tree equals the imported one through the id map: shape, roles, content, head."""
-    m = s.replay_map
+def assert_same_tree(c, r):
+    """The replayed tree equals the imported one through the id map: shape, roles, kinds, content, head
+    (a summary's content opens with the engine's SUMMARY_PREFIX: it is recorded as the engine records one)."""
+    from convlab.engine import SUMMARY_PREFIX
+
+    s, m = r.session, r.map
     assert set(m) == set(c.tree.nodes)
     assert len(set(m.values())) == len(m)
     assert s.tree.number_of_nodes() == c.tree.number_of_nodes()
     for nid, a in c.tree.nodes(data=True):
         b = s.tree.nodes[m[nid]]
-        assert (b["role"], b["content"]) == (a["role"], a["content"]), nid
+        summary = a["kind"] == "summary" and a["parent"] is None and a["seq"] > 1
+        content = SUMMARY_PREFIX + convlab.content_text(a["content"]).removeprefix(SUMMARY_PREFIX) if summary else a["content"]
+        assert (b["role"], b["kind"], b["content"]) == (a["role"], a["kind"], content), nid
         assert b["parent"] == (None if a["parent"] is None else m[a["parent"]]), nid
     assert s.head == (None if c.head is None else m[c.head])
 
@@ -59,9 +64,10 @@ BRANCHY = [
 
 def test_round_trip_edit_regenerate_and_branch_switch():
     c = conv(BRANCHY, head="a2")  # the log's head is back on the first branch
-    s = replay(c)
-    assert_same_tree(c, s)
-    assert s.stale == []
+    r = replay(c)
+    s = r.session
+    assert_same_tree(c, r)
+    assert r.stale == []
     kinds = [ev["trigger"] for ev in s.events if ev["type"] == "turn.started"]
     assert kinds == [
         {"type": "client.append", "message_ids": ["s0", "u1"]},
@@ -91,8 +97,9 @@ def test_tool_loop_is_one_turn_with_message_add_and_repeated_calls():
     assert [(t.start, t.nodes, t.steps) for t in p.turns] == [
         ("submit", ["u1"], [("call", "a1"), ("add", "r1"), ("add", "r2"), ("call", "a2"), ("call", "a3")]),
     ]
-    s = replay(c)
-    assert_same_tree(c, s)
+    r = replay(c)
+    s = r.session
+    assert_same_tree(c, r)
     answers = [[a["type"] for a in ev["actions"]] for ev in s.events if ev["type"] == "decision.answered"]
     assert answers == [["llm.call"], ["message.add", "message.add", "llm.call"], ["llm.call"], []]
     assert s.tree.nodes["r1"]["tool_call_id"] == "t1"
@@ -108,21 +115,23 @@ def test_summary_root_is_replayed_as_context_replace():
         ("a2", "u2", "assistant", "part 2", {"time": 4.0, "usage": usage(40)}),
     ]
     c = conv(rows)
-    s = replay(c)
-    assert_same_tree(c, s)
-    node = s.tree.nodes[s.replay_map["sum"]]
-    assert node["replaces"] == s.replay_map["a1"]
+    r = replay(c)
+    s = r.session
+    assert_same_tree(c, r)
+    node = s.tree.nodes[r.map["sum"]]
+    assert node["replaces"] == r.map["a1"]
     assert [ev["type"] for ev in s.events].count("context.replaced") == 1
-    assert s.stale == []  # the log's own compaction is logged history
+    assert r.stale == []  # the log's own compaction is logged history
 
 
 def test_ids_that_look_like_engine_ids_are_mapped_not_reused():
     rows = [("e1", None, "user", "hi"), ("x", "e1", "assistant", "hello"), ("e2", "x", "user", "again"), ("y", "e2", "assistant", "hi again")]
     c = conv(rows)
-    s = replay(c)
-    assert_same_tree(c, s)
+    r = replay(c)
+    s = r.session
+    assert_same_tree(c, r)
     # logged ids of the engine's own form are left to the engine, so they never collide with a reply's id
-    assert s.replay_map == {"e1": "e1", "x": "e2", "e2": "e3", "y": "e4"}
+    assert r.map == {"e1": "e1", "x": "e2", "e2": "e3", "y": "e4"}
 
 
 def long_rows(n_turns, chars=4000, gap=10.0, times=True):
@@ -148,20 +157,21 @@ def config(window=None, *strategies):
 def test_a_strategy_firing_goes_on_from_the_new_history_and_names_stale_replies():
     c = conv(long_rows(8))
     # the count before call k is about 1000*(k-1) + 1000: over 4000 from call 5
-    s = replay(c, config(None, {"use": "summarize", "over_tokens": 4500}))
-    first = s.replay_limits[0]
+    r = replay(c, config(None, {"use": "summarize", "over_tokens": 4500}))
+    s = r.session
+    first = r.limits[0]
     assert (first["reason"], first["strategy"], first["replaced"]) == ("full", "summarize", True)
     assert first["call"] == 5
     # the reply of the held call and every later one read a history the log never had
-    assert s.stale == [f"a{i}" for i in range(4, 8)]
+    assert r.stale == [f"a{i}" for i in range(4, 8)]
     path = s.path()
     assert path[0]["kind"] == "summary"
     assert [m["content"] for m in path if m["role"] == "assistant"][-1] == "answer 7"
     # the log's questions went on under the new history, all 8 replies were given
-    assert s.replay_map["u7"] == path[-2]["id"] and s.replay_map["a7"] == path[-1]["id"]
+    assert r.map["u7"] == path[-2]["id"] and r.map["a7"] == path[-1]["id"]
     # a stale reply's usage is not the log's: it is the exact count of what the model read plus
     # the hidden overhead of the last call whose logged usage applied (call 4: 4000 logged)
-    calls = s.replay_calls
+    calls = r.calls
     assert [x["applies"] for x in calls] == [True] * 4 + [False] * 4
     assert all(x["read"] == x["logged"] for x in calls[:4])
     assert [x["overhead"] for x in calls[:4]] == [x["logged"] - x["exact"] for x in calls[:4]]
@@ -192,15 +202,17 @@ def hidden_prompt_rows(n_turns, chars=4000, gap=10.0):
 
 def test_a_stale_reply_still_reads_the_hidden_prompt():
     c = conv(hidden_prompt_rows(8))
-    base = replay(c)
+    rb = replay(c)
+    base = rb.session
     # no strategy: the log's usage, call for call, and the overhead it shows is the hidden prompt
-    assert [x["read"] for x in base.replay_calls] == [x["logged"] for x in base.replay_calls]
-    assert [x["overhead"] for x in base.replay_calls] == [HIDDEN] * 8
+    assert [x["read"] for x in rb.calls] == [x["logged"] for x in rb.calls]
+    assert [x["overhead"] for x in rb.calls] == [HIDDEN] * 8
     assert [ev["usage"] for ev in base.events if ev["type"] == "llm.completed"] == [
-        {"input_tokens": x["logged"], "output_tokens": 1} for x in base.replay_calls]
-    s = replay(c, config(None, {"use": "summarize", "over_tokens": 4500}))
-    calls = s.replay_calls
-    assert s.replay_limits and s.replay_limits[0]["replaced"]
+        {"input_tokens": x["logged"], "output_tokens": 1} for x in rb.calls]
+    r = replay(c, config(None, {"use": "summarize", "over_tokens": 4500}))
+    s = r.session
+    calls = r.calls
+    assert r.limits and r.limits[0]["replaced"]
     stale = [x for x in calls if not x["applies"]]
     assert len(stale) >= 3
     # after the replace each call reads what it was given plus the hidden prompt, as the provider would
@@ -215,28 +227,32 @@ def test_a_stale_reply_still_reads_the_hidden_prompt():
 def test_without_logged_usage_the_overhead_is_zero():
     rows = [(nid, parent, role, content, {k: v for k, v in extra.items() if k != "usage"})
             for nid, parent, role, content, extra in long_rows(8)]
-    s = replay(conv(rows), config(None, {"use": "summarize", "over_tokens": 4500}))
-    assert s.stale and [x["overhead"] for x in s.replay_calls] == [0] * 8
-    assert all(x["read"] == x["exact"] and x["logged"] is None for x in s.replay_calls)
+    r = replay(conv(rows), config(None, {"use": "summarize", "over_tokens": 4500}))
+    s = r.session
+    assert r.stale and [x["overhead"] for x in r.calls] == [0] * 8
+    assert all(x["read"] == x["exact"] and x["logged"] is None for x in r.calls)
 
 
 def test_idle_secs_uses_the_logged_times():
     c = conv(long_rows(4, chars=10, gap=100.0))
     reset = {"use": "reset", "idle_secs": 95}
-    s = replay(c, config(None, reset))
+    r = replay(c, config(None, reset))
+    s = r.session
     # each turn starts 99 s after the previous reply: idle from the second turn on
-    assert [x["reason"] for x in s.replay_limits] == ["idle", "idle", "idle"]
-    assert [x["call"] for x in s.replay_limits] == [2, 3, 4]
-    assert [x["idle_for"] for x in s.replay_calls] == [None, 99.0, 99.0, 99.0]
-    s = replay(c, config(None, {"use": "reset", "idle_secs": 100}))
-    assert s.replay_limits == []
+    assert [x["reason"] for x in r.limits] == ["idle", "idle", "idle"]
+    assert [x["call"] for x in r.limits] == [2, 3, 4]
+    assert [x["idle_for"] for x in r.calls] == [None, 99.0, 99.0, 99.0]
+    r = replay(c, config(None, {"use": "reset", "idle_secs": 100}))
+    s = r.session
+    assert r.limits == []
 
 
 def test_missing_times_never_make_a_turn_idle():
     c = conv(long_rows(4, chars=10, times=False))
-    s = replay(c, config(None, {"use": "reset", "idle_secs": 1}))
-    assert s.replay_limits == []
-    assert_same_tree(c, s)
+    r = replay(c, config(None, {"use": "reset", "idle_secs": 1}))
+    s = r.session
+    assert r.limits == []
+    assert_same_tree(c, r)
 
 
 def test_replay_llm_usage_window_and_latency():
@@ -279,9 +295,10 @@ def test_replay_round_trips_every_real_log(name):
         convs = convlab.read(REAL / name, progress=False) if _takes_progress() else convlab.read(REAL / name)
     assert convs
     for c in convs:
-        s = replay(c)
-        assert_same_tree(c, s)
-        assert s.stale == []
+        r = replay(c)
+        s = r.session
+        assert_same_tree(c, r)
+        assert r.stale == []
 
 
 def _takes_progress() -> bool:
@@ -300,8 +317,41 @@ def test_claude_code_session_first_limit_comes_where_the_log_crossed():
 
     logged = [input_tokens(c.tree.nodes[n]["usage"]) for n in calls]
     assert next(i for i, x in enumerate(logged, 1) if x > 132431) == 131
-    s = replay(c, config(148431, {"use": "summarize"}))
-    first = s.replay_limits[0]
+    r = replay(c, config(148431, {"use": "summarize"}))
+    s = r.session
+    first = r.limits[0]
     assert first["reason"] == "full"
     assert 118 <= first["call"] <= 144, first
     assert first["call"] == 131  # what we measured: the count tracks the log's usage closely
+
+
+def test_a_logged_summary_is_replayed_as_a_summary():
+    """Issue 11 (3): "A Claude Code compaction replayed through context.replace comes back with kind: "summary"
+    ... where the log had a summary"; PROTOCOL 5.4: "summary first, as a user message (kind: summary) that
+    says the earlier conversation was summarized"."""
+    from convlab.engine import SUMMARY_PREFIX
+
+    rows = [
+        ("u1", None, "user", "long work", {"time": 0.0}),
+        ("a1", "u1", "assistant", "done part 1", {"time": 1.0, "usage": usage(900)}),
+        ("sum", None, "user", "This session is being continued: part 1 done.", {"time": 2.0, "kind": "summary", "replaces": "a1"}),
+        ("u2", "sum", "user", "go on", {"time": 3.0}),
+    ]
+    r = replay(conv(rows))
+    node = r.session.tree.nodes[r.map["sum"]]
+    assert (node["kind"], node["role"], node["parent"]) == ("summary", "user", None)
+    assert node["content"] == SUMMARY_PREFIX + "This session is being continued: part 1 done."
+    replaced = [e for e in r.session.events if e["type"] == "context.replaced"]
+    assert [e["from"] for e in replaced] == [r.map["a1"]]
+
+
+@pytest.mark.realdata
+def test_the_real_claude_code_compaction_is_replayed_as_a_summary():
+    require()
+    c = convlab.read(REAL / CLAUDE_CODE, progress=False)[0]
+    summaries = [n for n, a in c.tree.nodes(data=True) if a["kind"] == "summary"]
+    assert len(summaries) == 1
+    r = replay(c)
+    replayed = r.session.tree.nodes[r.map[summaries[0]]]
+    assert replayed["kind"] == "summary" and replayed["replaces"] == r.map[c.tree.nodes[summaries[0]]["replaces"]]
+    assert_same_tree(c, r)

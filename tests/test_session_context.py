@@ -512,6 +512,39 @@ def test_reset_with_nothing_kept_proposes_the_call_as_it_was():
     assert d["proposed"] == [{"type": "llm.call", "id": d["call"]["id"]}]
 
 
+@pytest.mark.parametrize("start", [
+    [m(None, "r" * 40, role="tool", tool_call_id="c1"), m("u1", "q" * 40)],  # a tool result, then a user message
+    [m("s0", "be brief", role="system"), m("u1", "q" * 40)],
+])
+def test_reset_with_nothing_before_kept_proposes_the_call_as_it_was(start):
+    """5.3 (rev 3): "A plan that would leave the model nothing new is not proposed: when nothing precedes
+    kept (nothing to summarize, and a reset would drop nothing) ... proposed is the call as it was,
+    [llm.call {id}]". The path is all input, with no reply yet: kept is the whole path."""
+    s = make(config=config({"use": "reset", "over_tokens": 3}), worker="manual")
+    s.submit(view(start))
+    s.decide([LLM_CALL])
+    d = s.pending
+    assert d["type"] == "context.limit" and d["strategy"] == "reset"
+    assert [msg["role"] for msg in d["messages"]] == [msg["role"] for msg in start]
+    assert d["proposed"] == [{"type": "llm.call", "id": d["call"]["id"]}]
+    s.decide(d["proposed"])
+    assert "context.kept" in types(s.events) and "context.replaced" not in types(s.events)
+    assert path_ids(s)[:2] == [n["id"] for n in s.snapshot()["nodes"][:2]]  # no copy of the path
+
+
+def test_an_idle_reset_with_only_input_on_the_path_proposes_the_call_as_it_was():
+    """5.3 (rev 3), the idle case: a turn after an hour whose path has no reply at all."""
+    s = make(config=config({"use": "reset", "idle_secs": 3600}), worker="manual")
+    s.submit(message(m("u1", "first")))
+    s.decide([{"type": "turn.end"}])  # no reply
+    s.advance(3600)
+    s.submit(message(m("u2", "second")))
+    s.decide([LLM_CALL])
+    d = s.pending
+    assert (d["type"], d["reason"]) == ("context.limit", "idle")
+    assert d["proposed"] == [{"type": "llm.call", "id": d["call"]["id"]}]
+
+
 def test_reset_accepted():
     """5.4 via reset: the kept messages are copied to a new branch at the root and the held call runs there."""
     s, llm = page_session(10)

@@ -403,3 +403,68 @@ def test_turn_records_queue_and_times():
     t1, t2, _ = s.turns
     assert t1["ended"] == 16.0 and t2["started"] == 16.0
     assert s.last_turn_end == 16.0
+
+
+# -- rev 3: the queue never waits ----------------------------------------------
+def _after(s, kind, turn_id):
+    """The events right after ``kind`` of ``turn_id``."""
+    i = next(i for i, e in enumerate(s.events) if e["type"] == kind and e.get("turn_id") == turn_id)
+    return s.events[i + 1:]
+
+
+@pytest.mark.parametrize("autorun", [False, True])
+def test_after_an_interrupt_the_next_queued_turn_starts_at_once(autorun):
+    """2 (rev 3): "whenever a turn ends, however it ends (completed, failed, cancelled by an interrupt),
+    the next queued turn starts at once: its turn.started and its messages follow right after the end
+    event. So a queue never waits while no turn runs, and a later submit can never overtake it: during
+    that next turn a plain submit is refused 409 like any other. With autorun=False the started turn
+    makes no decision and no model call until run() or step()." """
+    s = make(worker="manual", autorun=autorun)
+    s.submit(message(m("u1", "first")))
+    s.submit(message(m("u2", "second"), queue=True))
+    s.submit(message(m("u3", "third"), queue=True))
+    s.submit(interrupt())
+    after = _after(s, "turn.cancelled", "t1")
+    assert [(e["type"], e.get("turn_id")) for e in after[:2]] == [("turn.started", "t2"), ("message.new", "t2")]
+    assert after[1]["message"]["id"] == "u2" and s.running == "t2" and s.queued == ["t3"]
+    assert not of_type(after, "llm.started", "decision.answered")  # no decision made, no model call
+    err = refused(s, message(m("u9", "a later submit")), 409, "t2")
+    assert err.turn_id == "t2"
+    s.decide([{"type": "turn.end"}])
+    s.run()
+    assert [e["turn_id"] for e in of_type(s, "turn.started")] == ["t1", "t2", "t3"]
+
+
+def test_a_completed_or_failed_turn_starts_the_next_queued_turn_at_once_without_autorun():
+    """2 (rev 3): "however it ends (completed, failed, ...)"; with autorun=False, step() ends a turn and
+    the queued one is running right after, before any further step."""
+    s = make(autorun=False, llm=convlab.ScriptedLLM([{"error": "failed"}, reply("ok"), reply("ok again")]))
+    s.submit(message(m("u1", "a")))
+    s.submit(message(m("u2", "b"), queue=True))
+    s.submit(message(m("u3", "c"), queue=True))
+    while statuses(s)["t1"] == "running":
+        s.step()
+    assert statuses(s) == {"t1": "failed", "t2": "running", "t3": "queued"}
+    assert [e["type"] for e in _after(s, "turn.failed", "t1")[:2]] == ["turn.started", "message.new"]
+    while statuses(s)["t2"] == "running":
+        s.step()
+    assert statuses(s) == {"t1": "failed", "t2": "completed", "t3": "running"}
+    assert [e["type"] for e in _after(s, "turn.completed", "t2")[:2]] == ["turn.started", "message.new"]
+    refused(s, message(m("u9", "later")), 409, "t3")
+    s.run()
+    assert statuses(s)["t3"] == "completed" and path_ids(s)[-2:] == ["u3", "e2"]
+
+
+def test_a_head_only_view_during_a_turn_still_runs_ahead_of_the_queue():
+    """2 (rev 3): "(A head-only view during a turn still runs its own turn next, ahead of the queue:
+    it was not queued; see 3.)" """
+    s = make(worker="manual")
+    s.submit(view([m("u1", "q"), a("a1", "x")]))
+    s.decide([{"type": "turn.end"}])
+    s.submit(message(m("u2", "next")))
+    s.submit(message(m("u3", "queued"), queue=True))
+    s.submit(view([m("u1"), a("a1")]))  # back to a1: cancels t2, its own turn t4 runs next
+    assert types(_after(s, "turn.cancelled", "t2"))[:1] == ["turn.started"]
+    assert running(s) == ["t4"] and s.queued == ["t3"]
+    s.decide([{"type": "turn.end"}])
+    assert running(s) == ["t3"]

@@ -12,7 +12,7 @@ import convlab.replaying as replay_module
 from convlab.conversation import Conversation
 from convlab.replaying import ExactCounts, plan, replay
 from convlab.tree import Tree
-from convlab.tuning import COLUMNS, _prepare, _rows, _texts, grid, tune
+from convlab.tuning import COLUMNS, _prepare, _rows, _texts, config_grid, tune
 
 from realdata import REAL, require
 
@@ -46,30 +46,30 @@ AXES = {"strategy[1].over_tokens": [3000, 5000, 100000], "strategy[0].idle_secs"
 
 
 def test_grid_is_the_product_of_the_axes_on_the_base():
-    docs = grid(BASE, AXES)
+    docs = config_grid(BASE, AXES)
     got = [(d["agent"]["bot"]["context"]["strategy"][1]["over_tokens"], d["agent"]["bot"]["context"]["strategy"][0]["idle_secs"]) for d in docs]
     assert got == [(3000, 400), (3000, 3600), (5000, 400), (5000, 3600), (100000, 400), (100000, 3600)]
-    assert "over_tokens" not in grid(BASE, {"strategy[1].over_tokens": [None]})[0]["agent"]["bot"]["context"]["strategy"][1]
+    assert "over_tokens" not in config_grid(BASE, {"strategy[1].over_tokens": [None]})[0]["agent"]["bot"]["context"]["strategy"][1]
     with pytest.raises(convlab.ConfigError, match=r"strategy\[2\]"):
-        grid(BASE, {"strategy[2].idle_secs": [1]})
+        config_grid(BASE, {"strategy[2].idle_secs": [1]})
     with pytest.raises(convlab.ConfigError, match="idle_secs"):
-        grid(BASE, {"strategy[0].idle_secs": [-1]})
-    assert convlab.tune.grid is grid  # reachable as convlab.tune.grid, whichever way convlab.tune was loaded
+        config_grid(BASE, {"strategy[0].idle_secs": [-1]})
+    assert convlab.config_grid is config_grid
 
 
 def expected(c, config):
     """What a plain replay says about one (conversation, config)."""
-    s = replay(c, config)
-    reasons = [x["reason"] for x in s.replay_limits]
+    r = replay(c, config)
+    reasons = [x["reason"] for x in r.limits]
     return {
-        "calls": len(s.replay_calls),
+        "calls": len(r.calls),
         "limits_full": reasons.count("full"),
         "limits_idle": reasons.count("idle"),
-        "summaries": sum(1 for x in s.replay_limits if x["replaced"] and x["strategy"] == "summarize"),
-        "resets": sum(1 for x in s.replay_limits if x["replaced"] and x["strategy"] == "reset"),
-        "stale": len(s.stale),
-        "max_count": max([c["count"] for c in s.replay_calls] + [x["tokens"] for x in s.replay_limits]),
-        "tokens_read": sum(convlab.tree.input_tokens(e["usage"]) for e in s.events if e["type"] == "llm.completed"),
+        "summaries": sum(1 for x in r.limits if x["replaced"] and x["strategy"] == "summarize"),
+        "resets": sum(1 for x in r.limits if x["replaced"] and x["strategy"] == "reset"),
+        "stale": len(r.stale),
+        "max_count": max([c["count"] for c in r.calls] + [x["tokens"] for x in r.limits]),
+        "tokens_read": sum(convlab.tree.input_tokens(e["usage"]) for e in r.session.events if e["type"] == "llm.completed"),
     }
 
 
@@ -78,7 +78,7 @@ def test_one_row_per_conversation_and_config_matching_plain_replays():
     assert list(df.columns) == ["conversation", "config", *AXES, *[c for c in COLUMNS]]
     assert len(df) == len(CONVS) * 6
     assert list(df["conversation"]) == [c.id for c in CONVS for _ in range(6)]
-    docs = grid(BASE, AXES)
+    docs = config_grid(BASE, AXES)
     for _, row in df.iterrows():
         c = next(x for x in CONVS if x.id == row["conversation"])
         want = expected(c, docs[row["config"]])
@@ -90,7 +90,7 @@ def test_one_row_per_conversation_and_config_matching_plain_replays():
 
 def test_configs_as_a_list_of_texts_documents_and_parsed_configs():
     text = BASE
-    doc = grid(BASE, {"window": [30000]})[0]
+    doc = config_grid(BASE, {"window": [30000]})[0]
     parsed = convlab.load_config(BASE)["bot"]
     df = tune(CONVS[0], [text, doc, parsed], progress=False)
     assert list(df["config"]) == [0, 1, 2] and list(df["window"]) == [200000, 30000, 200000]
@@ -99,7 +99,7 @@ def test_configs_as_a_list_of_texts_documents_and_parsed_configs():
 
 def test_shared_replays_equal_replaying_every_config():
     counts = ExactCounts()
-    configs = list(enumerate(grid(BASE, AXES)))
+    configs = list(enumerate(config_grid(BASE, AXES)))
     for c in CONVS:
         p = plan(c)
         counts.prime(_texts(p))
@@ -138,12 +138,13 @@ HIDDEN_CONVS = [hidden_prompt_conv("h1", 10), hidden_prompt_conv("h2", 12, gap=5
 
 def test_tokens_read_keeps_the_hidden_prompt_after_a_strategy_fires():
     df = tune(HIDDEN_CONVS, BASE, grid=AXES, progress=False)
-    docs = grid(BASE, AXES)
+    docs = config_grid(BASE, AXES)
     fired = 0
     for _, row in df.iterrows():
         c = next(x for x in HIDDEN_CONVS if x.id == row["conversation"])
-        s = replay(c, docs[row["config"]])
-        calls = s.replay_calls
+        r = replay(c, docs[row["config"]])
+        s = r.session
+        calls = r.calls
         # every model call, logged reply or stale, reads the transcript plus the hidden prompt
         assert [x["read"] for x in calls] == [x["exact"] + HIDDEN for x in calls], (row["conversation"], row["config"])
         completed = [e for e in s.events if e["type"] == "llm.completed"]
@@ -167,17 +168,18 @@ def test_a_config_that_fires_is_not_cheaper_by_the_hidden_prompt():
     df = tune([c], [BASE, reset], progress=False)
     base, fired = df.iloc[0], df.iloc[1]
     assert base["resets"] == 0 and fired["resets"] > 0 and fired["stale"] > 0
-    s = replay(c, reset)
-    stale = [x for x in s.replay_calls if not x["applies"]]
+    r = replay(c, reset)
+    s = r.session
+    stale = [x for x in r.calls if not x["applies"]]
     assert len(stale) == fired["stale"]
-    assert fired["tokens_read"] == sum(x["exact"] for x in s.replay_calls) + HIDDEN * len(s.replay_calls) + sum(
+    assert fired["tokens_read"] == sum(x["exact"] for x in r.calls) + HIDDEN * len(r.calls) + sum(
         e["usage"]["input_tokens"] for e in s.events if e["type"] == "llm.completed" and e.get("summary"))
     assert base["tokens_read"] == sum(a["usage"]["input_tokens"] for _, a in c.tree.nodes(data=True) if a.get("usage"))
 
 
 def test_shared_replays_carry_the_hidden_overhead_into_forks():
     counts = ExactCounts()
-    configs = list(enumerate(grid(BASE, AXES)))
+    configs = list(enumerate(config_grid(BASE, AXES)))
     for c in HIDDEN_CONVS:
         p = plan(c)
         counts.prime(_texts(p))
@@ -196,7 +198,7 @@ def test_shared_replays_equal_replaying_every_config_on_the_real_session():
     p = plan(c)
     counts.prime(_texts(p))
     prep = _prepare(p, counts, "bot")
-    configs = list(enumerate(grid(BASE, {"window": [60000, 148431, 300000], "strategy[1].over_tokens": [None]})))
+    configs = list(enumerate(config_grid(BASE, {"window": [60000, 148431, 300000], "strategy[1].over_tokens": [None]})))
     shared = _rows(prep, configs, "bot")
     assert _clean(shared) == _clean(_rows(prep, configs, "bot", fork=False))
     assert shared[1][1]["first_limit_call"] == 131
