@@ -342,11 +342,10 @@ def write_log(turns: list[Turn], path: str | os.PathLike, *, agent: str = "bot")
         def node(nid: str, par: str | None, rl: str, content: str, tid: str, usage=None, tool_call_id=None) -> dict:
             nonlocal nseq, head
             nseq += 1
-            n = {"id": nid, "parent": par, "role": rl, "content": content, "time": clock, "turn_id": tid,
+            n = {"id": nid, "parent": par, "role": rl, "content": content, "seq": nseq, "time": clock, "turn_id": tid,
                  "copied_from": None, "kind": "message", "usage": usage, "state": None, "replaces": None}
             if tool_call_id is not None:
                 n["tool_call_id"] = tool_call_id
-            n["seq"] = nseq
             parent[nid] = par
             head = nid
             return n
@@ -362,18 +361,15 @@ def write_log(turns: list[Turn], path: str | os.PathLike, *, agent: str = "bot")
                     seq += 1
                     emit({"seq": seq, "time": clock, "type": "head.moved", "turn_id": tid, "from": head, "to": t.fork})
                     head = t.fork
-                tmsgs: list = []
                 trigger_turn = trigger
             elif t.kind == "edit":
                 trigger = {"type": "client.messages", "new_from": len(_path(parent, t.fork))}
                 trigger_turn = trigger
-                tmsgs = [{"role": "user", "content": t.user["content"], "id": t.user["id"]}]
             else:
                 trigger = {"type": "client.message", "message_ids": [t.user["id"]]}
                 trigger_turn = {"type": "client.message", "message_ids": []}
-                tmsgs = [{"role": "user", "content": t.user["content"], "id": t.user["id"]}]
             turn = {"id": tid, "status": "running", "trigger": trigger_turn, "queue": None, "client_state": {},
-                    "messages": tmsgs, "created": clock, "started": None, "ended": None, "error": None}
+                    "messages": [], "created": clock, "started": None, "ended": None, "error": None}
             seq += 1
             emit({"seq": seq, "time": clock, "type": "turn.started", "turn_id": tid, "trigger": trigger, "turn": turn})
             if t.user is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 
-from .errors import ConfigError, LogError, LogWarning, ProviderError, ReadError, ReadWarning, Refused
+from .errors import ConfigError, LogError, LogWarning, ProviderError, ReadError, ReadWarning, Refused, TokenizerError
 
 __version__ = "0.1.0"
 
@@ -47,7 +47,7 @@ _LAZY = {
 }
 
 __all__ = sorted(
-    ["ConfigError", "LogError", "LogWarning", "ProviderError", "ReadError", "ReadWarning", "Refused", *_LAZY]
+    ["ConfigError", "LogError", "LogWarning", "ProviderError", "ReadError", "ReadWarning", "Refused", "TokenizerError", *_LAZY]
 )
 
 

@@ -93,7 +93,6 @@ class Limit:
 
     strategy: Strategy
     reason: str  # "idle" or "full"
-    index: int
 
 
 def _is_number(v: Any) -> bool:
@@ -251,17 +250,17 @@ def applies(
     >>> applies(cfg, 10, first_call=True, idle_for=3600).strategy.use
     'reset'
     """
-    for i, s in enumerate(config.strategies):
+    for s in config.strategies:
         if s.idle_secs is not None:
             if first_call and idle_for is not None and idle_for >= s.idle_secs:
-                return Limit(s, "idle", i)
+                return Limit(s, "idle")
             if s.over_tokens is not None and tokens > s.over_tokens:
-                return Limit(s, "full", i)
+                return Limit(s, "full")
             continue
         if config.window is not None and tokens > config.window - MARGIN:
-            return Limit(s, "full", i)
+            return Limit(s, "full")
         if s.over_tokens is not None and tokens > s.over_tokens:
-            return Limit(s, "full", i)
+            return Limit(s, "full")
     return None
 
 

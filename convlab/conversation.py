@@ -12,7 +12,7 @@ from typing import Any
 
 import networkx as nx
 
-from .tree import Tree, message_of
+from .tree import Tree
 
 __all__ = ["Conversation"]
 
@@ -88,7 +88,9 @@ class Conversation:
 
     def view(self, node_id: str) -> list[dict[str, Any]]:
         """The view root -> ``node_id``: the messages as a client sends them, every one with its id."""
-        return [message_of(n) for n in self.path(node_id)]
+        if node_id not in self._tree:
+            raise KeyError(f"conversation {self.id!r} has no node {node_id!r}")
+        return self._tree.messages(node_id)
 
     def children(self, node_id: str | None) -> list[str]:
         """Children of a node (None: the top-level messages), oldest first."""

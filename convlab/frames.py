@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Protocol
 import networkx as nx
 
 from .tokens import content_chars, content_text, count_batch
-from .tree import input_tokens
+from .tree import input_tokens, nodes_in_order
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,7 +33,7 @@ CONVERSATION_COLUMNS = (
 
 
 class HasTree(Protocol):
-    """A Conversation, a Session: anything with a message ``tree`` (networkx) and a ``head``."""
+    """A Conversation, a Session: anything with a message ``tree`` (networkx), a ``head`` and ``path()``."""
 
     @property
     def tree(self) -> nx.DiGraph: ...
@@ -41,9 +41,7 @@ class HasTree(Protocol):
     @property
     def head(self) -> str | None: ...
 
-
-def _ordered(graph: nx.DiGraph) -> list[dict[str, Any]]:
-    return sorted((attrs for _, attrs in graph.nodes(data=True)), key=lambda a: a["seq"])
+    def path(self) -> list[dict[str, Any]]: ...
 
 
 def _depths(nodes: list[dict[str, Any]]) -> dict[str, int]:
@@ -123,15 +121,10 @@ def frame(conversation: HasTree, encoding: str = "o200k_base") -> "pd.DataFrame"
     import pandas as pd
 
     graph = conversation.tree
-    nodes = _ordered(graph)
+    nodes = nodes_in_order(graph)
     depth = _depths(nodes)
     branch = _branches(graph, nodes)
-    head = conversation.head
-    on_path: set[str] = set()
-    n = head
-    while n is not None and n in graph:
-        on_path.add(n)
-        n = graph.nodes[n]["parent"]
+    on_path = {n["id"] for n in conversation.path()}
     turns: dict[str, int] = {}
     for a in nodes:
         p = a["parent"]
@@ -183,7 +176,7 @@ def conversations_frame(conversations: Iterable[Any]) -> "pd.DataFrame":
     rows = []
     for c in conversations:
         graph = c.tree
-        nodes = _ordered(graph)
+        nodes = nodes_in_order(graph)
         depth = _depths(nodes)
         head = c.head
         rows.append(

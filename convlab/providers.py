@@ -244,15 +244,6 @@ class ReplayLLM:
     def __repr__(self) -> str:
         return f"ReplayLLM({len(self.used)}/{len(self.replies)} replies used)"
 
-    def queue(self, reply: Mapping[str, Any]) -> None:
-        """Add the reply a later model call should get."""
-        self.replies.append(dict(reply))
-
-    @property
-    def left(self) -> int:
-        """How many logged replies are not given out yet."""
-        return len(self.replies) - len(self.used)
-
     def _latency_to(self, time: Any) -> float:
         if self.clock is None or not isinstance(time, (int, float)):
             return 0.0

@@ -50,7 +50,7 @@ from .conversation import Conversation
 from .engine import SUMMARY_PREFIX, Session
 from .providers import ReplayLLM
 from .tokens import content_text, count_batch
-from .tree import message_of
+from .tree import message_of, nodes_in_order
 from .wire import Event
 
 __all__ = ["replay", "Replay", "plan", "Plan", "PlannedTurn", "ExactCounts", "Replayer"]
@@ -158,7 +158,7 @@ def plan(conversation: Any) -> Plan:
     [('submit', None, ['n0'], [('call', 'n1')]), ('move', 'n0', [], [('call', 'n2')]), ('move', 'n1', [], [])]
     """
     graph = conversation.tree
-    nodes = sorted((dict(a) for _, a in graph.nodes(data=True)), key=lambda a: a["seq"])
+    nodes = [dict(a) for a in nodes_in_order(graph)]
     by_id = {n["id"]: n for n in nodes}
     turns: list[PlannedTurn] = []
     vhead: str | None = None  # where the log's head is, as the replay goes

@@ -21,16 +21,14 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Iterable, Mapping
 
+from .errors import TokenizerError
+
 __all__ = ["count_tokens", "content_chars", "content_text", "estimate", "get_encoding", "count_batch", "ENCODINGS"]
 
 #: The encodings convlab can load offline.
 ENCODINGS = ("o200k_base", "cl100k_base")
 
 _lock = threading.Lock()
-
-
-class TokenizerError(RuntimeError):
-    """The shipped BPE file is missing or does not match tiktoken's hash."""
 
 
 def _read_ranks(name: str, expected_hash: str | None) -> dict[bytes, int]:

@@ -14,8 +14,6 @@ tree.
 This module knows nothing of turns, decisions or the engine.
 """
 
-from __future__ import annotations
-
 from typing import Any, Iterable, Iterator, Mapping, NotRequired, TypedDict
 
 import networkx as nx
@@ -35,6 +33,7 @@ __all__ = [
     "new_node",
     "message_of",
     "newest_leaf",
+    "nodes_in_order",
     "children",
 ]
 
@@ -139,6 +138,17 @@ def message_of(node: Mapping[str, Any], *, with_id: bool = True) -> Message:
         if node.get(key) is not None:
             msg[key] = jsondata.copy(node[key])
     return msg  # type: ignore[return-value]
+
+
+def nodes_in_order(graph: nx.DiGraph) -> list[dict[str, Any]]:
+    """Every node's attributes (the graph's own dicts, not copies) in creation (``seq``)
+    order: parents before their children.
+
+    >>> t = Tree(); _ = t.add({"id": "b", "role": "user", "content": ""}, None); _ = t.add({"id": "a", "role": "user", "content": ""}, "b")
+    >>> [n["id"] for n in nodes_in_order(t.graph)]
+    ['b', 'a']
+    """
+    return sorted((attrs for _, attrs in graph.nodes(data=True)), key=lambda a: a["seq"])
 
 
 def children(graph: nx.DiGraph, node: str | None, roots: list[str] | None = None) -> list[str]:
@@ -368,7 +378,7 @@ class Tree:
 
     # -- whole tree ----------------------------------------------------
     def nodes_in_order(self) -> list[dict[str, Any]]:
-        return sorted((dict(a) for _, a in self.graph.nodes(data=True)), key=lambda a: a["seq"])
+        return [dict(a) for a in nodes_in_order(self.graph)]
 
     @classmethod
     def from_nodes(cls, nodes: Iterable[Mapping[str, Any]], head: str | None = None) -> "Tree":

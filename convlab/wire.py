@@ -6,8 +6,6 @@ an event, a decision request and a snapshot. ``tests/test_wire.py`` checks
 every event, decision, turn and snapshot a session makes against these.
 """
 
-from __future__ import annotations
-
 from typing import Any, NotRequired, TypedDict
 
 from .tree import Message, Node

@@ -80,9 +80,12 @@ def _both_modes(request, tmp_path_factory, monkeypatch):
     monkeypatch.setattr(engine.Session, "__init__", init)
     yield
     monkeypatch.undo()
+    from session_support import check_wire
+
     for live in made:
         if not hasattr(live, "_log") or live._log is None:
             continue
+        check_wire(live)
         path = live._log.path
         eager = engine.Session.load(path, append=False)
         lazy = engine.Session.load(path, lazy=True, append=False)

@@ -267,3 +267,36 @@ def check_limited_then_exactly_one(events: list[dict[str, Any]], settled_only: b
             assert len(own) <= 1, kinds
         if own == ["context.kept"]:
             assert rest[0] == "context.kept", kinds  # "right after the answer"
+
+
+# -- the shapes of docs/wire.md (convlab.wire) --------------------------------
+def _keys_fit(d: dict, typed: type, where: str) -> None:
+    keys = set(d)
+    missing = set(typed.__required_keys__) - keys
+    extra = keys - set(typed.__required_keys__) - set(typed.__optional_keys__)
+    assert not missing and not extra, f"{where}: missing {sorted(missing)}, unexpected {sorted(extra)}: {d!r}"
+
+
+def check_wire(s) -> None:
+    """Every event, turn, node, the snapshot and the waiting decision have exactly the
+    keys convlab.wire / convlab.tree say (docs/wire.md)."""
+    from convlab.tree import Node
+    from convlab.wire import EVENT_FIELDS, Decision, Event, Snapshot, Turn
+
+    for e in s.events:
+        required, optional = EVENT_FIELDS[e["type"]]
+        base = set(Event.__required_keys__) | set(Event.__optional_keys__)
+        keys = set(e) - base
+        assert required <= keys <= required | optional, f"event {e['type']}: {sorted(keys)} vs {sorted(required)} + {sorted(optional)}"
+        if e["type"] == "message.new":
+            _keys_fit(e["message"], Node, "message.new.message")
+        if e["type"] in ("turn.queued", "turn.started") and "turn" in e:
+            _keys_fit(e["turn"], Turn, f"{e['type']}.turn")
+    snap = s.snapshot()
+    _keys_fit(snap, Snapshot, "snapshot")
+    for n in snap["nodes"]:
+        _keys_fit(n, Node, "snapshot node")
+    for t in snap["turns"]:
+        _keys_fit(t, Turn, "turn")
+    if s.pending is not None:
+        _keys_fit(s.pending, Decision, f"decision {s.pending['type']}")

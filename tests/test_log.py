@@ -1,0 +1,63 @@
+"""convlab.log: the append-only JSONL log, read back in one streamed pass (PROTOCOL.md 8).
+
+Loading a whole session from its log is tested in tests/test_session_log.py; here the
+log's own functions: lines with their numbers and offsets, a torn tail, the writer.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from convlab.errors import LogError, LogWarning
+from convlab.log import LogWriter, parse_event, read_lines
+
+
+def test_read_lines_gives_numbers_offsets_and_raw_lines_skipping_blank_ones(tmp_path):
+    path = tmp_path / "l.jsonl"
+    raw = b'{"type": "a"}\n\n{"type": "b"}\n'
+    path.write_bytes(raw)
+    lines = list(read_lines(path))
+    assert [(n, off) for n, off, _ in lines] == [(1, 0), (3, raw.index(b'{"type": "b"}'))]
+    assert [parse_event(r)["type"] for *_, r in lines] == ["a", "b"]
+    assert list(read_lines(io.BytesIO(raw))) == lines
+
+
+def test_a_torn_last_line_is_dropped_and_cut_off_only_when_repairing(tmp_path):
+    """8: "A last line that does not parse (a crash while writing) is dropped with a convlab.LogWarning"."""
+    path = tmp_path / "l.jsonl"
+    path.write_bytes(b'{"type": "a"}\n{"type": "b", "x"')
+    with pytest.warns(LogWarning, match="line 2 is torn"):
+        assert len(list(read_lines(path))) == 1
+    assert path.read_bytes().endswith(b'"x"')  # left alone
+    with pytest.warns(LogWarning):
+        list(read_lines(path, repair=True))
+    assert path.read_bytes() == b'{"type": "a"}\n'
+
+
+def test_parse_event_wants_an_object_with_a_type():
+    assert parse_event(b'{"type": "x", "seq": 1}') == {"type": "x", "seq": 1}
+    for bad in (b"[1]", b'{"seq": 1}', b'{"type": 3}', b"nope"):
+        with pytest.raises(ValueError):
+            parse_event(bad)
+
+
+def test_a_missing_log_is_a_log_error(tmp_path):
+    with pytest.raises(LogError, match="cannot read the session log"):
+        list(read_lines(tmp_path / "missing.jsonl"))
+
+
+def test_the_writer_appends_one_flushed_line_per_event_and_refuses_a_non_empty_log(tmp_path):
+    path = tmp_path / "l.jsonl"
+    w = LogWriter(path)
+    w.write({"type": "a", "text": "é"})
+    assert path.read_text(encoding="utf-8") == '{"type":"a","text":"é"}\n'  # flushed, UTF-8, compact
+    w.close()
+    with pytest.raises(LogError, match="is not empty"):
+        LogWriter(path)
+    LogWriter(path, new=False).write({"type": "b"})
+    assert [json.loads(x)["type"] for x in path.read_text().splitlines()] == ["a", "b"]
+    with pytest.raises(LogError, match="cannot write"):
+        LogWriter(tmp_path / "no" / "such" / "dir.jsonl")

@@ -1,0 +1,181 @@
+"""convlab.tree: the one node schema, the count's bookkeeping, view matching, state, newest leaves.
+
+The engine-level rules (PROTOCOL.md 1, 2, 5.1, 6) are tested through the Session in
+tests/test_session_*.py; this file tests the tree's own functions, and with Hypothesis
+that its O(1) answers equal walking the path.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from convlab.tokens import content_chars
+from convlab.tree import (
+    MESSAGE_KEYS,
+    RECORDED,
+    Node,
+    Tree,
+    ViewError,
+    children,
+    input_tokens,
+    message_of,
+    new_node,
+    newest_leaf,
+)
+
+
+def chain(*specs):
+    """A tree from (id, parent, role, content[, usage]) tuples."""
+    t = Tree()
+    for spec in specs:
+        nid, parent, role, content = spec[:4]
+        t.add({"id": nid, "role": role, "content": content, **({"usage": spec[4]} if len(spec) > 4 else {})}, parent)
+    return t
+
+
+def test_new_node_is_the_one_schema_every_attribute_present():
+    """docs/wire.md: a node has every recorded attribute; message keys only when set."""
+    node = new_node({"role": "user", "content": "hi"}, id="u1", seq=1)
+    assert tuple(k for k in node if k not in MESSAGE_KEYS) == RECORDED
+    assert set(Node.__required_keys__) == set(RECORDED)
+    assert set(Node.__optional_keys__) == set(MESSAGE_KEYS)
+    assert node["kind"] == "message" and node["parent"] is None and "name" not in node
+    tool = new_node({"role": "tool", "content": "x", "tool_call_id": "c1", "name": None}, id="t1")
+    assert tool["tool_call_id"] == "c1" and "name" not in tool
+
+
+def test_new_node_takes_recorded_attributes_over_the_fields_and_shares_values():
+    content = [{"type": "text", "text": "a"}]
+    node = new_node({"role": "user", "content": content, "seq": 9, "kind": None}, id="u1", seq=2, kind="summary")
+    assert node["seq"] == 2 and node["kind"] == "summary"
+    assert node["content"] is content  # trusted data is passed, not copied again
+
+
+def test_message_of_is_a_fresh_message_without_engine_attributes():
+    node = new_node({"role": "assistant", "content": [{"type": "text", "text": "x"}], "tool_calls": [{"id": "c"}],
+                     "usage": {"input_tokens": 3}}, id="a1", seq=1)
+    msg = message_of(node)
+    assert msg == {"id": "a1", "role": "assistant", "content": [{"type": "text", "text": "x"}], "tool_calls": [{"id": "c"}]}
+    msg["content"][0]["text"] = "changed"
+    msg["tool_calls"].append({})
+    assert node["content"][0]["text"] == "x" and len(node["tool_calls"]) == 1
+    assert "id" not in message_of(node, with_id=False)
+
+
+def test_add_refuses_a_known_id_or_an_unknown_parent_and_keeps_seq():
+    t = chain(("u1", None, "user", "a"))
+    with pytest.raises(ValueError, match="already recorded"):
+        t.add({"id": "u1", "role": "user", "content": "b"}, None)
+    with pytest.raises(ValueError, match="not recorded"):
+        t.add({"id": "u2", "role": "user", "content": "b"}, "nope")
+    t.add({"id": "u2", "role": "user", "content": "b"}, "u1")
+    assert [t.node(n)["seq"] for n in ("u1", "u2")] == [1, 2] and len(t) == 2
+
+
+def test_match_a_path_a_branch_and_refusals():
+    t = chain(("u1", None, "user", "a"), ("a1", "u1", "assistant", "b"), ("u2", "a1", "user", "c"))
+    assert t.match([{"id": "u1"}, {"id": "a1"}]) == (2, "a1")
+    assert t.match([{"id": "u1"}, {"role": "user", "content": "edit"}]) == (1, "u1")
+    assert t.match([{"id": "new", "role": "user", "content": "x"}]) == (0, None)
+    with pytest.raises(ViewError, match=r"messages\[1\]: 'u2' is not a child of 'u1'"):
+        t.match([{"id": "u1"}, {"id": "u2"}])
+    with pytest.raises(ViewError, match="already recorded"):
+        t.match([{"id": "u1"}, {"id": "x"}, {"id": "a1"}])
+    with pytest.raises(ViewError, match="appears twice"):
+        t.match([{"id": "x"}, {"id": "x"}])
+
+
+def test_count_is_the_last_reported_input_plus_chars_since():
+    """5.1: reported input of the last call on the path plus ceil(chars/4) written since (its reply included)."""
+    t = chain(("u1", None, "user", "a" * 40), ("a1", "u1", "assistant", "b" * 8, {"input_tokens": 100, "cache_read_input_tokens": 20}),
+              ("u2", "a1", "user", "c" * 5))
+    assert t.count("u1") == 10
+    assert t.count("a1") == 120 + 2
+    assert t.count("u2") == 120 + math.ceil(13 / 4)
+    assert Tree().count() == 0
+
+
+def test_state_is_the_nearest_on_the_path_and_a_copy():
+    t = chain(("u1", None, "user", "a"), ("a1", "u1", "assistant", "b"), ("a2", "u1", "assistant", "c"))
+    t.set_state("a1", {"k": [1]})
+    assert t.state_at("a1") == {"k": [1]} and t.state_at("a2") == {} and t.state_at("u1") == {}
+    t.state_at("a1")["k"].append(2)
+    assert t.state_at("a1") == {"k": [1]}
+
+
+def test_children_and_newest_leaf_in_creation_order():
+    t = chain(("u1", None, "user", "a"), ("a1", "u1", "assistant", "b"), ("u9", None, "user", "z"), ("a2", "u1", "assistant", "c"))
+    assert t.children(None) == ["u1", "u9"] and t.children("u1") == ["a1", "a2"]
+    assert children(t.graph, "u1") == ["a1", "a2"]
+    assert newest_leaf(t.graph, "u1") == "a2" and newest_leaf(t.graph) == "a2" and newest_leaf(t.graph, "a1") == "a1"
+
+
+def test_from_nodes_rebuilds_the_same_tree():
+    t = chain(("u1", None, "user", "a"), ("a1", "u1", "assistant", "b", {"input_tokens": 7}))
+    t.head = "a1"
+    again = Tree.from_nodes(t.nodes_in_order(), head="a1")
+    assert again.nodes_in_order() == t.nodes_in_order() and again.count() == t.count()
+
+
+def test_input_tokens_sums_cached_input():
+    assert input_tokens({"input_tokens": 1, "cache_creation_input_tokens": 2, "cache_read_input_tokens": 3}) == 6
+    assert input_tokens({"output_tokens": 4}) is None and input_tokens(None) is None
+
+
+# -- properties -----------------------------------------------------------
+@st.composite
+def trees(draw):
+    """A random tree: each message under a random earlier one (or the root), some replies with usage."""
+    t = Tree()
+    ids: list[str] = []
+    for i in range(draw(st.integers(1, 40))):
+        parent = draw(st.sampled_from([None, *ids]))
+        role = draw(st.sampled_from(["user", "assistant", "tool"]))
+        content = draw(st.one_of(st.text(max_size=30), st.lists(st.just({"type": "text", "text": "xy"}), max_size=2),
+                                 st.just([{"type": "image", "url": "u"}])))
+        usage = {"input_tokens": draw(st.integers(0, 10_000))} if role == "assistant" and draw(st.booleans()) else None
+        t.add({"id": f"n{i}", "role": role, "content": content, "usage": usage}, parent)
+        ids.append(f"n{i}")
+    return t, ids
+
+
+@settings(max_examples=100)
+@given(trees(), st.data())
+def test_count_equals_walking_the_path(tree_ids, data):
+    """The O(1) count equals PROTOCOL 5.1 computed by walking the path."""
+    t, ids = tree_ids
+    head = data.draw(st.sampled_from(ids))
+    path = t.path(head)
+    last = max((i for i, n in enumerate(path) if n["role"] == "assistant" and input_tokens(n["usage"]) is not None), default=None)
+    if last is None:
+        expected = math.ceil(sum(content_chars(n["content"]) for n in path) / 4)
+    else:
+        expected = input_tokens(path[last]["usage"]) + math.ceil(sum(content_chars(n["content"]) for n in path[last:]) / 4)
+    assert t.count(head) == expected
+    assert t.depth(head) == len(path) == len(t.path_ids(head))
+
+
+@settings(max_examples=100)
+@given(trees(), st.data())
+def test_a_path_view_matches_whole_and_a_new_message_starts_a_branch(tree_ids, data):
+    t, ids = tree_ids
+    head = data.draw(st.sampled_from(ids))
+    view = t.messages(head)
+    assert t.match(view) == (len(view), head)
+    cut = data.draw(st.integers(0, len(view)))
+    edited = view[:cut] + [{"role": "user", "content": "new"}]  # an edit: the changed message, nothing after it
+    assert t.match(edited) == (cut, view[cut - 1]["id"] if cut else None)
+
+
+@settings(max_examples=100)
+@given(trees(), st.data())
+def test_newest_leaf_is_the_highest_seq_leaf_below(tree_ids, data):
+    t, ids = tree_ids
+    node = data.draw(st.sampled_from(ids))
+    below = [n for n in ids if node in t.path_ids(n)]
+    leaves = [n for n in below if not t.children(n)]
+    assert newest_leaf(t.graph, node) == max(leaves, key=lambda n: t.node(n)["seq"])
