@@ -206,9 +206,11 @@ def _show(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
 
     convs = _read([args.file], args, notes)
     if args.conversation is not None:
-        convs = [c for c in convs if c.id == args.conversation]
-        if not convs:
-            raise _Usage(f"{args.file}: no conversation {args.conversation!r}")
+        chosen = [c for c in convs if c.id == args.conversation]
+        if not chosen:
+            ids = ", ".join(c.id for c in convs[:5]) + (", ..." if len(convs) > 5 else "")
+            raise _Usage(f"{args.file}: no conversation {args.conversation!r} (its {_plural(len(convs), 'conversation')}: {ids})")
+        convs = chosen
     render = render_path if args.path else render_tree
     for i, c in enumerate(convs):
         if i:

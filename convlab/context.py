@@ -224,7 +224,12 @@ def _document(source: Any) -> Mapping[str, Any]:
             raise ConfigError(str(path), f"cannot read the config file: {err.strerror or err}") from err
         return _parse_toml(text, str(path))
     if isinstance(source, str):
-        return _parse_toml(source, "config")
+        try:
+            return _parse_toml(source, "config")
+        except ConfigError:
+            if "\n" in source or "=" in source or Path(source).suffix == "":
+                raise
+            raise ConfigError("config", f"{source!r} is neither TOML text nor a path to a .toml file") from None
     raise ConfigError("config", f"must be TOML text, a path to a .toml file or a parsed document, got {type(source).__name__}")
 
 
@@ -348,6 +353,8 @@ def applies(
     >>> applies(cfg, 10, first_call=True, idle_for=3600).strategy.use
     'reset'
     """
+    if not isinstance(config, ContextConfig):
+        raise TypeError(f"applies takes a ContextConfig (load_config(...)[agent]), got {type(config).__name__}")
     for i, s in enumerate(config.strategies):
         if s.idle_secs is not None:
             if first_call and idle_for is not None and idle_for >= s.idle_secs:

@@ -459,6 +459,9 @@ def render_events(events: Iterable[Mapping[str, Any]], width: int = 100, times: 
     >>> print(render_events([{"seq": 1, "time": 0, "type": "head.moved", "turn_id": "t2", "from": "a1", "to": "u1"}]))
       1 t2  head.moved         from=a1 to=u1
     """
+    if isinstance(events, (str, bytes, Mapping)) or not isinstance(events, Iterable):
+        hint = " (a Session's: render_events(s.events))" if hasattr(events, "events") else ""
+        raise TypeError(f"render_events takes a list of event dicts, got {type(events).__name__}{hint}")
     out = []
     for ev in events:
         when = f"{ev['time']:>8.1f}s " if times else ""

@@ -424,6 +424,14 @@ def test_a_fault_of_convlab_is_one_line_and_exit_1(session_log, monkeypatch, cap
     assert capsys.readouterr().err == "convlab: internal error, please report it: RuntimeError: something inside broke\n"
 
 
+def test_an_unknown_conversation_names_the_ones_there(session_log, capsys):
+    """--conversation with an id the log does not have: exit 2, naming the ids it has."""
+    assert main(["show", str(session_log), "--conversation", "nope"]) == 2
+    assert capsys.readouterr().err == f"convlab: {session_log}: no conversation 'nope' (its 1 conversation: s)\n"
+    assert main(["show", str(session_log), "--conversation", "s", "--path"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "● e5 assistant: echo: and tomorrow, in a lot more detail please?  ◀ head"
+
+
 def test_main_takes_a_list_of_arguments():
     """main given a string says it wants a list."""
     with pytest.raises(TypeError, match=r"main takes a list of arguments, e.g. main\(\['show', 'log.jsonl'\]\), got str"):

@@ -147,3 +147,20 @@ def test_config_errors_survive_pickling():
     err = pickle.loads(pickle.dumps(ConfigError("agent.bot.context.window", "must be an integer, got 'x'")))
     assert (err.key, err.message, str(err)) == ("agent.bot.context.window", "must be an integer, got 'x'",
                                                 "agent.bot.context.window: must be an integer, got 'x'")
+
+
+def test_a_path_that_is_not_a_toml_file_is_named():
+    """A one-line string that looks like a file name but is neither TOML nor a .toml path says so (not a
+    TOML parser's message about a missing '=')."""
+    with pytest.raises(ConfigError, match=r"^config: 'engine\.conf' is neither TOML text nor a path to a \.toml file$"):
+        load_config("engine.conf", agent="bot")
+    with pytest.raises(ConfigError, match=r"^config: is not valid TOML"):
+        load_config("window = ", agent="bot")
+
+
+def test_applies_says_what_it_takes():
+    """applies takes the parsed config of one agent."""
+    from convlab.context import applies
+
+    with pytest.raises(TypeError, match=r"applies takes a ContextConfig \(load_config\(\.\.\.\)\[agent\]\), got dict"):
+        applies({"window": 200000}, 10, first_call=True, idle_for=None)

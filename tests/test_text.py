@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import convlab
-from convlab.text import brief, cells, fit, preview, render_path, render_summary, render_tree
+from convlab.text import brief, cells, fit, preview, render_events, render_path, render_summary, render_tree
 from convlab.tree import Tree
 
 from realdata import log_files, require
@@ -162,6 +162,8 @@ def test_wrong_arguments_say_what_was_expected():
         render_path(FORKED.graph, "nope")
     with pytest.raises(ValueError, match="width must be an integer of at least 20, got 5"):
         render_tree(FORKED.graph, "e3", width=5)
+    with pytest.raises(TypeError, match=r"render_events takes a list of event dicts, got Session \(a Session's: render_events\(s\.events\)\)"):
+        render_events(convlab.Session())
 
 
 def test_an_empty_tree_and_no_head():
