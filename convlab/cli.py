@@ -1,37 +1,90 @@
 """The ``convlab`` command: look at real logs and sweep context configs over them.
 
-Every error a user can cause (a missing file, a bad config, a bad grid) is one
-line on stderr and exit status 2, never a traceback.
+No mistake passes silently and none ends in a traceback. A mistake in how
+the command was called, in a config or in the input (a missing file, a
+misspelled table, a wrong ``--agent``, an output folder that is not there)
+is one line on stderr and exit status 2, found before any work starts
+wherever it can be. What reading repaired or passed over (every
+``ReadWarning`` and ``LogWarning``, and the files skipped, with why) goes to
+stderr, grouped with counts (``--quiet`` silences it); the output goes to
+stdout and the command exits 0 when it produced it.
+
+The parser is built one small function per subcommand (``_add_show``,
+``_add_tune``): a new subcommand adds its own and registers it in
+``build_parser``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 import warnings
+from collections import Counter
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Iterator, Sequence, TextIO
 
 __all__ = ["main", "build_parser"]
 
+#: How the importers end the warning of a file (or archive member) they passed over.
+_PASSED_OVER = "; passed over"
+
 
 class _Usage(Exception):
-    """A mistake in how the command was called: one line, exit 2."""
+    """A mistake in how the command was called, or in its config or input: one line, exit 2."""
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage too; keep it short)
+    def error(self, message: str) -> None:  # one line, exit 2 (not argparse's usage block)
         raise _Usage(message)
 
 
+# -- the parser: one function per subcommand ---------------------------------
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``convlab`` (for ``--help`` and tests)."""
+    """The argument parser of ``convlab`` (for ``--help`` and tests).
+
+    >>> build_parser().parse_args(["show", "log.jsonl", "--path", "--width", "72"]).width
+    72
+    """
     p = _Parser(prog="convlab", description="Understand and tune branching LLM conversations.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    show = sub.add_parser("show", help="print a log's conversations as trees (head marked)")
-    show.add_argument("file", metavar="FILE")
-    show.add_argument("--width", type=int, default=100, help="line width (default 100)")
+    _add_show(sub)
+    _add_tune(sub)
+    return p
+
+
+def _add_reading_options(cmd: argparse.ArgumentParser) -> None:
+    """What every subcommand that reads logs takes."""
+    cmd.add_argument("--quiet", "-q", action="store_true", help="do not list warnings and skipped files on stderr")
+    cmd.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def _width(text: str) -> int:
+    from .text import MIN_WIDTH
+
+    try:
+        width = int(text)
+    except ValueError:
+        width = None
+    if width is None or width < MIN_WIDTH:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least {MIN_WIDTH}, got {text!r}")
+    return width
+
+
+def _add_show(sub: Any) -> None:
+    show = sub.add_parser("show", help="print a log's conversations as trees, like git log --graph")
+    show.add_argument("file", metavar="FILE_OR_DIR")
+    show.add_argument("--width", type=_width, default=100, help="no line is wider than this (default 100, at least 20)")
+    show.add_argument("--path", action="store_true", help="only the active path (root to head), one line a message")
     show.add_argument("--conversation", metavar="ID", help="only the conversation with this id")
+    _add_reading_options(show)
+    show.set_defaults(run=_show)
+
+
+def _add_tune(sub: Any) -> None:
     tune = sub.add_parser("tune", help="replay logs under context configs: one row per (conversation, config)")
     tune.add_argument("paths", nargs="+", metavar="FILE_OR_DIR")
     tune.add_argument("--config", required=True, metavar="CFG.toml", help="the (base) context config")
@@ -41,8 +94,134 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--out", metavar="results.csv|.parquet", help="write the table")
     tune.add_argument("--plot", metavar="out.png", help="write a plot: a heatmap over two grid keys, else the count per call")
     tune.add_argument("--value", default="tokens_read", help="the column the heatmap shows (default tokens_read)")
-    tune.add_argument("--no-progress", action="store_true", help="no progress bar")
-    return p
+    _add_reading_options(tune)
+    tune.set_defaults(run=_tune)
+
+
+# -- what goes to stderr beside the output -----------------------------------
+
+
+def _ours(category: type) -> bool:
+    from .errors import LogWarning, ReadWarning
+
+    return issubclass(category, (ReadWarning, LogWarning)) or category.__module__.split(".")[0] == "convlab"
+
+
+class _Notes:
+    """The command's stderr beside its output: warnings grouped with counts, and the files skipped."""
+
+    def __init__(self, err: TextIO, quiet: bool) -> None:
+        self.err = err
+        self.quiet = quiet
+
+    def say(self, text: str) -> None:
+        if not self.quiet:
+            self.err.write(f"convlab: {text}\n")
+
+    @contextlib.contextmanager
+    def watch(self, stage: str) -> Iterator[list[Path]]:
+        """Collect the warnings of a stage and say them when it ends (also when it fails).
+
+        Yields a list the stage fills with files it found no conversation in
+        and no warning about (passed over quietly).
+        """
+        quiet_skips: list[Path] = []
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                yield quiet_skips
+            finally:
+                self._report(stage, caught, quiet_skips)
+
+    def _report(self, stage: str, caught: list[warnings.WarningMessage], quiet_skips: list[Path]) -> None:
+        skipped: list[str] = []
+        groups: dict[str, Counter[str]] = {}
+        for w in caught:
+            if not _ours(w.category):
+                continue
+            text = str(w.message).strip()
+            if text.endswith(_PASSED_OVER):
+                skipped.append(text[: -len(_PASSED_OVER)])
+                continue
+            groups.setdefault(w.category.__name__, Counter())[text] += 1
+        if skipped:
+            self.say(f"skipped {_plural(len(skipped), 'file')} that could not be read:")
+            self._list(skipped)
+        unread = [str(f) for f in quiet_skips if not any(s.startswith((f"{f}:", f"{f}!")) for s in skipped)]
+        if unread:
+            self.say(f"passed over {_plural(len(unread), 'file')} with no chat log convlab reads:")
+            self._list(unread)
+        for name, counts in groups.items():
+            self.say(f"{_plural(sum(counts.values()), name)} while {stage}:")
+            self._list(f"{text} ({n} times)" if n > 1 else text for text, n in counts.items())
+
+    def _list(self, lines: Any) -> None:
+        if not self.quiet:
+            for line in lines:
+                self.err.write(f"  {line}\n")
+
+
+def _plural(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+
+
+# -- reading -----------------------------------------------------------------
+
+
+def _files(folder: Path) -> list[Path]:
+    """The files ``convlab.read`` walks in a folder (hidden ones left out, as it does)."""
+    return sorted(f for f in folder.rglob("*") if f.is_file() and not any(p.startswith(".") for p in f.relative_to(folder).parts))
+
+
+def _progress(args: argparse.Namespace) -> bool:
+    """Progress bars only into a terminal, and never with --no-progress."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    return not args.no_progress and bool(isatty and isatty())
+
+
+def _read(paths: Sequence[str], args: argparse.Namespace, notes: _Notes) -> list[Any]:
+    import convlab
+
+    for path in paths:
+        if not Path(path).exists():
+            raise _Usage(f"{path}: no such file or folder")
+    convs: list[Any] = []
+    with notes.watch("reading") as quiet_skips:
+        for path in paths:
+            got = convlab.read(path, progress=_progress(args))
+            convs.extend(got)
+            if Path(path).is_dir():
+                sources = {str(c.source).split("!", 1)[0] for c in got}
+                quiet_skips.extend(f for f in _files(Path(path)) if str(f) not in sources)
+        if not convs:
+            raise _Usage(f"no conversations in {', '.join(paths)}")
+    return convs
+
+
+# -- show --------------------------------------------------------------------
+
+
+def _show(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
+    from .text import brief, fit, render_path, render_summary, render_tree
+
+    convs = _read([args.file], args, notes)
+    if args.conversation is not None:
+        chosen = [c for c in convs if c.id == args.conversation]
+        if not chosen:
+            ids = ", ".join(c.id for c in convs[:5]) + (", ..." if len(convs) > 5 else "")
+            raise _Usage(f"{args.file}: no conversation {args.conversation!r} (its {_plural(len(convs), 'conversation')}: {ids})")
+        convs = chosen
+    render = render_path if args.path else render_tree
+    for i, c in enumerate(convs):
+        if i:
+            out.write("\n")
+        title = f": {brief(c.title)!r}" if c.title else ""
+        out.write(fit(f"conversation {brief(c.id)}{title}", args.width) + "\n")
+        out.write(render_summary(c.tree, c.head, args.width) + "\n")
+        out.write(render(c.tree, c.head, args.width) + "\n")
+
+
+# -- tune --------------------------------------------------------------------
 
 
 def _number(text: str) -> Any:
@@ -66,58 +245,92 @@ def _grid(items: list[str]) -> dict[str, list[Any]]:
     return out
 
 
-def _read(paths: list[str]) -> list[Any]:
+def _plot_types() -> set[str]:
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return {f".{t}" for t in FigureCanvasBase.get_supported_filetypes()}
+
+
+def _check_output(flag: str, path: str, suffixes: set[str]) -> None:
+    """An output path that can be written, checked before any work (a sweep can take minutes)."""
+    p = Path(path)
+    if p.suffix.lower() not in suffixes:
+        raise _Usage(f"{flag} {path}: write one of {', '.join(sorted(suffixes))}")
+    if p.is_dir():
+        raise _Usage(f"{flag} {path}: is a folder")
+    folder = p.parent
+    if not folder.is_dir():
+        raise _Usage(f"{flag} {path}: no folder {folder} to write it into")
+    if not os.access(folder, os.W_OK):
+        raise _Usage(f"{flag} {path}: cannot write into {folder}")
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    if args.out:
+        _check_output("--out", args.out, {".csv", ".parquet"})
+        if args.out.lower().endswith(".parquet"):
+            import importlib.util
+
+            if importlib.util.find_spec("pyarrow") is None and importlib.util.find_spec("fastparquet") is None:
+                raise _Usage(f"--out {args.out}: writing parquet needs pyarrow (pip install pyarrow); or write a .csv")
+    if args.plot:
+        _check_output("--plot", args.plot, _plot_types())
+
+
+def _read_config(args: argparse.Namespace) -> str:
+    path = Path(args.config)
+    if not path.is_file():
+        raise _Usage(f"--config {args.config}: no such file")
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise _Usage(f"--config {args.config}: cannot be read ({getattr(err, 'strerror', None) or err})") from None
+
+
+def _in_config(path: str, err: Exception) -> _Usage:
+    """A ConfigError of the --config file, naming the file."""
+    key, message = getattr(err, "key", "config"), getattr(err, "message", str(err))
+    return _Usage(f"{path}: {message}" if key == "config" else f"{path}: {key}: {message}")
+
+
+def _check_sweep(args: argparse.Namespace, text: str, grid: dict[str, list[Any]], notes: _Notes) -> list[str]:
+    """Check the config and every config of the grid before reading anything; the sweep's columns."""
     import convlab
+    from .errors import ConfigError
 
-    convs = []
-    for path in paths:
-        if not Path(path).exists():
-            raise _Usage(f"{path}: no such file or folder")
-        convs.extend(convlab.read(path))
-    if not convs:
-        raise _Usage(f"no conversations in {', '.join(paths)}")
-    return convs
-
-
-def _show(args: argparse.Namespace, out) -> None:
-    from .text import render_tree
-
-    convs = _read([args.file])
-    if args.conversation is not None:
-        convs = [c for c in convs if c.id == args.conversation]
-        if not convs:
-            raise _Usage(f"{args.file}: no conversation {args.conversation!r}")
-    for i, c in enumerate(convs):
-        if i:
-            out.write("\n")
-        branch_points = sum(1 for n in c.tree.nodes if c.tree.out_degree(n) > 1)
-        summaries = sum(1 for _, a in c.tree.nodes(data=True) if a.get("kind") == "summary")
-        title = f" {c.title!r}" if c.title else ""
-        out.write(f"conversation {c.id}{title}: {len(c)} messages, {branch_points} branch points, {summaries} summaries, head {c.head}\n")
-        out.write(render_tree(c.tree, head=c.head, width=args.width) + "\n")
+    try:
+        config = convlab.load_config(text, agent=args.agent)[args.agent]
+    except ConfigError as err:
+        raise _in_config(args.config, err) from None
+    try:
+        columns = list(convlab.tune([], text, grid=grid or None, agent=args.agent, progress=False).columns)  # no conversation: checks the configs only
+    except ConfigError as err:
+        raise _Usage(f"--grid: {err}") from None
+    if not grid and config.window is None and not config.strategies:
+        notes.say(f"{args.config} sets no window and no strategy for agent {args.agent!r}: the logs replay as they were")
+    return columns
 
 
-def _tune(args: argparse.Namespace, out) -> None:
+def _tune(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
     import pandas as pd
 
-    from .replaying import replay
-    from .tuning import tune
+    import convlab
 
+    _check_outputs(args)
+    text = _read_config(args)
     grid = _grid(args.grid)
-    config_path = Path(args.config)
-    if not config_path.is_file():
-        raise _Usage(f"--config {args.config}: no such file")
-    config = config_path.read_text(encoding="utf-8")
-    if args.out and Path(args.out).suffix not in (".csv", ".parquet"):
-        raise _Usage(f"--out {args.out}: write a .csv or a .parquet file")
-    convs = _read(args.paths)
-    df = tune(convs, config, grid=grid or None, agent=args.agent, progress=False if args.no_progress else None)
+    columns = _check_sweep(args, text, grid, notes)
+    if args.plot and len(grid) >= 2 and args.value not in columns:
+        raise _Usage(f"--value {args.value!r}: not a column of the sweep (columns: {', '.join(columns)})")
+    convs = _read(args.paths, args, notes)
+    with notes.watch("tuning"):
+        df = convlab.tune(convs, text, grid=grid or None, agent=args.agent, progress=None if _progress(args) else False)
     shown = ["conversation", "config", *[k for k in grid if k != "window"], "window", "calls", "limits_full",
              "limits_idle", "summaries", "resets", "overflows", "max_count", "tokens_read"]
     with pd.option_context("display.width", 200, "display.max_columns", 50, "display.max_rows", 200):
         out.write(df[shown].to_string(index=False) + "\n")
     if args.out:
-        if args.out.endswith(".parquet"):
+        if args.out.lower().endswith(".parquet"):
             df.to_parquet(args.out, index=False)
         else:
             df.to_csv(args.out, index=False)
@@ -126,40 +339,75 @@ def _tune(args: argparse.Namespace, out) -> None:
         from . import plots
 
         keys = list(grid)
-        if len(keys) >= 2:
-            fig = plots.sweep_heatmap(df, keys[1], keys[0], args.value)
-        else:
-            longest = max(convs, key=len)
-            fig = plots.count_per_call(replay(longest, config, agent=args.agent), title=f"count per call: {longest.id}")
-        fig.savefig(args.plot, dpi=100)
+        with notes.watch("plotting"):
+            if len(keys) >= 2:
+                fig = plots.sweep_heatmap(df, keys[1], keys[0], args.value)
+            else:
+                longest = max(convs, key=len)
+                fig = plots.count_per_call(convlab.replay(longest, text, agent=args.agent), title=f"count per call: {longest.id}")
+            fig.savefig(args.plot, dpi=100)
         out.write(f"wrote {args.plot}\n")
 
 
+# -- main --------------------------------------------------------------------
+
+
+class _Encoded:
+    """A text stream that replaces what its encoding cannot write (a latin-1 terminal and a ●) instead of failing."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        encoding = (getattr(stream, "encoding", None) or "utf-8").lower().replace("-", "").replace("_", "")
+        self.encoding = None if encoding in ("utf8", "utf8sig") else getattr(stream, "encoding")
+
+    def write(self, text: str) -> int:
+        if self.encoding is not None:
+            text = text.encode(self.encoding, "replace").decode(self.encoding)
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``convlab``; returns the exit status (0, or 2 for a usage or input error).
+    """Run ``convlab``; returns the exit status: 0 when it produced its output, 2 for a mistake in the
+    call, a config or the input (one line on stderr), 1 for a fault of convlab itself (one line too;
+    ``CONVLAB_DEBUG=1`` shows its traceback).
 
     >>> main(["tune", "missing.jsonl", "--config", "missing.toml"])
     2
     """
-    from .errors import ConfigError, ReadError
+    from .errors import ConfigError, LogError, ReadError
 
-    out, err = sys.stdout, sys.stderr
+    if isinstance(argv, (str, bytes)):
+        raise TypeError(f"main takes a list of arguments, e.g. main(['show', 'log.jsonl']), got {type(argv).__name__}")
+    out, err = _Encoded(sys.stdout), _Encoded(sys.stderr)
     try:
         args = build_parser().parse_args(argv)
         if args.command is None:
             raise _Usage("give a command: show or tune (convlab --help)")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # an importer's repairs are not the command's business
-            if args.command == "show":
-                _show(args, out)
-            else:
-                _tune(args, out)
+        run: Callable[[argparse.Namespace, Any, _Notes], None] = args.run
+        run(args, out, _Notes(err, args.quiet))
+    except SystemExit as e:  # --help
+        return e.code if isinstance(e.code, int) else 0
     except _Usage as e:
         err.write(f"convlab: {e}\n")
         return 2
-    except (ConfigError, ReadError, OSError, ValueError, KeyError) as e:
+    except BrokenPipeError:  # pragma: no cover - `convlab show ... | head`: the reader has what it wanted
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except (ConfigError, ReadError, LogError, OSError) as e:
         err.write(f"convlab: {str(e).strip() or type(e).__name__}".splitlines()[0] + "\n")
         return 2
+    except KeyboardInterrupt:
+        err.write("convlab: interrupted\n")
+        return 130
+    except Exception as e:  # a fault of convlab: one line (CONVLAB_DEBUG=1 for the traceback)
+        if os.environ.get("CONVLAB_DEBUG"):
+            raise
+        err.write(f"convlab: internal error, please report it: {type(e).__name__}: {e}".splitlines()[0] + "\n")
+        return 1
     return 0
 
 

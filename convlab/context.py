@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -34,9 +34,32 @@ DEFAULT_PROMPT = (
 )
 
 
+def _unknown_key(key: str, use: str) -> ConfigError:
+    return ConfigError(key, f"unknown key for a {use} strategy (known: {', '.join(_STRATEGY_KEYS[use])})")
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 @dataclass(frozen=True)
 class Strategy:
-    """One ``[[agent.<id>.context.strategy]]`` entry."""
+    """One ``[[agent.<id>.context.strategy]]`` entry, checked where it is built.
+
+    The checks are the config file's (PROTOCOL.md 5.2), with the same
+    messages; built by hand, the key is the field's name.
+
+    >>> Strategy(use="reset", idle_secs=3600).to_dict()
+    {'use': 'reset', 'idle_secs': 3600}
+    >>> Strategy(use="reset", idle_secs=-5)
+    Traceback (most recent call last):
+    ...
+    convlab.errors.ConfigError: idle_secs: must be a positive number, got -5
+    """
 
     use: str
     idle_secs: float | None = None
@@ -45,13 +68,39 @@ class Strategy:
     llm: str | None = None
     model: str | None = None
 
+    def __post_init__(self) -> None:
+        use = self.use
+        if use is None:
+            raise ConfigError("use", "missing (reset or summarize)")
+        if not isinstance(use, str) or use not in _STRATEGY_KEYS:
+            raise ConfigError("use", f"must be 'reset' or 'summarize', got {use!r}")
+        for key in ("prompt", "llm", "model"):
+            if getattr(self, key) is not None and key not in _STRATEGY_KEYS[use]:
+                raise _unknown_key(key, use)
+        idle = self.idle_secs
+        if idle is not None and (not _is_number(idle) or idle <= 0):
+            raise ConfigError("idle_secs", f"must be a positive number, got {idle!r}")
+        over = self.over_tokens
+        if over is not None and (not _is_int(over) or over <= 0):
+            raise ConfigError("over_tokens", f"must be a positive integer, got {over!r}")
+        for key in ("prompt", "llm", "model"):
+            v = getattr(self, key)
+            if v is not None and (not isinstance(v, str) or not v):
+                raise ConfigError(key, f"must be a non-empty string, got {v!r}")
+
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+_FIELDS = tuple(f.name for f in fields(Strategy))
 
 
 @dataclass(frozen=True)
 class ContextConfig:
     """The parsed ``[agent.<id>.context]`` table: ``window`` and ordered strategies.
+
+    Checked where it is built, with the config file's messages: ``window``
+    an integer above 16000, ``strategies`` a tuple (or list) of ``Strategy``.
 
     >>> cfg = load_config('''
     ... [agent.bot.context]
@@ -61,10 +110,35 @@ class ContextConfig:
     ... ''')["bot"]
     >>> cfg.window, cfg.limit, [s.use for s in cfg.strategies]
     (200000, 184000, ['summarize'])
+    >>> ContextConfig(window=200000, strategies=[Strategy("reset", idle_secs=3600)]).strategies
+    (Strategy(use='reset', idle_secs=3600, over_tokens=None, prompt=None, llm=None, model=None),)
+    >>> ContextConfig(window=-5)
+    Traceback (most recent call last):
+    ...
+    convlab.errors.ConfigError: window: must be more than 16000 (the engine keeps 16000 tokens of headroom); use a strategy's over_tokens for small models
     """
 
     window: int | None = None
     strategies: tuple[Strategy, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        window = self.window
+        if window is not None:
+            if not _is_int(window):
+                raise ConfigError("window", f"must be an integer, got {window!r}")
+            if window <= MARGIN:
+                raise ConfigError(
+                    "window",
+                    f"must be more than {MARGIN} (the engine keeps {MARGIN} tokens of headroom); "
+                    f"use a strategy's over_tokens for small models",
+                )
+        strategies = self.strategies
+        if not isinstance(strategies, (tuple, list)):
+            raise ConfigError("strategies", f"must be a tuple of Strategy, got {type(strategies).__name__}")
+        for i, s in enumerate(strategies):
+            if not isinstance(s, Strategy):
+                raise ConfigError(f"strategies[{i}]", f"must be a Strategy, got {type(s).__name__}")
+        object.__setattr__(self, "strategies", tuple(strategies))
 
     @property
     def limit(self) -> int | None:
@@ -95,12 +169,18 @@ class Limit:
     reason: str  # "idle" or "full"
 
 
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
 def parse_context(table: Any, where: str = "context") -> ContextConfig:
-    """Check one parsed context table; ``where`` prefixes the keys in errors."""
+    """Check one parsed context table; ``where`` prefixes the keys in errors.
+
+    The values are checked by ``ContextConfig`` and ``Strategy`` themselves
+    (one set of checks, whether built from a file or by hand); here only the
+    table's shape and its keys.
+
+    >>> parse_context({"window": 200000, "strategy": [{"use": "reset", "idle": 60}]}, "agent.bot.context")
+    Traceback (most recent call last):
+    ...
+    convlab.errors.ConfigError: agent.bot.context.strategy[0].idle: unknown key for a reset strategy (known: use, idle_secs, over_tokens)
+    """
     if table is None:
         return ContextConfig()
     if not isinstance(table, Mapping):
@@ -108,16 +188,6 @@ def parse_context(table: Any, where: str = "context") -> ContextConfig:
     for key in table:
         if key not in ("window", "strategy"):
             raise ConfigError(f"{where}.{key}", "unknown key (known: window, strategy)")
-    window = table.get("window")
-    if window is not None:
-        if not isinstance(window, int) or isinstance(window, bool):
-            raise ConfigError(f"{where}.window", f"must be an integer, got {window!r}")
-        if window <= MARGIN:
-            raise ConfigError(
-                f"{where}.window",
-                f"must be more than {MARGIN} (the engine keeps {MARGIN} tokens of headroom); "
-                f"use a strategy's over_tokens for small models",
-            )
     raw = table.get("strategy", [])
     if isinstance(raw, Mapping):
         raise ConfigError(f"{where}.strategy", "must be an array of tables: write [[...strategy]]")
@@ -128,28 +198,18 @@ def parse_context(table: Any, where: str = "context") -> ContextConfig:
         here = f"{where}.strategy[{i}]"
         if not isinstance(entry, Mapping):
             raise ConfigError(here, f"must be a table, got {type(entry).__name__}")
-        use = entry.get("use")
-        if use is None:
-            raise ConfigError(f"{here}.use", "missing (reset or summarize)")
-        if use not in _STRATEGY_KEYS:
-            raise ConfigError(f"{here}.use", f"must be 'reset' or 'summarize', got {use!r}")
-        for key in entry:
-            if key not in _STRATEGY_KEYS[use]:
-                raise ConfigError(f"{here}.{key}", f"unknown key for a {use} strategy (known: {', '.join(_STRATEGY_KEYS[use])})")
-        idle = entry.get("idle_secs")
-        if idle is not None and (not _is_number(idle) or idle <= 0):
-            raise ConfigError(f"{here}.idle_secs", f"must be a positive number, got {idle!r}")
-        over = entry.get("over_tokens")
-        if over is not None and (not isinstance(over, int) or isinstance(over, bool) or over <= 0):
-            raise ConfigError(f"{here}.over_tokens", f"must be a positive integer, got {over!r}")
-        for key in ("prompt", "llm", "model"):
-            v = entry.get(key)
-            if v is not None and (not isinstance(v, str) or not v):
-                raise ConfigError(f"{here}.{key}", f"must be a non-empty string, got {v!r}")
-        strategies.append(
-            Strategy(use=use, idle_secs=idle, over_tokens=over, prompt=entry.get("prompt"), llm=entry.get("llm"), model=entry.get("model"))
-        )
-    return ContextConfig(window=window, strategies=tuple(strategies))
+        try:
+            strategy = Strategy(**{k: entry.get(k) for k in _FIELDS})
+            for key in entry:
+                if key not in _FIELDS:
+                    raise _unknown_key(key, strategy.use)
+        except ConfigError as err:
+            raise err.within(here) from None
+        strategies.append(strategy)
+    try:
+        return ContextConfig(window=table.get("window"), strategies=tuple(strategies))
+    except ConfigError as err:
+        raise err.within(where) from None
 
 
 def _document(source: Any) -> Mapping[str, Any]:
@@ -163,7 +223,12 @@ def _document(source: Any) -> Mapping[str, Any]:
             raise ConfigError(str(path), f"cannot read the config file: {err.strerror or err}") from err
         return _parse_toml(text, str(path))
     if isinstance(source, str):
-        return _parse_toml(source, "config")
+        try:
+            return _parse_toml(source, "config")
+        except ConfigError:
+            if "\n" in source or "=" in source or Path(source).suffix == "":
+                raise
+            raise ConfigError("config", f"{source!r} is neither TOML text nor a path to a .toml file") from None
     raise ConfigError("config", f"must be TOML text, a path to a .toml file or a parsed document, got {type(source).__name__}")
 
 
@@ -174,30 +239,65 @@ def _parse_toml(text: str, name: str) -> Mapping[str, Any]:
         raise ConfigError(name, f"is not valid TOML: {err}") from err
 
 
+def _tables(doc: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """The dotted names of a document's innermost tables (``agent.bot.contxt``, ``server``)."""
+    out = []
+    for key, value in doc.items():
+        if isinstance(value, Mapping):
+            inner = _tables(value, f"{prefix}{key}.")
+            out.extend(inner or [f"{prefix}{key}"])
+    return out
+
+
+def _missing(agent: str, doc: Mapping[str, Any]) -> ConfigError:
+    tables = _tables(doc)
+    if tables:
+        shown = ", ".join(f"[{t}]" for t in tables[:10]) + (f" and {len(tables) - 10} more" if len(tables) > 10 else "")
+        found = f"it has {shown}"
+    else:
+        found = f"it has no tables, only the keys {', '.join(map(str, doc))}"
+    return ConfigError(f"agent.{agent}.context", f"missing: the config has no [agent.{agent}.context] table ({found})")
+
+
 def load_config(source: Any, agent: str | None = None) -> dict[str, ContextConfig]:
     """Parse ``[agent.<id>.context]`` tables: ``{agent_id: ContextConfig}``.
 
     ``source`` is TOML text, a path to a ``.toml`` file, or the parsed
     document. With ``agent`` only that agent's table is checked (other tables
-    are not this config's business) and the result has that one key (an
-    empty config when the agent has no table); without it every
-    ``agent.*.context`` table is checked. Errors raise ``ConfigError`` naming
-    the key.
+    are not this config's business) and the result has that one key; a
+    config without ``[agent.<agent>.context]`` is an error that names the
+    tables it has (a misspelled table or a wrong agent must not run with no
+    strategy), except an empty config (no keys at all: empty text, only
+    comments, ``{}``), which means no window and no strategy, as ``None``
+    does. Without ``agent`` every ``agent.*.context`` table is checked.
+    Errors raise ``ConfigError`` naming the key.
 
     >>> load_config('[agent.bot.context]\\nwindow = 100')
     Traceback (most recent call last):
     ...
     convlab.errors.ConfigError: agent.bot.context.window: must be more than 16000 (the engine keeps 16000 tokens of headroom); use a strategy's over_tokens for small models
+    >>> load_config('[agent.bot.contxt]\\nwindow = 200000', agent="bot")
+    Traceback (most recent call last):
+    ...
+    convlab.errors.ConfigError: agent.bot.context: missing: the config has no [agent.bot.context] table (it has [agent.bot.contxt])
+    >>> load_config("# nothing yet", agent="bot")
+    {'bot': ContextConfig(window=None, strategies=())}
     """
+    if agent is not None and (not isinstance(agent, str) or not agent):
+        raise TypeError(f"agent is an agent id (a non-empty string), got {agent!r}")
     doc = _document(source)
     agents = doc.get("agent", {})
     if not isinstance(agents, Mapping):
         raise ConfigError("agent", f"must be a table, got {type(agents).__name__}")
     if agent is not None:
-        entry = agents.get(agent, {})
-        if not isinstance(entry, Mapping):
+        if not doc:
+            return {agent: ContextConfig()}
+        entry = agents.get(agent)
+        if entry is not None and not isinstance(entry, Mapping):
             raise ConfigError(f"agent.{agent}", f"must be a table, got {type(entry).__name__}")
-        return {agent: parse_context(entry.get("context"), f"agent.{agent}.context")}
+        if entry is None or "context" not in entry:
+            raise _missing(agent, doc)
+        return {agent: parse_context(entry["context"], f"agent.{agent}.context")}
     out = {}
     for name, entry in agents.items():
         if not isinstance(entry, Mapping):
@@ -208,13 +308,15 @@ def load_config(source: Any, agent: str | None = None) -> dict[str, ContextConfi
 
 def coerce(config: Any, agent: str) -> ContextConfig:
     """What ``Session(config=...)`` takes: None, a ContextConfig, ``{agent: ContextConfig}``,
-    TOML text, a path, or the parsed document."""
+    TOML text, a path, or the parsed document (``load_config`` with ``agent``)."""
     if config is None:
         return ContextConfig()
     if isinstance(config, ContextConfig):
         return config
     if isinstance(config, Mapping) and config and all(isinstance(v, ContextConfig) for v in config.values()):
-        return config.get(agent, ContextConfig())
+        if agent not in config:
+            raise ConfigError(f"agent.{agent}.context", f"missing: the configs given are for {', '.join(map(repr, config))}")
+        return config[agent]
     return load_config(config, agent)[agent]
 
 
@@ -250,6 +352,8 @@ def applies(
     >>> applies(cfg, 10, first_call=True, idle_for=3600).strategy.use
     'reset'
     """
+    if not isinstance(config, ContextConfig):
+        raise TypeError(f"applies takes a ContextConfig (load_config(...)[agent]), got {type(config).__name__}")
     for s in config.strategies:
         if s.idle_secs is not None:
             if first_call and idle_for is not None and idle_for >= s.idle_secs:

@@ -27,6 +27,14 @@ class ConfigError(ValueError):
     def __init__(self, key: str, message: str):
         super().__init__(f"{key}: {message}")
         self.key = key
+        self.message = message
+
+    def within(self, where: str) -> "ConfigError":
+        """The same error with its key under ``where``: ``idle_secs`` -> ``agent.bot.context.strategy[0].idle_secs``."""
+        return ConfigError(f"{where}.{self.key}", self.message)
+
+    def __reduce__(self):  # pickles (across processes) with both arguments
+        return (type(self), (self.key, self.message))
 
 
 class LogError(ValueError):

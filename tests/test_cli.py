@@ -1,14 +1,20 @@
-"""The convlab command: show (golden text), tune (table, csv/parquet, plot), errors (one line, exit 2)."""
+"""The convlab command: show (golden text on real logs, within --width), tune (table, csv/parquet, plot),
+no silent mistakes (warnings and skips on stderr, config and output checks before any work, exit 0 / 2)."""
 
 from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 import convlab
 from convlab.cli import main
+from convlab.text import cells
 
-from realdata import REAL, require
+from realdata import log_files, require
 
 CONFIG = """
 [agent.bot.context]
@@ -34,21 +40,25 @@ def session_log(tmp_path):
 
 
 GOLDEN = """\
-conversation s: 8 messages, 1 branch points, 1 summaries, head e5
-  u1 user: weather in NYC?
-  ├─ e1 assistant: echo: weather in NYC?
-  └─ u2 user: weather in LA instead
-     └─ e2 assistant: echo: weather in LA instead
-        └─ u3 user: and tomorrow, in a lot more detail please?
-* e3 user [summary] (replaces u3): The earlier conversation was summari…
-* └─ e4 user (copy of u3): and tomorrow, in a lot more detail please?
-*    └─ e5 assistant: echo: and tomorrow, in a lot more detail …  ◀ head
+conversation s
+head e5 (3 on the active path); 8 messages, 1 branch point, 1 summary
+┌─○ u1 user: weather in NYC?
+│ ├─○ u2 user: weather in LA instead
+│ │ ○ e2 assistant: echo: weather in LA instead
+│ │ ○ u3 user: and tomorrow, in a lot more detail please?
+│ ○ e1 assistant: echo: weather in NYC?
+● e3 user [summary] (replaces u3): The earlier conversation was summari…
+● e4 user (copy of u3): and tomorrow, in a lot more detail please?
+● e5 assistant: echo: and tomorrow, in a lot more detail please?  ◀ head
 """
 
 
 def test_show_prints_the_tree_with_head_branch_points_and_summaries(session_log, capsys):
+    """show: the tree as a git graph (the active path one column, branches fork right), head, branch points
+    and summaries; nothing on stderr for a sound log."""
     assert main(["show", str(session_log), "--width", "72"]) == 0
-    assert capsys.readouterr().out == GOLDEN
+    out, err = capsys.readouterr()
+    assert out == GOLDEN and err == ""
 
 
 @pytest.mark.parametrize(
@@ -58,9 +68,12 @@ def test_show_prints_the_tree_with_head_branch_points_and_summaries(session_log,
         (["tune", "nope.json", "--config", "nope.toml"], "convlab: --config nope.toml: no such file\n"),
         ([], "convlab: give a command: show or tune (convlab --help)\n"),
         (["frobnicate"], None),
+        (["show", "x.json", "--width", "5"], "convlab: argument --width: must be a whole number of at least 20, got '5'\n"),
+        (["show", "x.json", "--width", "wide"], "convlab: argument --width: must be a whole number of at least 20, got 'wide'\n"),
     ],
 )
 def test_errors_are_one_line_and_exit_2(argv, message, capsys):
+    """Every mistake in the call is one line on stderr and exit 2, never a traceback."""
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("convlab: ") and err.count("\n") == 1 and "Traceback" not in err
@@ -69,18 +82,24 @@ def test_errors_are_one_line_and_exit_2(argv, message, capsys):
 
 
 def test_bad_config_and_bad_grid_are_one_line(session_log, tmp_path, capsys):
+    """A config mistake names the file and the key; a grid mistake names --grid; one line, exit 2."""
     cfg = tmp_path / "cfg.toml"
     cfg.write_text("[agent.bot.context]\nwindow = 100\n")
     assert main(["tune", str(session_log), "--config", str(cfg)]) == 2
-    assert capsys.readouterr().err.startswith("convlab: agent.bot.context.window: must be more than 16000")
+    assert capsys.readouterr().err.startswith(f"convlab: {cfg}: agent.bot.context.window: must be more than 16000")
+    cfg.write_text("[agent.bot.context\nwindow = 100\n")
+    assert main(["tune", str(session_log), "--config", str(cfg)]) == 2
+    assert capsys.readouterr().err.startswith(f"convlab: {cfg}: is not valid TOML: ")
     cfg.write_text(CONFIG)
     assert main(["tune", str(session_log), "--config", str(cfg), "--grid", "window"]) == 2
     assert capsys.readouterr().err == "convlab: --grid 'window': write KEY=V1,V2 (e.g. window=64000,128000)\n"
     assert main(["tune", str(session_log), "--config", str(cfg), "--grid", "strategy[7].idle_secs=5"]) == 2
-    assert "no strategy[7]" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        "convlab: --grid: agent.bot.context.strategy[7].idle_secs: the base config has 2 strategies, no strategy[7]\n")
 
 
 def test_tune_writes_csv_and_parquet(session_log, tmp_path, capsys):
+    """--out writes the whole table as csv or parquet."""
     cfg = tmp_path / "cfg.toml"
     cfg.write_text(CONFIG)
     for name in ("r.csv", "r.parquet"):
@@ -93,6 +112,7 @@ def test_tune_writes_csv_and_parquet(session_log, tmp_path, capsys):
 
 @pytest.mark.realdata
 def test_tune_on_a_real_file_prints_the_table_and_writes_the_plot(tmp_path, capsys):
+    """tune on the real Claude Code session: the table on stdout, the count-per-call plot written."""
     real = require()
     cfg = tmp_path / "cfg.toml"
     cfg.write_text(CONFIG)
@@ -111,6 +131,7 @@ def test_tune_on_a_real_file_prints_the_table_and_writes_the_plot(tmp_path, caps
 
 @pytest.mark.realdata
 def test_tune_heatmap_over_two_grid_keys(tmp_path, capsys):
+    """Two grid keys: the heatmap of --value."""
     real = require()
     cfg = tmp_path / "cfg.toml"
     cfg.write_text(CONFIG)
@@ -119,3 +140,307 @@ def test_tune_heatmap_over_two_grid_keys(tmp_path, capsys):
             "--grid", "strategy[0].idle_secs=60,3600", "--plot", str(png), "--value", "resets", "--no-progress"]
     assert main(argv) == 0
     assert png.stat().st_size > 5_000
+
+
+# ----------------------------------------------------------------------
+# show on real logs: golden text, width everywhere
+# ----------------------------------------------------------------------
+GOLDEN_DIR = Path(__file__).parent / "golden"
+CLAUDE_CODE = "claude_code/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl.gz"
+
+CHATGPT_TREE = """\
+conversation d5dc5307-6807-41a0-8b04-4acee626eeb7: 'Assist user with su…
+head f63b8e17 (7 on the active path); 12 messages, 2 branch points, 0 s…
+● d38605d2 system:
+● aaa297ba user: hi there
+● bda8a275 assistant: Hello! How can I assist you today?
+├─○ aaa24023 user: so cool bro
+│ ○ 23afbea9 assistant: Thanks! What brings you here today?
+│ ○ aaa292cc user: tell me a story
+│ ○ ada93f81 assistant: Sure! Here's a short story for you: --- Once up…
+● aaa236a3 user: hi again
+● db88eddf assistant: Hey! Welcome back. What's on your mind?
+● aaa20127 user: tell me a joke
+├─○ d0d2a7df assistant: Sure, here's one for you: Why don't scientists …
+● f63b8e17 assistant: Sure, here's one for you: Why don't scien…  ◀ head
+"""
+
+CHATGPT_PATH = """\
+conversation d5dc5307-6807-41a0-8b04-4acee626eeb7: 'Assist user with su…
+head f63b8e17 (7 on the active path); 12 messages, 2 branch points, 0 s…
+● d38605d2 system:
+● aaa297ba user: hi there
+● bda8a275 assistant (+1 branch): Hello! How can I assist you today?
+● aaa236a3 user: hi again
+● db88eddf assistant: Hey! Welcome back. What's on your mind?
+● aaa20127 user (+1 branch): tell me a joke
+● f63b8e17 assistant: Sure, here's one for you: Why don't scien…  ◀ head
+"""
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("extra, golden", [([], CHATGPT_TREE), (["--path"], CHATGPT_PATH)])
+def test_show_a_real_chatgpt_export_with_an_edit_and_a_regeneration(extra, golden, capsys):
+    """Issue 15: golden text of show on a ChatGPT export with a real edit fork and a real regeneration fork,
+    as a git graph (the forks one column right of the active path) and as the active path alone."""
+    real = require()
+    assert main(["show", str(real / "chatgpt" / "chatgpt-tree.librechat.json"), "--width", "72", *extra]) == 0
+    out, err = capsys.readouterr()
+    assert out == golden and err == ""
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("extra, golden", [(["--width", "100"], "show-claude-code-w100.txt"),
+                                           (["--width", "80", "--path"], "show-claude-code-path-w80.txt")])
+def test_show_the_real_claude_code_session(extra, golden, capsys):
+    """Issue 15: golden text of show on the long real Claude Code session (466 messages, a compaction):
+    the pre-compaction history is one side column, the active path one straight column, thinking and tool
+    parts are labels ([thinking 76 chars], [tool_use Bash: git status], [tool_result Bash 180 chars]),
+    and no line is over the width (the old rendering ran to 900+ characters)."""
+    real = require()
+    assert main(["show", str(real / CLAUDE_CODE), *extra]) == 0
+    out, err = capsys.readouterr()
+    assert out == (GOLDEN_DIR / golden).read_text(encoding="utf-8") and err == ""
+    width = int(extra[1])
+    assert max(cells(line) for line in out.splitlines()) <= width
+    assert "[thinking " in out and "[tool_use Bash: " in out and "[tool_result Bash " in out and '{"type"' not in out
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", log_files())
+@pytest.mark.parametrize("extra", [["--width", "20"], ["--width", "57", "--path"], ["--width", "100"]])
+def test_show_keeps_every_line_of_every_real_log_within_the_width(name, extra, capsys):
+    """Issue 15: --width respected everywhere, whatever the data: headers, graph, labels, on every real log."""
+    real = require()
+    assert main(["show", str(real / name), *extra, "--quiet"]) == 0
+    out = capsys.readouterr().out
+    width = int(extra[1])
+    too_wide = [line for line in out.splitlines() if cells(line) > width]
+    assert out and not too_wide
+
+
+# ----------------------------------------------------------------------
+# no silent mistakes: warnings and skips on stderr, exit codes
+# ----------------------------------------------------------------------
+def chatgpt_export(path):
+    """A ChatGPT export whose message u9 hangs from a parent that is not there and whose current node is
+    gone (the importer repairs both, with a warning)."""
+    def record(mid, parent, role, text, t):
+        return {"id": mid, "parent": parent, "children": [], "message": {
+            "id": mid, "author": {"role": role}, "content": {"content_type": "text", "parts": [text]}, "create_time": t}}
+
+    conv = {"id": "c1", "title": "broken", "current_node": "gone", "mapping": {
+        "root": {"id": "root", "message": None, "parent": None, "children": ["u1"]},
+        "u1": record("u1", "root", "user", "hi", 1), "a1": record("a1", "u1", "assistant", "hello", 2),
+        "u9": record("u9", "lost", "user", "orphan", 3)}}
+    path.write_text(json.dumps([conv]))
+    return path
+
+
+def test_show_says_what_the_importer_repaired(tmp_path, capsys):
+    """Issue 15: the CLI prints every ReadWarning to stderr, grouped with counts, and still exits 0 with
+    its output (a ChatGPT export with a dangling parent and a replaced head)."""
+    path = chatgpt_export(tmp_path / "conversations.json")
+    assert main(["show", str(path), "--width", "60"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[-1] == "● u9 user: orphan  ◀ head"
+    assert err == (
+        "convlab: 1 ReadWarning while reading:\n"
+        f"  {path}, conversation 'c1': node 'u9': parent 'lost' is not in the conversation; kept as a top-level "
+        "message; current node 'gone' is not a message of the conversation; head set to the newest leaf\n"
+    )
+    assert main(["show", str(path), "--width", "60", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_the_same_warning_twice_is_counted(tmp_path, capsys):
+    """Grouped with counts: a warning said more than once prints once, with how many times."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    chatgpt_export(folder / "a.json")
+    export = json.loads((folder / "a.json").read_text())
+    (folder / "a.json").write_text(json.dumps(export * 2))  # the same conversation twice: the same repair twice
+    assert main(["show", str(folder), "--width", "60"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("convlab: 2 ReadWarnings while reading:\n")
+    assert err.count("\n") == 2 and err.endswith("head set to the newest leaf (2 times)\n")
+
+
+def test_a_folder_says_which_files_it_skipped_and_why(tmp_path, capsys):
+    """Issue 15: a folder where two files could not be read: the CLI says which and why, says the files it
+    found no chat log in, and exits 0 with the output of the rest."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    chatgpt_export(folder / "good.json")
+    (folder / "broken.json").write_text('{"mapping": {"x": ')
+    (folder / "cut.jsonl.gz").write_bytes(gzip.compress(b'{"type": "user"}\n' * 50)[:20])
+    (folder / "notes.txt").write_text("not a chat log")
+    assert main(["show", str(folder), "--width", "60", "--no-progress"]) == 0
+    out, err = capsys.readouterr()
+    assert "● u9 user: orphan  ◀ head" in out
+    lines = err.splitlines()
+    assert lines[0] == "convlab: skipped 2 files that could not be read:"
+    assert lines[1].startswith(f"  {folder / 'broken.json'}: not valid JSON")
+    assert lines[2].startswith(f"  {folder / 'cut.jsonl.gz'}: ")
+    assert lines[3:5] == ["convlab: passed over 1 file with no chat log convlab reads:", f"  {folder / 'notes.txt'}"]
+    assert lines[5:7] == ["convlab: 2 ReadWarnings while reading:",
+                          f"  {folder / 'cut.jsonl.gz'}: gzip data cut short; read the 9 bytes before the cut"]
+    assert lines[7].startswith(f"  {folder / 'good.json'}, conversation 'c1': node 'u9': parent 'lost'") and len(lines) == 8
+
+
+def test_a_folder_with_nothing_readable_is_an_input_error(tmp_path, capsys):
+    """No conversation at all: exit 2, after saying what was skipped and why."""
+    (tmp_path / "broken.json").write_text("{")
+    assert main(["show", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("convlab: skipped 1 file that could not be read:\n")
+    assert err.endswith(f"convlab: no conversations in {tmp_path}\n")
+
+
+def test_a_torn_session_log_is_said(session_log, capsys):
+    """A session log with a torn last line is read (LogWarning, as a ReadWarning naming the file): said on stderr."""
+    with open(session_log, "a") as f:
+        f.write('{"type": "message.new", "seq": 99, "mess')
+    assert main(["show", str(session_log), "--width", "72"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("convlab: 1 ReadWarning while reading:\n") and f"{session_log}: " in err
+
+
+@pytest.fixture
+def no_work(monkeypatch):
+    """Reading or tuning is work: a test using this fixture proves the command stopped before any."""
+    def boom(*args, **kwargs):
+        raise AssertionError("work started before the mistake was found")
+
+    check_only = convlab.tune
+
+    def tune(conversations, *args, **kwargs):  # tune of no conversation only checks the configs
+        if conversations:
+            boom()
+        return check_only(conversations, *args, **kwargs)
+
+    monkeypatch.setattr(convlab, "read", boom)
+    monkeypatch.setattr(convlab, "tune", tune)
+    monkeypatch.setattr(convlab, "replay", boom)
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--plot", "{tmp}/missing/out.png"], "convlab: --plot {tmp}/missing/out.png: no folder {tmp}/missing to write it into\n"),
+        (["--out", "{tmp}/missing/r.csv"], "convlab: --out {tmp}/missing/r.csv: no folder {tmp}/missing to write it into\n"),
+        (["--out", "{tmp}/r.xlsx"], "convlab: --out {tmp}/r.xlsx: write one of .csv, .parquet\n"),
+        (["--plot", "{tmp}/folder.png"], "convlab: --plot {tmp}/folder.png: is a folder\n"),
+        (["--plot", "{tmp}/out.svg", "--out", "{tmp}/out.svg"], "convlab: --out {tmp}/out.svg: write one of .csv, .parquet\n"),
+        (["--plot", "{tmp}/out.pgn"], None),
+    ],
+)
+def test_output_paths_are_checked_before_any_work(extra, message, tmp_path, no_work, capsys):
+    """Issue 15: --plot into a missing folder (and any output that cannot be written) is a clear error,
+    exit 2, before the sweep starts (the old CLI failed with a raw [Errno 2] after the whole sweep)."""
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(CONFIG)
+    (tmp_path / "folder.png").mkdir()
+    argv = ["tune", "log.jsonl", "--config", str(cfg), *[a.format(tmp=tmp_path) for a in extra]]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    if message is not None:
+        assert err == message.format(tmp=tmp_path)
+    else:
+        assert err.startswith(f"convlab: --plot {tmp_path}/out.pgn: write one of ") and ".png" in err
+
+
+@pytest.mark.parametrize(
+    "config, agent, message",
+    [
+        ("[agent.bot.contxt]\nwindow = 200000\n[[agent.bot.contxt.strategy]]\nuse = 'summarize'\n", "bot",
+         "agent.bot.context: missing: the config has no [agent.bot.context] table (it has [agent.bot.contxt])"),
+        (CONFIG, "bto", "agent.bto.context: missing: the config has no [agent.bto.context] table (it has [agent.bot.context])"),
+    ],
+)
+def test_a_misspelled_table_or_a_wrong_agent_is_an_error_before_any_work(config, agent, message, tmp_path, no_work, capsys):
+    """Issue 15: a misspelled table ([agent.bot.contxt]) or a wrong --agent made tune run with no strategy
+    and exit 0; now it is a config error naming the tables the file has, exit 2, before reading."""
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(config)
+    assert main(["tune", "log.jsonl", "--config", str(cfg), "--agent", agent]) == 2
+    assert capsys.readouterr().err == f"convlab: {cfg}: {message}\n"
+
+
+def test_a_misspelled_table_is_an_error_even_with_a_grid(tmp_path, no_work, capsys):
+    """A grid over window would build the missing table itself: the base config is checked first."""
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text("[agent.bot.contxt]\nwindow = 200000\n")
+    assert main(["tune", "log.jsonl", "--config", str(cfg), "--grid", "window=64000,128000"]) == 2
+    assert "agent.bot.context: missing" in capsys.readouterr().err
+
+
+def test_an_unknown_heatmap_value_is_an_error_before_any_work(tmp_path, no_work, capsys):
+    """--value names a column of the sweep; a typo is found before the sweep, not after it."""
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(CONFIG)
+    argv = ["tune", "log.jsonl", "--config", str(cfg), "--grid", "window=20000,148431", "--grid",
+            "strategy[0].idle_secs=60,3600", "--plot", str(tmp_path / "h.png"), "--value", "token_read"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.startswith("convlab: --value 'token_read': not a column of the sweep (columns: conversation, ")
+
+
+def test_an_empty_config_is_said(session_log, tmp_path, capsys):
+    """An empty config means no window and no strategy (load_config): the CLI says so on stderr, runs, exits 0."""
+    cfg = tmp_path / "empty.toml"
+    cfg.write_text("# to fill in\n")
+    assert main(["tune", str(session_log), "--config", str(cfg), "--no-progress"]) == 0
+    out, err = capsys.readouterr()
+    assert err == f"convlab: {cfg} sets no window and no strategy for agent 'bot': the logs replay as they were\n"
+    assert out.splitlines()[1].split()[:2] == ["s", "0"]
+
+
+def test_no_progress_bar_with_no_progress_nor_outside_a_terminal(tmp_path, capsys):
+    """Issue 15: --no-progress is honoured everywhere (reading a folder showed its bar anyway), and
+    outside a terminal no bar prints at all: stderr holds only what the command has to say."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for i in range(3):
+        path = folder / f"s{i}.jsonl"
+        s = convlab.Session(log=path, config=CONFIG)
+        s.submit({"type": "client.message", "agent_id": "bot", "message": {"id": "u1", "role": "user", "content": "hi"}})
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(CONFIG)
+    grid = ["--grid", "window=20000,30000,40000,50000,60000,70000,80000"]  # 21 replays: tune's own bar threshold
+    for argv in (["show", str(folder), "--no-progress"], ["tune", str(folder), "--config", str(cfg), *grid, "--no-progress"],
+                 ["show", str(folder)], ["tune", str(folder), "--config", str(cfg), *grid]):
+        assert main(argv) == 0
+        assert capsys.readouterr().err == "", argv
+
+
+def test_a_fault_of_convlab_is_one_line_and_exit_1(session_log, monkeypatch, capsys):
+    """Never a traceback: a bug inside convlab is one line, exit 1, saying to report it."""
+    def broken(*args, **kwargs):
+        raise RuntimeError("something inside broke")
+
+    monkeypatch.setattr(convlab, "read", broken)
+    assert main(["show", str(session_log)]) == 1
+    assert capsys.readouterr().err == "convlab: internal error, please report it: RuntimeError: something inside broke\n"
+
+
+def test_an_unknown_conversation_names_the_ones_there(session_log, capsys):
+    """--conversation with an id the log does not have: exit 2, naming the ids it has."""
+    assert main(["show", str(session_log), "--conversation", "nope"]) == 2
+    assert capsys.readouterr().err == f"convlab: {session_log}: no conversation 'nope' (its 1 conversation: s)\n"
+    assert main(["show", str(session_log), "--conversation", "s", "--path"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "● e5 assistant: echo: and tomorrow, in a lot more detail please?  ◀ head"
+
+
+def test_main_takes_a_list_of_arguments():
+    """main given a string says it wants a list."""
+    with pytest.raises(TypeError, match=r"main takes a list of arguments, e.g. main\(\['show', 'log.jsonl'\]\), got str"):
+        main("show log.jsonl")
+
+
+def test_help_exits_0(capsys):
+    """--help prints the usage of each subcommand and exits 0."""
+    assert main(["--help"]) == 0
+    assert main(["show", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--path" in out and "--quiet" in out and "--no-progress" in out
