@@ -17,7 +17,8 @@ from typing import Any, Iterable, Mapping
 
 from .errors import ConfigError
 
-__all__ = ["ContextConfig", "Strategy", "load_config", "parse_context", "applies", "kept", "MARGIN", "Limit"]
+__all__ = [
+    "ContextConfig", "Strategy", "load_config", "toml_document", "parse_context", "applies", "kept", "MARGIN", "Limit"]
 
 #: The headroom the engine leaves below the window: a strategy without
 #: ``idle_secs`` applies above ``window - MARGIN``.
@@ -212,7 +213,14 @@ def parse_context(table: Any, where: str = "context") -> ContextConfig:
         raise err.within(where) from None
 
 
-def _document(source: Any) -> Mapping[str, Any]:
+def toml_document(source: Any) -> Mapping[str, Any]:
+    """The parsed TOML document of a config: ``source`` is TOML text, a path to a
+    ``.toml`` file, or the parsed document itself (returned as is). Errors are
+    ``ConfigError`` naming the file or ``config``.
+
+    >>> toml_document('[agent.bot.context]\\nwindow = 20000')
+    {'agent': {'bot': {'context': {'window': 20000}}}}
+    """
     if isinstance(source, Mapping):
         return source
     if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source and source.strip().endswith(".toml")):
@@ -285,7 +293,7 @@ def load_config(source: Any, agent: str | None = None) -> dict[str, ContextConfi
     """
     if agent is not None and (not isinstance(agent, str) or not agent):
         raise TypeError(f"agent is an agent id (a non-empty string), got {agent!r}")
-    doc = _document(source)
+    doc = toml_document(source)
     agents = doc.get("agent", {})
     if not isinstance(agents, Mapping):
         raise ConfigError("agent", f"must be a table, got {type(agents).__name__}")

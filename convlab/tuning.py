@@ -26,11 +26,10 @@ import itertools
 import json
 import math
 import re
-import tomllib
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from .context import ContextConfig, applies, coerce
+from .context import ContextConfig, applies, coerce, load_config, toml_document
 from .errors import ConfigError
 from .replaying import ExactCounts, Plan, Replayer, plan
 from .tokens import content_text
@@ -72,17 +71,7 @@ def _document(config: Any) -> dict[str, Any]:
     """A parsed TOML document (a deep copy) from TOML text, a path or a document."""
     if isinstance(config, ContextConfig):
         raise TypeError("give a TOML text or document, not a parsed ContextConfig, to build a grid on")
-    if isinstance(config, Mapping):
-        return copy.deepcopy(dict(config))
-    if isinstance(config, str) and "\n" not in config and config.strip().endswith(".toml"):
-        with open(config, "rb") as f:
-            return tomllib.load(f)
-    if isinstance(config, str):
-        try:
-            return tomllib.loads(config)
-        except tomllib.TOMLDecodeError as err:
-            raise ConfigError("config", f"is not valid TOML: {err}") from err
-    raise TypeError(f"a config is TOML text, a path to a .toml file or a parsed document, got {type(config).__name__}")
+    return copy.deepcopy(dict(toml_document(config)))
 
 
 def _set(doc: dict[str, Any], agent: str, key: str, value: Any) -> None:
@@ -126,6 +115,8 @@ def config_grid(base: Any, axes: Mapping[str, Sequence[Any]], *, agent: str = "b
     [(64000, 600), (64000, 3600), (128000, 600), (128000, 3600)]
     """
     doc = _document(base)
+    if doc:
+        load_config(doc, agent)  # a base that misses the agent's table is an error, not a table to fill in
     keys = list(axes)
     out = []
     for values in itertools.product(*(list(axes[k]) for k in keys)):

@@ -246,3 +246,11 @@ def test_dask_equals_local_row_for_row_and_workers_ran_the_tasks():
     ran = [t for t in stream.data if t["key"].startswith("_run_remote")]
     assert len(ran) == len(CONVS) * 3  # 6 configs in chunks of 2, per conversation
     assert {t["worker"] for t in ran} <= workers and len({t["worker"] for t in ran}) >= 1
+
+
+def test_a_grid_on_a_base_without_the_agents_table_is_an_error_not_a_table_to_fill_in():
+    """Issue 15: "a config file with no agent.<id>.context table for the chosen agent is an error that names
+    the tables it did find" — also when a grid would otherwise create the table."""
+    with pytest.raises(convlab.ConfigError, match=r"agent\.bot\.contxt"):
+        config_grid("[agent.bot.contxt]\nwindow = 64000\n", {"window": [64000]})
+    assert config_grid("", {"window": [64000]})[0]["agent"]["bot"]["context"]["window"] == 64000  # an empty base is fine
