@@ -120,6 +120,9 @@ def frame(conversation: HasTree, encoding: str = "o200k_base") -> "pd.DataFrame"
     """
     import pandas as pd
 
+    if not all(hasattr(conversation, a) for a in ("tree", "head", "path")):
+        hint = ": convlab.read() returns a list; frame each one, or conversations_frame(list)" if isinstance(conversation, (list, tuple)) else ""
+        raise TypeError(f"frame takes one Conversation or Session, got a {type(conversation).__name__}{hint}")
     graph = conversation.tree
     nodes = nodes_in_order(graph)
     depth = _depths(nodes)
@@ -173,6 +176,9 @@ def conversations_frame(conversations: Iterable[Any]) -> "pd.DataFrame":
     """
     import pandas as pd
 
+    if hasattr(conversations, "tree") or isinstance(conversations, (str, bytes)):
+        raise TypeError(f"conversations_frame takes a list of Conversations (what convlab.read() returns), "
+                        f"got a {type(conversations).__name__}")
     rows = []
     for c in conversations:
         graph = c.tree

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from .context import ContextConfig, applies, coerce, load_config, toml_document
+from .conversation import Conversation
 from .errors import ConfigError
 from .replaying import ExactCounts, Plan, Replayer, plan
 from .tokens import content_text
@@ -399,6 +400,9 @@ def tune(
     import pandas as pd
 
     convs = _as_list(conversations)
+    for c in convs:
+        if not isinstance(c, Conversation):
+            raise TypeError(f"tune takes Conversations (what convlab.read(path) returns), got a {type(c).__name__}")
     if grid is not None:
         configs_list: list[Any] = config_grid(configs, grid, agent=agent)
         labels = list(itertools.product(*(list(v) for v in grid.values())))

@@ -124,3 +124,16 @@ def test_message_frames_agree_with_stats_and_the_path(real):
     widest = max(paths, key=lambda p: p.chars.sum())
     assert widest.chars.sum() == stats()[name]["max_path_chars"]
     assert widest.tokens.sum() == stats()[name]["max_path_o200k_tokens"]
+
+
+def test_the_wrong_kind_of_argument_says_what_to_pass():
+    """Issue 15: "public functions given the wrong kind of argument say what they expected"."""
+    t = Tree()
+    t.add({"id": "u1", "role": "user", "content": "hi"}, None)
+    c = convlab.Conversation(t, id="c")
+    with pytest.raises(TypeError, match=r"frame takes one Conversation or Session, got a list: convlab.read\(\) returns a list"):
+        convlab.frame([c])
+    with pytest.raises(TypeError, match="conversations_frame takes a list of Conversations"):
+        convlab.conversations_frame(c)
+    with pytest.raises(TypeError, match=r"tune takes Conversations \(what convlab.read\(path\) returns\), got a str"):
+        convlab.tune("chat.json", "")

@@ -355,3 +355,12 @@ def test_the_real_claude_code_compaction_is_replayed_as_a_summary():
     replayed = r.session.tree.nodes[r.map[summaries[0]]]
     assert replayed["kind"] == "summary" and replayed["replaces"] == r.map[c.tree.nodes[summaries[0]]["replaces"]]
     assert_same_tree(c, r)
+
+
+def test_replay_of_the_list_read_returns_says_what_to_pass():
+    """Issue 15: "replay(convs) with the list that read returns" must say "pass one Conversation; read() returns a list"."""
+    c = conv(BRANCHY)
+    with pytest.raises(TypeError, match=r"replay takes one Conversation, got a list: convlab.read\(\) returns a list"):
+        replay([c])
+    with pytest.raises(TypeError, match="got a str"):
+        replay("chat.json")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from session_support import (
     RecordingLLM,
     a,
@@ -303,3 +305,22 @@ def test_named_providers():
     assert s.pending["reply"]["content"] == "from second"
     started = of_type(s, "llm.started")[-1]
     assert started["llm"] == "second"
+
+
+def test_decide_refuses_an_answer_of_the_wrong_shape_and_nothing_runs():
+    """Issue 15: "decide() refuses (400) an answer whose shape is wrong or that names an unknown llm, before
+    anything runs, while the rules PROTOCOL gives for well-shaped but bad actions stay"."""
+    s = make(worker="manual")
+    s.submit(message(m("u1", "hi")))
+    before = (len(s.events), s.pending)
+    for bad, field in [({"type": "llm.call"}, "actions"), ([{"type": "llm.call", "llm": "nope"}], "actions[0].llm"),
+                       ([{"type": "state.set", "state": {}}, {"type": "llm.call", "llm": "nope"}], "actions[1].llm"),
+                       ([{"type": "nap"}], "actions[0].type")]:
+        with pytest.raises(convlab.Refused) as err:
+            s.decide(bad)
+        assert err.value.status == 400 and str(err.value).startswith(field), str(err.value)
+        assert (len(s.events), s.pending) == before  # nothing ran, the decision still waits
+        if "llm" in field:
+            assert "no provider named 'nope' (known: default)" in str(err.value)
+    s.decide([{"type": "context.replace"}])  # well-shaped but empty: PROTOCOL 5.4 fails the turn
+    assert s.turns[-1]["status"] == "failed" and "neither" in s.turns[-1]["error"]
