@@ -4,7 +4,9 @@ errors and clock moves keep every invariant of PROTOCOL.md:
 - one tree: unique ids, one parent each (or the root), the graph matches the snapshot (1)
 - the head is on the tree; path() is root -> head (1)
 - at most one running turn; a pending decision belongs to it (3)
-- queued turns start in the order they arrived (3)
+- queued turns start in the order they arrived (3), and a queue never waits while no turn runs (2, rev 3)
+- a proposed plan leaves the model something new: a reset never copies the whole path (5.3, rev 3)
+- every event, turn, node, snapshot and decision has the shape of docs/wire.md (convlab.wire)
 - a refused input changes nothing: snapshot, events, turns, head, state, pending (2)
 - inputs whose outcome the protocol fixes get it (fresh messages, views built from the tree, retries)
 - context.limited is always followed by exactly one of context.replaced / context.kept once answered (5.3)
@@ -25,7 +27,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from session_support import PAGE_CONFIG, check_limited_then_exactly_one, config, frozen, types
+from session_support import PAGE_CONFIG, check_limited_then_exactly_one, check_wire, config, frozen, types
 
 import convlab
 
@@ -390,6 +392,26 @@ class SessionMachine(RuleBasedStateMachine):
         assert waiting == [q for q in queued if q in waiting]
 
     @invariant()
+    def the_queue_never_waits(self):
+        """2 (rev 3): "whenever a turn ends, however it ends, the next queued turn starts at once"."""
+        if self.s is None:
+            return
+        if not self.running():
+            assert self.s.queued == [], f"turns {self.s.queued} wait while no turn runs"
+
+    @invariant()
+    def a_plan_leaves_the_model_something_new(self):
+        """5.3 (rev 3): "when nothing precedes kept ... proposed is the call as it was"."""
+        if self.s is None:
+            return
+        for e in self.s.events:
+            d = e.get("decision")
+            if e["type"] != "decision.requested" or d["type"] != "context.limit" or d["proposed"][0]["type"] != "context.replace":
+                continue
+            depth = len(self.s.path(d["head"])) if d["head"] is not None else 0
+            assert d["proposed"][0].get("summary") or len(d["proposed"][0]["messages"]) < depth, d
+
+    @invariant()
     def events_in_order(self):
         if self.s is None:
             return
@@ -413,6 +435,7 @@ class SessionMachine(RuleBasedStateMachine):
     def teardown(self):
         try:
             if self.s is not None:
+                check_wire(self.s)
                 with open(self.log) as f:
                     assert [json.loads(line) for line in f] == self.s.events
                 assert convlab.Session.load(self.log, append=False).snapshot() == self.s.snapshot()
