@@ -624,10 +624,7 @@ class Session:
             (mid,) = self._ids_for([msg])
             self._emit("message.new", turn_id=tid, message=new_node(msg, id=mid, parent=self.head, seq=self._tree.seq + 1,
                                                                     time=self.clock, turn_id=tid))
-        elif kind == "state.set":
-            if self.head is None:
-                self._fail("state.set: there is no message to attach the state to")
-                return
+        elif kind == "state.set":  # a running turn always has a head: every turn records or moves to a message
             self._emit("state.changed", turn_id=tid, node=self.head, state=action["state"])
         elif kind == "context.replace":
             self._replace(action)

@@ -14,7 +14,7 @@ from . import jsondata
 from .errors import ProviderError, Refused
 from .tree import MESSAGE_KEYS, ROLES
 
-__all__ = ["validate", "validate_message", "validate_actions", "reply_from", "node_from", "INPUT_TYPES", "ACTION_TYPES"]
+__all__ = ["validate", "validate_message", "validate_actions", "reply_from", "INPUT_TYPES", "ACTION_TYPES"]
 
 INPUT_TYPES = ("client.message", "client.append", "client.messages", "client.interrupt")
 ACTION_TYPES = ("llm.call", "context.replace", "message.add", "state.set", "turn.end")
@@ -48,7 +48,7 @@ def validate_message(m: Any, where: str) -> dict[str, Any]:
     out: dict[str, Any] = {"role": m["role"], "content": jsondata.copy(content)}
     if mid is not None:
         out["id"] = mid
-    for key, kind in (("name", str), ("tool_calls", list), ("tool_call_id", str), ("metadata", dict)):
+    for key, kind in MESSAGE_KEYS.items():
         if m.get(key) is not None:
             if not isinstance(m[key], kind):
                 raise _bad(f"{where}.{key}", f"must be a {kind.__name__}, got {type(m[key]).__name__}")
@@ -184,24 +184,3 @@ def reply_from(result: Any) -> dict[str, Any]:
     reply.pop("role")
     reply.pop("id", None)
     return {"content": reply.pop("content"), "usage": jsondata.copy(dict(usage)), **reply}
-
-
-def node_from(m: Mapping[str, Any], mid: str, *, parent: str | None, time: float, turn_id: str | None) -> dict[str, Any]:
-    """The node a checked message becomes, with the engine's attributes."""
-    node = {
-        "id": mid,
-        "parent": parent,
-        "role": m["role"],
-        "content": jsondata.copy(m["content"]),
-        "time": time,
-        "turn_id": turn_id,
-        "copied_from": None,
-        "kind": "message",
-        "usage": None,
-        "state": None,
-        "replaces": None,
-    }
-    for key in MESSAGE_KEYS:
-        if m.get(key) is not None:
-            node[key] = jsondata.copy(m[key])
-    return node

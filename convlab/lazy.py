@@ -45,11 +45,6 @@ class _LogReader:
         self._fh.seek(offset)
         return json.loads(self._fh.readline())
 
-    def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
-
 
 class LazyTree(Tree):
     """A ``Tree`` whose messages' contents stay in the session log.
@@ -69,7 +64,6 @@ class LazyTree(Tree):
         self._nchars = array("q")
         self._ncum = array("q")
         self._nlast = array("q")  # index of the last model reply at or above, -1
-        self._ndepth = array("q")
         self._ninput = array("q")  # reported input of a model reply, -1
         self._noff = array("q")  # offset of the message.new line, -1 in memory
         self._first = array("q")  # first child, -1
@@ -115,9 +109,6 @@ class LazyTree(Tree):
     def _cum_of(self, node_id: str) -> int:
         return self._ncum[self._idx[node_id]]
 
-    def depth(self, node_id: str) -> int:
-        return self._ndepth[self._idx[node_id]]
-
     def _any_state(self) -> bool:
         return bool(self._states)
 
@@ -140,7 +131,6 @@ class LazyTree(Tree):
         chars = content_chars(attrs["content"])
         self._nchars.append(chars)
         self._ncum.append(chars + (self._ncum[p] if p >= 0 else 0))
-        self._ndepth.append(1 + (self._ndepth[p] if p >= 0 else 0))
         reported = input_tokens(attrs["usage"]) if attrs["role"] == "assistant" else None
         self._ninput.append(-1 if reported is None else reported)
         self._nlast.append(i if reported is not None else (self._nlast[p] if p >= 0 else -1))

@@ -77,8 +77,9 @@ class Node(TypedDict):
     metadata: NotRequired[dict[str, Any]]
 
 
-#: Keys a message carries through to the model, beyond id/role/content (present only when set).
-MESSAGE_KEYS = ("name", "tool_calls", "tool_call_id", "metadata")
+#: Keys a message carries through to the model, beyond id/role/content (present only
+#: when set), each with the JSON type it must have.
+MESSAGE_KEYS: dict[str, type] = {"name": str, "tool_calls": list, "tool_call_id": str, "metadata": dict}
 
 #: Attributes the engine owns on a node. A client may send them on a new
 #: message; they are ignored, never recorded (PROTOCOL.md 1, gap).
@@ -201,7 +202,6 @@ class Tree:
         self._chars: dict[str, int] = {}
         self._cum: dict[str, int] = {}
         self._last_call: dict[str, str | None] = {}
-        self._depth: dict[str, int] = {}
         self._stated: set[str] = set()  # nodes with worker state: state_at is O(1) without any
 
     @property
@@ -235,9 +235,6 @@ class Tree:
     def node(self, node_id: str) -> dict[str, Any]:
         return self._attrs(node_id)
 
-    def parent(self, node_id: str) -> str | None:
-        return self._parent_of(node_id)
-
     def ancestors(self, node_id: str | None) -> Iterator[str]:
         """``node_id`` and its ancestors, head first (up the parent links)."""
         parent_of = self._parent_of
@@ -270,10 +267,6 @@ class Tree:
         """The messages root -> ``head`` as the model reads them (fresh dicts)."""
         head = self.head if head is None else head
         return [message_of(self._attrs(n)) for n in self.path_ids(head)] if head is not None else []
-
-    def depth(self, node_id: str) -> int:
-        """Messages on the path root -> ``node_id`` (a top-level message has depth 1)."""
-        return self._depth[node_id]
 
     def _any_state(self) -> bool:
         return bool(self._stated)
@@ -354,7 +347,6 @@ class Tree:
         return self._graph.nodes[nid]
 
     def _book(self, nid: str, parent: str | None, chars: int, is_call: bool) -> None:
-        self._depth[nid] = 1 + (self._depth[parent] if parent is not None else 0)
         self._chars[nid] = chars
         self._cum[nid] = chars + (self._cum[parent] if parent is not None else 0)
         if is_call:

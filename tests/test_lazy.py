@@ -76,3 +76,16 @@ def test_lazy_needs_a_path_not_a_file_object(logged):
     _, path = logged
     with pytest.raises(ValueError, match="lazy=True needs the log's path"):
         convlab.Session.load(io.BytesIO(path.read_bytes()), lazy=True)
+
+
+def test_after_the_whole_graph_is_built_the_session_goes_on_through_it(logged):
+    """Once ``tree`` has been asked for, reading and writing go through the built graph."""
+    s, path = logged
+    lazy = convlab.Session.load(path, lazy=True, append=False, worker=worker)
+    graph = lazy.tree
+    for one in (s, lazy):
+        one.submit(message(m("u9", "after the graph")))
+    assert lazy.tree is graph and set(graph.nodes) == set(s.tree.nodes)
+    assert graph.nodes[lazy.head]["content"] == s.tree.nodes[s.head]["content"]
+    assert lazy.snapshot() == s.snapshot() and lazy.path() == s.path() and lazy.state == s.state
+    assert (lazy.events == "not events") is False
