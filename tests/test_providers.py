@@ -85,8 +85,24 @@ def test_making_a_provider_checks_its_arguments():
         convlab.OpenAIChat("gpt-4.1-mini", client=client, params={"messages": []})
     with pytest.raises(ValueError, match="params must be a dict"):
         convlab.OpenAIChat("gpt-4.1-mini", client=client, params=[("temperature", 0)])
-    with pytest.raises(TypeError):  # an unknown client option is the SDK's own error
-        convlab.OpenAIChat("gpt-4.1-mini", api_key="-", no_such_option=1)
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'temperature'; request parameters .* go in params=\{\.\.\.\}"):
+        convlab.OpenAIChat("gpt-4.1-mini", api_key="-", temperature=0.2)
+    with pytest.raises(TypeError, match="max_tokens.*go in params"):
+        convlab.AnthropicChat("claude-sonnet-4-5", api_key="-", max_tokens=1000)
+
+
+def test_a_ready_client_must_be_the_sdks_synchronous_client():
+    import anthropic
+    import openai
+
+    with pytest.raises(ValueError, match=r"client must be an openai.OpenAI \(it has no chat.completions.create\), got a Client \(an httpx client goes in http_client="):
+        convlab.OpenAIChat("gpt-4.1-mini", client=httpx.Client())
+    with pytest.raises(ValueError, match="client is an AsyncOpenAI; convlab calls the model synchronously: pass an openai.OpenAI"):
+        convlab.OpenAIChat("gpt-4.1-mini", client=openai.AsyncOpenAI(api_key="-"))
+    with pytest.raises(ValueError, match="client must be an anthropic.Anthropic"):
+        convlab.AnthropicChat("claude-sonnet-4-5", client=openai.OpenAI(api_key="-"))
+    with pytest.raises(ValueError, match="client is an AsyncAnthropic"):
+        convlab.AnthropicChat("claude-sonnet-4-5", client=anthropic.AsyncAnthropic(api_key="-"))
 
 
 def test_the_call_s_model_overrides_the_provider_s():

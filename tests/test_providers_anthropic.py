@@ -204,7 +204,7 @@ def test_the_key_from_the_environment_is_used_and_kept_out_of_the_repr(monkeypat
 def test_system_is_not_a_parameter():
     """The system prompt belongs to the conversation (a system message), where the tree keeps it."""
     with pytest.raises(ValueError, match=r"params\['system'\].*system message"):
-        convlab.AnthropicChat("claude-sonnet-4-5", client=object(), params={"system": "Be brief."})
+        convlab.AnthropicChat("claude-sonnet-4-5", api_key="-", params={"system": "Be brief."})
 
 
 def test_tool_arguments_that_are_not_json_fail_the_call_clearly():

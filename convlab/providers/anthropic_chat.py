@@ -168,6 +168,8 @@ class AnthropicChat(SDKChat):
     """
 
     sdk = "anthropic"
+    client_class = "anthropic.Anthropic"
+    client_call = ("messages", "create")
     reserved = ("model", "messages", "stream", "system")
 
     def __init__(self, model: str, client: Any = None, *, params: Mapping[str, Any] | None = None, **client_kwargs: Any):
@@ -184,7 +186,10 @@ class AnthropicChat(SDKChat):
             import anthropic
         except ImportError:
             raise ImportError("AnthropicChat needs the anthropic SDK: pip install 'convlab[anthropic]'") from None
-        return anthropic.Anthropic(**options)
+        try:
+            return self.sdk_client(anthropic.Anthropic, options)
+        except anthropic.AnthropicError as err:  # a credential source named but unusable (a missing profile, ...)
+            raise ValueError(f"AnthropicChat({self.model!r}): {err}") from None
 
     def _request(self, model: str, messages: list[Mapping[str, Any]]) -> dict[str, Any]:
         system, msgs = anthropic_messages(messages)

@@ -134,6 +134,8 @@ class OpenAIChat(SDKChat):
     """
 
     sdk = "openai"
+    client_class = "openai.OpenAI"
+    client_call = ("chat", "completions", "create")
 
     def __init__(self, model: str, client: Any = None, *, params: Mapping[str, Any] | None = None, **client_kwargs: Any):
         super().__init__(model, client, params, client_kwargs)
@@ -144,7 +146,7 @@ class OpenAIChat(SDKChat):
         except ImportError:
             raise ImportError("OpenAIChat needs the openai SDK: pip install 'convlab[openai]'") from None
         try:
-            return openai.OpenAI(**options)
+            return self.sdk_client(openai.OpenAI, options)
         except openai.OpenAIError as err:
             raise ValueError(
                 f"OpenAIChat({self.model!r}): {err} (a local server that takes no key: set OPENAI_API_KEY to any value)"

@@ -63,6 +63,8 @@ class SDKChat:
 
     sdk = ""
     reserved: tuple[str, ...] = ("model", "messages", "stream")
+    client_class = ""  # what a ready client is, e.g. "openai.OpenAI"
+    client_call: tuple[str, ...] = ()  # the attribute path of the method a call uses
 
     def __init__(self, model: str, client: Any = None, params: Mapping[str, Any] | None = None, client_kwargs: Mapping[str, Any] | None = None):
         name = type(self).__name__
@@ -75,11 +77,34 @@ class SDKChat:
         for key in params or {}:
             if key in self.reserved:
                 raise ValueError(f"{name}: params[{key!r}] is set by convlab on every call; {self.why_reserved(key)}")
+        if client is not None:
+            self.check_client(client)
         self.model = model
         self.params = dict(params or {})
         self.client = client if client is not None else self.make_client(dict(client_kwargs or {}))
         self.latency = 0.0
         self.calls = 0
+
+    def check_client(self, client: Any) -> None:
+        """A ready client must be the SDK's synchronous one (a mistake here would only show at the first call)."""
+        name = type(self).__name__
+        kind = type(client).__name__
+        if kind.startswith("Async"):
+            raise ValueError(f"{name}: client is an {kind}; convlab calls the model synchronously: pass an {self.client_class}")
+        target = client
+        for attr in self.client_call:
+            target = getattr(target, attr, None)
+        if not callable(target):
+            hint = " (an httpx client goes in http_client=..., or in the SDK client you pass)" if "httpx" in type(client).__module__ else ""
+            raise ValueError(f"{name}: client must be an {self.client_class} (it has no {'.'.join(self.client_call)}), got a {kind}{hint}")
+
+    def sdk_client(self, make: Any, options: dict[str, Any]) -> Any:
+        """The SDK's client made from ``options``; a keyword the client does not take says where it belongs."""
+        try:
+            return make(**options)
+        except TypeError as err:
+            raise TypeError(f"{type(self).__name__}({self.model!r}): {err}; request parameters (temperature, max_tokens, "
+                            "tools, ...) go in params={...}") from None
 
     # -- what a subclass provides ---------------------------------------------
     def make_client(self, options: dict[str, Any]) -> Any:
