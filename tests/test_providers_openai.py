@@ -139,12 +139,15 @@ def test_context_too_long_is_too_long_on_openai_and_local_servers(body):
     assert info.value.kind == "too_long" and "HTTP 400" in str(info.value)
 
 
-def test_another_bad_request_is_failed_with_the_apis_message():
-    llm = openai_llm(MockAPI(httpx, [fail(400, openai_error("Invalid value for 'temperature'.", param="temperature", code="invalid_value"))]))
+def test_another_bad_request_is_failed_with_the_apis_message_naming_the_model_called():
+    body = openai_error("Invalid value for 'temperature'.", param="temperature", code="invalid_value")
+    llm = openai_llm(MockAPI(httpx, [fail(400, body), fail(400, body)]))
     with pytest.raises(convlab.ProviderError) as info:
         llm.complete({"messages": [{"role": "user", "content": "x"}]})
     assert info.value.kind == "failed"
     assert str(info.value) == "openai gpt-4.1-mini: HTTP 400 invalid_value: Invalid value for 'temperature'."
+    with pytest.raises(convlab.ProviderError, match=r"^openai gpt-4.1-nano: HTTP 400"):  # a summary strategy's model, say
+        llm.complete({"model": "gpt-4.1-nano", "messages": [{"role": "user", "content": "x"}]})
 
 
 def test_an_error_in_the_middle_of_a_stream_fails_the_call_and_records_nothing():

@@ -207,12 +207,12 @@ class AnthropicChat(SDKChat):
             message = stream.get_final_message()
         yield anthropic_reply(message)
 
-    def refusal(self, err: BaseException) -> ProviderError | None:
+    def refusal(self, err: BaseException, model: str) -> ProviderError | None:
         import anthropic
 
         if isinstance(err, TypeError) and "authentication" in str(err):
             # the SDK finds no credentials only when it sends: say what to set
-            return self.failed("no credentials: set ANTHROPIC_API_KEY or pass api_key=... (or another credential the SDK takes)")
+            return self.failed("no credentials: set ANTHROPIC_API_KEY or pass api_key=... (or another credential the SDK takes)", model)
         if not isinstance(err, anthropic.AnthropicError):
             return None
         status = getattr(err, "status_code", None)
@@ -220,7 +220,7 @@ class AnthropicChat(SDKChat):
         kind = getattr(err, "type", None)
         too_long = TOO_LONG_WORDS in message.lower() and (status == 400 or kind == "invalid_request_error")
         label = " ".join(str(x) for x in (f"HTTP {status}" if status and status >= 400 else None, kind) if x)
-        return self.failed(f"{label}: {message}" if label else message, "too_long" if too_long else "failed")
+        return self.failed(f"{label}: {message}" if label else message, model, "too_long" if too_long else "failed")
 
     def secrets(self) -> list[str]:
         return [s for s in (getattr(self.client, "api_key", None), getattr(self.client, "auth_token", None)) if isinstance(s, str)]

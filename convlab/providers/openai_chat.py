@@ -166,7 +166,7 @@ class OpenAIChat(SDKChat):
             completion = stream.get_final_completion()
         yield openai_reply(completion)
 
-    def refusal(self, err: BaseException) -> ProviderError | None:
+    def refusal(self, err: BaseException, model: str) -> ProviderError | None:
         import openai
 
         if not isinstance(err, openai.OpenAIError):
@@ -178,7 +178,7 @@ class OpenAIChat(SDKChat):
         kind = getattr(err, "type", None)
         too_long = code in TOO_LONG_CODES or kind in TOO_LONG_CODES or any(w in message.lower() for w in TOO_LONG_WORDS)
         label = " ".join(str(x) for x in (f"HTTP {status}" if status and status >= 400 else None, code or kind) if x)
-        return self.failed(f"{label}: {message}" if label else message, "too_long" if too_long else "failed")
+        return self.failed(f"{label}: {message}" if label else message, model, "too_long" if too_long else "failed")
 
     def secrets(self) -> list[str]:
         key = getattr(self.client, "api_key", None)

@@ -54,11 +54,12 @@ class SDKChat:
     """A chat model behind an official SDK: subclasses say how their API speaks.
 
     A subclass sets ``sdk`` (the import name), ``reserved`` (request
-    parameters the provider sets itself) and implements ``make_client``,
-    ``call`` (one reply), ``call_streaming`` (text deltas, then the reply),
-    ``refusal`` (an SDK error -> ``ProviderError``, or None when it is not
-    the SDK's) and ``secrets`` (the client's credentials, to keep out of
-    every text).
+    parameters the provider sets itself), ``client_class`` and
+    ``client_call`` (what a ready client is, and the method a call uses) and
+    implements ``make_client``, ``call`` (one reply), ``call_streaming``
+    (text deltas, then the reply), ``refusal`` (an SDK error -> a
+    ``ProviderError`` made by ``failed``, or None when it is not the SDK's)
+    and ``secrets`` (the client's credentials, to keep out of every text).
     """
 
     sdk = ""
@@ -116,7 +117,7 @@ class SDKChat:
     def call_streaming(self, model: str, messages: list[Mapping[str, Any]]) -> Iterator[Any]:
         raise NotImplementedError
 
-    def refusal(self, err: BaseException) -> ProviderError | None:
+    def refusal(self, err: BaseException, model: str) -> ProviderError | None:
         raise NotImplementedError
 
     def secrets(self) -> list[str]:
@@ -130,11 +131,12 @@ class SDKChat:
     def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """One reply to ``request`` (not streamed); ``latency`` is how long it took."""
         start = time.monotonic()
+        model = request.get("model") or self.model
         try:
             self.calls += 1
-            return self.call(request.get("model") or self.model, list(request.get("messages") or []))
+            return self.call(model, list(request.get("messages") or []))
         except Exception as err:
-            refused = self.refusal(err)
+            refused = self.refusal(err, model)
             if refused is None:
                 raise
             raise refused from None
@@ -145,20 +147,21 @@ class SDKChat:
         """The reply to ``request`` through the SDK's streaming API: its text
         deltas as they arrive, then the reply; ``latency`` is how long it took."""
         start = time.monotonic()
+        model = request.get("model") or self.model
         try:
             self.calls += 1
-            yield from self.call_streaming(request.get("model") or self.model, list(request.get("messages") or []))
+            yield from self.call_streaming(model, list(request.get("messages") or []))
         except Exception as err:
-            refused = self.refusal(err)
+            refused = self.refusal(err, model)
             if refused is None:
                 raise
             raise refused from None
         finally:
             self.latency = time.monotonic() - start
 
-    def failed(self, detail: str, kind: str = "failed") -> ProviderError:
-        """A refusal whose text names the provider and model and holds no secret."""
-        return ProviderError(kind, redact(f"{self.sdk} {self.model}: {detail}", self.secrets()))
+    def failed(self, detail: str, model: str, kind: str = "failed") -> ProviderError:
+        """A refusal whose text names the provider and the model called, and holds no secret."""
+        return ProviderError(kind, redact(f"{self.sdk} {model}: {detail}", self.secrets()))
 
     def __repr__(self) -> str:
         url = getattr(self.client, "base_url", None)
