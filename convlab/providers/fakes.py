@@ -1,21 +1,7 @@
-"""Model providers: the shipped fakes, like httpx's MockTransport (deterministic, offline).
+"""The shipped fakes, like httpx's MockTransport: deterministic, offline providers.
 
-A provider is any object with ``complete(request) -> reply`` that raises
-``ProviderError("too_long" | "failed")`` to refuse.
-
-- ``request`` is ``{"model", "messages", "stream", "summary"}``; ``summary``
-  is true for the engine's own summary calls (never streamed).
-- ``reply`` is ``{"content", "usage"}`` plus, where the model made them,
-  ``tool_calls``, ``name`` and ``metadata`` (kept on the recorded message).
-  ``usage`` has ``input_tokens`` (all the input read, or split out as
-  Anthropic's cache fields, which the count adds up) and ``output_tokens``.
-- A provider that can stream also has ``stream(request)``: an iterator of
-  text deltas (``str``) as they arrive, whose last item is the reply. The
-  engine calls it for a call with ``stream: true`` and passes each delta on
-  as ``llm.delta``; a provider without it gives one delta with the whole
-  reply. Refusing works the same way: raise ``ProviderError``.
-- ``latency`` (seconds, default 0), read after each call, is how far the
-  session's clock moves for it.
+What a provider is (``complete``, ``stream``, ``latency``, refusing with
+``ProviderError``): the docstring of ``convlab.providers``.
 """
 
 from __future__ import annotations
@@ -23,9 +9,9 @@ from __future__ import annotations
 import copy
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from .errors import ProviderError
-from .tokens import content_text, count_tokens
-from .tree import input_tokens
+from ..errors import ProviderError
+from ..tokens import content_text, count_tokens
+from ..tree import input_tokens
 
 __all__ = ["EchoLLM", "ScriptedLLM", "ReplayLLM", "ProviderError", "chunks"]
 

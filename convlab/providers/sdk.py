@@ -1,0 +1,172 @@
+"""What the real providers share: the model, the SDK client, the measured time,
+the refusals and the secrets.
+
+``OpenAIChat`` and ``AnthropicChat`` differ only in how messages, replies and
+errors look in their API; everything around a call is here, once: the call is
+timed (``latency``, which moves the session's clock), an SDK error becomes a
+``ProviderError`` whose text never holds a key, and the repr names the model
+and the server, never a credential.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any, Iterator, Mapping
+from urllib.parse import urlsplit, urlunsplit
+
+from ..errors import ProviderError
+
+__all__ = ["SDKChat", "redact", "public_url"]
+
+# what looks like an API key in a provider's own error text (OpenAI echoes a
+# masked key on a 401: "Incorrect API key provided: sk-proj-****abcd"; both
+# OpenAI's and Anthropic's keys start with sk-)
+_KEYLIKE = re.compile(r"\bsk-[A-Za-z0-9_\-*]{4,}")
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    """``text`` with every secret, and anything shaped like an API key, replaced by ``***``.
+
+    >>> redact("Incorrect API key provided: sk-proj-****wxyz. Key sk-abcdef123456 used", ["sk-abcdef123456"])
+    'Incorrect API key provided: ***. Key *** used'
+    """
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    return _KEYLIKE.sub("***", text)
+
+
+def public_url(url: Any) -> str:
+    """A base URL as it may be shown: no user, password, query or fragment.
+
+    >>> public_url("http://me:secret@127.0.0.1:8000/v1?key=abc")
+    'http://127.0.0.1:8000/v1'
+    """
+    parts = urlsplit(str(url))
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+
+
+class SDKChat:
+    """A chat model behind an official SDK: subclasses say how their API speaks.
+
+    A subclass sets ``sdk`` (the import name), ``reserved`` (request
+    parameters the provider sets itself), ``client_class`` and
+    ``client_call`` (what a ready client is, and the method a call uses) and
+    implements ``make_client``, ``call`` (one reply), ``call_streaming``
+    (text deltas, then the reply), ``refusal`` (an SDK error -> a
+    ``ProviderError`` made by ``failed``, or None when it is not the SDK's)
+    and ``secrets`` (the client's credentials, to keep out of every text).
+    """
+
+    sdk = ""
+    reserved: tuple[str, ...] = ("model", "messages", "stream")
+    client_class = ""  # what a ready client is, e.g. "openai.OpenAI"
+    client_call: tuple[str, ...] = ()  # the attribute path of the method a call uses
+
+    def __init__(self, model: str, client: Any = None, params: Mapping[str, Any] | None = None, client_kwargs: Mapping[str, Any] | None = None):
+        name = type(self).__name__
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError(f"{name}: model must be a non-empty string, got {model!r}")
+        if client is not None and client_kwargs:
+            raise ValueError(f"{name}: give a ready client or the options to make one ({', '.join(sorted(client_kwargs))}), not both")
+        if params is not None and not isinstance(params, Mapping):
+            raise ValueError(f"{name}: params must be a dict of request parameters, got {type(params).__name__}")
+        for key in params or {}:
+            if key in self.reserved:
+                raise ValueError(f"{name}: params[{key!r}] is set by convlab on every call; {self.why_reserved(key)}")
+        if client is not None:
+            self.check_client(client)
+        self.model = model
+        self.params = dict(params or {})
+        self.client = client if client is not None else self.make_client(dict(client_kwargs or {}))
+        self.latency = 0.0
+        self.calls = 0
+
+    def check_client(self, client: Any) -> None:
+        """A ready client must be the SDK's synchronous one (a mistake here would only show at the first call)."""
+        name = type(self).__name__
+        kind = type(client).__name__
+        if kind.startswith("Async"):
+            raise ValueError(f"{name}: client is an {kind}; convlab calls the model synchronously: pass an {self.client_class}")
+        target = client
+        for attr in self.client_call:
+            target = getattr(target, attr, None)
+        if not callable(target):
+            hint = " (an httpx client goes in http_client=..., or in the SDK client you pass)" if "httpx" in type(client).__module__ else ""
+            raise ValueError(f"{name}: client must be an {self.client_class} (it has no {'.'.join(self.client_call)}), got a {kind}{hint}")
+
+    def sdk_client(self, make: Any, options: dict[str, Any]) -> Any:
+        """The SDK's client made from ``options``; a keyword the client does not take says where it belongs."""
+        try:
+            return make(**options)
+        except TypeError as err:
+            raise TypeError(f"{type(self).__name__}({self.model!r}): {err}; request parameters (temperature, max_tokens, "
+                            "tools, ...) go in params={...}") from None
+
+    # -- what a subclass provides ---------------------------------------------
+    def make_client(self, options: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def call(self, model: str, messages: list[Mapping[str, Any]]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def call_streaming(self, model: str, messages: list[Mapping[str, Any]]) -> Iterator[Any]:
+        raise NotImplementedError
+
+    def refusal(self, err: BaseException, model: str) -> ProviderError | None:
+        raise NotImplementedError
+
+    def secrets(self) -> list[str]:
+        raise NotImplementedError
+
+    @staticmethod
+    def why_reserved(key: str) -> str:
+        return "the call's model comes from the provider or the llm.call action, the messages from the session"
+
+    # -- the provider protocol (convlab.providers) -----------------------------
+    def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """One reply to ``request`` (not streamed); ``latency`` is how long it took."""
+        start = time.monotonic()
+        model = request.get("model") or self.model
+        try:
+            self.calls += 1
+            return self.call(model, list(request.get("messages") or []))
+        except Exception as err:
+            refused = self.refusal(err, model)
+            if refused is None:
+                raise
+            raise refused from None
+        finally:
+            self.latency = time.monotonic() - start
+
+    def stream(self, request: Mapping[str, Any]) -> Iterator[Any]:
+        """The reply to ``request`` through the SDK's streaming API: its text
+        deltas as they arrive, then the reply; ``latency`` is how long it took."""
+        start = time.monotonic()
+        model = request.get("model") or self.model
+        try:
+            self.calls += 1
+            yield from self.call_streaming(model, list(request.get("messages") or []))
+        except Exception as err:
+            refused = self.refusal(err, model)
+            if refused is None:
+                raise
+            raise refused from None
+        finally:
+            self.latency = time.monotonic() - start
+
+    def failed(self, detail: str, model: str, kind: str = "failed") -> ProviderError:
+        """A refusal whose text names the provider and the model called, and holds no secret."""
+        return ProviderError(kind, redact(f"{self.sdk} {model}: {detail}", self.secrets()))
+
+    def __repr__(self) -> str:
+        url = getattr(self.client, "base_url", None)
+        where = f", base_url={public_url(url)!r}" if url is not None else ""
+        return f"{type(self).__name__}({self.model!r}{where})"
+
+    def __getstate__(self) -> Any:
+        raise TypeError(f"{self!r} holds a live SDK client (and its key) and is not pickled; make one in each process")
