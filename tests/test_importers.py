@@ -23,7 +23,7 @@ import convlab
 from convlab.importers import FORMATS, claude_ai, detect, librechat, oasst
 from convlab.tree import RECORDED
 
-from realdata import MISSING, log_files, real, require, stats  # noqa: F401  (real: the fixture)
+from realdata import MISSING, log_files, require, stats
 
 CLAUDE_CODE = "claude_code/"
 
@@ -145,8 +145,9 @@ def slow(monkeypatch, module, seconds):
 
 
 @pytest.mark.realdata
-def test_a_read_under_a_second_prints_nothing_even_in_a_terminal(monkeypatch, real):
+def test_a_read_under_a_second_prints_nothing_even_in_a_terminal(monkeypatch):
     """Progress bars ... do not print at all for work under a second (issue 15)."""
+    real = require()
     terminal = as_terminal(monkeypatch)
     convs = convlab.read(real / "claude_ai" / "claude-export-redacted.owi.json", progress=True)
     assert len(convs) == 85 and terminal.getvalue() == ""
@@ -154,16 +155,18 @@ def test_a_read_under_a_second_prints_nothing_even_in_a_terminal(monkeypatch, re
 
 
 @pytest.mark.realdata
-def test_a_long_read_outside_a_terminal_prints_nothing(monkeypatch, capsys, real):
+def test_a_long_read_outside_a_terminal_prints_nothing(monkeypatch, capsys):
     """Progress bars ... do not print at all ... outside a terminal or notebook (issue 15)."""
+    real = require()
     slow(monkeypatch, claude_ai, 0.02)
     assert len(convlab.read(real / "claude_ai" / "claude-export-redacted.owi.json", progress=True)) == 85
     assert capsys.readouterr().err == ""
 
 
 @pytest.mark.realdata
-def test_a_long_read_in_a_terminal_shows_the_conversations_read(monkeypatch, real):
+def test_a_long_read_in_a_terminal_shows_the_conversations_read(monkeypatch):
     """A streamed export's bar counts its bytes and names the conversations read; progress=False shows none."""
+    real = require()
     terminal = as_terminal(monkeypatch)
     path = real / "claude_ai" / "claude-export-redacted.owi.json"
     slow(monkeypatch, claude_ai, 0.02)
@@ -179,7 +182,8 @@ def test_a_long_read_in_a_terminal_shows_the_conversations_read(monkeypatch, rea
 
 
 @pytest.mark.realdata
-def test_a_long_read_of_json_lines_counts_conversations(monkeypatch, real):
+def test_a_long_read_of_json_lines_counts_conversations(monkeypatch):
+    real = require()
     terminal = as_terminal(monkeypatch)
     slow(monkeypatch, oasst, 0.03)
     convlab.read(real / "oasst" / "oasst1-en-trees-001-060.jsonl", progress=True)
@@ -188,7 +192,8 @@ def test_a_long_read_of_json_lines_counts_conversations(monkeypatch, real):
 
 
 @pytest.mark.realdata
-def test_a_long_folder_read_counts_files(monkeypatch, real):
+def test_a_long_folder_read_counts_files(monkeypatch):
+    real = require()
     terminal = as_terminal(monkeypatch)
     slow(monkeypatch, librechat, 0.6)
     convlab.read(real / "librechat", progress=True)

@@ -184,7 +184,7 @@ def _read_zip(f: BinaryIO, source: str, progress: bool, format: str | None) -> l
         found = found or bool(convs) or name.endswith("conversations.json")
         out.extend(convs)
     if not found:
-        raise read_error(source, "the archive holds no chat log convlab can read")
+        raise read_error(source, f"the archive holds no chat log convlab can read{f' as format={format!r}' if format else ''}")
     return out
 
 

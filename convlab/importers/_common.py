@@ -12,6 +12,13 @@ one conversation per item, ``claude_code`` for a whole file):
   them on the progress bar. Every conversation is built by
   :func:`conversation` from the format's flat :class:`Record` list.
 
+To add a format: write such a module and list it in ``_IMPORTERS``
+(``__init__``) where detection should try it, more specific shapes first.
+``detect`` looks only at ``doc.head`` and never raises on odd input; what is
+wrong inside one conversation is a ``Problems`` entry (a warning), never an
+exception; ``ReadError`` (``read_error``) is for a file that cannot be read
+at all.
+
 Outside logs are damaged in the same few ways whatever their format: a parent
 id that points nowhere, a loop of parent ids, an id used twice, a current node
 that is not there. Each importer turns its format into flat ``Record``s

@@ -137,7 +137,7 @@ def gunzip(raw: bytes, source: str) -> bytes:
         except zlib.error as err:
             raise read_error(source, f"not a readable gzip file ({err})") from None
         if not data:
-            raise read_error(source, "gzip file cut short before any data")
+            raise read_error(source, "gzip file cut short before any data") from None
         warn(f"{source}: gzip data cut short; read the {len(data)} bytes before the cut")
         return data
 
