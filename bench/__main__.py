@@ -19,7 +19,7 @@ import time
 import traceback
 from pathlib import Path
 
-from . import count, logs, match, sweep, throughput, treeview
+from . import chatgpt_export, count, logs, match, sweep, throughput, treeview
 from .harness import Row, log, machine, table
 
 #: (key, runner) in the order of the table
@@ -32,10 +32,12 @@ ROWS = [
     ("lazy", logs.run_lazy),
     ("peer", count.run_peer),
     ("treeview", treeview.run),
+    ("export", chatgpt_export.run_read),
+    ("export_memory", chatgpt_export.run_memory),
 ]
 
 GOALS = {"match": (1.5, "<="), "count": (11, "<="), "load": (3, "<="), "tokens": (0.9, ">="), "sweep": (5, "<="),
-         "lazy": (0.1, "<="), "peer": (100, ">="), "treeview": (12, "<=")}
+         "lazy": (0.1, "<="), "peer": (100, ">="), "treeview": (12, "<="), "export": (2.5, "<="), "export_memory": (3, "<=")}
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -21,13 +21,28 @@ import time
 from pathlib import Path
 
 
-def _status(key: str) -> int:
+def status(key: str) -> int:
     """A ``/proc/self/status`` memory line, in bytes."""
     with open("/proc/self/status") as f:
         for line in f:
             if line.startswith(key + ":"):
                 return int(line.split()[1]) * 1024
     raise KeyError(key)
+
+
+def reset_peak() -> str:
+    """Reset the peak resident memory to the current one where the kernel allows it; how the peak will be read."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return "VmHWM reset by clear_refs"
+    except OSError:
+        return "ru_maxrss"
+
+
+def peak(method: str) -> int:
+    """The peak resident memory since ``reset_peak`` (or since the start, for ``ru_maxrss``), in bytes."""
+    return status("VmHWM") if method != "ru_maxrss" else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def main(argv: list[str]) -> int:
@@ -45,19 +60,14 @@ def main(argv: list[str]) -> int:
         w._log.close()
         del s, w
     gc.collect()
-    method = "VmHWM reset by clear_refs"
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-    except OSError:
-        method = "ru_maxrss"
-    before = _status("VmRSS")
+    method = reset_peak()
+    before = status("VmRSS")
     t0 = time.perf_counter()
     s = convlab.Session.load(path, **({"lazy": True} if mode == "lazy" else {}))
     ids = [n["id"] for n in s.path()]
     tokens = s.tokens()
     seconds = time.perf_counter() - t0
-    after = _status("VmHWM") if method != "ru_maxrss" else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    after = peak(method)
     print(json.dumps({"mode": mode, "peak": after - before, "rss_before": before, "hwm_after": after, "method": method, "seconds": seconds,
                       "head": s.head, "path": ids, "tokens": tokens}))
     return 0

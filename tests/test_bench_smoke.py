@@ -15,10 +15,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import warnings
+
 import pytest
 
+import convlab
+
 ROOT = Path(__file__).resolve().parent.parent
-ROWS = ("match", "count", "load", "tokens", "sweep", "lazy", "peer", "treeview")
+ROWS = ("match", "count", "load", "tokens", "sweep", "lazy", "peer", "treeview", "export", "export_memory")
 
 
 @pytest.mark.browser
@@ -45,3 +49,42 @@ def test_bench_smoke_gives_every_row_a_finite_ratio(tmp_path):
     # the table printed is the JSON's table
     for r in rows.values():
         assert r["name"] in proc.stdout
+
+
+@pytest.mark.realdata
+def test_the_chatgpt_export_generator_is_checked_against_the_real_exports(monkeypatch, tmp_path):
+    """The heavy user's export is generated in the real exports' keys and shapes, and the check
+    that says so fails when a shape goes missing, changes type, or a message kind is unexplained."""
+    from realdata import require
+
+    require()
+    monkeypatch.syspath_prepend(str(ROOT))
+    from bench import chatgpt_export
+
+    generated = list(chatgpt_export.conversations(80, seed=3))
+    verdict = chatgpt_export.check(generated)
+    assert verdict["ok"], verdict
+    assert verdict["beyond_real"] == ["message<assistant:code>", "message<tool:execution_output>",
+                                      "message<tool:multimodal_text>", "message<user:multimodal_text>"]
+    roots = {next(iter(c["mapping"])) for c in generated}
+    assert "client-created-root" in roots and len(roots) > 1  # and older random-id placeholders
+    assert any(len(e["children"]) > 1 for c in generated for e in c["mapping"].values())  # branches
+    path = tmp_path / "conversations.json"
+    info = chatgpt_export.write(path, 80, seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", convlab.ReadWarning)
+        convs = convlab.read(path, progress=False)
+    assert (len(convs), sum(len(c) for c in convs)) == (info["conversations"], info["messages"])
+    assert sum(c.head != max(c.tree.nodes, key=lambda n: c.tree.nodes[n]["seq"]) for c in convs) >= 1  # a head on an older branch
+    for conv in generated:
+        for entry in conv["mapping"].values():
+            if entry["message"] is not None:
+                entry["message"].pop("recipient", None)
+    assert chatgpt_export.check(generated)["missing"]
+    generated = list(chatgpt_export.conversations(20, seed=3))
+    next(e for e in generated[0]["mapping"].values() if e["message"])["message"]["create_time"] = "yesterday"
+    assert chatgpt_export.check(generated)["mismatched"]
+    generated = list(chatgpt_export.conversations(20, seed=3))
+    next(e for e in generated[0]["mapping"].values() if e["message"])["message"]["author"]["role"] = "critic"
+    assert chatgpt_export.check(generated)["unexplained"]
+    assert not chatgpt_export.check(generated, ROOT / "nowhere")["ok"]

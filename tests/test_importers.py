@@ -10,6 +10,8 @@ import gzip
 import io
 import json
 import random
+import sys
+import time
 import warnings
 import zipfile
 from pathlib import Path
@@ -18,7 +20,7 @@ import networkx as nx
 import pytest
 
 import convlab
-from convlab.importers import FORMATS, detect
+from convlab.importers import FORMATS, claude_ai, detect, librechat, oasst
 from convlab.tree import RECORDED
 
 from realdata import MISSING, log_files, require, stats
@@ -109,24 +111,97 @@ def test_reading_the_folder_reads_every_log_once_and_passes_over_the_rest():
             assert sum(len(c) for c in by_file[str(real / f)]) == want["message_nodes"], f
 
 
+# -- progress bars ---------------------------------------------------------------
+# A bar counts the real work (files, conversations, or the bytes of a streamed
+# export), shows only in a terminal or a notebook and only for work that takes
+# longer than a second, and never with progress=False. Work is made slow here
+# by slowing the importer's parse_one, so the real delay is what is tested.
+
+
+class Terminal(io.StringIO):
+    """A stream that says it is a terminal (as a console's stderr does)."""
+
+    def isatty(self):
+        return True
+
+
+def as_terminal(monkeypatch):
+    """stderr as a terminal, for the rest of the test (set in the test's body: pytest's capture
+    puts its own stderr back between a fixture's setup and the test)."""
+    stream = Terminal()
+    monkeypatch.setattr(sys, "stderr", stream)
+    return stream
+
+
+def slow(monkeypatch, module, seconds):
+    """Make every conversation of ``module`` take ``seconds`` to build."""
+    parse_one = module.parse_one
+
+    def slowly(*args):
+        time.sleep(seconds)
+        return parse_one(*args)
+
+    monkeypatch.setattr(module, "parse_one", slowly)
+
+
 @pytest.mark.realdata
-def test_folder_progress_bar_shows_and_can_be_turned_off(capsys):
+def test_a_read_under_a_second_prints_nothing_even_in_a_terminal(monkeypatch):
+    """Progress bars ... do not print at all for work under a second (issue 15)."""
     real = require()
+    terminal = as_terminal(monkeypatch)
+    convs = convlab.read(real / "claude_ai" / "claude-export-redacted.owi.json", progress=True)
+    assert len(convs) == 85 and terminal.getvalue() == ""
+    assert convlab.read(real / "librechat", progress=True) and terminal.getvalue() == ""
+
+
+@pytest.mark.realdata
+def test_a_long_read_outside_a_terminal_prints_nothing(monkeypatch, capsys):
+    """Progress bars ... do not print at all ... outside a terminal or notebook (issue 15)."""
+    real = require()
+    slow(monkeypatch, claude_ai, 0.02)
+    assert len(convlab.read(real / "claude_ai" / "claude-export-redacted.owi.json", progress=True)) == 85
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.realdata
+def test_a_long_read_in_a_terminal_shows_the_conversations_read(monkeypatch):
+    """A streamed export's bar counts its bytes and names the conversations read; progress=False shows none."""
+    real = require()
+    terminal = as_terminal(monkeypatch)
+    path = real / "claude_ai" / "claude-export-redacted.owi.json"
+    slow(monkeypatch, claude_ai, 0.02)
+    convlab.read(path, progress=True)
+    out = terminal.getvalue()
+    last = out.strip().split("\r")[-1]  # the bar as it stays on screen
+    size = f"{path.stat().st_size / 1024:.0f}k"
+    assert last.startswith("claude-export-redacted.owi.json: 100%") and f"{size}/{size}" in last, last
+    assert last.endswith("85 conversations]"), last
+    terminal.seek(0), terminal.truncate()
+    convlab.read(path, progress=False)
+    assert terminal.getvalue() == ""
+
+
+@pytest.mark.realdata
+def test_a_long_read_of_json_lines_counts_conversations(monkeypatch):
+    real = require()
+    terminal = as_terminal(monkeypatch)
+    slow(monkeypatch, oasst, 0.03)
+    convlab.read(real / "oasst" / "oasst1-en-trees-001-060.jsonl", progress=True)
+    last = terminal.getvalue().strip().split("\r")[-1]
+    assert last.startswith("oasst1-en-trees-001-060.jsonl: 100%") and "60/60" in last and "conversation/s" in last, last
+
+
+@pytest.mark.realdata
+def test_a_long_folder_read_counts_files(monkeypatch):
+    real = require()
+    terminal = as_terminal(monkeypatch)
+    slow(monkeypatch, librechat, 0.6)
     convlab.read(real / "librechat", progress=True)
-    err = capsys.readouterr().err
-    assert "reading librechat" in err and "2/2" in err
+    last = terminal.getvalue().strip().split("\r")[-1]
+    assert last.startswith("reading librechat: 100%") and "2/2" in last and "file/s" in last, last
+    terminal.seek(0), terminal.truncate()
     convlab.read(real / "librechat", progress=False)
-    assert capsys.readouterr().err == ""
-
-
-@pytest.mark.realdata
-def test_large_export_progress_bar(capsys):
-    real = require()
-    convlab.read(real / "claude_ai" / "claude-export-redacted.owi.json", progress=True)
-    err = capsys.readouterr().err
-    assert "claude-export-redacted.owi.json" in err and "/85 " in err
-    convlab.read(real / "claude_ai" / "claude-export-redacted.owi.json", progress=False)
-    assert capsys.readouterr().err == ""
+    assert terminal.getvalue() == ""
 
 
 # -- detection by content ------------------------------------------------------
@@ -200,9 +275,52 @@ def test_format_override_reads_as_told(tmp_path):
     p = tmp_path / "a.json"
     p.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}))
     assert convlab.read(p, format="openai")[0].format == "openai"
-    with pytest.warns(convlab.ReadWarning, match="no mapping"):
-        [c] = convlab.read(p, format="chatgpt")
-    assert len(c) == 0 and c.head is None
+
+
+def test_a_forced_format_of_no_shape_convlab_knows_is_a_read_error(tmp_path):
+    p = tmp_path / "stats.json"
+    p.write_text(json.dumps({"totals": {"conversations": 1}}))
+    with pytest.raises(convlab.ReadError, match=r"stats\.json: does not fit format='chatgpt'.*not a chat log"):
+        convlab.read(p, format="chatgpt")
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("format", FORMATS)
+def test_a_forced_format_that_does_not_fit_is_a_read_error(format):
+    """A forced format= that does not fit the file is a ReadError that says so (issue 15)."""
+    real = require()
+    others = [name for name in log_files() if EXPECTED_FORMAT.get(name, "claude_code") != format and (name, format) not in ALSO_FITS]
+    assert others
+    for name in others:
+        fits = EXPECTED_FORMAT.get(name, "claude_code")
+        with pytest.raises(convlab.ReadError) as err:
+            convlab.read(real / name, format=format, progress=False)
+        assert str(err.value).startswith(f"{real / name}: does not fit format={format!r}: it reads as {fits} "), str(err.value)
+
+
+#: Real files that fit a second format too, and what that format reads.
+ALSO_FITS = {("openwebui/webui-goldwater.owi.json", "openai")}
+
+
+@pytest.mark.realdata
+def test_a_file_that_fits_two_formats_reads_as_the_one_forced():
+    """Open WebUI keeps the active path beside the tree as an OpenAI message list: format='openai' reads that list."""
+    real = require()
+    [tree] = convlab.read(real / "openwebui/webui-goldwater.owi.json")
+    [flat] = convlab.read(real / "openwebui/webui-goldwater.owi.json", format="openai")
+    assert (tree.format, flat.format) == ("openwebui", "openai")
+    assert [m["content"] for m in flat.path()] == [m["content"] for m in tree.path()]
+
+
+@pytest.mark.realdata
+def test_a_forced_format_in_a_folder_passes_over_the_files_it_does_not_fit_and_says_so(tmp_path):
+    real = require()
+    with pytest.warns(convlab.ReadWarning) as record:
+        convs = convlab.read(real / "librechat", format="claude_code", progress=False)
+    assert convs == []
+    text = "\n".join(str(w.message) for w in record)
+    assert "librechat-tree.json: does not fit format='claude_code': it reads as librechat" in text and "passed over" in text
+    assert "librechat-linear.json: does not fit format='claude_code'" in text
 
 
 def test_a_folder_warns_about_a_broken_log_and_reads_the_rest(tmp_path):
@@ -237,6 +355,60 @@ def test_a_json_array_cut_short_keeps_its_complete_items(tmp_path):
     with pytest.warns(convlab.ReadWarning, match=r"many\.json.*kept the 3 complete item"):
         got = convlab.read(p)
     assert [c.path()[0]["content"] for c in got] == ["q0", "q1", "q2"]
+
+
+def _openai_conversations(n):
+    return [{"id": f"c{i}", "messages": [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}]}
+            for i in range(n)]
+
+
+def test_an_array_cut_inside_its_first_item_is_a_read_error(tmp_path):
+    text = json.dumps(_openai_conversations(2))
+    p = tmp_path / "many.json"
+    p.write_text(text[:30])
+    with pytest.raises(convlab.ReadError, match=r"many\.json: not valid JSON.*cut short"):
+        convlab.read(p)
+
+
+def test_text_after_the_array_keeps_every_item_with_a_warning(tmp_path):
+    p = tmp_path / "many.json"
+    p.write_text(json.dumps(_openai_conversations(3)) + " trailing")
+    with pytest.warns(convlab.ReadWarning, match=r"many\.json: JSON breaks .*kept the 3 complete item"):
+        convs = convlab.read(p)
+    assert [c.id for c in convs] == ["c0", "c1", "c2"]
+
+
+@pytest.mark.parametrize("value", ["NaN", "-Infinity", str(2**70), str(-(2**70))])
+def test_what_json_reads_in_an_array_is_read_and_each_warning_given_once(tmp_path, value):
+    """A streamed array reads what json.load reads: a value the stream cannot take (NaN, an integer
+    past 64 bits), after conversations were already built, makes the file be read whole, and each
+    warning is given once."""
+    convs = _openai_conversations(60)
+    convs[0]["messages"][1]["role"] = "critic"  # a warning for conversation c0
+    convs.append({"id": "c60", "messages": [{"role": "user", "content": "x", "metadata": {"n": "VALUE"}}]})
+    p = tmp_path / "many.json"
+    p.write_text(json.dumps(convs).replace('"VALUE"', value))
+    with pytest.warns(convlab.ReadWarning) as record:
+        got = convlab.read(p)
+    assert [str(w.message) for w in record] == [f"{p}, conversation 'c0': node 'm2': unknown role 'critic'; message left out"]
+    assert [c.id for c in got] == [f"c{i}" for i in range(61)]
+    assert repr(got[60].path()[0]["metadata"]["n"]) == repr(json.loads(value))
+
+
+def test_a_byte_order_mark_before_the_array(tmp_path):
+    p = tmp_path / "many.json"
+    p.write_bytes(b"\xef\xbb\xbf \n" + json.dumps(_openai_conversations(2)).encode())
+    assert [c.id for c in convlab.read(p)] == ["c0", "c1"]
+
+
+def test_escapes_read_as_json_reads_them(tmp_path):
+    """Non-ASCII text written as \\u escapes (surrogate pairs included) and numbers read as json.load reads them."""
+    doc = [{"id": "c", "messages": [{"role": "user", "content": "caf\u00e9 \u2014 \U0001F600", "created_at": 1714585031.148505}]}]
+    p = tmp_path / "conversations.json"
+    p.write_text(json.dumps(doc))
+    [c] = convlab.read(p)
+    [m] = c.path()
+    assert m["content"] == doc[0]["messages"][0]["content"] and m["time"] == 1714585031.148505
 
 
 def test_jsonl_bad_middle_line_is_left_out_with_a_warning(tmp_path):

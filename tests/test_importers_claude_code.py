@@ -235,3 +235,45 @@ def test_frame_input_series_of_the_session(real):
     assert df.input_tokens.dropna().tolist() == [input_tokens(usage[-1])]
     assert input_tokens(usage[-1]) > usage[-1]["input_tokens"]
 
+
+
+def test_the_first_tool_result_of_a_row_keeps_is_error(tmp_path):
+    """A tool result that failed says so (metadata.is_error), whichever block of its row it is."""
+    rows = [
+        {"uuid": "u1", "parentUuid": None, "sessionId": "s", "type": "user", "message": {"role": "user", "content": "go"}},
+        {"uuid": "a1", "parentUuid": "u1", "sessionId": "s", "type": "assistant", "message": {"id": "m1", "role": "assistant", "content": [
+            {"type": "tool_use", "id": "A", "name": "x", "input": {}}, {"type": "tool_use", "id": "B", "name": "y", "input": {}}]}},
+        {"uuid": "r", "parentUuid": "a1", "sessionId": "s", "type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "A", "content": "no such file", "is_error": True},
+            {"type": "tool_result", "tool_use_id": "B", "content": "ok"}]}},
+    ]
+    p = tmp_path / "s.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in rows))
+    [c] = convlab.read(p)
+    assert c.tree.nodes["r"]["metadata"] == {"is_error": True}
+    assert "metadata" not in c.tree.nodes["r#2"]
+
+
+@pytest.mark.realdata
+def test_a_real_failed_tool_call_keeps_is_error(real):
+    rows = rows_of(real / "claude_code/short.jsonl")
+    failed = {b["tool_use_id"] for r in rows if r.get("type") == "user" and isinstance(r["message"]["content"], list)
+              for b in r["message"]["content"] if b.get("type") == "tool_result" and b.get("is_error")}
+    assert failed
+    [c] = convlab.read(real / "claude_code/short.jsonl")
+    flagged = {a["tool_call_id"] for _, a in c.tree.nodes(data=True) if a["role"] == "tool" and a.get("metadata", {}).get("is_error")}
+    assert flagged == failed
+
+
+def test_no_function_of_the_claude_code_importer_is_over_80_lines():
+    """Issue 11: no function in the Claude Code importer is over 80 lines."""
+    import ast
+
+    from convlab.importers import claude_code
+
+    path = Path(claude_code.__file__)
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    assert len(functions) >= 10
+    long = {f"{f.name} (line {f.lineno})": f.end_lineno - f.lineno + 1 for f in functions if f.end_lineno - f.lineno + 1 > 80}
+    assert not long, f"{path.name}: functions over 80 lines: {long}"

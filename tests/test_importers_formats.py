@@ -230,3 +230,24 @@ def test_session_log_bad_middle_line_is_a_read_error_naming_file_and_line(tmp_pa
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", convlab.ReadWarning)
             convlab.read(log)
+
+
+def test_session_log_in_an_archive_is_loaded_from_memory_naming_the_member(tmp_path):
+    """A session log is loaded from its bytes (Session.load of a file object): nothing is written, and
+    what is wrong with it names the archive member."""
+    import io
+    import zipfile
+
+    s, log = _session_log(tmp_path)
+    torn = log.read_bytes() + b'{"seq": 99, "type": "message.n'
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("logs/session.jsonl", torn)
+    archive = tmp_path / "logs.zip"
+    archive.write_bytes(buf.getvalue())
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.warns(convlab.ReadWarning, match=rf"^{archive}!logs/session\.jsonl: line \d+ is torn"):
+        [c] = convlab.read(archive)
+    assert (c.format, c.id, c.source) == ("convlab", "session", f"{archive}!logs/session.jsonl")
+    assert c.path() == s.path()
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

@@ -3,7 +3,16 @@
 Formats are told apart by what the file holds, never by its name: a ChatGPT
 export renamed ``*.owi.json`` is still read as ChatGPT. The bytes may be
 gzipped or a zip archive (the ChatGPT export .zip); the text may be one JSON
-document or JSON lines. A folder is walked recursively.
+document or JSON lines. A folder is walked recursively. A JSON array (a
+ChatGPT export of thousands of conversations) is read item by item and each
+conversation built as it comes, so the whole text is never in memory
+(``_documents``).
+
+Every format is a module with ``NAME``, ``detect(doc)`` and ``parse(doc)``,
+building its conversations through one builder (``_common``, which says how
+to add a format); ``_IMPORTERS`` lists them in the order detection tries
+them. ``format=`` names one and skips detection; a file it does not fit is a
+``ReadError`` that says what the file reads as.
 
 Damage is kept local. A JSON array cut short keeps its complete items; a bad
 JSON line is left out; dangling parents, loops and missing current nodes are
@@ -17,21 +26,20 @@ over quietly.
 
 from __future__ import annotations
 
-import gzip
 import io
-import json
 import os
 import warnings
 import zipfile
 import zlib
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Iterable
+from typing import Any, BinaryIO
 
 from ..conversation import Conversation
-from ..errors import ReadError, ReadWarning
+from ..errors import ReadError
 from . import chatgpt, claude_ai, claude_code, librechat, oasst, openai, openwebui, session_log
-from ._common import read_error
+from ._common import read_error, warn
+from ._documents import Document, NotJSON, Restart, bar, gunzip, parse_bytes, stream_array
 
 __all__ = ["read", "detect", "FORMATS"]
 
@@ -41,23 +49,14 @@ _IMPORTERS: tuple[ModuleType, ...] = (session_log, claude_code, chatgpt, claude_
 #: The format names ``read`` can return (``Conversation.format``) and accepts as ``format=``.
 FORMATS: tuple[str, ...] = tuple(m.NAME for m in _IMPORTERS)
 
-#: From this many conversations (or rows) in one file, reading it shows a progress bar.
-PROGRESS_FROM = 50
+_BY_NAME = {m.NAME: m for m in _IMPORTERS}
+
+#: Errors a detector or an importer may hit on input no test has shown yet.
+_GAPS = (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError)
 
 
-class _Unknown(Exception):
-    """Parsed, but no importer knows the shape (in a folder: not a chat log, passed over)."""
-
-
-class _Doc:
-    """One parsed file (or archive member): JSON ``value``, or the records of its JSON ``lines``."""
-
-    def __init__(self, value: Any, lines: bool, source: str, raw: bytes, problem: str | None = None) -> None:
-        self.value = value
-        self.lines = lines
-        self.source = source
-        self.raw = raw
-        self.problem = problem  # bad JSON lines, left out (warned unless the importer reads the raw bytes)
+class _NotALog(Exception):
+    """No importer knows the file (in a folder or an archive: not a chat log, passed over quietly)."""
 
 
 def detect(value: Any, lines: bool = False) -> str | None:
@@ -72,187 +71,120 @@ def detect(value: Any, lines: bool = False) -> str | None:
     >>> detect([{"type": "session.started", "agent": "bot"}], lines=True)
     'convlab'
     """
-    if lines:
-        for module in (session_log, claude_code):
-            if module.detect(value):
-                return module.NAME
-    elif isinstance(value, dict) and (session_log.detect(value) or claude_code.detect([value])):
-        return session_log.NAME if session_log.detect(value) else claude_code.NAME
-    for module in (chatgpt, claude_ai, openwebui, librechat, oasst, openai):
-        if module.detect(value):
-            return module.NAME
-    return None
+    kind = "lines" if lines else "array" if isinstance(value, list) else "object"
+    return _detect(Document("<value>", kind, value if kind != "object" else [value]))
 
 
-# -- bytes -> documents ------------------------------------------------------
-
-
-def _gunzip(raw: bytes, source: str) -> bytes:
+def _detect(doc: Document) -> str | None:
     try:
-        return gzip.decompress(raw)
-    except (EOFError, OSError, zlib.error):
-        # cut short: keep what decompresses
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        try:
-            data = d.decompress(raw)
-        except zlib.error as err:
-            raise read_error(source, f"not a readable gzip file ({err})") from None
-        if not data:
-            raise read_error(source, "gzip file cut short before any data")
-        warnings.warn(f"{source}: gzip data cut short; read the {len(data)} bytes before the cut", ReadWarning, stacklevel=5)
-        return data
-
-
-def _json_array_prefix(text: str, source: str, err: json.JSONDecodeError) -> list[Any]:
-    """The complete items of a JSON array that was cut short (or broken) after them."""
-    dec = json.JSONDecoder()
-    i = text.index("[") + 1
-    items: list[Any] = []
-    n = len(text)
-    while True:
-        while i < n and text[i] in " \t\r\n,":
-            i += 1
-        if i >= n or text[i] == "]":
-            break
-        try:
-            item, i = dec.raw_decode(text, i)
-        except json.JSONDecodeError:
-            break
-        items.append(item)
-    if not items:
-        raise read_error(source, f"not valid JSON: {err.msg} at line {err.lineno} column {err.colno} (cut short?)")
-    warnings.warn(
-        f"{source}: JSON breaks at line {err.lineno} column {err.colno} ({err.msg}; cut short?); "
-        f"kept the {len(items)} complete item(s) before it",
-        ReadWarning,
-        stacklevel=5,
-    )
-    return items
-
-
-def _json_lines(text: str, source: str) -> tuple[list[Any], str | None]:
-    records: list[Any] = []
-    bad: list[int] = []
-    lines = text.splitlines()
-    last = max((k for k, line in enumerate(lines) if line.strip()), default=-1)
-    for k, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            bad.append(k + 1)
-    if not records:
-        raise read_error(source, "no line is valid JSON")
-    problem = None
-    if bad:
-        torn = bad == [last + 1]
-        what = f"the last line ({last + 1}) is cut short" if torn else "lines " + ", ".join(map(str, bad[:10])) + (" ..." if len(bad) > 10 else "") + " are not valid JSON"
-        problem = f"{source}: {what}; left out"
-    return records, problem
-
-
-def _parse(raw: bytes, source: str) -> _Doc:
-    if raw[:2] == b"\x1f\x8b":
-        raw = _gunzip(raw, source)
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise read_error(source, f"not UTF-8 text (byte {err.start})") from None
-    stripped = text.strip()
-    if not stripped:
-        raise read_error(source, "the file is empty")
-    if stripped[0] not in "[{":
-        raise _Unknown(f"{source}: not a JSON object, array or JSON lines")
-    try:
-        return _Doc(json.loads(stripped), False, source, raw)
-    except json.JSONDecodeError as err:
-        first_line = stripped.split("\n", 1)[0]
-        try:
-            jsonl = "\n" in stripped and isinstance(json.loads(first_line), dict)
-        except json.JSONDecodeError:
-            jsonl = False
-        if jsonl:
-            records, problem = _json_lines(stripped, source)
-            return _Doc(records, True, source, raw, problem)
-        if stripped[0] == "[":
-            return _Doc(_json_array_prefix(stripped, source, err), False, source, raw)
-        raise read_error(source, f"not valid JSON: {err.msg} at line {err.lineno} column {err.colno} (cut short?)") from None
-
-
-def _iterator(progress: bool, desc: str) -> Callable[[list[Any]], Iterable[Any]]:
-    def iterate(items: list[Any]) -> Iterable[Any]:
-        if not progress or len(items) < PROGRESS_FROM:
-            return items
-        from tqdm.auto import tqdm
-
-        return tqdm(items, desc=desc, unit="item", leave=False)
-
-    return iterate
-
-
-def _convert(doc: _Doc, progress: bool, format: str | None) -> list[Conversation]:
-    value = doc.value
-    if not doc.lines and isinstance(value, list) and not value:
-        return []
-    try:
-        name = format or detect(value, doc.lines)
-    except (KeyError, TypeError, ValueError, AttributeError) as err:  # pragma: no cover - a gap in a detector
+        return next((m.NAME for m in _IMPORTERS if m.detect(doc)), None)
+    except _GAPS as err:  # pragma: no cover - a gap in a detector
         raise read_error(doc.source, f"its shape could not be told ({type(err).__name__}: {err})") from None
-    if name is None:
-        raise _Unknown(f"{doc.source}: no importer knows this shape")
-    module = {m.NAME: m for m in _IMPORTERS}[name]
-    if module is session_log:  # Session.load reads the bytes and names its own torn lines
-        return session_log.parse_bytes(doc.raw, doc.source)
-    if doc.problem:
-        warnings.warn(doc.problem, ReadWarning, stacklevel=4)
-    if module is claude_code and not isinstance(value, list):  # a one-line transcript
-        value = [value]
+
+
+def _importer(doc: Document, format: str | None) -> ModuleType:
+    """The importer for a document: the one ``format`` names, if the document fits it, or the detected one."""
+    found = _detect(doc)
+    if format is None:
+        if found is None:
+            raise _NotALog(f"{doc.source}: no importer knows this shape")
+        return _BY_NAME[found]
+    module = _BY_NAME[format]
+    if found == format or module.detect(doc):
+        return module
+    if found is None:
+        raise _NotALog(f"{doc.source}: does not fit format={format!r}, nor a shape another importer knows")
+    raise read_error(doc.source, f"does not fit format={format!r}: it reads as {found} (read it with format={found!r}, or without format=)")
+
+
+def _convert(doc: Document, format: str | None) -> list[Conversation]:
+    if doc.kind == "array" and not doc.head:
+        return []
+    module = _importer(doc, format)
     try:
-        return module.parse(value, doc.source, _iterator(progress, os.path.basename(doc.source)))
-    except ReadError:
+        return list(module.parse(doc))
+    except (ReadError, Restart):
         raise
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as err:  # pragma: no cover - a gap in an importer
-        raise read_error(doc.source, f"could not be read as {name}: {type(err).__name__}: {err}") from None
+    except _GAPS as err:  # pragma: no cover - a gap in an importer
+        raise read_error(doc.source, f"could not be read as {module.NAME}: {type(err).__name__}: {err}") from None
 
 
-def _read_bytes(raw: bytes, source: str, progress: bool, format: str | None, quiet_unknown: bool) -> list[Conversation]:
-    if raw[:4] == b"PK\x03\x04":
-        return _read_zip(raw, source, progress, format)
+# -- files, archives, folders ----------------------------------------------------
+
+
+def _starts_array(f: BinaryIO) -> bool:
+    """Whether the text of ``f`` starts with ``[`` (after a BOM and white space); ``f`` is left at its start."""
+    start = f.tell()
+    head = f.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip()
+    f.seek(start)
+    return head[:1] == b"["
+
+
+def _read_stream(f: BinaryIO, source: str, size: int | None, progress: bool, format: str | None) -> list[Conversation]:
+    """The conversations in a seekable binary file: a zip archive, gzip data, a JSON array (streamed), or JSON."""
+    magic = f.read(4)
+    f.seek(0)
+    if magic == b"PK\x03\x04":
+        return _read_zip(f, source, progress, format)
+    if magic[:2] == b"\x1f\x8b":
+        raw = gunzip(f.read(), source)
+        return _read_stream(io.BytesIO(raw), source, len(raw), progress, format)
+    if _starts_array(f):
+        return _read_streamed(f, source, size, progress, format)
     try:
-        return _convert(_parse(raw, source), progress, format)
-    except _Unknown as err:
-        if quiet_unknown:
-            return []
-        raise ReadError(f"{err}: not a chat log convlab can read (formats: {', '.join(FORMATS)})") from None
+        doc = parse_bytes(f.read(), source, progress)
+    except NotJSON as err:
+        raise _NotALog(str(err)) from None
+    return _convert(doc, format)
 
 
-def _read_zip(raw: bytes, source: str, progress: bool, format: str | None) -> list[Conversation]:
+def _read_streamed(f: BinaryIO, source: str, size: int | None, progress: bool, format: str | None) -> list[Conversation]:
+    """A JSON array built item by item; read whole instead where ``json`` may read on (``_documents.Restart``).
+
+    The warnings of a streamed read are held until it is through, so a read
+    that starts again warns once."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            convs = _convert(stream_array(f, source, size, progress), format)
+        except Restart:
+            convs = None
+    if convs is None:
+        f.seek(0)
+        return _convert(parse_bytes(f.read(), source, progress), format)
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+    return convs
+
+
+def _read_zip(f: BinaryIO, source: str, progress: bool, format: str | None) -> list[Conversation]:
     try:
-        archive = zipfile.ZipFile(io.BytesIO(raw))
-        names = sorted(i.filename for i in archive.infolist() if not i.is_dir())
+        archive = zipfile.ZipFile(f)
+        members = sorted((i for i in archive.infolist() if not i.is_dir()), key=lambda i: i.filename)
     except (zipfile.BadZipFile, OSError) as err:
         raise read_error(source, f"not a readable zip archive ({err})") from None
     out: list[Conversation] = []
     found = False
-    for name in names:
+    for info in members:
+        name = info.filename
         if name.startswith("__MACOSX/") or os.path.basename(name).startswith("."):
             continue
         member = f"{source}!{name}"
         try:
-            data = archive.read(name)
-        except (zipfile.BadZipFile, OSError, zlib.error, EOFError) as err:
-            warnings.warn(f"{member}: cannot be unpacked ({err}); passed over", ReadWarning, stacklevel=4)
+            with archive.open(info) as m:
+                convs = _read_stream(m, member, info.file_size, progress, format)
+        except (zipfile.BadZipFile, OSError, zlib.error, EOFError, NotImplementedError, RuntimeError) as err:
+            warn(f"{member}: cannot be unpacked ({err}); passed over")
             continue
-        try:
-            convs = _read_bytes(data, member, progress, format, quiet_unknown=True)
+        except _NotALog:
+            continue
         except ReadError as err:
-            warnings.warn(f"{err}; passed over", ReadWarning, stacklevel=4)
+            warn(f"{err}; passed over")
             continue
         found = found or bool(convs) or name.endswith("conversations.json")
         out.extend(convs)
     if not found:
-        raise read_error(source, "the archive holds no chat log convlab can read")
+        raise read_error(source, f"the archive holds no chat log convlab can read{f' as format={format!r}' if format else ''}")
     return out
 
 
@@ -263,9 +195,14 @@ def read(path: str | os.PathLike, *, progress: bool = True, format: str | None =
     or its .zip), Claude Code transcript (``.jsonl``, ``.jsonl.gz``), Claude.ai
     export, Open WebUI, LibreChat, OpenAssistant trees, plain OpenAI message
     lists (JSON or JSONL) and convlab's own session log. ``format`` (one of
-    ``FORMATS``) skips detection. A folder is read recursively, every file
-    it recognises. ``progress`` shows a tqdm bar over the files of a folder and
-    over the conversations of a large export.
+    ``FORMATS``) skips detection; a file that is not in that format is a
+    ``ReadError`` saying what it reads as. A folder is read recursively,
+    every file it recognises.
+
+    ``progress=True`` shows a bar, in a terminal or a notebook, for work that
+    takes longer than a second: the files of a folder, the conversations of a
+    large export, or its bytes while a huge one is streamed. ``progress=False``
+    shows none.
 
     Damaged input: what is sound is kept and a ``convlab.ReadWarning`` names
     what was repaired; what cannot be read raises ``convlab.ReadError`` naming
@@ -285,12 +222,24 @@ def read(path: str | os.PathLike, *, progress: bool = True, format: str | None =
     if p.is_dir():
         return _read_folder(p, progress, format)
     try:
-        raw = p.read_bytes()
+        return _read_file(p, progress, format)
+    except _NotALog as err:
+        raise ReadError(f"{err}: not a chat log convlab can read (formats: {', '.join(FORMATS)})") from None
+
+
+def _read_file(p: Path, progress: bool, format: str | None) -> list[Conversation]:
+    try:
+        f = open(p, "rb")
     except FileNotFoundError:
         raise ReadError(f"{p}: no such file or folder") from None
     except OSError as err:
         raise ReadError(f"{p}: cannot be read ({err.strerror or err})") from None
-    return _read_bytes(raw, str(p), progress, format, quiet_unknown=False)
+    with f:
+        try:
+            size = os.fstat(f.fileno()).st_size
+            return _read_stream(f, str(p), size, progress, format)
+        except OSError as err:
+            raise ReadError(f"{p}: cannot be read ({err.strerror or err})") from None
 
 
 def _read_folder(folder: Path, progress: bool, format: str | None) -> list[Conversation]:
@@ -298,21 +247,19 @@ def _read_folder(folder: Path, progress: bool, format: str | None) -> list[Conve
         f for f in folder.rglob("*")
         if f.is_file() and not any(part.startswith(".") for part in f.relative_to(folder).parts)
     )
-    if progress and files:
-        from tqdm.auto import tqdm
-
-        iterable: Iterable[Path] = tqdm(files, desc=f"reading {folder.name or folder}", unit="file")
-    else:
-        iterable = files
+    files_bar = bar(total=len(files), unit="file", desc=f"reading {folder.name or folder}", enabled=progress)
     out: list[Conversation] = []
-    for f in iterable:
-        try:
-            raw = f.read_bytes()
-        except OSError as err:
-            warnings.warn(f"{f}: cannot be read ({err.strerror or err}); passed over", ReadWarning, stacklevel=3)
-            continue
-        try:
-            out.extend(_read_bytes(raw, str(f), False, format, quiet_unknown=True))
-        except ReadError as err:
-            warnings.warn(f"{err}; passed over", ReadWarning, stacklevel=3)
+    try:
+        for f in files:
+            try:
+                out.extend(_read_file(f, False, format))
+            except _NotALog:
+                pass
+            except ReadError as err:
+                warn(f"{err}; passed over")
+            if files_bar is not None:
+                files_bar.update(1)
+    finally:
+        if files_bar is not None:
+            files_bar.close()
     return out

@@ -1,4 +1,23 @@
-"""What every importer shares: naming problems, turning records into a sound tree.
+"""The importer protocol, and what every importer shares: naming problems, turning records into a sound tree.
+
+A format is a module of this package with three things (see ``chatgpt`` for
+one conversation per item, ``claude_code`` for a whole file):
+
+- ``NAME``, the format's name (``Conversation.format``, ``read(format=...)``);
+- ``detect(doc) -> bool``: whether a :class:`Document` is in this format,
+  from ``doc.first`` / ``doc.head`` (its first items) and ``doc.kind``;
+- ``parse(doc) -> Iterable[Conversation]``: its conversations. A format
+  whose items are conversations returns ``doc.each(parse_one)``, which
+  reads the items one at a time (a large export is streamed) and counts
+  them on the progress bar. Every conversation is built by
+  :func:`conversation` from the format's flat :class:`Record` list.
+
+To add a format: write such a module and list it in ``_IMPORTERS``
+(``__init__``) where detection should try it, more specific shapes first.
+``detect`` looks only at ``doc.head`` and never raises on odd input; what is
+wrong inside one conversation is a ``Problems`` entry (a warning), never an
+exception; ``ReadError`` (``read_error``) is for a file that cannot be read
+at all.
 
 Outside logs are damaged in the same few ways whatever their format: a parent
 id that points nowhere, a loop of parent ids, an id used twice, a current node
@@ -13,9 +32,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import sys
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Union
 
 from ..conversation import Conversation
 from ..errors import ReadError, ReadWarning
@@ -24,9 +44,12 @@ from ..tree import Tree, newest_leaf
 __all__ = [
     "Record",
     "Problems",
+    "Head",
     "build",
     "conversation",
+    "descend",
     "read_error",
+    "warn",
     "where",
     "role_of",
     "to_time",
@@ -52,6 +75,15 @@ def read_error(source: str, what: str, conversation: str | None = None, node: st
     return ReadError(f"{where(source, conversation, node)}: {what}")
 
 
+def warn(text: str) -> None:
+    """Warn ``ReadWarning``, attributed to the code that called ``convlab.read``
+    (the first frame outside convlab), however deep in the reading it arose."""
+    frame, level = sys._getframe(1), 2
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").partition(".")[0] == "convlab":
+        frame, level = frame.f_back, level + 1
+    warnings.warn(text, ReadWarning, stacklevel=level)
+
+
 class Problems:
     """The repairs made while reading one conversation, warned about once."""
 
@@ -66,13 +98,13 @@ class Problems:
     def __bool__(self) -> bool:
         return bool(self.items)
 
-    def warn(self, stacklevel: int = 2) -> None:
+    def warn(self) -> None:
         if not self.items:
             return
         shown = [f"node {n!r}: {w}" if n is not None else w for n, w in self.items[:_SHOWN]]
         more = len(self.items) - _SHOWN
         text = "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
-        warnings.warn(f"{where(self.source, self.conversation)}: {text}", ReadWarning, stacklevel=stacklevel)
+        warn(f"{where(self.source, self.conversation)}: {text}")
         self.items = []
 
 
@@ -190,18 +222,14 @@ def usage_of(raw: Any) -> dict[str, Any] | None:
 # -- the tree ----------------------------------------------------------------
 
 
-def build(records: list[Record], problems: Problems, head: str | None = None, *, head_given: bool = False) -> Tree:
-    """A sound tree from records in the log's order.
+def build(records: list[Record], problems: Problems) -> Tree:
+    """A sound tree from records in the log's order (its head is not set).
 
     - an id seen before: the later record is left out;
     - a parent id that is not a record: the message becomes a top-level one;
     - a loop of parent ids: broken at the member that comes first in the log,
       which becomes a top-level message;
     - parents are recorded before their children (``seq``), otherwise the log's order is kept.
-
-    The head is ``head`` when it is a node. When the log named a head
-    (``head_given``) that is not there, it is repaired to the newest leaf and
-    reported; without one, the newest leaf is the head.
     """
     by_id: dict[str, Record] = {}
     order: list[Record] = []
@@ -262,13 +290,29 @@ def build(records: list[Record], problems: Problems, head: str | None = None, *,
                 rec.parent = None
                 add_with_waiting(rec)
 
-    if head is not None and head in tree:
-        tree.head = head
-    else:
-        if head_given:
-            problems.add(None, f"current node {head!r} is not a message of the conversation; head set to the newest leaf")
-        tree.head = newest_leaf(tree.graph)
     return tree
+
+
+#: How a conversation's head is chosen: the id of the log's current node, a
+#: rule over the built tree (for formats that record none), or None: the newest leaf.
+Head = Union[str, Callable[[Tree], Union[str, None]], None]
+
+
+def descend(tree: Tree, node: str | None, pick: Callable[[str, list[str]], str]) -> str | None:
+    """From ``node`` down to a leaf, taking ``pick(node, children)`` at every step (a head rule's walk).
+
+    >>> t = Tree()
+    >>> for nid, parent in [("q", None), ("a1", "q"), ("a2", "q"), ("f", "a1")]:
+    ...     _ = t.add({"id": nid, "role": "user", "content": ""}, parent)
+    >>> descend(t, "q", lambda node, kids: kids[0]), descend(t, "q", lambda node, kids: kids[-1]), descend(t, None, max)
+    ('f', 'a2', None)
+    """
+    while node is not None:
+        kids = tree.children(node)
+        if not kids:
+            break
+        node = pick(node, kids)
+    return node
 
 
 def conversation(
@@ -279,11 +323,28 @@ def conversation(
     title: str | None,
     format: str,
     source: str,
-    head: str | None = None,
-    head_given: bool = False,
+    head: Head = None,
     metadata: dict[str, Any] | None = None,
 ) -> Conversation:
-    """``build`` the records, warn about what was repaired, wrap it as a Conversation."""
-    tree = build(records, problems, head, head_given=head_given)
-    problems.warn(stacklevel=4)
+    """The one builder: ``build`` the records, choose the head, warn about what was repaired, wrap it as a Conversation.
+
+    ``head`` is the id of the log's current node (when that is not a message
+    of the tree, the head is the newest leaf and the repair is reported), a
+    rule called with the built tree (a format that records no current node:
+    follow the latest reply, the best-ranked one, ...), or None: the newest leaf.
+
+    >>> c = conversation([Record("q", None, {"role": "user", "content": "hi"}),
+    ...                   Record("a", "q", {"role": "assistant", "content": "hello"})],
+    ...                  Problems("chat.json", "c1"), id="c1", title=None, format="openai", source="chat.json")
+    >>> c.head, [m["content"] for m in c.path()]
+    ('a', ['hi', 'hello'])
+    """
+    tree = build(records, problems)
+    if callable(head):
+        head = head(tree)
+    elif head is not None and head not in tree:
+        problems.add(None, f"current node {head!r} is not a message of the conversation; head set to the newest leaf")
+        head = None
+    tree.head = head if head is not None else newest_leaf(tree.graph)
+    problems.warn()
     return Conversation(tree, id=id, title=title, format=format, source=source, metadata=metadata)

@@ -11,17 +11,21 @@ tool output): ``metadata.hidden`` says which ones ChatGPT does not show.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Iterator, Mapping
 
 from ..conversation import Conversation
 from ._common import Problems, Record, conversation, role_of, text_or_parts, to_time
+from ._documents import Document
 
 NAME = "chatgpt"
 
 
-def detect(value: Any) -> bool:
-    first = value[0] if isinstance(value, list) and value else value
-    return isinstance(first, Mapping) and isinstance(first.get("mapping"), Mapping)
+def detect(doc: Document) -> bool:
+    return isinstance(doc.first, Mapping) and isinstance(doc.first.get("mapping"), Mapping)
+
+
+def parse(doc: Document) -> Iterator[Conversation]:
+    return doc.each(parse_one)
 
 
 def content_of(raw: Any) -> str | list[Any]:
@@ -41,14 +45,6 @@ def content_of(raw: Any) -> str | list[Any]:
 def _hidden(message: Mapping[str, Any]) -> bool:
     meta = message.get("metadata")
     return bool(isinstance(meta, Mapping) and meta.get("is_visually_hidden_from_conversation"))
-
-
-def parse(value: Any, source: str, iterate: Callable[[list[Any]], Iterable[Any]]) -> list[Conversation]:
-    items = value if isinstance(value, list) else [value]
-    out: list[Conversation] = []
-    for i, conv in enumerate(iterate(items)):
-        out.append(parse_one(conv, source, i))
-    return out
 
 
 def parse_one(conv: Any, source: str, index: int) -> Conversation:
@@ -114,15 +110,11 @@ def parse_one(conv: Any, source: str, index: int) -> Conversation:
 
     current = conv.get("current_node")
     head: str | None = None
-    head_given = False
     if current is not None:
-        current = str(current)
-        if current in message_ids:
-            head = current
-        elif current in parent_of:  # a message-less record: its nearest message
-            head = nearest_message(current)
-        else:
-            head, head_given = current, True
+        head = str(current)
+        if head not in message_ids and head in parent_of:  # a message-less record: its nearest message
+            nearest = nearest_message(head)
+            head = nearest if nearest in message_ids else None
     return conversation(
         records,
         problems,
@@ -131,7 +123,6 @@ def parse_one(conv: Any, source: str, index: int) -> Conversation:
         format=NAME,
         source=source,
         head=head,
-        head_given=head_given,
         metadata={
             k: conv.get(k)
             for k in ("create_time", "update_time", "default_model_slug")

@@ -12,23 +12,22 @@ given; a message with no blocks reads its ``text``. An empty conversation
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Iterator, Mapping
 
 from ..conversation import Conversation
 from ._common import Problems, Record, conversation, role_of, text_or_parts, to_time
+from ._documents import Document
 
 NAME = "claude_ai"
 ROOT_IDS = (None, "", "00000000-0000-4000-8000-000000000000", "00000000-0000-0000-0000-000000000000")
 
 
-def detect(value: Any) -> bool:
-    first = value[0] if isinstance(value, list) and value else value
-    return isinstance(first, Mapping) and isinstance(first.get("chat_messages"), list)
+def detect(doc: Document) -> bool:
+    return isinstance(doc.first, Mapping) and isinstance(doc.first.get("chat_messages"), list)
 
 
-def parse(value: Any, source: str, iterate: Callable[[list[Any]], Iterable[Any]]) -> list[Conversation]:
-    items = value if isinstance(value, list) else [value]
-    return [parse_one(item, source, i) for i, item in enumerate(iterate(items))]
+def parse(doc: Document) -> Iterator[Conversation]:
+    return doc.each(parse_one)
 
 
 def content_of(m: Mapping[str, Any]) -> str | list[Any]:
@@ -78,6 +77,5 @@ def parse_one(item: Any, source: str, index: int) -> Conversation:
         format=NAME,
         source=source,
         head=str(leaf) if leaf else None,
-        head_given=bool(leaf),
         metadata={k: item.get(k) for k in ("created_at", "updated_at") if isinstance(item, Mapping) and item.get(k)},
     )

@@ -27,27 +27,39 @@ system, snapshots) are links in the chain and are walked through.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Mapping
 
 from ..conversation import Conversation
 from ._common import Problems, Record, conversation, to_time, usage_of
+from ._documents import Document
 
 NAME = "claude_code"
 _ROW_TYPES = {"user", "assistant", "summary", "system", "progress", "file-history-snapshot", "queue-operation"}
+_USER_FLAGS = ("isMeta", "isCompactSummary", "isVisibleInTranscriptOnly")
 
 
-def detect(value: Any) -> bool:
-    if not isinstance(value, list):
+def detect(doc: Document) -> bool:
+    if doc.kind == "array":
         return False
     hits = 0
-    for row in value[:50]:
+    for row in doc.head:
         if not isinstance(row, Mapping):
             continue
         if "parentUuid" in row and "sessionId" in row:
             return True
         if _typed(row) and ("uuid" in row or "leafUuid" in row or "messageId" in row):
             hits += 1
-    return hits >= 1 and all(not isinstance(r, Mapping) or _typed(r) for r in value[:50])
+    return hits >= 1 and all(not isinstance(r, Mapping) or _typed(r) for r in doc.head)
+
+
+def parse(doc: Document) -> list[Conversation]:
+    """The session and each sub-agent (sidechain group) in it: one conversation each."""
+    index = RowIndex(list(doc.items), doc.source)
+    return [_Builder(index, group).conversation() for group in index.groups]
+
+
+# -- rows ------------------------------------------------------------------------
 
 
 def _typed(row: Mapping[str, Any]) -> bool:
@@ -77,6 +89,10 @@ def _blocks(content: Any) -> list[Any]:
     return []
 
 
+def _is_result(block: Any) -> bool:
+    return isinstance(block, Mapping) and block.get("type") == "tool_result"
+
+
 def _tool_calls(blocks: list[Any]) -> list[dict[str, Any]] | None:
     calls = [
         {"id": b.get("id"), "type": "function", "function": {"name": b.get("name"), "arguments": b.get("input")}}
@@ -86,67 +102,93 @@ def _tool_calls(blocks: list[Any]) -> list[dict[str, Any]] | None:
     return calls or None
 
 
-def parse(value: Any, source: str, iterate: Callable[[list[Any]], Iterable[Any]]) -> list[Conversation]:
-    rows = [r for r in value if isinstance(r, Mapping)]
-    session = next((str(r["sessionId"]) for r in rows if r.get("sessionId")), None)
-    if session is None:
-        session = source.split("!")[-1].rsplit("/", 1)[-1].split(".")[0]
-    file_problems = Problems(source, session)
-    by_uuid: dict[str, Mapping[str, Any]] = {}
-    for r in rows:
-        u = r.get("uuid")
-        if isinstance(u, str):
-            if u in by_uuid:
-                file_problems.add(u, "row uuid appears twice; the later row left out")
+def _text(content: Any) -> str | list[Any]:
+    return content if isinstance(content, (str, list)) else "" if content is None else str(content)
+
+
+# -- the row index ---------------------------------------------------------------------
+
+
+class RowIndex:
+    """Every row of one transcript file, indexed once: what the per-row handlers look up.
+
+    ``node_of`` maps a message row's uuid to the id of the node it becomes (a
+    reply split over rows: its first row's uuid; a row of several tool
+    results: the last of them), ``group_of`` a node to its group (None: the
+    session; an agent id: a sidechain), ``groups`` lists the groups in the
+    order they first appear. ``resolve`` walks a parent uuid up to a node.
+    """
+
+    def __init__(self, rows: list[Any], source: str) -> None:
+        self.source = source
+        rows = [r for r in rows if isinstance(r, Mapping)]
+        session = next((str(r["sessionId"]) for r in rows if r.get("sessionId")), None)
+        self.session = session or source.split("!")[-1].rsplit("/", 1)[-1].split(".")[0]
+        self.problems = Problems(source, self.session)  # about the file: told with the session
+        self.by_uuid: dict[str, Mapping[str, Any]] = {}
+        for r in rows:
+            u = r.get("uuid")
+            if isinstance(u, str):
+                if u in self.by_uuid:
+                    self.problems.add(u, "row uuid appears twice; the later row left out")
+                    continue
+                self.by_uuid[u] = r
+        self.rows = [r for r in rows if not isinstance(r.get("uuid"), str) or self.by_uuid.get(r["uuid"]) is r]
+        # boundaries with a compact summary row under them (that row is then the summary root)
+        self.summarised = {r["parentUuid"] for r in self.rows
+                           if _is_message(r) and r.get("isCompactSummary") and isinstance(r.get("parentUuid"), str)}
+        self.node_of: dict[str, str] = {}
+        self.group_of: dict[str, str | None] = {}
+        self.groups: list[str | None] = []
+        self._index_nodes()
+        # under a boundary, the node of its (first) compact summary row
+        self.summary_under: dict[str, str] = {}
+        for r in self.rows:
+            u = r.get("uuid")
+            if _is_message(r) and r.get("isCompactSummary") and isinstance(r.get("parentUuid"), str) and isinstance(u, str) and u in self.node_of:
+                self.summary_under.setdefault(r["parentUuid"], self.node_of[u])
+        self.title = next((str(r["summary"]) for r in self.rows if r.get("type") == "summary" and r.get("summary")), None)
+
+    def _index_nodes(self) -> None:
+        """Node ids for every message row, before any parent is resolved (rows may come out of order)."""
+        reply_node: dict[tuple[str | None, str], str] = {}
+        for r in self.rows:
+            u = r.get("uuid")
+            if not isinstance(u, str):
                 continue
-            by_uuid[u] = r
-    rows = [r for r in rows if not isinstance(r.get("uuid"), str) or by_uuid.get(r["uuid"]) is r]
+            g = _group(r)
+            if _is_message(r) and r["type"] == "assistant":
+                nid = reply_node.setdefault((g, str(r["message"].get("id") or u)), u)
+            elif _is_message(r):
+                nid = u
+                blocks = r["message"].get("content")
+                if isinstance(blocks, list):
+                    results = sum(1 for b in blocks if _is_result(b))
+                    others = any(not _is_result(b) for b in blocks)
+                    if results > 1 or (results and others):
+                        nid = f"{u}#text" if others else f"{u}#{results}"
+            elif _is_boundary(r) and u not in self.summarised:
+                nid = u
+            else:
+                continue
+            self.node_of[u] = nid
+            self.group_of[nid] = g
+            if g not in self.groups:
+                self.groups.append(g)
 
-    # Which boundaries have a compact summary row under them (then that row is the summary root).
-    summarised = {
-        r["parentUuid"] for r in rows if _is_message(r) and r.get("isCompactSummary") and isinstance(r.get("parentUuid"), str)
-    }
-
-    # Node ids for every message row, before any parent is resolved (rows may come out of order).
-    node_of: dict[str, str] = {}  # row uuid -> node id (a split reply: its first row's uuid)
-    group_of: dict[str, str | None] = {}  # node id -> group
-    reply_node: dict[tuple[str | None, str], str] = {}
-    groups: list[str | None] = []
-    for r in rows:
-        u = r.get("uuid")
-        if not isinstance(u, str):
-            continue
-        g = _group(r)
-        if _is_message(r) and r["type"] == "assistant":
-            key = (g, str(r["message"].get("id") or u))
-            nid = reply_node.setdefault(key, u)
-        elif _is_message(r):
-            nid = u
-            blocks = r["message"].get("content")
-            n_results = sum(1 for b in blocks if isinstance(b, Mapping) and b.get("type") == "tool_result") if isinstance(blocks, list) else 0
-            others = isinstance(blocks, list) and any(not (isinstance(b, Mapping) and b.get("type") == "tool_result") for b in blocks)
-            if n_results > 1 or (n_results and others):
-                nid = f"{u}#text" if others else f"{u}#{n_results}"
-        elif _is_boundary(r) and u not in summarised:
-            nid = u
-        else:
-            continue
-        node_of[u] = nid
-        group_of[nid] = g
-        if g not in groups:
-            groups.append(g)
-
-    def resolve(parent: Any, group: str | None) -> tuple[str, Any]:
-        """Walk up through non-message rows: ("node", id) | ("root", None) | ("boundary", row) | ("outside", uuid) | ("dangling", uuid) | ("loop", uuid)."""
+    def resolve(self, parent: Any, group: str | None) -> tuple[str, Any]:
+        """Walk up through rows that are not messages: ``("node", id)``, ``("root", None)``,
+        ``("boundary", row)``, ``("outside", uuid)`` (a node of another group),
+        ``("dangling", uuid)`` or ``("loop", uuid)``."""
         seen: set[str] = set()
         while isinstance(parent, str):
             if parent in seen:
                 return "loop", parent
             seen.add(parent)
-            if parent in node_of:
-                nid = node_of[parent]
-                return ("node", nid) if group_of[nid] == group else ("outside", parent)
-            row = by_uuid.get(parent)
+            if parent in self.node_of:
+                nid = self.node_of[parent]
+                return ("node", nid) if self.group_of[nid] == group else ("outside", parent)
+            row = self.by_uuid.get(parent)
             if row is None:
                 return "dangling", parent
             if _is_boundary(row):
@@ -154,171 +196,163 @@ def parse(value: Any, source: str, iterate: Callable[[list[Any]], Iterable[Any]]
             parent = row.get("parentUuid")
         return "root", None
 
-    out: list[Conversation] = []
-    title = next((str(r["summary"]) for r in rows if r.get("type") == "summary" and r.get("summary")), None)
-    for g in groups:
-        cid = session if g is None else f"{session}/agent-{g}"
-        problems = Problems(source, cid)
-        if g is None:
-            problems.items.extend(file_problems.items)
-        records: list[Record] = []
-        rec_of: dict[str, Record] = {}
-        tail: dict[str, str] = {}  # reply node -> the last tool result chained under it
-        reply_of_tool: dict[str, str] = {}
-        head: str | None = None
-        first = True
-        models: list[str] = []
-
-        def add(nid: str, parent: str | None, node: dict[str, Any]) -> None:
-            rec = Record(nid, parent, node)
-            records.append(rec)
-            rec_of[nid] = rec
-
-        def parent_for(r: Mapping[str, Any], nid: str) -> tuple[str | None, dict[str, Any]]:
-            """The parent node of a message row, and the attributes a compaction adds."""
-            nonlocal first
-            extra: dict[str, Any] = {}
-            kind, found = resolve(r.get("parentUuid"), g)
-            is_first, first = first, False
-            if kind == "node":
-                return found, extra
-            if kind == "boundary":
-                row = found
-                if r.get("isCompactSummary") and row.get("uuid") in summarised:
-                    extra = _summary_attrs(row, resolve(row.get("logicalParentUuid"), g))
-                    return None, extra
-                # a second row under a boundary whose summary is another row: under that summary
-                summary = next((node_of[x["uuid"]] for x in rows if _is_message(x) and x.get("isCompactSummary")
-                                and x.get("parentUuid") == row.get("uuid") and x["uuid"] in node_of), None)
-                return summary, extra
-            if kind == "outside" or (kind == "dangling" and g is not None and is_first):
-                extra = {"metadata_spawned_from": found}
-                return None, extra
-            if kind == "dangling":
-                problems.add(nid, f"parentUuid {found!r} is not in the file; kept as a top-level message")
-            elif kind == "loop":
-                problems.add(nid, f"parentUuid chain loops at {found!r}; kept as a top-level message")
-            return None, extra
-
-        for r in iterate(rows) if g is None else rows:
-            u = r.get("uuid")
-            if not isinstance(u, str) or u not in node_of or group_of[node_of[u]] != g:
-                continue
-            nid = node_of[u]
-            msg = r.get("message") if isinstance(r.get("message"), Mapping) else {}
-            meta: dict[str, Any] = {}
-            if _is_boundary(r):  # a boundary with no summary row: it is the summary root
-                parent, extra = None, _summary_attrs(r, resolve(r.get("logicalParentUuid"), g))
-                first = False
-                add(nid, parent, {"role": "user", "content": str(r.get("content") or "Conversation compacted"),
-                                  "time": to_time(r.get("timestamp")), **_pop_meta(extra, meta)})
-                head = nid
-                continue
-            if r["type"] == "assistant":
-                blocks = _blocks(msg.get("content"))
-                if nid in rec_of:  # a later row of the same reply
-                    node = rec_of[nid].node
-                    node["content"].extend(blocks)
-                    node["metadata"]["rows"].append(u)
-                    if usage_of(msg.get("usage")) is not None:
-                        node["usage"] = usage_of(msg.get("usage"))
-                    if msg.get("stop_reason"):
-                        node["metadata"]["stop_reason"] = msg["stop_reason"]
-                    node["tool_calls"] = _tool_calls(node["content"])
-                    head = nid
-                    continue
-                parent, extra = parent_for(r, nid)
-                meta = {"message_id": msg.get("id"), "model": msg.get("model"), "stop_reason": msg.get("stop_reason"),
-                        "request_id": r.get("requestId"), "rows": [u]}
-                if msg.get("model") and msg["model"] not in models:
-                    models.append(msg["model"])
-                add(nid, parent, {
-                    "role": "assistant",
-                    "content": blocks,
-                    "time": to_time(r.get("timestamp")),
-                    "usage": usage_of(msg.get("usage")),
-                    "tool_calls": _tool_calls(blocks),
-                    **_pop_meta(extra, meta),
-                })
-                head = nid
-                continue
-            # a user row: tool results, and/or what the person (or Claude Code) wrote
-            content = msg.get("content")
-            results = [b for b in content if isinstance(b, Mapping) and b.get("type") == "tool_result"] if isinstance(content, list) else []
-            rest = [b for b in content if not (isinstance(b, Mapping) and b.get("type") == "tool_result")] if isinstance(content, list) else None
-            parent, extra = parent_for(r, u)
-            for flag in ("isMeta", "isCompactSummary", "isVisibleInTranscriptOnly"):
-                if r.get(flag):
-                    meta[flag] = True
-            time = to_time(r.get("timestamp"))
-            if results:
-                reply = parent if parent is not None and rec_of.get(parent) and rec_of[parent].node["role"] == "assistant" else reply_of_tool.get(parent or "")
-                if reply is not None:
-                    parent = tail.get(reply, parent)
-                for k, b in enumerate(results):
-                    tid = u if k == 0 else f"{u}#{k + 1}"
-                    tmeta = {"is_error": True} if b.get("is_error") else {}
-                    bc = b.get("content")
-                    add(tid, parent, {
-                        "role": "tool",
-                        "content": bc if isinstance(bc, (str, list)) else "" if bc is None else str(bc),
-                        "tool_call_id": b.get("tool_use_id"),
-                        "time": time,
-                        **({"metadata": tmeta} if tmeta else {}),
-                        **(_pop_meta(extra, {}) if k == 0 else {}),
-                    })
-                    if reply is not None:
-                        tail[reply] = tid
-                        reply_of_tool[tid] = reply
-                    parent = tid
-                if rest:
-                    add(f"{u}#text", parent, {"role": "user", "content": rest, "time": time, "metadata": meta})
-                head = node_of[u]
-                continue
-            add(u, parent, {
-                "role": "user",
-                "content": content if isinstance(content, (str, list)) else "" if content is None else str(content),
-                "time": time,
-                **_pop_meta(extra, meta),
-            })
-            head = u
-
-        for rec in records:
-            if not rec.node.get("metadata"):
-                rec.node.pop("metadata", None)
-        meta = {"session_id": session, "models": models}
-        for key in ("version", "cwd", "gitBranch", "slug"):
-            v = next((r.get(key) for r in rows if r.get(key) and _group(r) == g), None)
-            if v is not None:
-                meta[key] = v
-        if g is not None:
-            meta["agent_id"] = g
-        out.append(conversation(records, problems, id=cid, title=title if g is None else None, format=NAME,
-                                source=source, head=head, metadata=meta))
-    return out
+    def first_value(self, key: str, group: str | None) -> Any:
+        """The first truthy ``key`` of a row of ``group`` (version, cwd, ...)."""
+        return next((r.get(key) for r in self.rows if r.get(key) and _group(r) == group), None)
 
 
-def _summary_attrs(boundary: Mapping[str, Any], replaced: tuple[str, Any]) -> dict[str, Any]:
+# -- one conversation, row by row ------------------------------------------------------
+
+
+@dataclass
+class _Link:
+    """Where a message hangs: its parent node, and what a compaction or a sub-agent's start adds to it."""
+
+    parent: str | None
+    attrs: dict[str, Any] = field(default_factory=dict)  # node attributes: kind, replaces
+    meta: dict[str, Any] = field(default_factory=dict)  # metadata: compact, logical_parent, boundary, spawned_from
+
+
+def _summary(boundary: Mapping[str, Any], replaced: tuple[str, Any]) -> _Link:
+    """A compaction's summary root: it replaces the message before the boundary."""
     kind, found = replaced
     compact = boundary.get("compactMetadata") if isinstance(boundary.get("compactMetadata"), Mapping) else {}
-    return {
-        "kind": "summary",
-        "replaces": found if kind == "node" else None,
-        "metadata_compact": dict(compact),
-        "metadata_logical_parent": boundary.get("logicalParentUuid"),
-        "metadata_boundary": boundary.get("uuid"),
-    }
+    return _Link(None, {"kind": "summary", "replaces": found if kind == "node" else None},
+                 {"compact": dict(compact), "logical_parent": boundary.get("logicalParentUuid"), "boundary": boundary.get("uuid")})
 
 
-def _pop_meta(extra: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
-    """Node attributes from ``extra``, its ``metadata_*`` keys folded into ``metadata``."""
-    attrs: dict[str, Any] = {}
-    meta = dict(meta)
-    for k, v in extra.items():
-        if k.startswith("metadata_"):
-            if v is not None:
-                meta[k[len("metadata_"):]] = v
-        else:
-            attrs[k] = v
-    attrs["metadata"] = {k: v for k, v in meta.items() if v is not None}
-    return attrs
+class _Builder:
+    """The records of one group (the session, or one sub-agent), built row by row."""
+
+    def __init__(self, index: RowIndex, group: str | None) -> None:
+        self.index = index
+        self.group = group
+        self.id = index.session if group is None else f"{index.session}/agent-{group}"
+        self.problems = Problems(index.source, self.id)
+        if group is None:
+            self.problems.items.extend(index.problems.items)
+        self.records: list[Record] = []
+        self.rec_of: dict[str, Record] = {}
+        self.tail: dict[str, str] = {}  # reply node -> the last tool result chained under it
+        self.reply_of_tool: dict[str, str] = {}
+        self.head: str | None = None
+        self.first = True  # no message placed yet
+        self.models: list[str] = []
+
+    def conversation(self) -> Conversation:
+        node_of, group_of = self.index.node_of, self.index.group_of
+        for r in self.index.rows:
+            u = r.get("uuid")
+            if not isinstance(u, str) or u not in node_of or group_of[node_of[u]] != self.group:
+                continue
+            if _is_boundary(r):
+                self.boundary(r, u)
+            elif r["type"] == "assistant":
+                self.assistant(r, u)
+            else:
+                self.user(r, u)
+        meta: dict[str, Any] = {"session_id": self.index.session, "models": self.models}
+        for key in ("version", "cwd", "gitBranch", "slug"):
+            value = self.index.first_value(key, self.group)
+            if value is not None:
+                meta[key] = value
+        if self.group is not None:
+            meta["agent_id"] = self.group
+        return conversation(self.records, self.problems, id=self.id, title=self.index.title if self.group is None else None,
+                            format=NAME, source=self.index.source, head=self.head, metadata=meta)
+
+    def add(self, nid: str, link: _Link, node: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+        metadata = {k: v for k, v in {**meta, **link.meta}.items() if v is not None}
+        rec = Record(nid, link.parent, {**node, **link.attrs, "metadata": metadata})
+        self.records.append(rec)
+        self.rec_of[nid] = rec
+        return rec.node
+
+    def link(self, r: Mapping[str, Any], nid: str) -> _Link:
+        """Where a message row's node hangs (the first message of a sub-agent hangs from outside it)."""
+        kind, found = self.index.resolve(r.get("parentUuid"), self.group)
+        is_first, self.first = self.first, False
+        if kind == "node":
+            return _Link(found)
+        if kind == "boundary":
+            if r.get("isCompactSummary") and found.get("uuid") in self.index.summarised:
+                return _summary(found, self.index.resolve(found.get("logicalParentUuid"), self.group))
+            # a second row under a boundary whose summary is another row: under that summary
+            return _Link(self.index.summary_under.get(found.get("uuid")))
+        if kind == "outside" or (kind == "dangling" and self.group is not None and is_first):
+            return _Link(None, meta={"spawned_from": found})
+        if kind == "dangling":
+            self.problems.add(nid, f"parentUuid {found!r} is not in the file; kept as a top-level message")
+        elif kind == "loop":
+            self.problems.add(nid, f"parentUuid chain loops at {found!r}; kept as a top-level message")
+        return _Link(None)
+
+    # -- the handlers, one per kind of row ---------------------------------------------
+
+    def boundary(self, r: Mapping[str, Any], u: str) -> None:
+        """A compaction boundary with no summary row: it is the summary root."""
+        link = _summary(r, self.index.resolve(r.get("logicalParentUuid"), self.group))
+        self.first = False
+        self.add(u, link, {"role": "user", "content": str(r.get("content") or "Conversation compacted"),
+                           "time": to_time(r.get("timestamp"))}, {})
+        self.head = u
+
+    def assistant(self, r: Mapping[str, Any], u: str) -> None:
+        """A row of a reply: the reply's node, or one more row of it (same ``message.id``)."""
+        nid = self.index.node_of[u]
+        msg = r["message"]
+        blocks = _blocks(msg.get("content"))
+        self.head = nid
+        if nid in self.rec_of:
+            node = self.rec_of[nid].node
+            node["content"].extend(blocks)
+            node["metadata"]["rows"].append(u)
+            if usage_of(msg.get("usage")) is not None:
+                node["usage"] = usage_of(msg.get("usage"))
+            if msg.get("stop_reason"):
+                node["metadata"]["stop_reason"] = msg["stop_reason"]
+            node["tool_calls"] = _tool_calls(node["content"])
+            return
+        link = self.link(r, nid)
+        if msg.get("model") and msg["model"] not in self.models:
+            self.models.append(msg["model"])
+        self.add(nid, link, {"role": "assistant", "content": blocks, "time": to_time(r.get("timestamp")),
+                             "usage": usage_of(msg.get("usage")), "tool_calls": _tool_calls(blocks)},
+                 {"message_id": msg.get("id"), "model": msg.get("model"), "stop_reason": msg.get("stop_reason"),
+                  "request_id": r.get("requestId"), "rows": [u]})
+
+    def user(self, r: Mapping[str, Any], u: str) -> None:
+        """A user row: what the person (or Claude Code) wrote, and/or tool results."""
+        content = r["message"].get("content")
+        link = self.link(r, u)
+        meta = {flag: True for flag in _USER_FLAGS if r.get(flag)}
+        time = to_time(r.get("timestamp"))
+        results = [b for b in content if _is_result(b)] if isinstance(content, list) else []
+        if not results:
+            self.add(u, link, {"role": "user", "content": _text(content), "time": time}, meta)
+            self.head = u
+            return
+        parent = self.results(u, link, results, time)
+        rest = [b for b in content if not _is_result(b)]
+        if rest:
+            self.add(f"{u}#text", _Link(parent), {"role": "user", "content": rest, "time": time}, meta)
+        self.head = self.index.node_of[u]
+
+    def results(self, u: str, link: _Link, results: list[Mapping[str, Any]], time: float | None) -> str | None:
+        """A row's tool results as tool messages, one after the other under the reply that called
+        them (after the results already there from its other rows); the last one's id."""
+        parent = link.parent
+        called = parent is not None and parent in self.rec_of and self.rec_of[parent].node["role"] == "assistant"
+        reply = parent if called else self.reply_of_tool.get(parent or "")
+        if reply is not None:
+            parent = self.tail.get(reply, parent)
+        for k, b in enumerate(results):
+            tid = u if k == 0 else f"{u}#{k + 1}"
+            placed = _Link(parent, link.attrs, link.meta) if k == 0 else _Link(parent)
+            self.add(tid, placed, {"role": "tool", "content": _text(b.get("content")), "tool_call_id": b.get("tool_use_id"),
+                                   "time": time}, {"is_error": True} if b.get("is_error") else {})
+            if reply is not None:
+                self.tail[reply] = tid
+                self.reply_of_tool[tid] = reply
+            parent = tid
+        return parent

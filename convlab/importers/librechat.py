@@ -14,10 +14,12 @@ becomes its ``usage.input_tokens``.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Iterator, Mapping
 
 from ..conversation import Conversation
-from ._common import Problems, Record, build, role_of, text_or_parts, to_time, usage_of
+from ..tree import Tree
+from ._common import Problems, Record, conversation, descend, role_of, text_or_parts, to_time, usage_of
+from ._documents import Document
 
 NAME = "librechat"
 ROOT_IDS = (None, "", "00000000-0000-0000-0000-000000000000")
@@ -30,14 +32,17 @@ def _is_export(item: Any) -> bool:
     return first is not None and ("messageId" in first or "parentMessageId" in first)
 
 
-def detect(value: Any) -> bool:
-    first = value[0] if isinstance(value, list) and value else value
-    return _is_export(first)
+def detect(doc: Document) -> bool:
+    return _is_export(doc.first)
 
 
-def parse(value: Any, source: str, iterate: Callable[[list[Any]], Iterable[Any]]) -> list[Conversation]:
-    items = value if isinstance(value, list) else [value]
-    return [parse_one(item, source, i) for i, item in enumerate(iterate(items))]
+def parse(doc: Document) -> Iterator[Conversation]:
+    return doc.each(parse_one)
+
+
+def latest(tree: Tree) -> str | None:
+    """LibreChat's UI default: from the last top-level message, the latest reply at every fork."""
+    return descend(tree, tree.roots[-1] if tree.roots else None, lambda node, kids: kids[-1])
 
 
 def content_of(m: Mapping[str, Any]) -> str | list[Any]:
@@ -59,9 +64,7 @@ def parse_one(item: Any, source: str, index: int) -> Conversation:
     records: list[Record] = []
     if not _is_export(item):
         problems.add(None, "no messages list; read as empty")
-        tree = build([], problems)
-        problems.warn(stacklevel=3)
-        return Conversation(tree, id=cid, title=None, format=NAME, source=source)
+        return conversation([], problems, id=cid, title=None, format=NAME, source=source)
 
     # iterative walk, in document order (parents before children)
     stack: list[tuple[Any, str | None, str]] = [(m, None, f"messages[{i}]") for i, m in enumerate(item["messages"])]
@@ -99,23 +102,14 @@ def parse_one(item: Any, source: str, index: int) -> Conversation:
         if isinstance(kids, list):
             stack.extend(reversed([(k, mid, f"{where_}.children[{j}]") for j, k in enumerate(kids)]))
 
-    tree = build(records, problems)
-    # LibreChat's UI default: the latest sibling at every fork
-    if tree.roots:
-        node = tree.roots[-1]
-        while True:
-            kids = tree.children(node)
-            if not kids:
-                break
-            node = kids[-1]
-        tree.head = node
-    problems.warn(stacklevel=3)
     title = item.get("title")
-    return Conversation(
-        tree,
+    return conversation(
+        records,
+        problems,
         id=cid,
         title=title if isinstance(title, str) else None,
         format=NAME,
         source=source,
+        head=latest,
         metadata={k: item.get(k) for k in ("endpoint", "exportAt") if item.get(k)},
     )

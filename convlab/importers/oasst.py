@@ -10,10 +10,12 @@ in order) from the prompt down to a leaf. ``rank``, ``lang``, ``synthetic``,
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Iterator, Mapping
 
 from ..conversation import Conversation
-from ._common import Problems, Record, build, role_of
+from ..tree import Tree
+from ._common import Problems, Record, conversation, descend, role_of
+from ._documents import Document
 
 NAME = "oasst"
 _META = ("rank", "lang", "synthetic", "model_name", "review_count", "review_result", "emojis", "deleted")
@@ -25,14 +27,12 @@ def _tree(item: Any) -> Mapping[str, Any] | None:
     return None
 
 
-def detect(value: Any) -> bool:
-    first = value[0] if isinstance(value, list) and value else value
-    return _tree(first) is not None or (isinstance(first, Mapping) and "message_tree_id" in first)
+def detect(doc: Document) -> bool:
+    return _tree(doc.first) is not None or (isinstance(doc.first, Mapping) and "message_tree_id" in doc.first)
 
 
-def parse(value: Any, source: str, iterate: Callable[[list[Any]], Iterable[Any]]) -> list[Conversation]:
-    items = value if isinstance(value, list) else [value]
-    return [parse_one(item, source, i) for i, item in enumerate(iterate(items))]
+def parse(doc: Document) -> Iterator[Conversation]:
+    return doc.each(parse_one)
 
 
 def _rank_key(m: Any, position: int) -> tuple[int, float, int]:
@@ -76,16 +76,10 @@ def parse_one(item: Any, source: str, index: int) -> Conversation:
                 if isinstance(first, Mapping) and first.get("message_id") is not None:
                     best_child[mid] = str(first["message_id"])
                 stack.extend(reversed([(r, mid, f"{where_}.replies[{j}]") for j, r in enumerate(replies)]))
-    tree = build(records, problems)
-    if tree.roots:
-        node = tree.roots[0]
-        while True:
-            kids = tree.children(node)
-            if not kids:
-                break
-            best = best_child.get(node)
-            node = best if best in kids else kids[0]
-        tree.head = node
-    problems.warn(stacklevel=3)
-    return Conversation(tree, id=tid, title=None, format=NAME, source=source,
+
+    def best_ranked(tree: Tree) -> str | None:
+        return descend(tree, tree.roots[0] if tree.roots else None,
+                       lambda node, kids: best_child[node] if best_child.get(node) in kids else kids[0])
+
+    return conversation(records, problems, id=tid, title=None, format=NAME, source=source, head=best_ranked,
                         metadata={"tree_state": item["tree_state"]} if isinstance(item, Mapping) and item.get("tree_state") else None)

@@ -13,10 +13,12 @@ the list is one branch, its last message the head. ``developer`` reads as
 from __future__ import annotations
 
 from pathlib import PurePath
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from ..conversation import Conversation
+from ..tree import MESSAGE_KEYS
 from ._common import Problems, Record, conversation, role_of, to_time, usage_of
+from ._documents import Document
 
 NAME = "openai"
 
@@ -29,21 +31,24 @@ def _is_conversation(x: Any) -> bool:
     return isinstance(x, Mapping) and isinstance(x.get("messages"), list) and any(is_message(m) for m in x["messages"][:5])
 
 
-def detect(value: Any) -> bool:
-    if isinstance(value, list):
-        first = next((v for v in value if isinstance(v, Mapping)), None)
-        return is_message(first) or _is_conversation(first)
-    return _is_conversation(value)
+def _first_mapping(doc: Document) -> Any:
+    return next((v for v in doc.head if isinstance(v, Mapping)), None)
 
 
-def parse(value: Any, source: str, iterate: Callable[[list[Any]], Iterable[Any]]) -> list[Conversation]:
-    stem = PurePath(source.split("!")[-1]).name.split(".")[0] or "conversation"
-    if isinstance(value, Mapping):
-        return [parse_one(value, source, stem)]
-    first = next((v for v in value if isinstance(v, Mapping)), None)
-    if is_message(first):  # one conversation: the list is its messages
-        return [parse_one({"messages": value}, source, stem)]
-    return [parse_one(item, source, f"{stem}#{i}") for i, item in enumerate(iterate(value))]
+def detect(doc: Document) -> bool:
+    if doc.kind == "object":
+        return _is_conversation(doc.first)
+    first = _first_mapping(doc)
+    return is_message(first) or _is_conversation(first)
+
+
+def parse(doc: Document) -> Iterable[Conversation]:
+    stem = PurePath(doc.source.split("!")[-1]).name.split(".")[0] or "conversation"
+    if doc.kind == "object":
+        return [parse_one(doc.first, doc.source, stem)]
+    if is_message(_first_mapping(doc)):  # one conversation: the list is its messages
+        return [parse_one({"messages": list(doc.items)}, doc.source, stem)]
+    return doc.each(lambda item, source, i: parse_one(item, source, f"{stem}#{i}"))
 
 
 def parse_one(item: Any, source: str, default_id: str) -> Conversation:
@@ -78,7 +83,7 @@ def parse_one(item: Any, source: str, default_id: str) -> Conversation:
             "time": to_time(m.get("created_at") or m.get("timestamp")),
             "usage": usage_of(m.get("usage")),
         }
-        for key in ("name", "tool_calls", "tool_call_id", "metadata"):
+        for key in MESSAGE_KEYS:
             if m.get(key) is not None:
                 node[key] = m[key]
         records.append(Record(mid, previous, node))

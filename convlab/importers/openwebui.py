@@ -8,10 +8,11 @@ list each item wraps the chat as ``{"id", "title", "chat": {...}}``.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Iterator, Mapping
 
 from ..conversation import Conversation
 from ._common import Problems, Record, conversation, role_of, text_or_parts, to_time, usage_of
+from ._documents import Document
 
 NAME = "openwebui"
 
@@ -27,14 +28,12 @@ def _chat(item: Any) -> Mapping[str, Any] | None:
     return None
 
 
-def detect(value: Any) -> bool:
-    first = value[0] if isinstance(value, list) and value else value
-    return _chat(first) is not None
+def detect(doc: Document) -> bool:
+    return _chat(doc.first) is not None
 
 
-def parse(value: Any, source: str, iterate: Callable[[list[Any]], Iterable[Any]]) -> list[Conversation]:
-    items = value if isinstance(value, list) else [value]
-    return [parse_one(item, source, i) for i, item in enumerate(iterate(items))]
+def parse(doc: Document) -> Iterator[Conversation]:
+    return doc.each(parse_one)
 
 
 def content_of(raw: Any) -> str | list[Any]:
@@ -87,6 +86,5 @@ def parse_one(item: Any, source: str, index: int) -> Conversation:
         format=NAME,
         source=source,
         head=str(current) if current is not None else None,
-        head_given=current is not None,
         metadata={k: chat.get(k) for k in ("models", "timestamp") if chat.get(k)},
     )
