@@ -2,7 +2,9 @@
 
 - ``convlab.__all__`` is pinned: adding or removing a public name is a visible change here.
 - Every public name resolves (the lazy table points at real definitions).
-- No function in the engine is over 80 lines.
+- No module imports another module's private names (nor a private module).
+- No function in the engine or the Claude Code importer is over 80 lines.
+- tests/ mirrors the modules: each has its test file, so dead code has nowhere to hide.
 """
 
 from __future__ import annotations
@@ -47,7 +49,48 @@ def functions(path: Path):
             yield node.name, node.end_lineno - node.lineno + 1
 
 
-@pytest.mark.parametrize("module", ["engine.py"])
+@pytest.mark.parametrize("module", ["engine.py", "importers/claude_code.py"])
 def test_no_function_is_over_80_lines(module):
     long = [(name, n) for name, n in functions(PACKAGE / module) if n > 80]
     assert long == []
+
+
+def private_imports(path: Path) -> list[str]:
+    """``from x import _name`` or ``from ._module import ...`` in one module."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            parts = (node.module or "").split(".")
+            if any(p.startswith("_") and not p.startswith("__") for p in parts):
+                out.append(f"from {node.module} import ...")
+            out += [f"from {node.module} import {a.name}" for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+        elif isinstance(node, ast.Import):
+            out += [a.name for a in node.names if any(p.startswith("_") and not p.startswith("__") for p in a.name.split("."))]
+    return out
+
+
+MODULES = sorted(p.relative_to(PACKAGE) for p in PACKAGE.rglob("*.py"))
+
+
+@pytest.mark.parametrize("module", MODULES, ids=str)
+def test_no_module_imports_a_private_name(module):
+    assert private_imports(PACKAGE / module) == []
+
+
+def test_the_private_import_check_can_fail(tmp_path):
+    bad = tmp_path / "m.py"
+    bad.write_text("from ._common import x\nfrom .tree import _hidden\nimport convlab._secret\n")
+    assert private_imports(bad) == ["from _common import ...", "from tree import _hidden", "convlab._secret"]
+
+
+#: Modules whose tests carry another name.
+TESTED_AS = {"engine": "test_session_", "__init__": "test_package", "__main__": "test_cli"}
+
+
+@pytest.mark.parametrize("module", sorted({p.parts[0].removesuffix(".py") for p in MODULES}))
+def test_tests_mirror_the_modules(module):
+    """STYLE.md: "tests/ mirrors the modules" (a package by its name: test_importers*, test_widgets*)."""
+    tests = Path(__file__).parent
+    prefix = TESTED_AS.get(module, f"test_{module}")
+    found = [p.name for p in tests.glob("test_*.py") if p.stem == prefix or p.stem.startswith(prefix.rstrip("_") + "_")]
+    assert found, f"no tests/{prefix}*.py for convlab/{module}"

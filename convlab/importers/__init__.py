@@ -6,10 +6,10 @@ gzipped or a zip archive (the ChatGPT export .zip); the text may be one JSON
 document or JSON lines. A folder is walked recursively. A JSON array (a
 ChatGPT export of thousands of conversations) is read item by item and each
 conversation built as it comes, so the whole text is never in memory
-(``_documents``).
+(``documents``).
 
 Every format is a module with ``NAME``, ``detect(doc)`` and ``parse(doc)``,
-building its conversations through one builder (``_common``, which says how
+building its conversations through one builder (``records``, which says how
 to add a format); ``_IMPORTERS`` lists them in the order detection tries
 them. ``format=`` names one and skips detection; a file it does not fit is a
 ``ReadError`` that says what the file reads as.
@@ -38,8 +38,8 @@ from typing import Any, BinaryIO
 from ..conversation import Conversation
 from ..errors import ReadError
 from . import chatgpt, claude_ai, claude_code, librechat, oasst, openai, openwebui, session_log
-from ._common import read_error, warn
-from ._documents import Document, NotJSON, Restart, bar, gunzip, parse_bytes, stream_array
+from .records import read_error, warn
+from .documents import Document, NotJSON, Restart, bar, gunzip, parse_bytes, stream_array
 
 __all__ = ["read", "detect", "FORMATS"]
 
@@ -139,7 +139,7 @@ def _read_stream(f: BinaryIO, source: str, size: int | None, progress: bool, for
 
 
 def _read_streamed(f: BinaryIO, source: str, size: int | None, progress: bool, format: str | None) -> list[Conversation]:
-    """A JSON array built item by item; read whole instead where ``json`` may read on (``_documents.Restart``).
+    """A JSON array built item by item; read whole instead where ``json`` may read on (``documents.Restart``).
 
     The warnings of a streamed read are held until it is through, so a read
     that starts again warns once."""

@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any, Iterator, Mapping
 
 from ..conversation import Conversation
-from ._common import Problems, Record, conversation, role_of, text_or_parts, to_time
-from ._documents import Document
+from .records import Problems, Record, conversation, role_of, text_or_parts, to_time
+from .documents import Document
 
 NAME = "chatgpt"
 

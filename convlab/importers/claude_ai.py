@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any, Iterator, Mapping
 
 from ..conversation import Conversation
-from ._common import Problems, Record, conversation, role_of, text_or_parts, to_time
-from ._documents import Document
+from .records import Problems, Record, conversation, role_of, text_or_parts, to_time
+from .documents import Document
 
 NAME = "claude_ai"
 ROOT_IDS = (None, "", "00000000-0000-4000-8000-000000000000", "00000000-0000-0000-0000-000000000000")

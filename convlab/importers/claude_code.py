@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ..conversation import Conversation
-from ._common import Problems, Record, conversation, to_time, usage_of
-from ._documents import Document
+from .records import Problems, Record, conversation, to_time, usage_of
+from .documents import Document
 
 NAME = "claude_code"
 _ROW_TYPES = {"user", "assistant", "summary", "system", "progress", "file-history-snapshot", "queue-operation"}

@@ -18,8 +18,8 @@ from typing import Any, Iterator, Mapping
 
 from ..conversation import Conversation
 from ..tree import Tree
-from ._common import Problems, Record, conversation, descend, role_of, text_or_parts, to_time, usage_of
-from ._documents import Document
+from .records import Problems, Record, conversation, descend, role_of, text_or_parts, to_time, usage_of
+from .documents import Document
 
 NAME = "librechat"
 ROOT_IDS = (None, "", "00000000-0000-0000-0000-000000000000")

@@ -14,8 +14,8 @@ from typing import Any, Iterator, Mapping
 
 from ..conversation import Conversation
 from ..tree import Tree
-from ._common import Problems, Record, conversation, descend, role_of
-from ._documents import Document
+from .records import Problems, Record, conversation, descend, role_of
+from .documents import Document
 
 NAME = "oasst"
 _META = ("rank", "lang", "synthetic", "model_name", "review_count", "review_result", "emojis", "deleted")

@@ -17,8 +17,8 @@ from typing import Any, Iterable, Mapping
 
 from ..conversation import Conversation
 from ..tree import MESSAGE_KEYS
-from ._common import Problems, Record, conversation, role_of, to_time, usage_of
-from ._documents import Document
+from .records import Problems, Record, conversation, role_of, to_time, usage_of
+from .documents import Document
 
 NAME = "openai"
 

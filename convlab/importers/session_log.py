@@ -16,8 +16,8 @@ from typing import Iterator, Mapping
 from ..conversation import Conversation
 from ..errors import LogError, LogWarning, ReadError
 from ..tree import Tree
-from ._common import warn
-from ._documents import Document
+from .records import warn
+from .documents import Document
 
 NAME = "convlab"
 

@@ -32,7 +32,7 @@ from itertools import chain, islice
 from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 from ..conversation import Conversation
-from ._common import read_error, warn
+from .records import read_error, warn
 
 __all__ = ["Document", "Restart", "NotJSON", "parse_bytes", "stream_array", "gunzip", "bar", "HEAD", "PROGRESS_DELAY"]
 
