@@ -901,7 +901,8 @@ def _providers(llm: Any) -> dict[str, Any]:
                 raise ValueError(f"llm[{name!r}] has no complete(request) method")
         return dict(llm)
     if not hasattr(llm, "complete"):
-        raise ValueError(f"llm must be a provider (with complete(request)) or {{name: provider}}, got {llm!r}")
+        hint = f": for a spec, llm=convlab.provider({llm!r})" if isinstance(llm, str) else ""
+        raise ValueError(f"llm must be a provider (with complete(request)) or {{name: provider}}, got {llm!r}{hint}")
     return {"default": llm}
 
 

@@ -21,8 +21,8 @@ def test_session_arguments_say_what_is_wrong():
         convlab.Session(llm={})
     with pytest.raises(ValueError, match=r"llm\['x'\] has no complete"):
         convlab.Session(llm={"x": object()})
-    with pytest.raises(ValueError, match="llm must be a provider"):
-        convlab.Session(llm="openai")
+    with pytest.raises(ValueError, match=r"llm must be a provider .*: for a spec, llm=convlab.provider\('openai:gpt-4.1-mini'\)"):
+        convlab.Session(llm="openai:gpt-4.1-mini")
     s = make()
     with pytest.raises(ValueError, match="non-negative number of seconds"):
         s.advance(-1)
