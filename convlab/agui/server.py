@@ -166,6 +166,31 @@ class _Run:
             self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
 
 
+class _FairLock:
+    """A lock taken in the order it was asked for. A run takes its thread's lock
+    once per engine step; with a plain lock the running run takes it back at
+    once and another client waits for the whole run instead of meeting the
+    turn (and its 409) between two steps."""
+
+    def __init__(self) -> None:
+        self._cv = threading.Condition(threading.Lock())
+        self._next = 0
+        self._serving = 0
+
+    def __enter__(self) -> "_FairLock":
+        with self._cv:
+            ticket = self._next
+            self._next += 1
+            while self._serving != ticket:
+                self._cv.wait()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        with self._cv:
+            self._serving += 1
+            self._cv.notify_all()
+
+
 class _Thread:
     """One AG-UI thread: its session (loaded on first use), its lock, its runs."""
 
@@ -173,7 +198,7 @@ class _Thread:
         self.id = thread_id
         self.app = app
         self.path = app.log_dir / f"{thread_id}.jsonl"
-        self.lock = threading.RLock()
+        self.lock = _FairLock()
         self.session: Any = None
         self.current: _Run | None = None  # the run holding the lock
         self.runs: dict[str, _Run] = {}  # turn id -> the run driving it
@@ -203,6 +228,8 @@ class _Thread:
         run = self.current
         if run is not None and run.events is not None:
             run.events.on_event(event)
+            if event["type"] == "llm.delta":
+                run.flush()  # the text as it comes; other events go at the end of the step
         other = self.runs.get(event.get("turn_id"))
         if other is not None and other is not run and other.events is not None:
             other.events.on_event(event)

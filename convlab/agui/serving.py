@@ -116,11 +116,11 @@ def start(app: Any, host: str = "127.0.0.1", port: int = 0) -> Server:
     return Server(app, host, port)
 
 
-def serve(app: Any, host: str, port: int) -> None:
-    """Serve ``app`` in the foreground until Ctrl-C (what ``convlab serve`` runs)."""
+def serve(app: Any, sock: socket.socket) -> None:
+    """Serve ``app`` on ``sock`` (``listen(host, port)``) in the foreground until
+    Ctrl-C or SIGTERM (what ``convlab serve`` runs)."""
     import uvicorn
 
-    sock = listen(host, port)
     try:
         uvicorn.Server(_config(app)).run(sockets=[sock])
     finally:
