@@ -181,3 +181,74 @@ def in_thread(fn, *args: Any) -> tuple[threading.Thread, dict]:
     t = threading.Thread(target=target, daemon=True)
     t.start()
     return t, out
+
+
+# -- `convlab serve` in its own process ---------------------------------------------------------------
+
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+def cannot_run(reason: str) -> None:
+    """Skip, or under CI=true fail: a test of a real part that did not run proved nothing."""
+    import pytest
+
+    if in_ci():
+        pytest.fail(f"CI=true: the test cannot run: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@dataclass
+class Serve:
+    url: str
+    proc: subprocess.Popen
+    log: Path
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def start_serve(log_dir: Path, *args: str, log: Path | None = None, timeout: float = 30.0) -> Serve:
+    """``convlab serve --log-dir log_dir --port 0 *args`` in a new process; returns once /health answers."""
+    log = log or log_dir.with_name(log_dir.name + f"-serve-{time.monotonic_ns()}.log")
+    out = open(log, "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "convlab.cli", "serve", "--log-dir", str(log_dir), "--port", "0", *args],
+                            stdout=out, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True)
+    out.close()
+    deadline = time.monotonic() + timeout
+    url = None
+    while url is None:
+        text = log.read_text(errors="replace")
+        if "convlab serve: http" in text:
+            url = text.split("convlab serve: ", 1)[1].split()[0].split("?")[0]
+        elif proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"convlab serve did not start (exit {proc.poll()}): {text[-2000:]}")
+        else:
+            time.sleep(0.05)
+    return Serve(url, proc, log)
+
+
+def stop_serve(serve: Serve) -> None:
+    if serve.proc.poll() is None:
+        serve.proc.terminate()
+        try:
+            serve.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            serve.proc.kill()
+            serve.proc.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def serving(log_dir: Path, *args: str) -> Iterator[Serve]:
+    serve = start_serve(log_dir, *args)
+    try:
+        yield serve
+    finally:
+        stop_serve(serve)
