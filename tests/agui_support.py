@@ -27,6 +27,10 @@ use = "summarize"
 over_tokens = 60
 """
 
+#: Two user messages: U1, its echo, then U2 are past SUMMARIZE_AT_60's 60 tokens.
+U1 = "Sam had 120 ml of formula at seven in the morning, then slept."
+U2 = "Then a nap from half past nine until a quarter past ten, forty five minutes long, and she woke up once in the middle."
+
 
 @contextlib.contextmanager
 def served(log_dir: Path, **kwargs: Any) -> Iterator[tuple[Any, Any]]:

@@ -11,14 +11,11 @@ import pytest
 
 import convlab
 from agui_support import (
-    SUMMARIZE_AT_60, SlowLLM, ToolLLM, agui_only, body, children, client, custom, in_thread, last, m, path_ids,
+    SUMMARIZE_AT_60, U1, U2, SlowLLM, ToolLLM, agui_only, body, children, client, custom, in_thread, last, m, path_ids,
     reply_of, run, served, snapshot, sse, types, wait_for,
 )
 
 pytestmark = pytest.mark.timeout(60)
-
-#: with u1 and its reply, past SUMMARIZE_AT_60's 60 tokens
-U2 = "Then a nap from half past nine until a quarter past ten, forty five minutes long, and she woke up once in the middle."
 
 
 def test_a_run_is_a_turn_and_streams_the_reply_under_the_id_the_tree_records(tmp_path):
@@ -89,7 +86,7 @@ def test_a_summary_is_a_step_and_the_replaced_history_a_messages_snapshot(tmp_pa
     """"STEP_STARTED/FINISHED around summary calls (their text is never a text message)"; "MESSAGES_SNAPSHOT
     whenever what the model reads changes other than by appending (a context.replace ...)"."""
     with served(tmp_path, config=SUMMARIZE_AT_60) as (app, server):
-        history = [m("u1", "Sam had 120 ml of formula at seven in the morning, then slept.")]
+        history = [m("u1", U1)]
         history.append(reply_of(run(server.url, "t", history)))
         history.append(m("u2", U2))
         events = run(server.url, "t", history)
@@ -174,7 +171,7 @@ def test_a_failed_turn_is_a_run_error(tmp_path):
 # -- manual: a context.limit is an AG-UI interrupt ----------------------------------------------------
 
 def limit_reached(url: str, thread: str = "t") -> tuple[list[dict], dict]:
-    history = [m("u1", "Sam had 120 ml of formula at seven in the morning, then slept.")]
+    history = [m("u1", U1)]
     history.append(reply_of(run(url, thread, history)))
     history.append(m("u2", U2))
     events = run(url, thread, history)
