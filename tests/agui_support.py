@@ -256,3 +256,64 @@ def serving(log_dir: Path, *args: str) -> Iterator[Serve]:
         yield serve
     finally:
         stop_serve(serve)
+
+
+# -- headless Chromium in a thread of its own -----------------------------------------------------------
+
+import queue  # noqa: E402
+
+CHROMIUM = os.environ.get("CONVLAB_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
+
+
+class Chromium:
+    """Debian's Chromium through Playwright's sync API (never ``playwright install``), driven from a
+    thread of its own: Playwright allows one sync API per thread, and tests/browser keeps one open in
+    the main thread for the whole session. ``run(fn, *args)`` calls ``fn(browser, *args)`` there."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.Queue = queue.Queue()
+        self._ready = threading.Event()
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._main, name="chromium", daemon=True)
+        self._thread.start()
+        self._ready.wait(60)
+        if self.error is not None:
+            raise self.error
+
+    def _main(self) -> None:
+        try:
+            from playwright.sync_api import sync_playwright
+
+            with sync_playwright() as pw:
+                browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+                self._ready.set()
+                while True:
+                    job = self._jobs.get()
+                    if job is None:
+                        break
+                    fn, args, done = job
+                    try:
+                        done["value"] = fn(browser, *args)
+                    except BaseException as err:  # noqa: BLE001 - handed to the test's thread
+                        done["error"] = err
+                    finally:
+                        done["event"].set()
+                browser.close()
+        except BaseException as err:  # noqa: BLE001
+            self.error = err
+            self._ready.set()
+
+    def run(self, fn, *args: Any, timeout: float = 120.0) -> Any:
+        done: dict[str, Any] = {"event": threading.Event()}
+        self._jobs.put((fn, args, done))
+        if not done["event"].wait(timeout):
+            raise AssertionError(f"the browser step took more than {timeout} s")
+        if "error" in done:
+            raise done["error"]
+        return done.get("value")
+
+    def close(self) -> None:
+        self._jobs.put(None)
+        self._thread.join(30)
