@@ -175,23 +175,33 @@ class RunEvents:
             self._open = None
 
     # -- what the client holds -------------------------------------------------
+    def _path_ids(self) -> list[str]:
+        """The active path's ids, read off the tree (no copies: ``Session.path()`` copies every node)."""
+        nodes = self.session.tree.nodes
+        out, cur = [], self.session.head
+        while cur is not None:
+            out.append(cur)
+            cur = nodes[cur]["parent"]
+        out.reverse()
+        return out
+
     def taken(self, view: list[Mapping[str, Any]], new_from: int) -> None:
         """The view was taken: mark the client stale when a known id came with
         other content than the tree records (the tree's wins), then sync."""
-        path = self.session.path()
+        nodes = self.session.tree.nodes
         self.stale = any(
-            convlab.content_text(m["content"]) != convlab.content_text(n["content"]) or m["role"] != n["role"]
-            for m, n in zip(view[:new_from], path)
+            m["role"] != nodes[m["id"]]["role"]
+            or convlab.content_text(m["content"]) != convlab.content_text(nodes[m["id"]]["content"])
+            for m in view[:new_from]
         )
         self.sync()
 
     def sync(self) -> None:
         """Send the active path when the client holds anything else, and the
         worker state when it changed."""
-        path = self.session.path()
-        ids = [n["id"] for n in path]
+        ids = self._path_ids()
         if ids != self.client or self.stale:
-            self._add(MessagesSnapshotEvent(messages=[to_agui(n) for n in path], timestamp=self._now()))
+            self._add(MessagesSnapshotEvent(messages=[to_agui(n) for n in self.session.path()], timestamp=self._now()))
             self.client = ids
             self.stale = False
         state = self.session.state

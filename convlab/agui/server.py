@@ -29,6 +29,7 @@ interrupts that turn, so the next run goes on from the same tree; a
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import fcntl
 import hmac
@@ -37,6 +38,7 @@ import logging
 import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -133,18 +135,26 @@ class _Stoppable:
 
 
 class _Run:
-    """One POST: its input, its events, and the queue its response reads."""
+    """One POST: its input, its events, and the chunks its response streams.
 
-    def __init__(self, run: RunAgentInput, messages: list[dict], loop: asyncio.AbstractEventLoop, queue: asyncio.Queue):
+    The run's thread appends encoded chunks to ``chunks`` and wakes the
+    response only when it is not awake already: a burst of events costs one
+    hand-over between the threads, not one each.
+    """
+
+    def __init__(self, run: RunAgentInput, messages: list[dict], loop: asyncio.AbstractEventLoop):
         self.input = run
         self.messages = messages  # the input's messages as sent (wire dicts, checked by RunAgentInput)
         self.loop = loop
-        self.queue = queue
+        self.ready = asyncio.Event()
+        self.chunks: collections.deque = collections.deque()
+        self.closed = False
         self.stop = threading.Event()
         self.turn: str | None = None
         self.done = False
         self.events: RunEvents | None = None
         self._sent = 0
+        self._woken = False
         self._encoder = EventEncoder()
 
     def flush(self) -> None:
@@ -155,15 +165,28 @@ class _Run:
         if not new:
             return
         self._sent += len(new)
-        chunk = "".join(self._encoder.encode(e) for e in new)
-        self._put(chunk)
+        self.chunks.append("".join(self._encoder.encode(e) for e in new))
+        self._wake()
 
     def close(self) -> None:
-        self._put(None)
+        self.closed = True
+        self._wake()
 
-    def _put(self, item: str | None) -> None:
+    def _wake(self) -> None:
+        if self._woken:
+            return
+        self._woken = True
         with contextlib.suppress(RuntimeError):  # the server's loop is gone: nobody listens
-            self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
+            self.loop.call_soon_threadsafe(self.ready.set)
+
+    def take(self) -> str:
+        """What is there to send (in the response's loop)."""
+        self.ready.clear()
+        self._woken = False
+        parts = []
+        while self.chunks:
+            parts.append(self.chunks.popleft())
+        return "".join(parts)
 
 
 class _FairLock:
@@ -228,8 +251,8 @@ class _Thread:
         run = self.current
         if run is not None and run.events is not None:
             run.events.on_event(event)
-            if event["type"] == "llm.delta":
-                run.flush()  # the text as it comes; other events go at the end of the step
+            if event["type"] in ("llm.delta", "llm.started"):
+                run.flush()  # before a model call, and its text as it comes; the rest at the run's end
         other = self.runs.get(event.get("turn_id"))
         if other is not None and other is not run and other.events is not None:
             other.events.on_event(event)
@@ -272,6 +295,7 @@ class AGUIApp:
         self._lock_file = _hold_log_dir(self.log_dir)
         self._threads: dict[str, _Thread] = {}
         self._registry = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="agui-run")  # one run each
         self._page = _page()
         middleware = [Middleware(_Guard, token=token)]
         if cors_origins:
@@ -328,6 +352,7 @@ class AGUIApp:
         for thread in threads:
             with thread.lock:  # no run is left half-way
                 thread.session = None
+        self._pool.shutdown(wait=False, cancel_futures=True)
         if self._lock_file is not None:
             self._lock_file.close()
             self._lock_file = None
@@ -393,23 +418,19 @@ class AGUIApp:
             check_thread_id(run_input.thread_id)
         except ValueError as err:
             return _error(400, str(err))
-        queue: asyncio.Queue = asyncio.Queue()
-        run = _Run(run_input, data["messages"], asyncio.get_running_loop(), queue)
-        worker = threading.Thread(target=self._drive, args=(self._thread(run_input.thread_id), run),
-                                  name=f"agui-run-{run_input.run_id}"[:60], daemon=True)
+        run = _Run(run_input, data["messages"], asyncio.get_running_loop())
+        thread = self._thread(run_input.thread_id)
 
         async def stream():
-            worker.start()
+            self._pool.submit(self._drive, thread, run)
             try:
                 while True:
-                    item = await queue.get()
-                    parts = [item]
-                    while not queue.empty():
-                        parts.append(queue.get_nowait())
-                    text = "".join(p for p in parts if p is not None)
+                    await run.ready.wait()
+                    closed = run.closed  # read before taking: a chunk put before close is taken too
+                    text = run.take()
                     if text:
                         yield text
-                    if None in parts:
+                    if closed:
                         return
             finally:
                 if not run.done:
@@ -517,7 +538,8 @@ class AGUIApp:
                 run.done = True
             finally:
                 thread.current = None
-            run.flush()
+            if run.done:
+                run.flush()
 
     @staticmethod
     def _ended(s: Any, run: _Run) -> None:
