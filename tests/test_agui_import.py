@@ -120,5 +120,6 @@ def test_detection_does_not_take_other_formats():
     assert detect([{"type": "RUN_STARTED", "threadId": "t"}, {"type": "RUN_FINISHED"}], lines=True) == "agui"
     assert detect({"type": "TEXT_MESSAGE_START", "messageId": "a"}) == "agui"
     assert detect([{"role": "user", "content": "hi"}]) == "openai"
+    assert detect([{"type": {"x": 1}}, {"type": ["RUN_STARTED"]}], lines=True) != "agui"  # junk types: not a crash
     assert detect([{"type": "session.started", "agent": "bot"}], lines=True) == "convlab"
     assert detect([{"type": "user", "message": {"role": "user", "content": "x"}, "uuid": "1", "sessionId": "s"}], lines=True) != "agui"

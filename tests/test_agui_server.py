@@ -68,6 +68,9 @@ def test_the_view_matched_by_id_same_history_edit_regenerate_switch(tmp_path):
         snap2 = snapshot(url, "t")
         assert snap2["head"] == a1["id"] and len(snap2["nodes"]) == len(snap["nodes"])
         assert "TEXT_MESSAGE_START" not in types(switch)
+        [moved] = [e for e in switch if e["type"] == "MESSAGES_SNAPSHOT"]  # what the model reads changed
+        assert [m["id"] for m in moved["messages"]] == ["u1", a1["id"]]
+        assert not [e for e in again if e["type"] == "MESSAGES_SNAPSHOT"]  # the same history: nothing changed
         assert [e["value"]["type"] for e in switch if e["type"] == "CUSTOM"][:1] == ["head.moved"]
         assert app.session("t").head == a1["id"]
 

@@ -13,10 +13,11 @@ events they mean, built with ``ag_ui.core``'s own models:
   text has no text message: ``TOOL_CALL_START.parentMessageId`` names it);
 - each summary call between ``STEP_STARTED`` and ``STEP_FINISHED`` (step
   ``summary <call id>``): its text is never a text message;
-- ``MESSAGES_SNAPSHOT`` (the active path) whenever it is not what the client
-  holds plus what was streamed: after a ``context.replace`` or a head moved to
-  another branch, after a streamed reply that failed, and when the history the
-  client sent has other content than the tree under a known id (the tree
+- ``MESSAGES_SNAPSHOT`` (the active path) whenever what the model reads changes
+  other than by appending (a ``context.replace``, a head moved: a branch
+  switch, a regenerate), and whenever it is not what the client holds plus
+  what was streamed: after a streamed reply that failed, and when the history
+  the client sent has other content than the tree under a known id (the tree
   keeps its own, PROTOCOL.md 2.5);
 - ``STATE_SNAPSHOT`` (the worker state along the active path) when it changes
   during the run (``state.set``, another branch);
@@ -133,7 +134,9 @@ class RunEvents:
         elif kind == "decision.requested":
             if ev["decision"]["type"] == "context.limit":
                 self.limit_seq = ev["seq"]
-        elif kind in ("head.moved", "context.replaced", "state.changed"):
+        elif kind in ("head.moved", "context.replaced"):
+            self.sync(moved=True)
+        elif kind == "state.changed":
             self.sync()
 
     def _count(self, call_id: str, usage: Mapping[str, Any]) -> None:
@@ -196,11 +199,12 @@ class RunEvents:
         )
         self.sync()
 
-    def sync(self) -> None:
-        """Send the active path when the client holds anything else, and the
-        worker state when it changed."""
+    def sync(self, moved: bool = False) -> None:
+        """Send the active path when it ``moved`` (a head moved, a replace: what the
+        model reads changed other than by appending) or the client holds anything
+        else, and the worker state when it changed."""
         ids = self._path_ids()
-        if ids != self.client or self.stale:
+        if moved or ids != self.client or self.stale:
             self._add(MessagesSnapshotEvent(messages=[to_agui(n) for n in self.session.path()], timestamp=self._now()))
             self.client = ids
             self.stale = False

@@ -53,7 +53,7 @@ def _is_input(x: Any) -> bool:
 
 
 def _is_event(x: Any) -> bool:
-    return isinstance(x, Mapping) and x.get("type") in EVENTS
+    return isinstance(x, Mapping) and isinstance(x.get("type"), str) and x["type"] in EVENTS
 
 
 def detect(doc: Document) -> bool:
