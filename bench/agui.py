@@ -161,7 +161,7 @@ def run(smoke: bool) -> Row:
                         "convlab serve: ")
         peer = Endpoint("pydantic-ai", [sys.executable, "-m", "bench.agui_peer"], "peer: ")
         for side in (ours, peer):  # warm up: imports, tiktoken's data, pydantic's validators
-            side.conversations(TURNS)
+            side.conversations(2 if smoke else TURNS)
             side.first_event.clear()
             side.events = 0
         a_best, b_best, a, b = paired(lambda: ours.conversations(runs), lambda: peer.conversations(runs), repeats)

@@ -239,3 +239,37 @@ def test_a_recorded_peer_stream_reads_back(tmp_path, peer):
             history.append({"id": start["messageId"], "role": "assistant", "content": text})
     [c] = convlab.read(path)
     assert [(m["id"], m["content"]) for m in c.path()] == [(m["id"], m["content"]) for m in history]
+
+
+def test_what_cannot_be_sent_or_read_as_ag_ui_fails_the_call_with_a_reason(tmp_path):
+    """A request AG-UI cannot carry, an answer the agent refuses, a cancelled interrupt and a stream of
+    something else are failed calls (ProviderError) that say why, never a crash of the session."""
+    bad = {"messages": [{"id": "u1", "role": "user", "content": [{"type": "image", "source": "not a source"}]}]}
+    with pytest.raises(convlab.ProviderError, match="not an AG-UI run: messages.0"):
+        agui.AGUIAgent("http://127.0.0.1:9/").complete(bad)
+
+    def held(thread, answer):
+        s = convlab.Session(llm=agui.AGUIAgent(server.url, thread_id=thread, on_interrupt=answer))
+        say(s, "u1", U1)
+        say(s, "u2", U2)
+        return s
+
+    with served(tmp_path, worker="manual", config=SUMMARIZE_AT_60) as (app, server):
+        refused = held("a", lambda interrupt: {"action": "maybe"})
+        cancelled = held("b", lambda interrupt: None)
+        remote = app.session("b")
+    assert refused.turns[-1]["status"] == "failed" and "resume[0].payload.action" in refused.turns[-1]["error"]
+    assert cancelled.turns[-1]["status"] == "failed" and "cancelled the interrupt" in cancelled.turns[-1]["error"]
+    assert remote.turns[-1]["status"] == "completed" and remote.path()[-1]["role"] == "user"  # the turn ended, no reply
+
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    async def not_agui(request):
+        return PlainTextResponse('data: {"hello": 1}\n\n')
+
+    with agui.start(Starlette(routes=[Route("/", not_agui, methods=["POST"])])) as other:
+        s = convlab.Session(llm=agui.AGUIAgent(other.url))
+        say(s, "u1", "hi")
+    assert s.turns[-1]["status"] == "failed" and "not AG-UI" in s.turns[-1]["error"]

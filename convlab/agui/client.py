@@ -28,7 +28,7 @@ agent that keeps threads.
 
 A run that ends in an interrupt is answered by ``on_interrupt(interrupt)``
 (the AG-UI ``Interrupt`` as a wire dict): its return value is the resume
-payload, ``None`` cancels. Without ``on_interrupt``, or when the run ends
+payload; ``None`` cancels it, and a call whose agent then gives no reply fails. Without ``on_interrupt``, or when the run ends
 with ``RUN_ERROR``, is cancelled, or the stream breaks, the call fails:
 ``ProviderError("failed")`` with what the agent said.
 """
@@ -106,6 +106,7 @@ class AGUIAgent:
     def stream(self, request: Mapping[str, Any]) -> Iterator[Any]:
         """The reply's text deltas as the agent streams them, then the reply."""
         from ag_ui.core import PROTOCOL_VERSION, ResumeEntry, RunAgentInput
+        from pydantic import ValidationError
 
         started = time.monotonic()
         try:
@@ -113,17 +114,27 @@ class AGUIAgent:
             messages = self._messages(request.get("messages") or [], thread)
             run = _Run(thread, [m["id"] for m in messages])
             resume = None
+            cancelled = False
             for _ in range(MAX_RESUMES + 1):
-                body = RunAgentInput(thread_id=thread, run_id=uuid.uuid4().hex, protocol_version=PROTOCOL_VERSION,
-                                     state={}, messages=messages, tools=[], context=[], forwarded_props={},
-                                     resume=resume)
+                try:
+                    body = RunAgentInput(thread_id=thread, run_id=uuid.uuid4().hex, protocol_version=PROTOCOL_VERSION,
+                                         state={}, messages=messages, tools=[], context=[], forwarded_props={},
+                                         resume=resume)
+                except ValidationError as err:
+                    raise convlab.ProviderError("failed", f"the request is not an AG-UI run: {_first(err)}") from None
                 yield from run.read(self._post(body))
                 if run.interrupts is None:
                     break
-                resume = [ResumeEntry.model_validate(self._answer(i)) for i in run.interrupts]
+                try:
+                    resume = [ResumeEntry.model_validate(self._answer(i)) for i in run.interrupts]
+                except ValidationError as err:
+                    raise convlab.ProviderError("failed", f"on_interrupt's answer is not a resume entry: {_first(err)}") from None
+                cancelled = any(entry.status == "cancelled" for entry in resume)
                 run.interrupts = None
             else:
                 raise convlab.ProviderError("failed", f"{self.url}: the agent asked more than {MAX_RESUMES} interrupts in one call")
+            if cancelled and not run.texts and not run.calls:
+                raise convlab.ProviderError("failed", f"{self.url}: on_interrupt cancelled the interrupt (it gave None): the agent did not reply")
             yield run.reply(request.get("messages") or [], thread)
         finally:
             self.latency = time.monotonic() - started
@@ -178,6 +189,12 @@ class AGUIAgent:
             raise convlab.ProviderError("failed", f"{self.url}: {type(err).__name__}: {err}") from None
 
 
+def _first(err: Any) -> str:
+    """A pydantic ValidationError's first problem, its place named."""
+    e = err.errors(include_url=False)[0]
+    return f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+
+
 class _Run:
     """What the runs of one model call said: texts, tool calls, usage, the agent's path."""
 
@@ -206,7 +223,7 @@ class _Run:
             try:
                 event = adapter.validate_json(raw)
             except ValidationError as err:
-                raise convlab.ProviderError("failed", f"the agent sent an event that is not AG-UI: {raw[:200]} ({err.errors()[0]['msg']})") from None
+                raise convlab.ProviderError("failed", f"the agent sent an event that is not AG-UI: {raw[:200]} ({_first(err)})") from None
             kind = event.type.value
             if kind == "RUN_STARTED":
                 self.run_id = event.run_id
