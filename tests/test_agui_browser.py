@@ -231,6 +231,11 @@ def _stop(browser, tmp: Path) -> None:
         assert s.turns[-1]["status"] == "cancelled" and [n["role"] for n in s.path()] == ["user"]
         assert "Stopped" in page.page.inner_text("#cc-status")
         matches(page, s)
+        # the path ends unanswered: the same history again gets the reply
+        slow.pause = 0.0
+        page.act(lambda: page.page.get_by_role("button", name="Get a reply").click())
+        assert [n["role"] for n in s.path()] == ["user", "assistant"] and s.path()[-1]["content"] == "echo: " + text
+        matches(page, s)
         assert not page.errors, page.report()
         page.close()
 

@@ -172,6 +172,12 @@ function bubble(node, mode = "tree") {
     edit.disabled = busy();
     controls.append(edit);
   }
+  if (node.role !== "assistant" && node.id === state.head && state.interrupt === null) {
+    // the path ends unanswered (a stopped or ended turn): the same history again asks for the reply
+    const reply = button("Get a reply", () => runAgent(pathTo(node.id)));
+    reply.disabled = busy();
+    controls.append(reply);
+  }
   if (node.role === "assistant") {
     const again = button("Regenerate", () => regenerate(node));
     again.disabled = busy();
