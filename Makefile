@@ -8,7 +8,7 @@ UV      := $(shell command -v uv 2>/dev/null)
 STAMP   := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: all lab test test-fast browser bench bench-smoke clean
+.PHONY: all lab test test-fast browser node bench bench-smoke clean
 
 all: test
 
@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	@if [ -z "$(UV)" ]; then $(PY) -m pip install --quiet --disable-pip-version-check uv; fi
 	@$(PY) -m uv --version >/dev/null 2>&1 || command -v uv >/dev/null
 	$(or $(UV),$(PY) -m uv) venv --quiet --allow-existing --python $(PY) $(VENV)
-	$(or $(UV),$(PY) -m uv) pip install --quiet --python $(BIN)/python -e ".[test,lab,bench]"
+	$(or $(UV),$(PY) -m uv) pip install --quiet --python $(BIN)/python -e ".[test,lab,bench,agui]"
 	@touch $(STAMP)
 
 # Debian's Chromium for the browser tests (never `playwright install`).
@@ -28,7 +28,20 @@ browser:
 	  else echo "chromium missing: run 'sudo apt-get install -y chromium' (browser tests skip until then)"; fi; \
 	fi
 
-test: $(STAMP) browser
+# The official AG-UI JavaScript client for tests/test_agui_js.py: node (Debian's, when missing) and
+# npm ci of tests/agui_js (package-lock.json) into its git-ignored node_modules.
+JS      := tests/agui_js
+node: $(JS)/node_modules/.package-lock.json
+
+$(JS)/node_modules/.package-lock.json: $(JS)/package.json $(JS)/package-lock.json
+	@if ! command -v npm >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null) \
+	    || echo "could not install node: the AG-UI JavaScript client tests will skip (they fail under CI=true)"; \
+	fi
+	@if command -v npm >/dev/null 2>&1; then cd $(JS) && npm ci --no-audit --no-fund --loglevel=error; \
+	else echo "npm missing: the AG-UI JavaScript client tests skip until then"; fi
+
+test: $(STAMP) browser node
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-fast: $(STAMP)

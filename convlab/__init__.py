@@ -32,6 +32,7 @@ _LAZY = {
     "content_text": "convlab.tokens",
     "kept": "convlab.context",
     "newest_leaf": "convlab.tree",
+    "input_tokens": "convlab.tree",
     "Tree": "convlab.tree",
     "Conversation": "convlab.conversation",
     "read": "convlab.importers",

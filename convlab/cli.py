@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     _add_show(sub)
     _add_tune(sub)
+    _add_serve(sub)
     return p
 
 
@@ -96,6 +97,26 @@ def _add_tune(sub: Any) -> None:
     tune.add_argument("--value", default="tokens_read", help="the column the heatmap shows (default tokens_read)")
     _add_reading_options(tune)
     tune.set_defaults(run=_tune)
+
+
+def _add_serve(sub: Any) -> None:
+    serve = sub.add_parser("serve", help="serve sessions over AG-UI 1.0, with a chat page at / (needs the agui extra)")
+    serve.add_argument("--log-dir", required=True, metavar="DIR", help="one session log per thread: DIR/<threadId>.jsonl")
+    serve.add_argument("--config", metavar="agent.toml", help="the context config of new threads")
+    serve.add_argument("--agent", default="bot", help="the agent whose [agent.<id>.context] to use (default bot)")
+    serve.add_argument("--llm", default="echo", metavar="SPEC",
+                       help="the model: echo (default, offline), openai:MODEL or anthropic:MODEL (convlab.provider)")
+    serve.add_argument("--worker", choices=("chat", "manual"), default="chat",
+                       help="manual: a context.limit waits for a person (an AG-UI interrupt)")
+    serve.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1; any other address needs --token")
+    serve.add_argument("--port", type=int, default=8000, help="default 8000 (0: a free port)")
+    serve.add_argument("--token", default=os.environ.get("CONVLAB_TOKEN"),
+                       help="bearer token every route but /health needs (default: $CONVLAB_TOKEN)")
+    serve.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
+                       help="allow a browser page from ORIGIN (repeatable; default: CORS off)")
+    serve.add_argument("--max-body", type=int, default=10 * 1024 * 1024, metavar="BYTES",
+                       help="request bodies over this get 413 (default 10 MB)")
+    serve.set_defaults(run=_serve, quiet=False)
 
 
 # -- what goes to stderr beside the output -----------------------------------
@@ -369,6 +390,46 @@ class _Encoded:
         self.stream.flush()
 
 
+# -- serve -------------------------------------------------------------------
+
+
+def _serve(args: argparse.Namespace, out: TextIO, notes: "_Notes") -> None:
+    """Serve the threads of --log-dir over AG-UI until Ctrl-C (warnings, a torn log line say, go to stderr)."""
+    try:
+        from .agui import server, serving
+    except ImportError as err:
+        raise _Usage(f"serve needs the agui extra (pip install 'convlab[agui]'): {err}") from None
+    import convlab
+
+    if not serving.is_loopback(args.host) and not args.token:
+        raise _Usage(f"--host {args.host} listens beyond this machine: give --token too")
+    if args.config is not None and not Path(args.config).is_file():
+        raise _Usage(f"--config {args.config}: no such file")
+    if Path(args.log_dir).exists() and not Path(args.log_dir).is_dir():
+        raise _Usage(f"--log-dir {args.log_dir}: not a folder")
+    if args.max_body <= 0:
+        raise _Usage(f"--max-body {args.max_body}: a positive number of bytes")
+    try:
+        llm = convlab.provider(args.llm)
+    except ValueError as err:
+        raise _Usage(f"--llm: {err}") from None
+    served = server.app(args.log_dir, config=args.config, llm=llm, worker=args.worker, token=args.token,
+                        agent=args.agent, cors_origins=args.cors_origin, max_body=args.max_body)
+    try:
+        sock = serving.listen(args.host, args.port)
+    except OSError as err:
+        served.close()
+        raise _Usage(f"--host {args.host} --port {args.port}: {err.strerror or err}") from None
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    page = f"http://{host}:{sock.getsockname()[1]}/" + (f"?token={args.token}" if args.token else "")
+    out.write(f"convlab serve: {page} (log dir {args.log_dir}, worker {args.worker}, llm {args.llm}); Ctrl-C stops\n")
+    out.flush()
+    try:
+        serving.serve(served, sock)
+    finally:
+        served.close()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``convlab``; returns the exit status: 0 when it produced its output, 2 for a mistake in the
     call, a config or the input (one line on stderr), 1 for a fault of convlab itself (one line too;
@@ -385,7 +446,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command is None:
-            raise _Usage("give a command: show or tune (convlab --help)")
+            raise _Usage("give a command: show, tune or serve (convlab --help)")
         run: Callable[[argparse.Namespace, Any, _Notes], None] = args.run
         run(args, out, _Notes(err, args.quiet))
     except SystemExit as e:  # --help

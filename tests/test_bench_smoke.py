@@ -22,7 +22,7 @@ import pytest
 import convlab
 
 ROOT = Path(__file__).resolve().parent.parent
-ROWS = ("match", "count", "load", "tokens", "sweep", "lazy", "peer", "treeview", "export", "export_memory")
+ROWS = ("match", "count", "load", "tokens", "sweep", "lazy", "peer", "treeview", "export", "export_memory", "agui")
 
 
 @pytest.mark.browser

@@ -20,6 +20,7 @@ PACKAGE = Path(convlab.__file__).parent
 
 PUBLIC = [
     "AnthropicChat", "OpenAIChat", "provider",
+    "input_tokens",
     "ChatView", "ConfigError", "ContextConfig", "ContextGauge", "Conversation", "DecisionPanel", "EchoLLM", "EventLog", "Lab",
     "LogError", "LogWarning", "ProviderError", "ReadError", "ReadWarning", "Refused", "Replay", "ReplayLLM", "ScriptedLLM",
     "Session", "Strategy", "TokenizerError", "Tree", "TreeView", "chat_worker", "config_grid", "content_text",

@@ -37,14 +37,14 @@ from typing import Any, BinaryIO
 
 from ..conversation import Conversation
 from ..errors import ReadError
-from . import chatgpt, claude_ai, claude_code, librechat, oasst, openai, openwebui, session_log
+from . import agui, chatgpt, claude_ai, claude_code, librechat, oasst, openai, openwebui, session_log
 from .records import read_error, warn
 from .documents import Document, NotJSON, Restart, bar, gunzip, parse_bytes, stream_array
 
 __all__ = ["read", "detect", "FORMATS"]
 
 #: Importers in the order detection tries them (most specific shape first).
-_IMPORTERS: tuple[ModuleType, ...] = (session_log, claude_code, chatgpt, claude_ai, openwebui, librechat, oasst, openai)
+_IMPORTERS: tuple[ModuleType, ...] = (session_log, agui, claude_code, chatgpt, claude_ai, openwebui, librechat, oasst, openai)
 
 #: The format names ``read`` can return (``Conversation.format``) and accepts as ``format=``.
 FORMATS: tuple[str, ...] = tuple(m.NAME for m in _IMPORTERS)
@@ -70,6 +70,8 @@ def detect(value: Any, lines: bool = False) -> str | None:
     'chatgpt'
     >>> detect([{"type": "session.started", "agent": "bot"}], lines=True)
     'convlab'
+    >>> detect([{"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"}], lines=True)
+    'agui'
     """
     kind = "lines" if lines else "array" if isinstance(value, list) else "object"
     return _detect(Document("<value>", kind, value if kind != "object" else [value]))
@@ -194,7 +196,8 @@ def read(path: str | os.PathLike, *, progress: bool = True, format: str | None =
     The format is detected from the content: ChatGPT export (``conversations.json``
     or its .zip), Claude Code transcript (``.jsonl``, ``.jsonl.gz``), Claude.ai
     export, Open WebUI, LibreChat, OpenAssistant trees, plain OpenAI message
-    lists (JSON or JSONL) and convlab's own session log. ``format`` (one of
+    lists (JSON or JSONL), a recorded AG-UI event stream (JSONL) and convlab's
+    own session log. ``format`` (one of
     ``FORMATS``) skips detection; a file that is not in that format is a
     ``ReadError`` saying what it reads as. A folder is read recursively,
     every file it recognises.
