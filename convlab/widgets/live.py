@@ -1,0 +1,194 @@
+"""Coalesced redraws: widgets that keep up with a session driven faster than anyone can look.
+
+Why: a scripted loop, a replay or a burst of submits emits thousands of
+events; redrawing every widget on every event made driving a session with a
+Lab open quadratic (issue 14). So a widget's listener only notes what an
+event changed (constant time) and calls ``Redraw.touch``; the widget draws
+once for a whole burst, and always draws the final state:
+
+- when a burst ends: a timer on the running event loop (in Jupyter, the
+  kernel's) fires ``interval`` seconds after the first event not drawn yet;
+- while a burst lasts longer than that: the next event draws, from inside
+  the listener. In a running notebook cell the kernel's event loop does not
+  run until the cell ends, so no timer can fire; ipywidgets sends state at
+  once, without the loop, so this is what keeps a Lab moving during a long
+  cell, at most once per ``interval`` per widget;
+- when a notebook cell ends (IPython's ``post_run_cell``): every widget with
+  events not drawn yet, so what a cell leaves on screen is the final state;
+- when a widget's own button changed the session: at the end of the intent
+  (``hold``), so a click shows its outcome at once;
+- when someone reads it: ``flush`` (``Lab.flush``, a widget's ``flush``) and
+  the widgets' reprs.
+
+Outside IPython with no event loop running (a script, a test), nothing can
+show a widget: it is drawn when it is read, as above.
+
+A slow draw (a large tree laid out again) makes the next one wait longer:
+the wait is at least ``RATIO`` times the last draw's time, so a widget never
+spends more than about 1/``RATIO`` of a burst drawing, however large the
+tree grows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import time
+import weakref
+from typing import Any, Callable, Iterator
+
+from ipywidgets import Widget
+
+__all__ = ["Redraw", "INTERVAL", "RATIO", "hold", "flush", "register", "close_inside"]
+
+#: Seconds between two draws of one widget while events keep coming (at most 4 a second).
+INTERVAL = 0.25
+#: The wait after a draw is at least this many times the draw's own time.
+RATIO = 20.0
+
+_dirty: "weakref.WeakSet[Redraw]" = weakref.WeakSet()  # widgets with events not drawn yet
+_by_source: "weakref.WeakKeyDictionary[Any, weakref.WeakSet[Redraw]]" = weakref.WeakKeyDictionary()
+_depth: dict[int, int] = {}  # id(source) -> nesting of hold()
+_hooked: list[Any] = []  # the IPython shell whose post_run_cell flushes
+
+
+class Redraw:
+    """Draws one widget at most once per ``interval`` while events come, and the final state.
+
+    ``draw`` is the widget's own drawing function; ``touch()`` says an event
+    changed what it shows.
+
+    >>> drawn = []
+    >>> r = Redraw(lambda: drawn.append(1))
+    >>> r.touch(); r.touch(); r.touch()     # a burst: nothing drawn yet
+    >>> r.flush(), r.flush(), len(drawn)    # drawn once; a second flush has nothing to draw
+    (True, False, 1)
+    """
+
+    def __init__(self, draw: Callable[[], None], interval: float = INTERVAL) -> None:
+        self._draw = draw
+        self.interval = float(interval)
+        self.wait = self.interval
+        self.dirty = False
+        self.since = 0.0
+        #: How many times the widget was drawn (tests count them).
+        self.count = 0
+        self._timer: asyncio.TimerHandle | None = None
+        _hook_ipython()
+
+    def touch(self) -> None:
+        """An event changed what the widget shows: draw now if it has waited long enough, else later."""
+        now = time.monotonic()
+        first = not self.dirty
+        if first:
+            self.dirty = True
+            self.since = now
+            _dirty.add(self)
+        if now - self.since >= self.wait:
+            self.flush()
+        elif first:
+            self._schedule()
+
+    def _schedule(self) -> None:
+        if self._timer is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop in this thread: drawn when read or when the cell ends
+            return
+        self._timer = loop.call_later(self.wait, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self.flush()
+
+    def flush(self) -> bool:
+        """Draw now if events are waiting; True when it drew."""
+        if not self.dirty:
+            return False
+        self.cancel()
+        started = time.perf_counter()
+        self._draw()
+        self.wait = max(self.interval, RATIO * (time.perf_counter() - started))
+        self.count += 1
+        return True
+
+    def now(self) -> None:
+        """Draw now, whether or not an event asked for it (a person's own click)."""
+        self.dirty = True
+        self.flush()
+
+    def cancel(self) -> None:
+        """Forget the events not drawn yet (a closed widget)."""
+        self.dirty = False
+        _dirty.discard(self)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+
+def register(source: Any, redraw: Redraw) -> None:
+    """Count ``redraw`` among the widgets of ``source`` (what ``hold`` and ``flush`` draw)."""
+    _by_source.setdefault(source, weakref.WeakSet()).add(redraw)
+
+
+def flush(source: Any = None) -> int:
+    """Draw every widget of ``source`` (``None``: of every source) with events not drawn yet; how many drew."""
+    if source is None:
+        pending = list(_dirty)
+    else:
+        pending = [r for r in _by_source.get(source, ()) if r.dirty]
+    return sum(r.flush() for r in pending)
+
+
+@contextlib.contextmanager
+def hold(source: Any) -> Iterator[None]:
+    """Draw the widgets of ``source`` when the block ends (the outermost one, when nested)."""
+    key = id(source)
+    _depth[key] = _depth.get(key, 0) + 1
+    try:
+        yield
+    finally:
+        _depth[key] -= 1
+        if not _depth[key]:
+            del _depth[key]
+            flush(source)
+
+
+def close_inside(*widgets: Any) -> None:
+    """Close every widget the given ones hold (children, layout, style, ...), not the given ones.
+
+    An ipywidget stays registered (and its comm open) until it is closed;
+    closing a composite does not close its parts, so a closed or half-built
+    widget would leave them behind.
+    """
+    roots = {id(x) for x in widgets}
+    seen: set[int] = set()
+    todo = [x for x in widgets if getattr(x, "comm", None) is not None]  # never opened: nothing made yet
+    while todo:
+        x = todo.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        for name in getattr(x, "keys", None) or ():
+            value = getattr(x, name, None)
+            for v in value if isinstance(value, (list, tuple)) else (value,):
+                if isinstance(v, Widget) and id(v) not in seen:
+                    todo.append(v)
+        if id(x) not in roots:
+            x.close()
+
+
+def _after_cell(*_args: Any) -> None:
+    flush()
+
+
+def _hook_ipython() -> None:
+    """Flush every widget when a cell ends, once per IPython shell (never imports IPython)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None or any(s is shell for s in _hooked):
+        return
+    shell.events.register("post_run_cell", _after_cell)
+    _hooked.append(shell)
