@@ -470,7 +470,8 @@ def test_lab_is_live_and_loads_a_log(tmp_path):
     lab.flush()
     assert lab.tree.data["head"] == s.head == lab.chat._path_ids[-1]
     assert lab.gauge.tokens == s.tokens() and lab.events.shown()[0]["seq"] == s.events[-1]["seq"]
-    intents.regenerate(s, 1)
+    intents.regenerate(s, 1)  # from code, like any cell: drawn when the cell ends (here: read)
+    lab.flush()
     loaded = Lab(str(log))
     assert loaded.session.head == s.head and loaded.tree.data["nodes"] == lab.tree.data["nodes"]
     assert repr(loaded) == repr(lab)
@@ -727,6 +728,12 @@ test("labels are one line and cut", () => {
   assert.equal(tv.label(undefined), "");
 });
 
+test("short ids stay, long ones (a log's UUIDs) are cut", () => {
+  assert.equal(tv.shortId("e12"), "e12");
+  assert.equal(tv.shortId("b560b6d4-d3d0-4db0-928f-3c61c592f729"), "b560b6d4…");
+  assert.ok(tv.shortId("x".repeat(40)).length <= tv.ID_CHARS);
+});
+
 test("colours: summaries are purple whatever their role", () => {
   assert.equal(tv.colorOf(data.nodes[3]), tv.ROLE_COLORS.summary);
   assert.equal(tv.colorOf(data.nodes[0]), tv.ROLE_COLORS.user);
@@ -781,4 +788,4 @@ def test_js_layout_functions_under_node(tmp_path):
     test_file.write_text(JS_TEST.replace("MODULE", (STATIC / "treeview.js").as_uri()))
     proc = subprocess.run([node, "--test", str(test_file)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "# pass 7" in proc.stdout and "# fail 0" in proc.stdout, proc.stdout
+    assert "# pass 8" in proc.stdout and "# fail 0" in proc.stdout, proc.stdout

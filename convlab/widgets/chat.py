@@ -110,7 +110,7 @@ class _MessageRow(w.VBox):
         top = w.HBox([self.header, self.nav, w.HBox(layout=w.Layout(flex="1")), *buttons],
                      layout=w.Layout(align_items="center"))
         top.add_class("clw-small")
-        super().__init__([top, self.text, self.edit_box])
+        super().__init__([top, self.text, self.edit_box], layout=w.Layout(flex="0 0 auto"))  # never squeezed by the scroll box
         self.add_class("clw-msg")
         self.prev.on_click(lambda _b: chat._switch(self.node_id, -1))
         self.next.on_click(lambda _b: chat._switch(self.node_id, +1))
@@ -202,7 +202,7 @@ class ChatView(w.VBox):
         self.messages = w.VBox(layout=w.Layout(max_height="480px", overflow="auto", padding="0 4px 0 0"))
         self.stream_header = w.HTML()
         self.stream_text = w.HTML()
-        self.stream_row = w.VBox([self.stream_header, self.stream_text])
+        self.stream_row = w.VBox([self.stream_header, self.stream_text], layout=w.Layout(flex="0 0 auto"))
         for cls in ("clw-msg", "clw-msg-assistant", "clw-streaming"):
             self.stream_row.add_class(cls)
         self.status_line = w.HTML()

@@ -26,8 +26,10 @@ and the outcome says to use "Continue from here", which moves the head
 exactly there and may start a reply, as the protocol says. A custom callable
 worker decides for itself what the look's turn does.
 
-Widgets redraw on session events, coalesced (``convlab.widgets.live``); every
-intent draws the widgets of its session once, when it is done (``hold``).
+Widgets redraw on session events, coalesced (``convlab.widgets.live``): these
+functions draw nothing themselves, so a script may call them in a loop; a
+widget's button that calls one draws the widgets of its session once, when
+it is done.
 
 An imported conversation (``convlab.Conversation``) is read-only: looking at a
 branch moves its head in memory (``ReadOnly.move_head``) to the newest leaf
@@ -39,11 +41,10 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from .. import Refused, newest_leaf
-from .live import hold
 from .source import REPLAY_HINT, ReadOnly
 
 __all__ = [
-    "agent_of", "hold", "look_target", "look", "continue_from", "edit", "regenerate", "siblings",
+    "agent_of", "look_target", "look", "continue_from", "edit", "regenerate", "siblings",
     "switch_sibling", "send_message", "interrupt", "decide", "refusal_text", "READ_ONLY",
 ]
 
@@ -80,8 +81,7 @@ def _submit(session: Any, payload: dict[str, Any]) -> dict[str, Any]:
         return _read_only()
     payload = {"agent_id": agent_of(session), **payload}
     try:
-        with hold(session):
-            receipt = session.submit(payload)
+        receipt = session.submit(payload)
     except Refused as err:
         return {"ok": False, "status": err.status, "turn_id": getattr(err, "turn_id", None),
                 "message": refusal_text(err)}
@@ -138,13 +138,11 @@ def look(session: Any, node_id: str) -> dict[str, Any]:
     if target == session.head:
         return {"ok": True, "message": "", "head": target}
     if isinstance(session, ReadOnly):
-        with hold(session):
-            session.move_head(target)
+        session.move_head(target)
         return {"ok": True, "message": "", "head": target}
-    with hold(session):
-        outcome = _submit(session, {"type": "client.messages", "messages": session.view(target)})
-        if outcome["ok"]:
-            _finish_look(session, outcome["receipt"].get("turn_id"))
+    outcome = _submit(session, {"type": "client.messages", "messages": session.view(target)})
+    if outcome["ok"]:
+        _finish_look(session, outcome["receipt"].get("turn_id"))
     outcome["head"] = target
     leaf = newest_leaf(session.tree, node_id)
     if outcome["ok"] and leaf != target:
@@ -230,8 +228,7 @@ def decide(session: Any, actions: list[dict[str, Any]]) -> dict[str, Any]:
     if isinstance(session, ReadOnly):
         return _read_only()
     try:
-        with hold(session):
-            session.decide(actions)
+        session.decide(actions)
     except Refused as err:
         return {"ok": False, "status": err.status, "message": refusal_text(err)}
     return {"ok": True, "message": ""}

@@ -30,6 +30,7 @@ export const GUTTER = 34; // left margin where the dashed links run
 export const TOP = 16;
 export const TEXT_GAP = 16;
 export const LABEL_CHARS = 72;
+export const ID_CHARS = 12;
 
 export const ROLE_COLORS = {
   user: "#2563eb",
@@ -110,6 +111,12 @@ export function fitLabel(t, body, trailing, maxX) {
     const box = t.getBBox();
     if (cut <= 0 || box.x + box.width <= maxX) return;
   }
+}
+
+/** A message id short enough for a row (a log's UUIDs are cut; the hover shows the whole id). @param {string} id */
+export function shortId(id, n = ID_CHARS) {
+  const s = String(id ?? "");
+  return s.length > n ? s.slice(0, n - 4) + "…" : s;
 }
 
 /** Fill colour of a node. @param {TreeNode} n @returns {string} */
@@ -276,6 +283,17 @@ function render({ model, el }) {
     root.setAttribute("width", String(svgWidth));
   }
   let lastHead = undefined;
+  let headInView = true; // false until the scroll window has been moved to a new head
+  /** Scroll the head into the window once the view is laid out (a hidden view has no height yet). */
+  function showHead() {
+    if (headInView || !scroller.clientHeight) return;
+    headInView = true;
+    const h = s.nodes.find((n) => n.head);
+    const height = scroller.clientHeight;
+    if (h && (h.y < scroller.scrollTop || h.y > scroller.scrollTop + height - ROW_H)) {
+      scroller.scrollTop = Math.max(0, h.y - height / 2);
+    }
+  }
   const send = (type, id) => model.send({ type, id });
   // the layout this view shows: the snapshot, then each patch that follows the version it holds;
   // a view that missed one (patches sent before it rendered) asks for the whole layout once
@@ -348,7 +366,7 @@ function render({ model, el }) {
     const t = svg("text", { x: s.textX, y: n.y + 4, class: "cl-label" + (n.path ? " cl-label-path" : "") + (n.head ? " cl-label-headrow" : "") });
     t.setAttribute("data-id", n.id);
     const idSpan = svg("tspan", { class: "cl-label-id" });
-    idSpan.textContent = n.id;
+    idSpan.textContent = shortId(n.id);
     const roleSpan = svg("tspan", { class: "cl-label-role", dx: 8 });
     roleSpan.textContent = n.kind === "summary" ? "summary" : n.role;
     roleSpan.setAttribute("fill", colorOf(n));
@@ -435,12 +453,9 @@ function render({ model, el }) {
     hideTip();
     if (data.head !== lastHead) {
       lastHead = data.head;
-      const h = s.nodes.find((n) => n.head);
-      const height = scroller.clientHeight || 520;
-      if (h && (h.y < scroller.scrollTop || h.y > scroller.scrollTop + height - ROW_H)) {
-        scroller.scrollTop = Math.max(0, h.y - height / 2);
-      }
+      headInView = false;
     }
+    showHead();
     paint(true);
   }
 
@@ -453,9 +468,10 @@ function render({ model, el }) {
   // fit the labels again when the width changes (shown, resized, a scrollbar came)
   let seenWidth = -1;
   const resized = typeof ResizeObserver === "undefined" ? null : new ResizeObserver(() => {
-    if (!s || scroller.clientWidth === seenWidth) return;
+    if (!s || (scroller.clientWidth === seenWidth && headInView)) return;
     seenWidth = scroller.clientWidth;
     measure();
+    showHead();
     paint(true);
   });
   if (resized) resized.observe(scroller);
