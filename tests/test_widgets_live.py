@@ -541,3 +541,25 @@ def test_replies_at_the_head_never_lay_the_tree_out_again():
         lab.flush()
     assert laid_out == [] and tv.redraw.count >= 30
     assert lab.chat._path_ids[-1] == s.head and drawn(tv) == reference(tv, s)
+
+
+def test_a_decision_a_worker_answers_at_once_is_never_drawn(clock, monkeypatch):
+    """The decision panel shows what waits for a person: a draw in the middle of a step (the
+    chat worker about to answer ``turn.start``) would build a panel that is gone a moment later."""
+    from convlab.widgets import DecisionPanel
+
+    built = []
+    real = DecisionPanel._turn_start
+    monkeypatch.setattr(DecisionPanel, "_turn_start", lambda self, d: (built.append(d), real(self, d))[1])
+    s = convlab.Session()
+    panel = DecisionPanel(s)
+    real_monotonic = clock.monotonic
+    clock.monotonic = lambda: (setattr(clock, "now", clock.now + 1.0), real_monotonic())[1]  # every event: time to draw
+    for i in range(10):
+        say(s, f"m{i}")
+    assert panel.redraw.count >= 10 and built == []
+    manual = convlab.Session(worker="manual")
+    panel = DecisionPanel(manual)
+    say(manual, "waits for a person")
+    panel.flush()
+    assert len(built) == 1 and set(panel.buttons) == {"call", "end"}

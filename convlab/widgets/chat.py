@@ -20,6 +20,7 @@ import json
 from typing import Any, Mapping
 
 import ipywidgets as w
+from ipywidgets.widgets.widget_string import HTMLStyle, LabelStyle
 
 from .. import content_text
 from . import intents
@@ -81,42 +82,64 @@ def _button(description: str, tooltip: str = "", width: str = "auto", **kw: Any)
 
 
 
+class _Kit:
+    """Layouts and styles shared by every row of a chat (each ipywidget otherwise makes its own two)."""
+
+    def __init__(self) -> None:
+        self.auto = w.Layout(width="auto")
+        self.auto_hidden = w.Layout(width="auto", display="none")
+        self.arrow = w.Layout(width="28px")
+        self.plain = w.Layout()
+        self.hidden = w.Layout(display="none")
+        self.center = w.Layout(align_items="center")
+        self.fill = w.Layout(flex="1")
+        self.row = w.Layout(flex="0 0 auto")  # never squeezed by the scroll box
+        self.button = w.ButtonStyle()
+        self.html = HTMLStyle()
+        self.label = LabelStyle()
+
+    def widgets(self) -> list[w.Widget]:
+        return list(vars(self).values())
+
+    def button_(self, description: str, tooltip: str, layout: w.Layout) -> w.Button:
+        return w.Button(description=description, tooltip=tooltip, layout=layout, style=self.button)
+
+    def html_(self) -> w.HTML:
+        return w.HTML(layout=self.plain, style=self.html)
+
+
 class _MessageRow(w.VBox):
     """One message of the path: header (role, id, ‹ k/n ›, Edit, Regenerate), text, edit area.
 
     A row shows one message at a time (``bind``); the chat binds it to
-    another when it moves on, instead of making new widgets.
+    another when it moves on, instead of making new widgets. The ‹ k/n ›
+    arrows and the edit area are made the first time they are needed.
     """
 
     def __init__(self, chat: "ChatView") -> None:
+        kit = chat._kit
         self.chat = chat
         self.node_id: str | None = None
         self.role: str | None = None
         self.content = ""
-        self.header = w.HTML()
-        self.prev = _button("‹", "the previous sibling (look at its branch)", "28px")
-        self.next = _button("›", "the next sibling (look at its branch)", "28px")
-        self.count = w.Label("")
-        self.nav = w.HBox([self.prev, self.count, self.next], layout=w.Layout(display="none"))
-        buttons = []
+        self.header = kit.html_()
+        self.nav: w.HBox | None = None  # ‹ k/n ›, made at the first fork
         self.edit_button = self.regen_button = None
+        buttons = []
         if not chat.readonly:
-            self.edit_button = _button("Edit", "send the view with this message changed: a new branch")
-            self.regen_button = _button("Regenerate", "send the view without this reply: a new reply beside it")
+            self.edit_button = kit.button_("Edit", "send the view with this message changed: a new branch", kit.auto)
+            self.regen_button = kit.button_("Regenerate", "send the view without this reply: a new reply beside it",
+                                            kit.auto)
             buttons = [self.edit_button, self.regen_button]
-        self.text = w.HTML()
-        self.editor: w.Textarea | None = None  # made on the first Edit: most rows are never edited
-        self.edit_box = w.VBox(layout=w.Layout(display="none"))
-        top = w.HBox([self.header, self.nav, w.HBox(layout=w.Layout(flex="1")), *buttons],
-                     layout=w.Layout(align_items="center"))
-        top.add_class("clw-small")
-        super().__init__([top, self.text, self.edit_box], layout=w.Layout(flex="0 0 auto"))  # never squeezed by the scroll box
-        self.add_class("clw-msg")
-        self.prev.on_click(lambda _b: chat._switch(self.node_id, -1))
-        self.next.on_click(lambda _b: chat._switch(self.node_id, +1))
-        if self.edit_button is not None:
             self.edit_button.on_click(lambda _b: self._open_editor(True))
             self.regen_button.on_click(lambda _b: chat.regenerate(self.node_id))
+        self.text = kit.html_()
+        self.editor: w.Textarea | None = None  # made on the first Edit: most rows are never edited
+        self.edit_box: w.VBox | None = None
+        self.top = w.HBox([self.header, w.HBox(layout=kit.fill), *buttons], layout=kit.center)
+        self.top.add_class("clw-small")
+        super().__init__([self.top, self.text], layout=kit.row)
+        self.add_class("clw-msg")
 
     def bind(self, node: Mapping[str, Any]) -> None:
         """Show ``node`` (a message of the path) in this row."""
@@ -130,11 +153,12 @@ class _MessageRow(w.VBox):
             self.add_class(f"clw-msg-{role}")
             self.role = role
             if self.regen_button is not None:
-                self.regen_button.layout.display = "" if role == "assistant" else "none"
+                self.regen_button.layout = self.chat._kit.auto if role == "assistant" else self.chat._kit.auto_hidden
         self.header.value = role_badge(node)
         self.content = content_text(node.get("content"))
         self.text.value = f'<div class="clw-text">{esc(self.content)}</div>'
-        self.edit_box.layout.display = "none"
+        if self.edit_box is not None:
+            self.edit_box.layout.display = "none"
 
     def _open_editor(self, show: bool) -> None:
         if show and self.editor is None:
@@ -143,13 +167,27 @@ class _MessageRow(w.VBox):
             cancel = _button("Cancel")
             send.on_click(lambda _b: self.chat.edit(self.node_id, self.editor.value))
             cancel.on_click(lambda _b: self._open_editor(False))
-            self.edit_box.children = [self.editor, w.HBox([send, cancel])]
+            self.edit_box = w.VBox([self.editor, w.HBox([send, cancel])], layout=w.Layout(display="none"))
+            self.children = [*self.children, self.edit_box]
         if show:
             self.editor.value = self.content
-        self.edit_box.layout.display = "" if show else "none"
+        if self.edit_box is not None:
+            self.edit_box.layout.display = "" if show else "none"
 
     def set_siblings(self, k: int, n: int) -> None:
-        self.nav.layout.display = "" if n > 1 else "none"
+        kit = self.chat._kit
+        if self.nav is None:
+            if n <= 1:
+                return
+            prev = kit.button_("‹", "the previous sibling (look at its branch)", kit.arrow)
+            nxt = kit.button_("›", "the next sibling (look at its branch)", kit.arrow)
+            prev.on_click(lambda _b: self.chat._switch(self.node_id, -1))
+            nxt.on_click(lambda _b: self.chat._switch(self.node_id, +1))
+            self.prev, self.next = prev, nxt
+            self.count = w.Label("", layout=kit.plain, style=kit.label)
+            self.nav = w.HBox([self.prev, self.count, self.next], layout=kit.plain)
+            self.top.children = [self.header, self.nav, *self.top.children[1:]]
+        self.nav.layout = kit.plain if n > 1 else kit.hidden
         self.count.value = f"{k}/{n}"
         self.prev.disabled = k <= 1
         self.next.disabled = k >= n
@@ -196,6 +234,7 @@ class ChatView(w.VBox):
         self._moved = True  # the head may have moved since the last draw
         self._show_all = False
         self._stream: dict[str, Any] | None = None  # the reply streaming now: message_id, call_id, parts
+        self._kit = _Kit()
         self.title = w.HTML()
         self.earlier = _button("Show earlier messages")
         self.earlier.on_click(lambda _b: self._toggle_earlier())
@@ -332,7 +371,7 @@ class ChatView(w.VBox):
             row.set_siblings(sibs.index(nid) + 1, len(sibs))
         while len(self._free) > self.limit:
             row = self._free.pop(0)
-            close_inside(row)
+            close_inside(row, keep=self._kit.widgets())
             row.close()
 
     def _take(self, node: Mapping[str, Any]) -> _MessageRow:
@@ -449,6 +488,8 @@ class ChatView(w.VBox):
             row.close()
         if getattr(self, "stream_row", None) is not None:
             self.stream_row.close()
+        for shared in getattr(self, "_kit", None) and self._kit.widgets() or ():
+            shared.close()
         super().close()
 
     def __repr__(self) -> str:

@@ -101,7 +101,10 @@ class DecisionPanel(w.VBox):
 
     # -- drawing -----------------------------------------------------------
     def _on_event(self, event: dict[str, Any]) -> None:
-        if str(event.get("type", "")).startswith(_EVENTS):
+        kind = str(event.get("type", ""))
+        if kind == "decision.requested":
+            self.redraw.mark()  # a worker may answer it at once: shown if it still waits at the next draw
+        elif kind.startswith(_EVENTS):
             self.redraw.touch()
 
     def flush(self) -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 import ipywidgets as w
+from ipywidgets.widgets.widget_string import HTMLStyle
 
 from .chat import STYLE, esc
 from .live import INTERVAL, Redraw, close_inside, register
@@ -126,6 +127,7 @@ class EventLog(w.VBox):
         self.count = w.HTML()
         self.lines = w.VBox(layout=w.Layout(max_height="260px", overflow="auto"))
         self._blocks: list[tuple[w.HTML, list[Mapping[str, Any]], list[str]]] = []  # newest first
+        self._block_layout, self._block_style = w.Layout(), HTMLStyle()  # shared: a block is one widget
         self._seen = 0  # events read so far
         self._types: set[str] = set()
         super().__init__([w.HTML(STYLE), w.HBox([w.HTML('<span class="clw-title">Events</span>'), self.filter, self.count],
@@ -220,7 +222,7 @@ class EventLog(w.VBox):
                 block.close()
             self._blocks = []
         evs, lines = evs[: self.limit], lines[: self.limit]
-        blocks = [(w.HTML(_html(lines)), evs, lines)]
+        blocks = [(w.HTML(_html(lines), layout=self._block_layout, style=self._block_style), evs, lines)]
         left = self.limit - len(lines)
         for block, old_evs, old_lines in self._blocks:
             if left <= 0:

@@ -90,6 +90,15 @@ class Redraw:
         elif first:
             self._schedule()
 
+    def mark(self) -> None:
+        """An event changed what the widget shows, but what it shows now may pass at once (a
+        decision a worker is about to answer): never draw from here, only later."""
+        if not self.dirty:
+            self.dirty = True
+            self.since = time.monotonic()
+            _dirty.add(self)
+            self._schedule()
+
     def _schedule(self) -> None:
         if self._timer is not None:
             return
@@ -156,15 +165,16 @@ def hold(source: Any) -> Iterator[None]:
             flush(source)
 
 
-def close_inside(*widgets: Any) -> None:
-    """Close every widget the given ones hold (children, layout, style, ...), not the given ones.
+def close_inside(*widgets: Any, keep: Any = ()) -> None:
+    """Close every widget the given ones hold (children, layout, style, ...), not the given ones
+    and not those in ``keep`` (shared with widgets that stay).
 
     An ipywidget stays registered (and its comm open) until it is closed;
     closing a composite does not close its parts, so a closed or half-built
     widget would leave them behind.
     """
-    roots = {id(x) for x in widgets}
-    seen: set[int] = set()
+    roots = {id(x) for x in widgets} | {id(x) for x in keep}
+    seen: set[int] = {id(x) for x in keep}
     todo = [x for x in widgets if getattr(x, "comm", None) is not None]  # never opened: nothing made yet
     while todo:
         x = todo.pop()
