@@ -47,6 +47,8 @@ class Lab(w.VBox):
             try:
                 session = Session.load(session, **load_kwargs)
             except LogError as err:
+                if not os.path.isfile(session):
+                    raise
                 raise LogError(f"{err} (Lab takes a convlab session log; for another tool's log: "
                                f"convlab.Lab(convlab.read(path)[0]))", line=getattr(err, "line", None)) from err
         elif load_kwargs:
