@@ -3,12 +3,16 @@
 Measured where users feel it, in a real IPython kernel (``jupyter_client``),
 as notebook cells: a cell makes a fresh ``Session`` (EchoLLM, autorun) and,
 on the Lab side, displays ``convlab.Lab(session)``; the next cell submits N
-messages, one turn each. Its time is the client's, from ``execute_request``
-to ``execute_reply``, so it holds the Lab's draws during the cell (the
+messages, one turn each. Its cost is the kernel's CPU time (user + system,
+every thread: the iopub thread sends the comm messages) from before the
+cell to after its reply, so it holds the Lab's draws during the cell (the
 kernel's event loop does not run while a cell does) and the last one when
-the cell ends. The client reads iopub all along, as a browser would, and
-counts the comm messages. After each cell the Lab must show the session's
-final state (head, path, nothing left to draw).
+the cell ends; CPU time, not wall time, because this machine is shared and
+other jobs' load would swamp a few percent (the wall times are in the
+note). The client reads iopub all along, as a browser would, counting the
+comm messages (by topic, without decoding them, so it takes little CPU from
+the kernel). After each cell the Lab must show the session's final state
+(head, path, nothing left to draw).
 
 Two rows: the ratio at 1,000 turns (goal <= 2), and how that ratio grows to
 3,000 turns (goal <= 1: no quadratic term in the Lab; driving a session is
@@ -69,12 +73,15 @@ class Kernel:
         self.run(KERNEL_CODE)
 
     def _read(self) -> None:
+        socket = self.kc.iopub_channel.socket
         while not self._stop:
             try:
-                msg = self.kc.get_iopub_msg(timeout=0.2)
-            except Exception:  # queue.Empty, or the channel closing
-                continue
-            if msg["msg_type"].startswith("comm_"):
+                if not socket.poll(200):
+                    continue
+                frames = socket.recv_multipart()
+            except Exception:  # the channel closing
+                return
+            if frames and frames[0].startswith(b"comm-"):
                 self.comm_messages += 1
 
     def run(self, code: str) -> float:
@@ -109,18 +116,25 @@ class Kernel:
         self.km.shutdown_kernel(now=True)
 
 
+CPU = "sum(__import__('os').times()[:2])"  # the kernel process's user + system seconds, all threads
+
+
 def _sample(kernel: Kernel, turns: int, with_lab: bool, seen: dict[str, list]) -> float:
     kernel.run(f"new({with_lab})")
     before = kernel.comm_messages
-    seconds = kernel.run(f"drive({turns})")
+    cpu = kernel.value(CPU)
+    wall = kernel.run(f"drive({turns})")
+    cpu = kernel.value(CPU) - cpu
     time.sleep(0.3)  # let the reader take the cell's last messages
     out = kernel.value("done()")
     if out["turns"] != turns or not out["ok"]:
         raise RuntimeError(f"the Lab did not show the final state after {turns} turns: {out}")
+    side = "with" if with_lab else "without"
+    seen.setdefault(f"wall_{side}", []).append(wall)
     if with_lab:
         seen.setdefault("draws", []).append(out["draws"])
         seen.setdefault("comm", []).append(kernel.comm_messages - before)
-    return seconds
+    return cpu
 
 
 _measured: dict[bool, dict[str, Any]] = {}
@@ -141,7 +155,8 @@ def measure(smoke: bool) -> dict[str, Any]:
             with_, without, a, b = paired(lambda: _sample(kernel, turns, True, seen),
                                           lambda: _sample(kernel, turns, False, seen), repeats)
             out[turns] = {"with": with_, "without": without, "ratio": with_ / without, "samples_with": a,
-                          "samples_without": b, "draws": seen["draws"], "comm_messages": seen["comm"]}
+                          "samples_without": b, "draws": seen["draws"], "comm_messages": seen["comm"],
+                          "wall_with": seen["wall_with"], "wall_without": seen["wall_without"]}
     finally:
         kernel.close()
     _measured[smoke] = out
@@ -155,11 +170,14 @@ def _note(m: dict[str, Any]) -> str:
         r = m[n]
         draws = max(max(d) for d in r["draws"])
         comm = min(r["comm_messages"])
+        wall = min(r["wall_with"]) / min(r["wall_without"])
         bits.append(f"{n:,} turns: {r['with']:.2f} s with / {r['without']:.2f} s without = {r['ratio']:.2f} "
-                    f"(at most {draws} draws a part, {comm / n:.1f} comm messages a turn)")
-    return ("in a kernel, a cell of N submits (EchoLLM), client time to execute_reply (the last draw included); "
-            + "; ".join(bits) + f"; driving alone grows {m[big]['without'] / m[small]['without']:.1f}x for "
-            f"{big / small:.0f}x the turns (the engine's own per-turn work grows with the path)")
+                    f"(wall {min(r['wall_with']):.2f} / {min(r['wall_without']):.2f} s = {wall:.2f}; at most "
+                    f"{draws} draws a part, {comm / n:.1f} comm messages a turn)")
+    return ("in a kernel, a cell of N submits (EchoLLM), the kernel's CPU seconds to its reply (the last draw "
+            "included), best of each side; " + "; ".join(bits) + f"; driving alone grows "
+            f"{m[big]['without'] / m[small]['without']:.1f}x for {big / small:.0f}x the turns (the engine's own "
+            "per-turn work grows with the path)")
 
 
 def run_lab(smoke: bool) -> Row:

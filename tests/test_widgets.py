@@ -607,13 +607,21 @@ def test_a_widget_that_fails_to_build_leaves_nothing_behind(bad, comms, monkeypa
         given, error = s, ZeroDivisionError
     else:
         given, error = ([imported()], TypeError) if bad == "list" else (42, TypeError)
-    subscribers = len(s._subscribers)
+    listening = set()
+    subscribe = s.subscribe
+
+    def tracked(fn):
+        listening.add(fn)
+        stop = subscribe(fn)
+        return lambda: (listening.discard(fn), stop())
+
+    s.subscribe = tracked
     with pytest.raises(error):
         Lab(given)
     gc.collect()
     assert unraisable == []
     assert not any(comms.open.values()), "a comm was left open"
-    assert len(s._subscribers) == subscribers  # no part still listens
+    assert listening == set()  # no part still listens to the session
     if bad != "a part fails":
         assert comms.open == {}  # the argument was refused before any widget was made
 

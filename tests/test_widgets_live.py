@@ -563,3 +563,19 @@ def test_a_decision_a_worker_answers_at_once_is_never_drawn(clock, monkeypatch):
     say(manual, "waits for a person")
     panel.flush()
     assert len(built) == 1 and set(panel.buttons) == {"call", "end"}
+
+
+def test_new_event_types_keep_the_filter_and_the_lines():
+    """The filter's options grow with the event types seen; a chosen filter stays, and no line shows twice."""
+    s = convlab.Session(worker="manual")
+    log = EventLog(s)
+    log.filter.value = "session.started"
+    say(s, "hi")  # new types: turn.started, message.new, decision.requested
+    log.flush()
+    assert log.filter.value == "session.started" and "decision.requested" in log.filter.options
+    assert [e["seq"] for e in log.shown()] == [1]
+    log.filter.value = "decision.*"
+    s.decide([{"type": "llm.call"}])  # new types: llm.*, decision.answered
+    log.flush()
+    seqs = [e["seq"] for e in log.shown()]
+    assert seqs == sorted(set(seqs), reverse=True) == [e["seq"] for e in reversed(s.events) if e["type"].startswith("decision.")]

@@ -81,7 +81,6 @@ def _button(description: str, tooltip: str = "", width: str = "auto", **kw: Any)
     return b
 
 
-
 class _Kit:
     """Layouts and styles shared by every row of a chat (each ipywidget otherwise makes its own two)."""
 
@@ -101,10 +100,10 @@ class _Kit:
     def widgets(self) -> list[w.Widget]:
         return list(vars(self).values())
 
-    def button_(self, description: str, tooltip: str, layout: w.Layout) -> w.Button:
+    def make_button(self, description: str, tooltip: str, layout: w.Layout) -> w.Button:
         return w.Button(description=description, tooltip=tooltip, layout=layout, style=self.button)
 
-    def html_(self) -> w.HTML:
+    def make_html(self) -> w.HTML:
         return w.HTML(layout=self.plain, style=self.html)
 
 
@@ -122,18 +121,18 @@ class _MessageRow(w.VBox):
         self.node_id: str | None = None
         self.role: str | None = None
         self.content = ""
-        self.header = kit.html_()
+        self.header = kit.make_html()
         self.nav: w.HBox | None = None  # ‹ k/n ›, made at the first fork
         self.edit_button = self.regen_button = None
         buttons = []
         if not chat.readonly:
-            self.edit_button = kit.button_("Edit", "send the view with this message changed: a new branch", kit.auto)
-            self.regen_button = kit.button_("Regenerate", "send the view without this reply: a new reply beside it",
+            self.edit_button = kit.make_button("Edit", "send the view with this message changed: a new branch", kit.auto)
+            self.regen_button = kit.make_button("Regenerate", "send the view without this reply: a new reply beside it",
                                             kit.auto)
             buttons = [self.edit_button, self.regen_button]
             self.edit_button.on_click(lambda _b: self._open_editor(True))
             self.regen_button.on_click(lambda _b: chat.regenerate(self.node_id))
-        self.text = kit.html_()
+        self.text = kit.make_html()
         self.editor: w.Textarea | None = None  # made on the first Edit: most rows are never edited
         self.edit_box: w.VBox | None = None
         self.top = w.HBox([self.header, w.HBox(layout=kit.fill), *buttons], layout=kit.center)
@@ -179,8 +178,8 @@ class _MessageRow(w.VBox):
         if self.nav is None:
             if n <= 1:
                 return
-            prev = kit.button_("‹", "the previous sibling (look at its branch)", kit.arrow)
-            nxt = kit.button_("›", "the next sibling (look at its branch)", kit.arrow)
+            prev = kit.make_button("‹", "the previous sibling (look at its branch)", kit.arrow)
+            nxt = kit.make_button("›", "the next sibling (look at its branch)", kit.arrow)
             prev.on_click(lambda _b: self.chat._switch(self.node_id, -1))
             nxt.on_click(lambda _b: self.chat._switch(self.node_id, +1))
             self.prev, self.next = prev, nxt
@@ -488,7 +487,8 @@ class ChatView(w.VBox):
             row.close()
         if getattr(self, "stream_row", None) is not None:
             self.stream_row.close()
-        for shared in getattr(self, "_kit", None) and self._kit.widgets() or ():
+        kit = getattr(self, "_kit", None)
+        for shared in kit.widgets() if kit is not None else ():
             shared.close()
         super().close()
 

@@ -130,6 +130,7 @@ class EventLog(w.VBox):
         self._block_layout, self._block_style = w.Layout(), HTMLStyle()  # shared: a block is one widget
         self._seen = 0  # events read so far
         self._types: set[str] = set()
+        self._quiet = False
         super().__init__([w.HTML(STYLE), w.HBox([w.HTML('<span class="clw-title">Events</span>'), self.filter, self.count],
                                               layout=w.Layout(align_items="center")), self.lines])
         try:
@@ -139,7 +140,7 @@ class EventLog(w.VBox):
             events = source.events
             self._types = {str(ev.get("type")) for ev in events[-500:]}
             self._options()
-            self.filter.observe(lambda _c: self._refilter(), names="value")
+            self.filter.observe(lambda _c: None if self._quiet else self._refilter(), names="value")
             self.redraw = Redraw(self._draw, interval)
             register(source, self.redraw)
             self._refilter()
@@ -174,8 +175,12 @@ class EventLog(w.VBox):
         options = ["all", *groups, *sorted(self._types)]
         if list(self.filter.options) != options:
             value = self.filter.value
-            self.filter.options = options
-            self.filter.value = value if value in options else "all"
+            self._quiet = True  # new options are not a new filter (ipywidgets resets the value on the way)
+            try:
+                self.filter.options = options
+                self.filter.value = value if value in options else "all"
+            finally:
+                self._quiet = False
 
     def _draw(self) -> None:
         events = self.session.events

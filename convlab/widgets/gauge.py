@@ -19,7 +19,6 @@ import ipywidgets as w
 
 from .. import count_tokens
 from .chat import STYLE, esc
-from . import intents
 from .live import INTERVAL, Redraw, close_inside, register
 from .source import REPLAY_HINT, ReadOnly, source_of
 

@@ -234,8 +234,6 @@ def layout(
     }
 
 
-
-
 #: Events that change what the tree shows.
 _EVENTS = ("message.new", "head.moved", "turn.", "context.replaced")
 #: Turn statuses a row shows (a completed or queued turn shows none).

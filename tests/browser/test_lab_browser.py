@@ -85,7 +85,7 @@ def test_tree_matches_the_session_and_untrusted_text_stays_text(lab_page, lab_se
     page = lab_page.page
     kernel = lab_server.kernel(nb)
     k = kernel.values(nodes="s.tree.number_of_nodes()", path="[n['id'] for n in s.path()]",
-                      links=LINKS, head="s.head", hostile_ids=f"[n for n, a in s.tree.nodes(data=True) if HOSTILE in str(a['content'])]")
+                      links=LINKS, head="s.head", hostile_ids="[n for n, a in s.tree.nodes(data=True) if HOSTILE in str(a['content'])]")
     assert k["links"] >= 2 and len(k["hostile_ids"]) >= 2, k  # the scenario has copies and a summary root
 
     drawn = node_ids(page, ".cl-tree .cl-node")
