@@ -579,3 +579,25 @@ def test_new_event_types_keep_the_filter_and_the_lines():
     log.flush()
     seqs = [e["seq"] for e in log.shown()]
     assert seqs == sorted(set(seqs), reverse=True) == [e["seq"] for e in reversed(s.events) if e["type"].startswith("decision.")]
+
+
+def test_a_long_burst_draws_less_often_as_it_goes_on(clock):
+    """live: after t seconds without a pause the wait is t / DECAY, up to SLOWEST (about once a
+    second): a replay of thousands of turns spends less and less on pictures."""
+    times = []
+    r = live.Redraw(lambda: times.append(clock.now))
+    for _ in range(1200):  # 120 s of events, one every 0.1 s
+        clock.now += 0.1
+        r.touch()
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert max(gaps) <= live.SLOWEST + 0.2 + 1e-6  # still about once a second at the end (events come every 0.1 s)
+    first = [t for t in times if t <= times[0] + 5]
+    last = [t for t in times if t >= clock.now - 60]
+    assert len(first) >= 11 and len(last) <= 61  # lively at first (events every 0.1 s: a draw every 0.4 s), then about once a second
+    assert len(times) < 1200 * 0.1 / live.INTERVAL / 2  # far fewer than at 4 a second
+    r.flush()
+    clock.now += live.QUIET + 0.5  # a pause: the next burst is lively again
+    r.touch()
+    clock.now += live.INTERVAL + 0.01
+    r.touch()
+    assert times[-1] == clock.now

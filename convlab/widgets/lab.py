@@ -36,6 +36,8 @@ class Lab(w.VBox):
     ``session`` is a ``convlab.Session``; the path of a session log
     (``Session.load``; keyword arguments go to it); or an imported
     ``convlab.Conversation`` (from ``convlab.read``), shown read-only.
+    ``interval``: the seconds between two draws of a part while events keep
+    coming (the last state is always drawn; ``flush()`` draws now).
 
     >>> import convlab
     >>> Lab(convlab.Session())

@@ -26,7 +26,11 @@ show a widget: it is drawn when it is read, as above.
 A slow draw (a large tree laid out again) makes the next one wait longer:
 the wait is at least ``RATIO`` times the last draw's time, so a widget never
 spends more than about 1/``RATIO`` of a burst drawing, however large the
-tree grows.
+tree grows. And a long burst (a replay, a loop of thousands of turns) draws
+less often as it goes on: after t seconds without a pause the wait is
+t/``DECAY``, up to ``SLOWEST`` (about once a second), so the first seconds
+are lively and a long run spends less and less on pictures nobody has time
+to look at.
 """
 
 from __future__ import annotations
@@ -40,12 +44,18 @@ from typing import Any, Callable, Iterator
 
 from ipywidgets import Widget
 
-__all__ = ["Redraw", "INTERVAL", "RATIO", "hold", "flush", "register", "close_inside"]
+__all__ = ["Redraw", "INTERVAL", "RATIO", "DECAY", "SLOWEST", "QUIET", "hold", "flush", "register", "close_inside"]
 
 #: Seconds between two draws of one widget while events keep coming (at most 4 a second).
 INTERVAL = 0.25
 #: The wait after a draw is at least this many times the draw's own time.
 RATIO = 20.0
+#: After t seconds of events without a pause, the wait is at least t / DECAY ...
+DECAY = 20.0
+#: ... and never more than this (seconds).
+SLOWEST = 1.0
+#: Seconds without an event that end a burst.
+QUIET = 1.0
 
 _dirty: "weakref.WeakSet[Redraw]" = weakref.WeakSet()  # widgets with events not drawn yet
 _by_source: "weakref.WeakKeyDictionary[Any, weakref.WeakSet[Redraw]]" = weakref.WeakKeyDictionary()
@@ -71,21 +81,29 @@ class Redraw:
         self.interval = float(interval)
         self.wait = self.interval
         self.dirty = False
-        self.since = 0.0
+        self.since = 0.0  # the first event not drawn yet
+        self.busy_since = self.last_event = -QUIET  # the burst's first event, and its latest
         #: How many times the widget was drawn (tests count them).
         self.count = 0
         self._timer: asyncio.TimerHandle | None = None
         _hook_ipython()
 
+    def _event(self) -> float:
+        now = time.monotonic()
+        if now - self.last_event > QUIET:
+            self.busy_since = now
+        self.last_event = now
+        return now
+
     def touch(self) -> None:
         """An event changed what the widget shows: draw now if it has waited long enough, else later."""
-        now = time.monotonic()
+        now = self._event()
         first = not self.dirty
         if first:
             self.dirty = True
             self.since = now
             _dirty.add(self)
-        if now - self.since >= self.wait:
+        if now - self.since >= max(self.wait, min(SLOWEST, (now - self.busy_since) / DECAY)):
             self.flush()
         elif first:
             self._schedule()
@@ -93,9 +111,10 @@ class Redraw:
     def mark(self) -> None:
         """An event changed what the widget shows, but what it shows now may pass at once (a
         decision a worker is about to answer): never draw from here, only later."""
+        now = self._event()
         if not self.dirty:
             self.dirty = True
-            self.since = time.monotonic()
+            self.since = now
             _dirty.add(self)
             self._schedule()
 
