@@ -601,3 +601,38 @@ def test_a_long_burst_draws_less_often_as_it_goes_on(clock):
     clock.now += live.INTERVAL + 0.01
     r.touch()
     assert times[-1] == clock.now
+
+
+def test_a_session_driven_from_a_worker_thread_is_drawn_by_that_thread(clock):
+    """live: a thread with no event loop (a server's worker, as convlab.agui runs sessions) cannot
+    have a timer, so each widget draws there where a turn ends; the end of a cell (on the kernel's
+    thread) leaves that session to its thread, never drawing it while the thread changes it."""
+    import threading
+
+    s = convlab.Session()
+    lab = Lab(s)
+    before = draws(lab)
+
+    def drive():
+        for i in range(5):
+            say(s, f"from a worker {i}")
+
+    worker = threading.Thread(target=drive)
+    worker.start()
+    worker.join()
+    made = [n - b for n, b in zip(draws(lab), before)]
+    assert all(1 <= n <= 5 * 3 for n in made), made  # where a turn ends or asks for a decision, not per event
+    assert not any(p.redraw.dirty for p in lab._parts())
+    assert lab.tree.data["head"] == s.head and lab.chat._path_ids[-1] == s.head
+    assert lab.events.shown()[0] is s.events[-1] and lab.gauge.tokens == s.tokens()
+    # an event from the worker that ends nothing: the cell's end on this thread does not draw it
+    tv = TreeView(convlab.Session(autorun=False))
+    tv.redraw.touch("message.new")
+    other = threading.Thread(target=lambda: tv.redraw.touch("message.new"))
+    other.start()
+    other.join()
+    live._after_cell()
+    assert tv.redraw.dirty  # its latest event came from another thread
+    tv.redraw.touch("message.new")
+    live._after_cell()
+    assert not tv.redraw.dirty

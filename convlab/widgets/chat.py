@@ -295,7 +295,7 @@ class ChatView(w.VBox):
                 self._stream = None
         elif not kind.startswith(_EVENTS):
             return
-        self.redraw.touch()
+        self.redraw.touch(kind)
 
     def flush(self) -> bool:
         """Draw now what the session's events changed (True when there was something to draw)."""

@@ -103,9 +103,9 @@ class DecisionPanel(w.VBox):
     def _on_event(self, event: dict[str, Any]) -> None:
         kind = str(event.get("type", ""))
         if kind == "decision.requested":
-            self.redraw.mark()  # a worker may answer it at once: shown if it still waits at the next draw
+            self.redraw.mark(kind)  # a worker may answer it at once: shown if it still waits at the next draw
         elif kind.startswith(_EVENTS):
-            self.redraw.touch()
+            self.redraw.touch(kind)
 
     def flush(self) -> bool:
         """Draw now what the session's events changed (True when there was something to draw)."""

@@ -151,7 +151,7 @@ class EventLog(w.VBox):
 
     def _on_event(self, event: Mapping[str, Any]) -> None:
         if "seq" in event:  # a recorded event (llm.delta has no seq and is not in session.events)
-            self.redraw.touch()
+            self.redraw.touch(str(event.get("type", "")))
 
     def flush(self) -> bool:
         """Draw now what the session's events changed (True when there was something to draw)."""

@@ -101,8 +101,9 @@ class ContextGauge(w.VBox):
             raise
 
     def _on_event(self, event: dict[str, Any]) -> None:
-        if str(event.get("type", "")).startswith(_EVENTS):
-            self.redraw.touch()
+        kind = str(event.get("type", ""))
+        if kind.startswith(_EVENTS):
+            self.redraw.touch(kind)
 
     def flush(self) -> bool:
         """Draw now what the session's events changed (True when there was something to draw)."""

@@ -23,6 +23,13 @@ once for a whole burst, and always draws the final state:
 Outside IPython with no event loop running (a script, a test), nothing can
 show a widget: it is drawn when it is read, as above.
 
+A session driven from another thread with no event loop of its own (a
+server's worker, as ``convlab.agui`` runs them) cannot have a timer either,
+and the kernel's thread must not draw while that thread changes the session:
+there a widget also draws, on that thread, where a turn ends or stops for a
+decision (``ENDS``), and the end of a cell draws only the widgets whose
+events came from the kernel's own thread.
+
 A slow draw (a large tree laid out again) makes the next one wait longer:
 the wait is at least ``RATIO`` times the last draw's time, so a widget never
 spends more than about 1/``RATIO`` of a burst drawing, however large the
@@ -38,13 +45,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+import threading
 import time
 import weakref
 from typing import Any, Callable, Iterator
 
 from ipywidgets import Widget
 
-__all__ = ["Redraw", "INTERVAL", "RATIO", "DECAY", "SLOWEST", "QUIET", "hold", "flush", "register", "close_inside"]
+__all__ = ["Redraw", "INTERVAL", "RATIO", "DECAY", "SLOWEST", "QUIET", "ENDS", "hold", "flush", "register",
+           "close_inside"]
 
 #: Seconds between two draws of one widget while events keep coming (at most 4 a second).
 INTERVAL = 0.25
@@ -56,11 +65,14 @@ DECAY = 20.0
 SLOWEST = 1.0
 #: Seconds without an event that end a burst.
 QUIET = 1.0
+#: Events after which a session may wait a while: where a widget on a thread with no event loop draws.
+ENDS = frozenset({"turn.completed", "turn.cancelled", "turn.failed", "decision.requested"})
 
 _dirty: "weakref.WeakSet[Redraw]" = weakref.WeakSet()  # widgets with events not drawn yet
 _by_source: "weakref.WeakKeyDictionary[Any, weakref.WeakSet[Redraw]]" = weakref.WeakKeyDictionary()
 _depth: dict[int, int] = {}  # id(source) -> nesting of hold()
 _hooked: list[Any] = []  # the IPython shell whose post_run_cell flushes
+_lock = threading.Lock()  # _dirty and _by_source change on any thread that emits events
 
 
 class Redraw:
@@ -83,6 +95,7 @@ class Redraw:
         self.dirty = False
         self.since = 0.0  # the first event not drawn yet
         self.busy_since = self.last_event = -QUIET  # the burst's first event, and its latest
+        self.thread: int | None = None  # the thread of the latest event
         #: How many times the widget was drawn (tests count them).
         self.count = 0
         self._timer: asyncio.TimerHandle | None = None
@@ -93,39 +106,46 @@ class Redraw:
         if now - self.last_event > QUIET:
             self.busy_since = now
         self.last_event = now
+        self.thread = threading.get_ident()
         return now
 
-    def touch(self) -> None:
-        """An event changed what the widget shows: draw now if it has waited long enough, else later."""
+    def touch(self, kind: str = "") -> None:
+        """An event (of type ``kind``) changed what the widget shows: draw now if it has waited
+        long enough, else later."""
         now = self._event()
         first = not self.dirty
         if first:
             self.dirty = True
             self.since = now
-            _dirty.add(self)
+            with _lock:
+                _dirty.add(self)
         if now - self.since >= max(self.wait, min(SLOWEST, (now - self.busy_since) / DECAY)):
             self.flush()
-        elif first:
-            self._schedule()
+        elif (first or kind in ENDS) and not self._schedule() and kind in ENDS and _worker():
+            self.flush()  # a worker thread with no loop: nothing else would draw the end of its turn
 
-    def mark(self) -> None:
+    def mark(self, kind: str = "") -> None:
         """An event changed what the widget shows, but what it shows now may pass at once (a
-        decision a worker is about to answer): never draw from here, only later."""
+        decision a worker is about to answer): never draw from here while a timer can."""
         now = self._event()
         if not self.dirty:
             self.dirty = True
             self.since = now
-            _dirty.add(self)
-            self._schedule()
+            with _lock:
+                _dirty.add(self)
+        if not self._schedule() and kind in ENDS and _worker():
+            self.flush()
 
-    def _schedule(self) -> None:
+    def _schedule(self) -> bool:
+        """A timer for the end of the burst on this thread's event loop; False when there is none."""
         if self._timer is not None:
-            return
+            return True
         try:
             loop = asyncio.get_running_loop()
-        except RuntimeError:  # no loop in this thread: drawn when read or when the cell ends
-            return
+        except RuntimeError:  # no loop in this thread: drawn when read, when the cell ends, or at a turn's end
+            return False
         self._timer = loop.call_later(self.wait, self._on_timer)
+        return True
 
     def _on_timer(self) -> None:
         self._timer = None
@@ -150,24 +170,30 @@ class Redraw:
     def cancel(self) -> None:
         """Forget the events not drawn yet (a closed widget)."""
         self.dirty = False
-        _dirty.discard(self)
+        with _lock:
+            _dirty.discard(self)
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
 
 
+def _worker() -> bool:
+    """Whether this is a thread other than the main one (where a kernel runs its cells)."""
+    return threading.current_thread() is not threading.main_thread()
+
+
 def register(source: Any, redraw: Redraw) -> None:
     """Count ``redraw`` among the widgets of ``source`` (what ``hold`` and ``flush`` draw)."""
-    _by_source.setdefault(source, weakref.WeakSet()).add(redraw)
+    with _lock:
+        _by_source.setdefault(source, weakref.WeakSet()).add(redraw)
 
 
-def flush(source: Any = None) -> int:
-    """Draw every widget of ``source`` (``None``: of every source) with events not drawn yet; how many drew."""
-    if source is None:
-        pending = list(_dirty)
-    else:
-        pending = [r for r in _by_source.get(source, ()) if r.dirty]
-    return sum(r.flush() for r in pending)
+def flush(source: Any = None, *, thread: int | None = None) -> int:
+    """Draw every widget of ``source`` (``None``: of every source) with events not drawn yet,
+    only those whose latest event came from ``thread`` when it is given; how many drew."""
+    with _lock:
+        pending = list(_dirty) if source is None else [r for r in _by_source.get(source, ()) if r.dirty]
+    return sum(r.flush() for r in pending if thread is None or r.thread in (None, thread))
 
 
 @contextlib.contextmanager
@@ -210,7 +236,7 @@ def close_inside(*widgets: Any, keep: Any = ()) -> None:
 
 
 def _after_cell(*_args: Any) -> None:
-    flush()
+    flush(thread=threading.get_ident())  # another thread's session is drawn by that thread
 
 
 def _hook_ipython() -> None:

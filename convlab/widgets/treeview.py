@@ -335,7 +335,7 @@ class TreeView(anywidget.AnyWidget):
             self._turns.add(tid)
         elif not kind.startswith(_EVENTS):
             return
-        self.redraw.touch()
+        self.redraw.touch(kind)
 
     def flush(self) -> bool:
         """Draw now what the session's events changed (True when there was something to draw)."""
