@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import json
+import threading
 
 import comm
 import pytest
@@ -171,7 +172,11 @@ def test_a_timer_on_the_running_loop_draws_the_end_of_a_burst():
         await asyncio.sleep(0.3)
         return s, lab, before
 
-    s, lab, before = asyncio.run(main())
+    out = []  # in a thread of its own: the main thread may already run a loop (Playwright's sync API)
+    runner = threading.Thread(target=lambda: out.append(asyncio.run(main())))
+    runner.start()
+    runner.join()
+    s, lab, before = out[0]
     assert all(1 <= n - b <= 3 for n, b in zip(draws(lab), before)), (before, draws(lab))
     assert lab.flush() == 0 and lab.tree.data["head"] == s.head and lab.chat._path_ids[-1] == s.head
 
@@ -607,8 +612,6 @@ def test_a_session_driven_from_a_worker_thread_is_drawn_by_that_thread(clock):
     """live: a thread with no event loop (a server's worker, as convlab.agui runs sessions) cannot
     have a timer, so each widget draws there where a turn ends; the end of a cell (on the kernel's
     thread) leaves that session to its thread, never drawing it while the thread changes it."""
-    import threading
-
     s = convlab.Session()
     lab = Lab(s)
     before = draws(lab)
