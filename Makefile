@@ -47,8 +47,11 @@ test: $(STAMP) browser node
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not browser and not slow" $(PYTEST_ARGS)
 
+# JupyterLab at the project root (README.md and docs/ resolve inside it), on the tour.
+# As root (containers, CI images) Jupyter refuses to start without --allow-root: given then.
+LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: $(STAMP)
-	cd notebooks && ../$(BIN)/jupyter lab 01-tour.ipynb $(LAB_ARGS)
+	$(BIN)/jupyter lab --ServerApp.root_dir=. notebooks/01-tour.ipynb $(LAB_ROOT) $(LAB_ARGS)
 
 bench: $(STAMP) browser
 	$(BIN)/python -m bench

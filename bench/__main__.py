@@ -19,7 +19,7 @@ import time
 import traceback
 from pathlib import Path
 
-from . import agui, chatgpt_export, count, logs, match, sweep, throughput, treeview
+from . import agui, chatgpt_export, count, lab, logs, match, sweep, throughput, treeview
 from .harness import Row, log, machine, table
 
 #: (key, runner) in the order of the table
@@ -35,11 +35,13 @@ ROWS = [
     ("export", chatgpt_export.run_read),
     ("export_memory", chatgpt_export.run_memory),
     ("agui", agui.run),
+    ("lab", lab.run_lab),
+    ("lab-growth", lab.run_growth),
 ]
 
 GOALS = {"match": (1.5, "<="), "count": (11, "<="), "load": (3, "<="), "tokens": (0.9, ">="), "sweep": (5, "<="),
          "lazy": (0.1, "<="), "peer": (100, ">="), "treeview": (12, "<="), "export": (2.5, "<="), "export_memory": (3, "<="),
-         "agui": (1.0, ">=")}
+         "agui": (1.0, ">="), "lab": (2, "<="), "lab-growth": (1, "<=")}
 
 
 def main(argv: list[str] | None = None) -> dict:

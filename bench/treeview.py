@@ -2,7 +2,8 @@
 
 No JupyterLab: a page on 127.0.0.1 imports the widget's committed ES module
 and calls its ``render({model, el})`` with a tiny fake model holding the
-synced state that a real ``TreeView`` over a loaded ``Session`` computed.
+synced state (``snapshot``) that a real ``TreeView`` over a loaded
+``Session`` computed.
 Each sample is a fresh page (a cold first render); the time runs from the
 ``render`` call until the SVG is in the DOM. The time to the next painted
 frame is kept beside it.
@@ -32,7 +33,7 @@ window.firstRender = async (name) => {
   const data = await (await fetch("/" + name + ".json")).json();
   const handlers = {};
   const model = {
-    state: { data },
+    state: { snapshot: data },
     get(k) { return this.state[k]; },
     set(k, v) { this.state[k] = v; },
     on(ev, cb) { (handlers[ev] ||= []).push(cb); },
@@ -62,7 +63,7 @@ window.ready = true;
 
 
 def widget_state(messages: int) -> tuple[dict, float, int]:
-    """The synced ``data`` of a TreeView over a loaded agent session of about
+    """The synced ``snapshot`` of a TreeView over a loaded agent session of about
     ``messages`` messages; the seconds the Python side took; the tree's size."""
     import convlab
     from convlab.widgets import TreeView

@@ -22,7 +22,8 @@ import pytest
 import convlab
 
 ROOT = Path(__file__).resolve().parent.parent
-ROWS = ("match", "count", "load", "tokens", "sweep", "lazy", "peer", "treeview", "export", "export_memory", "agui")
+ROWS = ("match", "count", "load", "tokens", "sweep", "lazy", "peer", "treeview", "export", "export_memory", "agui", "lab",
+        "lab-growth")
 
 
 @pytest.mark.browser

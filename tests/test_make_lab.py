@@ -1,18 +1,23 @@
-"""`make lab` (the README's first quickstart command) starts JupyterLab on notebooks/.
+"""`make lab` (the README's first quickstart command) starts JupyterLab at the project root, on the tour.
 
-Started with --no-browser on a free port under a timeout; the test checks the
-server answers and serves the tour notebook, then stops it.
+Started with --no-browser on a free port under a timeout, and without
+--allow-root: on this project's machines and CI images the tests run as root
+(issue 15: "`make lab` works as root ... without the user adding
+`--allow-root`"). The test checks the server answers, serves the tour, and
+that the pictures the README and the tour show resolve inside the Lab (a 404
+there before: the Lab's root was notebooks/), then stops it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
-import sys
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -27,8 +32,23 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def pictures(markdown: str) -> list[str]:
+    """The targets of the markdown images in ``markdown``.
+
+    >>> pictures("a ![x](docs/lab.png) b ![y](../docs/y.png)")
+    ['docs/lab.png', '../docs/y.png']
+    """
+    return re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", markdown)
+
+
+def tour_markdown() -> str:
+    nb = json.loads((ROOT / "notebooks" / "01-tour.ipynb").read_text(encoding="utf-8"))
+    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
 @pytest.mark.slow
-def test_make_lab_serves_the_notebooks(tmp_path):
+def test_make_lab_serves_the_tour_and_the_readme_pictures(tmp_path):
+    """Issue 15: "`make lab` works as root; README pictures resolve from inside the Lab"."""
     port, token = _free_port(), "convlab-test"
     env = dict(os.environ)
     env.update(
@@ -37,25 +57,42 @@ def test_make_lab_serves_the_notebooks(tmp_path):
         JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
         JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"),
     )
-    args = f"--no-browser --ip=127.0.0.1 --port={port} --IdentityProvider.token={token} --allow-root"
+    args = f"--no-browser --ip=127.0.0.1 --port={port} --IdentityProvider.token={token}"  # no --allow-root
     proc = subprocess.Popen(
         ["make", "-s", "lab", f"LAB_ARGS={args}"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
     )
+
+    def get(path: str) -> bytes:
+        url = f"http://127.0.0.1:{port}{path}{'&' if '?' in path else '?'}token={token}"
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.read()
+
     try:
         deadline = time.monotonic() + 120
         status = None
         while time.monotonic() < deadline and proc.poll() is None:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2) as r:
-                    status = json.load(r)
-                    break
+                status = json.loads(get("/api/status"))
+                break
             except OSError:
                 time.sleep(0.5)
-        assert status is not None, f"JupyterLab did not answer; output:\n{proc.stdout.read().decode() if proc.poll() is not None else ''}"
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contents/01-tour.ipynb?content=0&token={token}", timeout=5) as r:
-            listing = json.load(r)
+        assert status is not None, (f"JupyterLab did not answer (running as uid {os.geteuid()}); output:\n"
+                                    f"{proc.stdout.read().decode() if proc.poll() is not None else ''}")
+        listing = json.loads(get("/api/contents/notebooks/01-tour.ipynb?content=0"))
         assert listing["type"] == "notebook" and listing["name"] == "01-tour.ipynb"
+        # every picture of the README (at the root) and of the tour (in notebooks/), as the Lab's
+        # markdown renderer asks for it: the file under the server root, relative to the document
+        wanted = [("README.md", p) for p in pictures((ROOT / "README.md").read_text(encoding="utf-8"))]
+        wanted += [("notebooks/01-tour.ipynb", p) for p in pictures(tour_markdown())]
+        assert ("README.md", "docs/lab.png") in wanted and ("notebooks/01-tour.ipynb", "../docs/lab.png") in wanted
+        for document, picture in wanted:
+            if "://" in picture:
+                continue
+            served = os.path.normpath(os.path.join(os.path.dirname(document), picture))
+            assert not served.startswith(".."), f"{document}: {picture} is outside the Lab's root"
+            body = get("/files/" + urllib.parse.quote(served))
+            assert body == (ROOT / served).read_bytes(), f"{document}: {picture} served something else"
     finally:
         for sig in (signal.SIGTERM, signal.SIGKILL):
             try:

@@ -1,20 +1,26 @@
 """Headless tests of convlab.widgets: state after session changes, each intent
-as protocol input, stable reprs, escaping, and the JS module's pure functions
-(under node)."""
+as protocol input, stable reprs, escaping, imported conversations read-only,
+the public names they use, and the JS module's pure functions (under node).
+(Coalescing, patches and streaming: test_widgets_live.py.)"""
 
 from __future__ import annotations
 
+import ast
+import gc
 import json
 import pathlib
 import random
 import re
 import shutil
 import subprocess
+import sys
 
+import comm
 import pytest
 
 import convlab
 from convlab.widgets import ChatView, ContextGauge, DecisionPanel, EventLog, Lab, TreeView, intents, layout
+from realdata import require
 
 HOSTILE = '<img src=x onerror="window.__pwned=1"> and <script>window.__pwned=1</script>'
 STATIC = pathlib.Path(convlab.widgets.__file__).parent / "static"
@@ -145,9 +151,11 @@ def test_treeview_follows_the_session_live_and_marks_turns():
     tv = TreeView(s)
     assert tv.data["nodes"] == []
     say(s, "u1", "hi")
-    assert [n["id"] for n in tv.data["nodes"]] == ["u1"] and tv.data["head"] == "u1"
+    assert tv.data["nodes"] == []  # coalesced: drawn when read, when a cell ends, or by a timer
+    assert tv.flush() and [n["id"] for n in tv.data["nodes"]] == ["u1"] and tv.data["head"] == "u1"
     assert tv.data["nodes"][0]["status"] == "running"
     s.submit({"type": "client.interrupt", "agent_id": "bot"})
+    tv.flush()
     assert tv.data["nodes"][0]["status"] == "cancelled"
 
 
@@ -388,6 +396,7 @@ def test_decision_end_the_turn_and_turn_start_buttons():
     assert s.pending is None and s.turns[-1]["status"] == "completed"
     assert "none waiting" in panel.body.children[0].value
     say(s, "u4", "next")
+    panel.flush()
     assert s.pending["type"] == "turn.start" and set(panel.buttons) == {"call", "end"}
     panel.buttons["end"].click()
     assert s.turns[-1]["status"] == "completed" and s.head == "u4"
@@ -398,13 +407,13 @@ def test_decision_end_the_turn_and_turn_start_buttons():
 def test_decision_reset_is_disabled_without_pending_input():
     d = {"messages": [{"id": "u1", "role": "user", "content": "a"}, {"id": "a1", "role": "assistant", "content": "b"}],
          "call": {"id": "llm-1"}}
-    assert DecisionPanel.__module__ and intents.pending_input(d["messages"]) == []
     from convlab.widgets.decisions import reset_plan
 
     assert reset_plan(d) is None
     tool = [{"id": "a1", "role": "assistant", "content": "", "tool_calls": [{"id": "c"}]},
             {"id": "t1", "role": "tool", "content": "42", "tool_call_id": "c"}]
-    assert [m["id"] for m in intents.pending_input(tool)] == ["a1", "t1"]
+    plan = reset_plan({"messages": tool, "call": {"id": "llm-2"}})
+    assert [m["id"] for m in plan[0]["messages"]] == ["a1", "t1"] and plan[1] == {"type": "llm.call", "id": "llm-2"}
 
 
 # -- gauge, events -------------------------------------------------------------
@@ -442,11 +451,12 @@ def test_event_log_lists_and_filters_events():
     assert {e["type"] for e in log.shown()} == {"turn.started", "turn.completed"}
     n = len(log.shown())
     say(s, "u9", "more")
+    log.flush()
     assert len(log.shown()) == n + 2
-    assert log.shown()[0]["type"] == "turn.completed" and "turn.completed" in log.lines.value
+    assert log.shown()[0]["type"] == "turn.completed" and "turn.completed" in log.lines.children[0].value
     say(s, "u10", HOSTILE)
     log.filter.value = "all"
-    assert "<img" not in log.lines.value
+    assert all("<img" not in block.value for block in log.lines.children)
     assert "summary call" in convlab.widgets.eventlog.describe({"type": "llm.started", "call_id": "x", "summary": True})
 
 
@@ -457,15 +467,17 @@ def test_lab_is_live_and_loads_a_log(tmp_path):
     s = convlab.Session(log=log)
     lab = Lab(s)
     say(s, "u1", "hi")
+    lab.flush()
     assert lab.tree.data["head"] == s.head == lab.chat._path_ids[-1]
     assert lab.gauge.tokens == s.tokens() and lab.events.shown()[0]["seq"] == s.events[-1]["seq"]
-    intents.regenerate(s, 1)
+    intents.regenerate(s, 1)  # from code, like any cell: drawn when the cell ends (here: read)
+    lab.flush()
     loaded = Lab(str(log))
     assert loaded.session.head == s.head and loaded.tree.data["nodes"] == lab.tree.data["nodes"]
     assert repr(loaded) == repr(lab)
     lab.close()
     say(s, "u2", "after close")
-    assert lab.tree.data["head"] != s.head  # closed widgets stop listening
+    assert lab.flush() == 0 and lab.tree.data["head"] != s.head  # closed widgets stop listening
 
 
 def test_reprs_are_stable():
@@ -484,6 +496,198 @@ def test_reprs_are_stable():
         bundle = w._repr_mimebundle_()
         bundle = bundle[0] if isinstance(bundle, tuple) else bundle
         assert not re.search(r"0x[0-9a-f]+", bundle["text/plain"]) and bundle["text/plain"] == repr(w)
+
+
+# -- an imported conversation, read-only (issue 15 part 4) ---------------------------
+
+def imported():
+    """A conversation as convlab.read gives it: u1 -> a1 -> u2 -> a2, and a2b beside a2 (the head)."""
+    t = convlab.Tree()
+    for nid, parent, role in [("u1", None, "user"), ("a1", "u1", "assistant"), ("u2", "a1", "user"),
+                              ("a2", "u2", "assistant"), ("a2b", "u2", "assistant"), ("u3", "a2", "user")]:
+        t.add({"id": nid, "role": role, "content": f"text of {nid}"}, parent=parent)
+    t.head = "a2b"
+    return convlab.Conversation(t, id="c1", title="A log", format="openai")
+
+
+def test_lab_shows_an_imported_conversation_read_only():
+    """Issue 15: "`Lab`, `TreeView` and the other widgets accept an imported `Conversation` and show it
+    read-only (look at it, switch branches by moving the conversation's head locally, no submit, no decisions)"."""
+    conv = imported()
+    lab = Lab(conv)
+    assert repr(lab) == "Lab(conversation='c1', messages=6, head='a2b', read_only=True)"
+    assert lab.decisions is None and lab.events is None and lab.session is None and lab.conversation is conv
+    assert lab.tree.data["readonly"] and [n["id"] for n in lab.tree.data["nodes"] if n["path"]] == ["u1", "a1", "u2", "a2b"]
+    assert lab.chat._path_ids == ["u1", "a1", "u2", "a2b"] and lab.chat.input is None and lab.chat.send_button is None
+    assert all(r.edit_button is None and r.regen_button is None for r in lab.chat.messages.children)
+    assert lab.gauge.exact == convlab.count_tokens(conv.path()) and lab.gauge.tokens == conv.message_tree.count()
+    assert "no window" in lab.gauge.bar.value and "convlab.replay(conversation)" in lab.gauge.bar.value
+    # a click: the head moves, in memory, to the newest leaf under the message; every part follows
+    out = lab.tree.checkout("a2")
+    assert out == {"ok": True, "message": "", "head": "u3"} and conv.head == "u3"
+    assert [m["id"] for m in conv.path()] == ["u1", "a1", "u2", "a2", "u3"] == lab.chat._path_ids
+    assert lab.tree.data["head"] == "u3" and lab.tree.data["selected"] == "a2"
+    assert lab.gauge.exact == convlab.count_tokens(conv.path())
+    # the chat's arrows switch branches the same way
+    assert lab.chat._rows["a2"].count.value == "1/2"
+    assert lab.chat.switch("a2", +1)["ok"] and conv.head == "a2b" and lab.tree.data["head"] == "a2b"
+    # nothing is submitted: every input says what to do instead
+    for outcome in (lab.tree.continue_from("a1"), lab.chat.send("hello"), lab.chat.edit("u2", "x"),
+                    lab.chat.regenerate("a2b"), intents.interrupt(lab.source), intents.decide(lab.source, [])):
+        assert outcome["ok"] is False and outcome["message"] == intents.READ_ONLY, outcome
+    assert "convlab.replay(conversation)" in intents.READ_ONLY and len(conv.tree) == 6
+    # a second widget on the same conversation shares its source: one click redraws both
+    tv = TreeView(conv)
+    assert repr(tv) == "TreeView(conversation='c1', messages=6, shown=6, head='a2b')"
+    tv.checkout("u1")
+    assert conv.head == "u3" and lab.tree.data["head"] == "u3" == lab.chat._path_ids[-1]
+    assert repr(lab.chat) == "ChatView(conversation='c1', path=5, head='u3')"
+    assert repr(lab.gauge) == f"ContextGauge(tokens={conv.message_tree.count()}, exact={lab.gauge.exact}, window=None)"
+
+
+def test_widgets_that_need_a_session_say_what_to_pass():
+    """Issue 15: "where a widget needs a Session, say in one line what to pass"."""
+    conv = imported()
+    for widget in (DecisionPanel, EventLog):
+        with pytest.raises(TypeError) as err:
+            widget(conv)
+        text = str(err.value)
+        assert "\n" not in text and widget.__name__ in text and "convlab.replay(conversation)" in text, text
+    with pytest.raises(TypeError, match=r"read\(\) returns a list, pass one of its items, e.g. Lab\(convs\[0\]\)"):
+        Lab([conv])
+    with pytest.raises(TypeError, match="TreeView takes a convlab.Session, not a path"):
+        TreeView("conversations.json")
+    with pytest.raises(TypeError, match="ChatView shows a convlab.Session or an imported convlab.Conversation, got int"):
+        ChatView(42)
+    # a replay of the conversation is a Session: the full Lab
+    replayed = convlab.replay(conv)
+    lab = Lab(replayed)
+    assert lab.session is not None and lab.decisions is not None and lab.tree.data["total"] == len(lab.session.tree)
+
+
+def test_lab_on_another_tools_log_path_says_to_read_it(tmp_path):
+    """A path to a log that is not a session log: the error says how to open it."""
+    log = tmp_path / "chat.jsonl"
+    log.write_text('{"type": "user", "message": {"role": "user", "content": "hi"}}\n')
+    with pytest.raises(convlab.LogError, match=r"convlab.Lab\(convlab.read\(path\)\[0\]\)"):
+        Lab(log)
+
+
+class _Comms:
+    """Every comm the widgets open, and whether it was closed."""
+
+    def __init__(self):
+        self.open: dict[str, bool] = {}
+
+
+@pytest.fixture
+def comms(monkeypatch):
+    seen = _Comms()
+
+    class Tracking(comm.DummyComm):
+        def publish_msg(self, msg_type, data=None, metadata=None, buffers=None, **keys):
+            if msg_type == "comm_open":
+                seen.open[self.comm_id] = True
+            elif msg_type == "comm_close":
+                seen.open[self.comm_id] = False
+
+    monkeypatch.setattr(comm, "create_comm", lambda **kwargs: Tracking(**kwargs))
+    return seen
+
+
+@pytest.mark.parametrize("bad", ["list", "number", "a part fails"])
+def test_a_widget_that_fails_to_build_leaves_nothing_behind(bad, comms, monkeypatch):
+    """Issue 15: "a widget that fails to build leaves no half-built object behind" (no open
+    comm, no listener on the session, no ``Exception ignored in ... __del__``)."""
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    s = convlab.Session()
+    if bad == "a part fails":
+        monkeypatch.setattr(DecisionPanel, "_sync", lambda self: 1 / 0)
+        given, error = s, ZeroDivisionError
+    else:
+        given, error = ([imported()], TypeError) if bad == "list" else (42, TypeError)
+    listening = set()
+    subscribe = s.subscribe
+
+    def tracked(fn):
+        listening.add(fn)
+        stop = subscribe(fn)
+        return lambda: (listening.discard(fn), stop())
+
+    s.subscribe = tracked
+    with pytest.raises(error):
+        Lab(given)
+    gc.collect()
+    assert unraisable == []
+    assert not any(comms.open.values()), "a comm was left open"
+    assert listening == set()  # no part still listens to the session
+    if bad != "a part fails":
+        assert comms.open == {}  # the argument was refused before any widget was made
+
+
+@pytest.mark.realdata
+def test_lab_on_a_real_claude_code_session():
+    """Issue 15: the Lab on an imported real log (a Claude Code session with a compaction: two roots)."""
+    real = require()
+    (conv,) = convlab.read(real / "claude_code" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl.gz", progress=False)
+    lab = Lab(conv)
+    assert lab.tree.data["total"] == len(conv) == 466 and lab.tree.data["head"] == conv.head
+    summary = [n for n in lab.tree.data["nodes"] if n["kind"] == "summary"]
+    assert len(summary) == 1 and summary[0]["parent"] is None and summary[0]["path"]
+    assert lab.chat._path_ids == [m["id"] for m in conv.path()]
+    assert lab.gauge.exact == convlab.count_tokens(conv.path()) and lab.gauge.tokens == conv.message_tree.count()
+    first_root = conv.roots[0]
+    lab.tree.checkout(first_root)  # the history before the compaction
+    assert conv.head == convlab.newest_leaf(conv.tree, first_root) and conv.path()[0]["id"] == first_root
+    assert lab.chat._path_ids == [m["id"] for m in conv.path()] and lab.tree.data["head"] == conv.head
+    rows = [n["row"] for n in lab.tree.data["nodes"]]
+    assert rows == sorted(rows) and len(rows) == len(set(rows))
+
+
+# -- the names the widgets use (issue 11) --------------------------------------------
+
+WIDGETS = pathlib.Path(convlab.widgets.__file__).parent
+
+
+def convlab_names_used(path: pathlib.Path) -> list[tuple[int, str]]:
+    """(line, name) of every convlab name a widget module takes from outside convlab.widgets:
+    ``from convlab[.x] import name``, ``from ..[x] import name``, ``import convlab.x``, ``convlab.name``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level == 1 or (node.level == 0 and module.startswith("convlab.widgets")):
+                continue  # inside the widgets package
+            if node.level >= 2 or module == "convlab" or module.startswith("convlab."):
+                where = module if node.level == 0 else "convlab" + ("." + module if module else "")
+                for alias in node.names:
+                    out.append((node.lineno, alias.name if where == "convlab" else f"{where}.{alias.name}"))
+        elif isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names if a.name.startswith("convlab.")]
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "convlab":
+            out.append((node.lineno, node.attr))
+    return out
+
+
+def test_widgets_use_only_names_in_convlab_all():
+    """Issue 11: "widgets import only names in `convlab.__all__`" (from the package itself, never a module inside it)."""
+    bad = [f"{p.name}:{line}: {name}" for p in sorted(WIDGETS.glob("*.py"))
+           for line, name in convlab_names_used(p) if name not in convlab.__all__]
+    assert bad == []
+    assert ("intents.py", "newest_leaf") in {(p.name, n) for p in WIDGETS.glob("*.py") for _l, n in convlab_names_used(p)}
+
+
+def test_the_import_check_catches_internal_names(tmp_path):
+    """The check above can fail: internal modules and private names are caught."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("from ..tree import MESSAGE_KEYS\nfrom ..tokens import content_text\nimport convlab.engine\n"
+                   "from .. import Session\nfrom . import intents\nx = convlab._LAZY\n")
+    names = [n for _l, n in convlab_names_used(bad)]
+    assert names == ["convlab.tree.MESSAGE_KEYS", "convlab.tokens.content_text", "convlab.engine", "Session", "_LAZY"]
+    assert [n for n in names if n not in convlab.__all__] == [
+        "convlab.tree.MESSAGE_KEYS", "convlab.tokens.content_text", "convlab.engine", "_LAZY"]
 
 
 def test_static_files_ship_with_the_package():
@@ -532,6 +736,12 @@ test("labels are one line and cut", () => {
   assert.equal(tv.label(undefined), "");
 });
 
+test("short ids stay, long ones (a log's UUIDs) are cut", () => {
+  assert.equal(tv.shortId("e12"), "e12");
+  assert.equal(tv.shortId("b560b6d4-d3d0-4db0-928f-3c61c592f729"), "b560b6d4…");
+  assert.ok(tv.shortId("x".repeat(40)).length <= tv.ID_CHARS);
+});
+
 test("colours: summaries are purple whatever their role", () => {
   assert.equal(tv.colorOf(data.nodes[3]), tv.ROLE_COLORS.summary);
   assert.equal(tv.colorOf(data.nodes[0]), tv.ROLE_COLORS.user);
@@ -545,6 +755,25 @@ test("scene: one edge per node, active edges last, links only between drawn node
   assert.equal(s.links.length, 1);
   assert.equal(s.markers.length, 1);
   assert.equal(s.height, tv.TOP * 2 + 5 * tv.ROW_H);
+});
+
+test("applyPatch sets, drops and re-heads rows; markers and links only when the patch has them", () => {
+  const patch = {
+    type: "patch", base: 4, version: 5, drop: ["s1"],
+    set: [{ ...data.nodes[2], head: false }, { ...data.nodes[0], id: "u9", parent: "a1", row: 6, head: true }],
+    meta: { rows: 7, total: 4, head: "u9", selected: "a1", status: "ok", readonly: false },
+  };
+  const before = JSON.stringify(data);
+  const out = tv.applyPatch({ ...data, version: 4 }, patch);
+  assert.equal(JSON.stringify(data), before); // pure
+  assert.deepEqual(out.nodes.map((n) => [n.id, n.row, n.head]), [["u1", 1, false], ["a2", 2, false], ["a1", 3, false], ["u9", 6, true]]);
+  assert.equal(out.version, 5);
+  assert.equal(out.head, "u9");
+  assert.equal(out.rows, 7);
+  assert.equal(out.markers, data.markers);
+  assert.equal(out.links, data.links);
+  const again = tv.applyPatch(out, { type: "patch", base: 5, version: 6, set: [], drop: [], meta: {}, markers: [], links: [] });
+  assert.deepEqual([again.markers, again.links, again.version], [[], [], 6]);
 });
 
 test("inWindow draws a bounded slice of a huge tree", () => {
@@ -567,4 +796,4 @@ def test_js_layout_functions_under_node(tmp_path):
     test_file.write_text(JS_TEST.replace("MODULE", (STATIC / "treeview.js").as_uri()))
     proc = subprocess.run([node, "--test", str(test_file)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "# pass 6" in proc.stdout and "# fail 0" in proc.stdout, proc.stdout
+    assert "# pass 8" in proc.stdout and "# fail 0" in proc.stdout, proc.stdout

@@ -3,7 +3,10 @@
 ``TreeView`` (an anywidget: Python lays the tree out, a small ES module draws
 it), ``ChatView``, ``ContextGauge``, ``DecisionPanel`` and ``EventLog``
 (ipywidgets panels, no custom JS), and ``Lab``, all five composed and live.
-Each turns a click into protocol input (``convlab.widgets.intents``).
+Each turns a click into protocol input (``convlab.widgets.intents``); each
+draws coalesced, however fast the session goes (``convlab.widgets.live``).
+An imported ``convlab.Conversation`` is shown read-only
+(``convlab.widgets.source``).
 """
 
 from .chat import ChatView

@@ -13,9 +13,11 @@ from typing import Any, Mapping
 
 import ipywidgets as w
 
-from ..tokens import content_text
+from .. import content_text, kept
 from .chat import STYLE, esc, role_badge
 from . import intents
+from .live import INTERVAL, Redraw, close_inside, hold, register
+from .source import source_of
 
 __all__ = ["DecisionPanel", "plan_text", "reset_plan", "accept_plan"]
 
@@ -57,13 +59,13 @@ def accept_plan(decision: Mapping[str, Any], summary: str | None) -> list[dict[s
 def reset_plan(decision: Mapping[str, Any]) -> list[dict[str, Any]] | None:
     """Reset instead: replace the history with only the pending input, then run the held call.
     ``None`` when there is no pending input (a replace with nothing is a bad action)."""
-    kept = intents.pending_input(decision.get("messages") or [])
-    if not kept:
+    keep = [dict(m) for m in kept(reversed(decision.get("messages") or []))]
+    if not keep:
         return None
-    return [{"type": "context.replace", "messages": kept}, {"type": "llm.call", "id": decision["call"]["id"]}]
+    return [{"type": "context.replace", "messages": keep}, {"type": "llm.call", "id": decision["call"]["id"]}]
 
 
-_REDRAW = ("decision.", "turn.")
+_EVENTS = ("decision.", "turn.")
 
 
 class DecisionPanel(w.VBox):
@@ -74,7 +76,9 @@ class DecisionPanel(w.VBox):
     DecisionPanel(pending=None)
     """
 
-    def __init__(self, session: Any) -> None:
+    def __init__(self, session: Any, *, interval: float = INTERVAL) -> None:
+        session = source_of(session, "DecisionPanel", needs_session=True)  # raises before anything is built
+        self._unsubscribe: Any = None
         self.session = session
         self.status = ""
         self.last: dict[str, Any] | None = None
@@ -86,11 +90,40 @@ class DecisionPanel(w.VBox):
         self.add_class("clw-box")
         self.add_class("cl-decisions")
         self.buttons: dict[str, w.Button] = {}
-        self._unsubscribe = session.subscribe(intents.listener(self, _REDRAW))
-        self.refresh()
+        try:
+            self.redraw = Redraw(self._draw, interval)
+            register(session, self.redraw)
+            self._sync()
+            self._unsubscribe = session.subscribe(self._on_event)
+        except BaseException:
+            self.close()
+            raise
 
     # -- drawing -----------------------------------------------------------
+    def _on_event(self, event: dict[str, Any]) -> None:
+        kind = str(event.get("type", ""))
+        if kind == "decision.requested":
+            self.redraw.mark(kind)  # a worker may answer it at once: shown if it still waits at the next draw
+        elif kind.startswith(_EVENTS):
+            self.redraw.touch(kind)
+
+    def flush(self) -> bool:
+        """Draw now what the session's events changed (True when there was something to draw)."""
+        return self.redraw.flush()
+
     def refresh(self) -> None:
+        """Draw the panel again (it keeps what the person is editing while the decision stays the same)."""
+        self.redraw.now()
+
+    def _draw(self) -> None:
+        try:
+            self._sync()
+        except Exception as err:  # a drawing bug must not break the engine's event loop
+            self.body.children = [w.HTML(f'<span class="clw-status">display error: {esc(type(err).__name__)}: '
+                                         f'{esc(err)}</span>')]
+            self._shown = ()
+
+    def _sync(self) -> None:
         pending = self.session.pending
         key = (None if pending is None else self._decision_seq(), self.status)
         if key == self._shown:
@@ -113,7 +146,11 @@ class DecisionPanel(w.VBox):
                 children += self._turn_start(pending)
         if self.status:
             children.append(w.HTML(f'<span class="clw-status">{esc(self.status)}</span>'))
+        old = [c for c in self.body.children if c is not self.summary]
         self.body.children = children
+        close_inside(*old)  # the last decision's widgets (the summary box is kept)
+        for c in old:
+            c.close()
 
     def _decision_seq(self) -> int | None:
         for ev in reversed(self.session.events):
@@ -200,15 +237,24 @@ class DecisionPanel(w.VBox):
     # -- intents -----------------------------------------------------------
     def answer(self, actions: list[dict[str, Any]]) -> dict[str, Any]:
         """Answer the waiting decision with ``actions``."""
-        outcome = intents.decide(self.session, actions)
-        self.last = outcome
-        self.status = outcome.get("message", "")
-        self._shown = ()
-        self.refresh()
+        with hold(self.session):  # the other widgets draw once, after this panel
+            outcome = intents.decide(self.session, actions)
+            self.last = outcome
+            self.status = outcome.get("message", "")
+            self._shown = ()
+            self.redraw.now()
         return outcome
 
     def close(self) -> None:
-        self._unsubscribe()
+        redraw = getattr(self, "redraw", None)
+        if redraw is not None:
+            redraw.cancel()
+        if getattr(self, "_unsubscribe", None) is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        close_inside(self, getattr(self, "summary", None))
+        if getattr(self, "summary", None) is not None:
+            self.summary.close()
         super().close()
 
     def __repr__(self) -> str:

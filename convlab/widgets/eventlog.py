@@ -3,6 +3,13 @@
 Every line is built from the event's own fields and escaped. Summary calls
 (``llm.started`` with ``summary: true``) are marked as summary calls, never
 as answers. Only the newest ``limit`` lines that pass the filter are shown.
+
+The log appends: a draw reads only the events recorded since the one before
+and puts their lines on top as one new block (an ``HTML`` widget); blocks
+that fall below the newest ``limit`` lines are trimmed or dropped, and many
+small blocks are merged into one. Streamed text (``llm.delta``) is not an
+event of the session (no ``seq``, not in ``session.events``): the chat shows
+it, the log does not.
 """
 
 from __future__ import annotations
@@ -10,9 +17,11 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 import ipywidgets as w
+from ipywidgets.widgets.widget_string import HTMLStyle
 
 from .chat import STYLE, esc
-from . import intents
+from .live import INTERVAL, Redraw, close_inside, register
+from .source import source_of
 
 __all__ = ["EventLog", "describe"]
 
@@ -83,6 +92,23 @@ def describe(ev: Mapping[str, Any]) -> str:
     return ""
 
 
+#: Blocks of lines kept before they are merged into one.
+MAX_BLOCKS = 12
+
+
+def line(ev: Mapping[str, Any]) -> str:
+    """One event as a line of the log (HTML, every field escaped).
+
+    >>> line({"seq": 3, "time": 0.0, "type": "head.moved", "from": "e1", "to": "u2"})
+    '<div><span class="clw-t">3 t=0.0</span> <span class="clw-ty" style="color:#d97706">head.moved</span> e1 -&gt; u2</div>'
+    """
+    t = str(ev.get("type"))
+    color = _COLORS.get(t.split(".")[0], "#334155")
+    turn = f" {ev['turn_id']}" if ev.get("turn_id") else ""
+    return (f'<div><span class="clw-t">{esc(ev.get("seq"))} t={esc(ev.get("time"))}{esc(turn)}</span> '
+            f'<span class="clw-ty" style="color:{color}">{esc(t)}</span> {esc(describe(ev))}</div>')
+
+
 class EventLog(w.VBox):
     """The events, newest first, filterable by type.
 
@@ -91,57 +117,143 @@ class EventLog(w.VBox):
     EventLog(events=1, filter='all')
     """
 
-    def __init__(self, session: Any, *, limit: int = 200) -> None:
-        self.session = session
+    def __init__(self, session: Any, *, limit: int = 200, interval: float = INTERVAL) -> None:
+        source = source_of(session, "EventLog", needs_session=True)  # a wrong argument raises before anything is built
+        self._unsubscribe: Any = None
+        self.session = source
         self.limit = limit
         self.filter = w.Dropdown(options=["all"], value="all", description="type",
                                  layout=w.Layout(width="260px"), style={"description_width": "34px"})
         self.count = w.HTML()
-        self.lines = w.HTML(layout=w.Layout(max_height="260px", overflow="auto"))
-        self.filter.observe(lambda _c: self.refresh(), names="value")
+        self.lines = w.VBox(layout=w.Layout(max_height="260px", overflow="auto"))
+        self._blocks: list[tuple[w.HTML, list[Mapping[str, Any]], list[str]]] = []  # newest first
+        self._block_layout, self._block_style = w.Layout(), HTMLStyle()  # shared: a block is one widget
+        self._seen = 0  # events read so far
+        self._types: set[str] = set()
+        self._quiet = False
         super().__init__([w.HTML(STYLE), w.HBox([w.HTML('<span class="clw-title">Events</span>'), self.filter, self.count],
                                               layout=w.Layout(align_items="center")), self.lines])
-        self.add_class("clw")
-        self.add_class("clw-box")
-        self.add_class("cl-events")
-        self._types: set[str] = set()
-        self._unsubscribe = session.subscribe(intents.listener(self, ("",)))
-        self.refresh()
+        try:
+            self.add_class("clw")
+            self.add_class("clw-box")
+            self.add_class("cl-events")
+            events = source.events
+            self._types = {str(ev.get("type")) for ev in events[-500:]}
+            self._options()
+            self.filter.observe(lambda _c: None if self._quiet else self._refilter(), names="value")
+            self.redraw = Redraw(self._draw, interval)
+            register(source, self.redraw)
+            self._refilter()
+            self._unsubscribe = source.subscribe(self._on_event)
+        except BaseException:
+            self.close()
+            raise
+
+    def _on_event(self, event: Mapping[str, Any]) -> None:
+        if "seq" in event:  # a recorded event (llm.delta has no seq and is not in session.events)
+            self.redraw.touch(str(event.get("type", "")))
+
+    def flush(self) -> bool:
+        """Draw now what the session's events changed (True when there was something to draw)."""
+        return self.redraw.flush()
+
+    def refresh(self) -> None:
+        """Read the events recorded since the last draw."""
+        self.redraw.now()
+
+    def _wanted(self, ev: Mapping[str, Any]) -> bool:
+        want = self.filter.value
+        t = str(ev.get("type"))
+        return want == "all" or t == want or (want.endswith(".*") and t.startswith(want[:-1]))
 
     def shown(self) -> list[Mapping[str, Any]]:
         """The events the log shows now (filtered, the newest ``limit``, newest first)."""
-        want = self.filter.value
-        out = []
-        for ev in reversed(self.session.events):
-            if want == "all" or ev.get("type") == want or (want.endswith(".*") and str(ev.get("type")).startswith(want[:-1])):
-                out.append(ev)
-                if len(out) >= self.limit:
-                    break
-        return out
+        return [ev for _block, evs, _lines in self._blocks for ev in evs]
 
-    def refresh(self) -> None:
-        events = self.session.events
-        types = {ev.get("type") for ev in events[-500:]} | self._types
-        if types != self._types:
-            self._types = types
-            groups = sorted({f"{t.split('.')[0]}.*" for t in types if "." in t})
-            options = ["all", *groups, *sorted(types)]
+    def _options(self) -> None:
+        groups = sorted({f"{t.split('.')[0]}.*" for t in self._types if "." in t})
+        options = ["all", *groups, *sorted(self._types)]
+        if list(self.filter.options) != options:
             value = self.filter.value
-            self.filter.options = options
-            self.filter.value = value if value in options else "all"
-        rows = []
-        for ev in self.shown():
-            t = str(ev.get("type"))
-            color = _COLORS.get(t.split(".")[0], "#334155")
-            turn = f" {ev['turn_id']}" if ev.get("turn_id") else ""
-            rows.append(f'<div><span class="clw-t">{esc(ev.get("seq"))} t={esc(ev.get("time"))}{esc(turn)}</span> '
-                        f'<span class="clw-ty" style="color:{color}">{esc(t)}</span> {esc(describe(ev))}</div>')
-        self.lines.value = f'<div class="clw-log">{"".join(rows)}</div>'
-        self.count.value = f'<span class="clw-muted">{len(events)} events</span>'
+            self._quiet = True  # new options are not a new filter (ipywidgets resets the value on the way)
+            try:
+                self.filter.options = options
+                self.filter.value = value if value in options else "all"
+            finally:
+                self._quiet = False
+
+    def _draw(self) -> None:
+        events = self.session.events
+        end = len(events)
+        fresh: list[Mapping[str, Any]] = []
+        types = len(self._types)
+        for i in range(end - 1, self._seen - 1, -1):  # newest first
+            ev = events[i]
+            self._types.add(str(ev.get("type")))
+            if len(fresh) < self.limit and self._wanted(ev):
+                fresh.append(ev)
+        self._seen = end
+        if len(self._types) != types:
+            self._options()
+        if fresh:
+            self._put(fresh)
+        self.count.value = f'<span class="clw-muted">{end} events</span>'
+
+    def _refilter(self) -> None:
+        """Show the newest ``limit`` events that pass the filter (a new filter reads back as far as it must)."""
+        for block, _evs, _lines in self._blocks:
+            block.close()
+        self._blocks = []
+        events = self.session.events
+        for i in range(self._seen, len(events)):
+            self._types.add(str(events[i].get("type")))
+        self._seen = len(events)
+        picked = []
+        for i in range(self._seen - 1, -1, -1):
+            if self._wanted(events[i]):
+                picked.append(events[i])
+                if len(picked) >= self.limit:
+                    break
+        self._put(picked)
+        self.count.value = f'<span class="clw-muted">{self._seen} events</span>'
+
+    def _put(self, evs: list[Mapping[str, Any]]) -> None:
+        """Put the lines of ``evs`` (newest first) on top; keep the newest ``limit`` lines."""
+        lines = [line(ev) for ev in evs]
+        if len(self._blocks) >= MAX_BLOCKS:  # many small blocks: one block again
+            evs = evs + self.shown()
+            lines = lines + [ln for _b, _e, ls in self._blocks for ln in ls]
+            for block, _e, _l in self._blocks:
+                block.close()
+            self._blocks = []
+        evs, lines = evs[: self.limit], lines[: self.limit]
+        blocks = [(w.HTML(_html(lines), layout=self._block_layout, style=self._block_style), evs, lines)]
+        left = self.limit - len(lines)
+        for block, old_evs, old_lines in self._blocks:
+            if left <= 0:
+                block.close()
+                continue
+            if len(old_lines) > left:
+                old_evs, old_lines = old_evs[:left], old_lines[:left]
+                block.value = _html(old_lines)
+            blocks.append((block, old_evs, old_lines))
+            left -= len(old_lines)
+        self._blocks = blocks
+        self.lines.children = [b for b, _e, _l in blocks]
 
     def close(self) -> None:
-        self._unsubscribe()
+        redraw = getattr(self, "redraw", None)
+        if redraw is not None:
+            redraw.cancel()
+        if getattr(self, "_unsubscribe", None) is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        close_inside(self)
         super().close()
 
     def __repr__(self) -> str:
         return f"EventLog(events={len(self.session.events)}, filter={self.filter.value!r})"
+
+
+def _html(lines: list[str]) -> str:
+    return f'<div class="clw-log">{"".join(lines)}</div>'

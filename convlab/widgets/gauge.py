@@ -3,8 +3,12 @@
 Three numbers: the engine's count (``session.tokens()``, PROTOCOL.md 5.1:
 reported input of the last call plus chars/4 since), the exact tiktoken
 count of the active path (``convlab.count_tokens``), and the idle time since
-the previous turn ended (``session.last_turn_end``) against each strategy's
+the previous turn ended (``session.idle_for``) against each strategy's
 ``idle_secs``. Only numbers and config names go into the HTML, escaped.
+
+The exact count is kept per message as a running total from the root (a
+message never changes and never moves), so a draw counts only the messages
+that are new on the path, not the whole path again.
 """
 
 from __future__ import annotations
@@ -13,27 +17,32 @@ from typing import Any
 
 import ipywidgets as w
 
-from ..tokens import count_tokens
+from .. import count_tokens
 from .chat import STYLE, esc
-from . import intents
+from .live import INTERVAL, Redraw, close_inside, register
+from .source import REPLAY_HINT, ReadOnly, source_of
 
 __all__ = ["ContextGauge", "gauge_marks"]
 
-MARGIN = 16000  # the engine keeps this much headroom below the window
-
 
 def gauge_marks(config: Any) -> list[tuple[str, int]]:
-    """The token counts where a strategy applies: ``window - 16000`` and each ``over_tokens``.
+    """The token counts where a strategy applies: ``config.limit`` (the window less the
+    engine's headroom) and each ``over_tokens``.
 
-    >>> from types import SimpleNamespace as NS
-    >>> gauge_marks(NS(window=200000, strategies=[NS(use="reset", idle_secs=3600, over_tokens=None),
-    ...                                            NS(use="summarize", idle_secs=None, over_tokens=50000)]))
+    >>> import convlab
+    >>> gauge_marks(convlab.load_config('''
+    ... [agent.bot.context]
+    ... window = 200000
+    ... [[agent.bot.context.strategy]]
+    ... use = "summarize"
+    ... over_tokens = 50000
+    ... ''')["bot"])
     [('window - 16000', 184000), ('summarize over_tokens', 50000)]
     """
     marks = []
-    window = getattr(config, "window", None)
-    if window is not None:
-        marks.append(("window - 16000", window - MARGIN))
+    window, limit = getattr(config, "window", None), getattr(config, "limit", None)
+    if window is not None and limit is not None:
+        marks.append((f"window - {window - limit}", limit))
     for st in getattr(config, "strategies", ()) or ():
         if getattr(st, "over_tokens", None) is not None:
             marks.append((f"{st.use} over_tokens", int(st.over_tokens)))
@@ -49,36 +58,88 @@ def _duration(secs: float) -> str:
     return f"{secs / 3600:.1f} h"
 
 
-_REDRAW = ("message.new", "head.moved", "turn.", "llm.completed", "context.", "state.changed")
+_EVENTS = ("message.new", "head.moved", "turn.", "llm.completed", "context.", "state.changed")
 
 
 class ContextGauge(w.VBox):
     """The count against the window, the strategies' lines, the exact count and the idle time.
+
+    Given an imported ``convlab.Conversation`` it shows the count of the path
+    to its head (the log's usage where it has it) and the exact count; a
+    conversation has no config, so no window and no strategies.
 
     >>> import convlab
     >>> ContextGauge(convlab.Session(config="[agent.bot.context]\\nwindow = 200000"))
     ContextGauge(tokens=0, exact=0, window=200000)
     """
 
-    def __init__(self, session: Any) -> None:
-        self.session = session
+    def __init__(self, session: Any, *, interval: float = INTERVAL) -> None:
+        source = source_of(session, "ContextGauge")  # a wrong argument raises before anything is built
+        self._unsubscribe: Any = None
+        self.source = source
+        self.readonly = isinstance(source, ReadOnly)
+        #: The Session shown (None for an imported conversation).
+        self.session = None if self.readonly else source
+        #: The imported Conversation shown (None for a Session).
+        self.conversation = source.conversation if self.readonly else None
         self.tokens = 0
         self.exact = 0
         self.idle: float | None = None
+        self._exact_at: dict[str, int] = {}  # message id -> exact tokens from the root to it
         self.bar = w.HTML()
         super().__init__([w.HTML(STYLE), self.bar])
-        self.add_class("clw")
-        self.add_class("clw-box")
-        self.add_class("cl-gauge")
-        self._unsubscribe = session.subscribe(intents.listener(self, _REDRAW))
-        self.refresh()
+        try:
+            self.add_class("clw")
+            self.add_class("clw-box")
+            self.add_class("cl-gauge")
+            self.redraw = Redraw(self._draw, interval)
+            register(source, self.redraw)
+            self._sync()
+            self._unsubscribe = source.subscribe(self._on_event)
+        except BaseException:
+            self.close()
+            raise
+
+    def _on_event(self, event: dict[str, Any]) -> None:
+        kind = str(event.get("type", ""))
+        if kind.startswith(_EVENTS):
+            self.redraw.touch(kind)
+
+    def flush(self) -> bool:
+        """Draw now what the session's events changed (True when there was something to draw)."""
+        return self.redraw.flush()
 
     def refresh(self) -> None:
-        s = self.session
-        cfg = s.config
-        self.tokens = s.tokens()
-        self.exact = count_tokens(s.path())
-        self.idle = None if s.last_turn_end is None else s.clock - s.last_turn_end
+        """Draw the gauge again from the session (the idle time moves with the clock, not with events)."""
+        self.redraw.now()
+
+    def _draw(self) -> None:
+        try:
+            self._sync()
+        except Exception as err:  # a drawing bug must not break the engine's event loop
+            self.bar.value = f'<span class="clw-status">display error: {esc(type(err).__name__)}: {esc(err)}</span>'
+
+    def _exact_count(self, head: str | None) -> int:
+        """Exact tokens root -> ``head``: from the nearest message counted before, down."""
+        known = self._exact_at
+        nodes = self.source.tree.nodes
+        todo = []
+        cur = head
+        while cur is not None and cur not in known:
+            todo.append(cur)
+            cur = nodes[cur]["parent"]
+        total = 0 if cur is None else known[cur]
+        for nid in reversed(todo):
+            total += count_tokens([nodes[nid]])
+            known[nid] = total
+        return total if head is not None else 0
+
+    def _sync(self) -> None:
+        src = self.source
+        cfg = None if self.readonly else src.config
+        self.tokens = src.tokens()
+        self.exact = self._exact_count(src.head)
+        self.idle = None if self.readonly else src.idle_for
         window = getattr(cfg, "window", None)
         marks = gauge_marks(cfg)
         scale = window or max([self.tokens, self.exact, *(v for _, v in marks), 1]) * 1.25
@@ -94,31 +155,45 @@ class ContextGauge(w.VBox):
             f'title="{esc(name)}: {v:,}"><span class="clw-muted">{esc(name)} {v:,}</span></div>'
             for name, v in marks
         )
-        of = f" of {window:,} window" if window else " (no window)"
-        idle_bits = []
-        for st in getattr(cfg, "strategies", ()) or ():
-            if getattr(st, "idle_secs", None) is not None:
-                idle_bits.append(f"{st.use} after {_duration(st.idle_secs)} idle")
-        if self.idle is None:
-            idle_text = "no turn has ended yet"
+        strategies = getattr(cfg, "strategies", ()) or ()
+        if self.readonly:
+            of = " to the head (the log's usage where it has it, chars/4 since)"
+            tail = f"no window or strategies: an imported conversation has no config ({REPLAY_HINT} with one)"
+            engine = ""
         else:
-            idle_text = f"idle {_duration(self.idle)} since the last turn ended"
-        if idle_bits:
-            idle_text += " · " + ", ".join(idle_bits)
-        strategies = ", ".join(esc(st.use) for st in getattr(cfg, "strategies", ()) or ()) or "none"
-        self.bar.value = (
+            of = f" of {window:,} window" if window else " (no window)"
+            idle_bits = [f"{st.use} after {_duration(st.idle_secs)} idle"
+                         for st in strategies if getattr(st, "idle_secs", None) is not None]
+            if self.idle is None:
+                tail = "no turn has ended yet"
+            else:
+                tail = f"idle {_duration(self.idle)} since the last turn ended"
+            if idle_bits:
+                tail += " · " + ", ".join(idle_bits)
+            tail += " · strategies: " + (", ".join(st.use for st in strategies) or "none")
+            engine = ' <span class="clw-muted">(engine count: last reported input + chars/4 since)</span>'
+        value = (
             f'<div><span class="clw-title">Context</span> '
-            f'<b style="color:{color}">{self.tokens:,}</b> tokens{of} '
-            f'<span class="clw-muted">(engine count: last reported input + chars/4 since)</span></div>'
+            f'<b style="color:{color}">{self.tokens:,}</b> tokens{esc(of)}{engine}</div>'
             f'<div class="clw-gauge-track"><div class="clw-gauge-fill" '
             f'style="width:{pct(self.tokens):.2f}%;background:{color}"></div>{mark_html}</div>'
             f'<div class="clw-muted">exact count of the active path (o200k_base): <b>{self.exact:,}</b> tokens'
-            f' · {esc(idle_text)} · strategies: {strategies}</div>'
+            f' · {esc(tail)}</div>'
         )
+        if value != self.bar.value:
+            self.bar.value = value
 
     def close(self) -> None:
-        self._unsubscribe()
+        redraw = getattr(self, "redraw", None)
+        if redraw is not None:
+            redraw.cancel()
+        if getattr(self, "_unsubscribe", None) is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        close_inside(self)
         super().close()
 
     def __repr__(self) -> str:
-        return f"ContextGauge(tokens={self.tokens}, exact={self.exact}, window={getattr(self.session.config, 'window', None)})"
+        self.flush()
+        window = None if self.readonly else getattr(self.source.config, "window", None)
+        return f"ContextGauge(tokens={self.tokens}, exact={self.exact}, window={window})"

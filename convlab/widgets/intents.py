@@ -26,66 +26,30 @@ and the outcome says to use "Continue from here", which moves the head
 exactly there and may start a reply, as the protocol says. A custom callable
 worker decides for itself what the look's turn does.
 
-Widgets redraw on session events. ``hold(session)`` coalesces: inside it,
-listeners only mark their widget dirty, and each dirty widget redraws once
-when the outermost hold ends.
+Widgets redraw on session events, coalesced (``convlab.widgets.live``): these
+functions draw nothing themselves, so a script may call them in a loop; a
+widget's button that calls one draws the widgets of its session once, when
+it is done.
+
+An imported conversation (``convlab.Conversation``) is read-only: looking at a
+branch moves its head in memory (``ReadOnly.move_head``) to the newest leaf
+under the clicked message, and every input that would change it says so.
 """
 
 from __future__ import annotations
 
-import contextlib
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Mapping
 
-from ..errors import Refused
-from ..tree import MESSAGE_KEYS, children, newest_leaf
+from .. import Refused, newest_leaf
+from .source import REPLAY_HINT, ReadOnly
 
 __all__ = [
-    "agent_of", "hold", "listener", "view_of", "look_target", "look", "continue_from",
-    "edit", "regenerate", "siblings", "switch_sibling", "send_message", "interrupt",
-    "decide", "pending_input", "refusal_text",
+    "agent_of", "look_target", "look", "continue_from", "edit", "regenerate", "siblings",
+    "switch_sibling", "send_message", "interrupt", "decide", "refusal_text", "READ_ONLY",
 ]
 
-_held: dict[int, list[Any]] = {}  # id(session) -> [depth, {dirty widgets}]
-
-
-@contextlib.contextmanager
-def hold(session: Any) -> Iterator[None]:
-    """Coalesce widget redraws until the block ends."""
-    key = id(session)
-    entry = _held.setdefault(key, [0, {}])
-    entry[0] += 1
-    try:
-        yield
-    finally:
-        entry[0] -= 1
-        if entry[0] == 0:
-            dirty = entry[1]
-            del _held[key]
-            for widget in dirty.values():
-                _redraw(widget)
-
-
-def _redraw(widget: Any) -> None:
-    try:
-        widget.refresh()
-    except Exception as err:  # a drawing bug must not break the engine's event loop
-        widget.status = f"display error: {type(err).__name__}: {err}"
-
-
-def listener(widget: Any, prefixes: Iterable[str]) -> Callable[[Mapping[str, Any]], None]:
-    """A ``session.subscribe`` callback that redraws ``widget`` on events whose type starts with a prefix."""
-    prefixes = tuple(prefixes)
-
-    def on_event(event: Mapping[str, Any]) -> None:
-        if not str(event.get("type", "")).startswith(prefixes):
-            return
-        entry = _held.get(id(widget.session))
-        if entry is not None:
-            entry[1][id(widget)] = widget
-        else:
-            _redraw(widget)
-
-    return on_event
+#: The outcome message of an input given to a read-only conversation.
+READ_ONLY = f"read-only: an imported conversation takes no input here ({REPLAY_HINT})"
 
 
 def agent_of(session: Any) -> str:
@@ -108,45 +72,31 @@ def refusal_text(err: Refused) -> str:
     return text
 
 
+def _read_only() -> dict[str, Any]:
+    return {"ok": False, "message": READ_ONLY}
+
+
 def _submit(session: Any, payload: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(session, ReadOnly):
+        return _read_only()
     payload = {"agent_id": agent_of(session), **payload}
     try:
-        with hold(session):
-            receipt = session.submit(payload)
+        receipt = session.submit(payload)
     except Refused as err:
         return {"ok": False, "status": err.status, "turn_id": getattr(err, "turn_id", None),
                 "message": refusal_text(err)}
     return {"ok": True, "receipt": receipt, "message": ""}
 
 
-def view_of(session: Any, node_id: str | None) -> list[dict[str, Any]]:
-    """The view root -> ``node_id``: every message with its id (a head-only view)."""
-    nodes = session.tree.nodes
-    ids = []
-    cur = node_id
-    while cur is not None:
-        ids.append(cur)
-        cur = nodes[cur]["parent"]
-    ids.reverse()
-    return [_message(nodes[i]) for i in ids]
-
-
-def _message(node: Mapping[str, Any], *, with_id: bool = True) -> dict[str, Any]:
-    msg = {"role": node["role"], "content": node["content"]}
-    if with_id:
-        msg = {"id": node["id"], **msg}
-    for key in MESSAGE_KEYS:
-        if node.get(key) is not None:
-            msg[key] = node[key]
-    return msg
-
-
 def look_target(session: Any, node_id: str) -> str | None:
     """Where looking at ``node_id`` puts the head: the newest leaf under it if
     that is an assistant reply, else the nearest assistant message above that
-    leaf; ``None`` when there is none."""
+    leaf; ``None`` when there is none. On a read-only conversation: the newest leaf."""
+    leaf = newest_leaf(session.tree, node_id)
+    if isinstance(session, ReadOnly):
+        return leaf
     nodes = session.tree.nodes
-    cur: str | None = newest_leaf(session.tree, node_id)
+    cur: str | None = leaf
     while cur is not None and nodes[cur]["role"] != "assistant":
         cur = nodes[cur]["parent"]
     return cur
@@ -187,10 +137,12 @@ def look(session: Any, node_id: str) -> dict[str, Any]:
             "Use 'Continue from here' to move the head there.")}
     if target == session.head:
         return {"ok": True, "message": "", "head": target}
-    with hold(session):
-        outcome = _submit(session, {"type": "client.messages", "messages": view_of(session, target)})
-        if outcome["ok"]:
-            _finish_look(session, outcome["receipt"].get("turn_id"))
+    if isinstance(session, ReadOnly):
+        session.move_head(target)
+        return {"ok": True, "message": "", "head": target}
+    outcome = _submit(session, {"type": "client.messages", "messages": session.view(target)})
+    if outcome["ok"]:
+        _finish_look(session, outcome["receipt"].get("turn_id"))
     outcome["head"] = target
     leaf = newest_leaf(session.tree, node_id)
     if outcome["ok"] and leaf != target:
@@ -203,7 +155,9 @@ def continue_from(session: Any, node_id: str) -> dict[str, Any]:
     """Move the head exactly to ``node_id``; its turn runs as the worker decides (it may reply)."""
     if node_id not in session.tree:
         return {"ok": False, "message": f"{node_id!r} is not in the tree"}
-    return _submit(session, {"type": "client.messages", "messages": view_of(session, node_id)})
+    if isinstance(session, ReadOnly):
+        return _read_only()
+    return _submit(session, {"type": "client.messages", "messages": session.view(node_id)})
 
 
 def edit(session: Any, index: int, content: Any) -> dict[str, Any]:
@@ -212,29 +166,29 @@ def edit(session: Any, index: int, content: Any) -> dict[str, Any]:
     The messages after it are left out (the page's example): for a user
     message the model answers the edited one.
     """
-    path = session.path()
-    view = [_message(n) for n in path[:index]] + [{**_message(path[index], with_id=False), "content": content}]
-    return _submit(session, {"type": "client.messages", "messages": view})
+    if isinstance(session, ReadOnly):
+        return _read_only()
+    view = session.view(session.path()[index]["id"])
+    changed = {k: v for k, v in view[-1].items() if k != "id"}
+    changed["content"] = content
+    return _submit(session, {"type": "client.messages", "messages": [*view[:-1], changed]})
 
 
 def regenerate(session: Any, index: int) -> dict[str, Any]:
     """Send the view without the assistant reply at ``index``: a new reply beside it."""
+    if isinstance(session, ReadOnly):
+        return _read_only()
     path = session.path()
     if path[index]["role"] != "assistant":
         return {"ok": False, "message": f"{path[index]['id']} is not an assistant reply"}
     if index == 0:
         return {"ok": False, "message": "a reply at the top of the tree has nothing to regenerate from"}
-    return _submit(session, {"type": "client.messages", "messages": [_message(n) for n in path[:index]]})
+    return _submit(session, {"type": "client.messages", "messages": session.view(path[index - 1]["id"])})
 
 
 def siblings(session: Any, node_id: str) -> list[str]:
     """``node_id`` and its siblings in creation order (top-level messages are siblings)."""
-    graph = session.tree
-    parent = graph.nodes[node_id]["parent"]
-    if parent is None:
-        roots = [n for n, a in graph.nodes(data=True) if a["parent"] is None]
-        return sorted(roots, key=lambda n: graph.nodes[n]["seq"])
-    return children(graph, parent)
+    return session.children(session.tree.nodes[node_id]["parent"])
 
 
 def switch_sibling(session: Any, node_id: str, step: int) -> dict[str, Any]:
@@ -271,26 +225,10 @@ def interrupt(session: Any) -> dict[str, Any]:
 
 def decide(session: Any, actions: list[dict[str, Any]]) -> dict[str, Any]:
     """Answer the pending decision."""
+    if isinstance(session, ReadOnly):
+        return _read_only()
     try:
-        with hold(session):
-            session.decide(actions)
+        session.decide(actions)
     except Refused as err:
         return {"ok": False, "status": err.status, "message": refusal_text(err)}
     return {"ok": True, "message": ""}
-
-
-def pending_input(messages: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The input the model must still answer (PROTOCOL.md 5.3 ``kept``): the
-    messages after the last assistant message; when the first of them is a tool
-    result, from the assistant message whose tool calls they answer.
-
-    >>> pending_input([{"id": "u1", "role": "user", "content": "a"},
-    ...                {"id": "a1", "role": "assistant", "content": "b"},
-    ...                {"id": "u2", "role": "user", "content": "c"}])
-    [{'id': 'u2', 'role': 'user', 'content': 'c'}]
-    """
-    last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
-    start = last + 1
-    if start < len(messages) and messages[start].get("role") == "tool" and last >= 0:
-        start = last
-    return [dict(m) for m in messages[start:]]

@@ -1,7 +1,13 @@
 """Lab: the five widgets over one session, composed and live.
 
 Every part subscribes to the session's events itself, so a cell that
-submits to the session updates the Lab without re-running it.
+submits to the session updates the Lab without re-running it; each part
+draws coalesced (``convlab.widgets.live``), at most a few times a second
+while the session runs and once more when it stops.
+
+On an imported ``convlab.Conversation`` the Lab is read-only: the tree, the
+chat and the count, with no input box, no decisions and no events (a log
+has none); switching branches moves the conversation's head in memory.
 """
 
 from __future__ import annotations
@@ -11,10 +17,13 @@ from typing import Any
 
 import ipywidgets as w
 
+from .. import LogError, Session
 from .chat import ChatView, STYLE, esc
 from .decisions import DecisionPanel
 from .eventlog import EventLog
 from .gauge import ContextGauge
+from .live import INTERVAL, close_inside
+from .source import REPLAY_HINT, ReadOnly, source_of
 from .treeview import TreeView
 from . import intents
 
@@ -24,43 +33,81 @@ __all__ = ["Lab"]
 class Lab(w.VBox):
     """A session's tree, chat, context gauge, decisions and events in one view.
 
-    ``session`` is a ``convlab.Session``, or the path of a session log
-    (``Session.load``; keyword arguments go to it).
+    ``session`` is a ``convlab.Session``; the path of a session log
+    (``Session.load``; keyword arguments go to it); or an imported
+    ``convlab.Conversation`` (from ``convlab.read``), shown read-only.
+    ``interval``: the seconds between two draws of a part while events keep
+    coming (the last state is always drawn; ``flush()`` draws now).
 
     >>> import convlab
     >>> Lab(convlab.Session())
     Lab(agent='bot', messages=0, head=None, turns=0, pending=None)
     """
 
-    def __init__(self, session: Any, **load_kwargs: Any) -> None:
+    def __init__(self, session: Any, *, interval: float = INTERVAL, **load_kwargs: Any) -> None:
         if isinstance(session, (str, os.PathLike)):
-            from ..engine import Session
-
-            session = Session.load(session, **load_kwargs)
+            try:
+                session = Session.load(session, **load_kwargs)
+            except LogError as err:
+                if not os.path.isfile(session):
+                    raise
+                raise LogError(f"{err} (Lab takes a convlab session log; for another tool's log: "
+                               f"convlab.Lab(convlab.read(path)[0]))", line=getattr(err, "line", None)) from err
         elif load_kwargs:
             raise TypeError("keyword arguments are for Session.load: give a log path")
-        self.session = session
-        self.tree = TreeView(session)
-        self.chat = ChatView(session)
-        self.gauge = ContextGauge(session)
-        self.decisions = DecisionPanel(session)
-        self.events = EventLog(session)
-        title = w.HTML(f'<span class="clw-title" style="font-size:15px">convlab</span> '
-                       f'<span class="clw-muted">· agent {esc(intents.agent_of(session))}</span>')
-        self.tree.layout = w.Layout(flex="1 1 58%", min_width="380px")
-        self.chat.layout = w.Layout(flex="1 1 42%", min_width="320px")
-        main = w.HBox([self.tree, self.chat], layout=w.Layout(align_items="flex-start", width="100%", grid_gap="8px"))
-        super().__init__([w.HTML(STYLE), title, self.gauge, main, self.decisions, self.events],
-                         layout=w.Layout(width="100%", grid_gap="6px"))
-        self.add_class("clw")
-        self.add_class("cl-lab")
+        source = source_of(session, "Lab")  # a wrong argument raises before anything is built
+        readonly = isinstance(source, ReadOnly)
+        self.source = source
+        #: The Session shown (None for an imported conversation).
+        self.session = None if readonly else source
+        #: The imported Conversation shown (None for a Session).
+        self.conversation = source.conversation if readonly else None
+        self.tree = self.chat = self.gauge = self.decisions = self.events = None
+        try:
+            self.tree = TreeView(source, interval=interval)
+            self.chat = ChatView(source, interval=interval)
+            self.gauge = ContextGauge(source, interval=interval)
+            if readonly:
+                c = self.conversation
+                what = f"conversation {c.title or c.id}" + (f" ({c.format})" if c.format else "")
+                title = w.HTML(f'<span class="clw-title" style="font-size:15px">convlab</span> '
+                               f'<span class="clw-muted">· {esc(what)} · read-only: {esc(REPLAY_HINT)}</span>')
+                below: list[w.Widget] = []
+            else:
+                self.decisions = DecisionPanel(source, interval=interval)
+                self.events = EventLog(source, interval=interval)
+                title = w.HTML(f'<span class="clw-title" style="font-size:15px">convlab</span> '
+                               f'<span class="clw-muted">· agent {esc(intents.agent_of(source))}</span>')
+                below = [self.decisions, self.events]
+            self.tree.layout = w.Layout(flex="1 1 58%", min_width="380px")
+            self.chat.layout = w.Layout(flex="1 1 42%", min_width="320px")
+            main = w.HBox([self.tree, self.chat], layout=w.Layout(align_items="flex-start", width="100%", grid_gap="8px"))
+            super().__init__([w.HTML(STYLE), title, self.gauge, main, *below],
+                             layout=w.Layout(width="100%", grid_gap="6px"))
+            self.add_class("clw")
+            self.add_class("cl-lab")
+        except BaseException:
+            self.close()
+            raise
+
+    def _parts(self) -> list[Any]:
+        parts = (getattr(self, name, None) for name in ("tree", "chat", "gauge", "decisions", "events"))
+        return [p for p in parts if p is not None]
+
+    def flush(self) -> int:
+        """Draw every part now with what the session's events changed; how many parts drew."""
+        return sum(bool(part.flush()) for part in self._parts())
 
     def close(self) -> None:
-        for part in (self.tree, self.chat, self.gauge, self.decisions, self.events):
+        for part in self._parts():
             part.close()
+        close_inside(self)
         super().close()
 
     def __repr__(self) -> str:
+        if self.conversation is not None:
+            c = self.conversation
+            return f"Lab(conversation={c.id!r}, messages={len(c)}, head={c.head!r}, read_only=True)"
         s = self.session
         p = s.pending
         return (f"Lab(agent={intents.agent_of(s)!r}, messages={s.tree.number_of_nodes()}, head={s.head!r}, "

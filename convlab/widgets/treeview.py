@@ -1,29 +1,42 @@
 """The tree view: Python lays the tree out, a small ES module draws it.
 
 The layout is a git graph: one row per visible message (preorder), a lane
-per branch. At each node the child that continues the active path (or, off
-the path, the oldest child) stays in the parent's lane and comes last; the
+per branch. At each node one child continues the parent's lane and comes
+last: on the active path the child that continues it, elsewhere the child
+whose subtree holds the newest leaf (where looking at the node lands). The
 other children fork one lane to the right just above their rows. So the
-active path is one straight line in lane 0 and side branches never cross.
+active path is one straight line in lane 0, side branches never cross, and
+a branch keeps its row order when the head leaves it (after a summary the
+new root goes below; the old rows stay where they were).
 
 Trees of thousands of messages stay small on the wire: the active path is
 always shown, the branches off it only down to ``max_depth`` levels and
 ``budget`` messages in all (nearest the path first); the rest sits behind a
-toggle marker (``+N``) that the person can expand. Everything here is O(n)
-in the tree and the payload is O(visible rows).
+toggle marker (``+N``) that the person can expand. The layout is O(n) in
+the tree and the payload is O(visible rows).
+
+The browser gets the layout once (the ``snapshot`` trait) and then only what
+changed, as versioned patches (custom messages): the rows that are new or
+different, the rows no longer shown, the header. When the session only grows
+at its head (a reply, a scripted loop) the patch is built without laying the
+tree out again: the new messages are the last rows, in lane 0. Anything else
+(a branch switch, a summary, a toggle) lays the tree out again and sends the
+difference. A view that missed a patch asks for the snapshot again.
 """
 
 from __future__ import annotations
 
 import pathlib
-from collections import deque
+from collections import ChainMap, deque
 from typing import Any, Iterable, Mapping
 
 import anywidget
 import traitlets
 
-from ..tokens import content_text
+from .. import content_text
 from . import intents
+from .live import INTERVAL, Redraw, close_inside, hold, register
+from .source import ReadOnly, source_of
 
 __all__ = ["TreeView", "layout", "PREVIEW_CHARS"]
 
@@ -38,6 +51,33 @@ def _preview(content: Any) -> str:
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
 
 
+def _row(a: Mapping[str, Any], row: int, lane: int, path: bool, head: bool,
+         turn_status: Mapping[str, str]) -> dict[str, Any]:
+    """One drawn row: what the browser needs of a message."""
+    tid = a.get("turn_id")
+    return {
+        "id": a["id"],
+        "parent": a.get("parent"),
+        "row": row,
+        "lane": lane,
+        "role": a.get("role"),
+        "kind": a.get("kind") or "message",
+        "path": path,
+        "head": head,
+        "copy": a.get("copied_from") is not None,
+        "replaces": a.get("replaces") is not None,
+        "status": turn_status.get(tid, "") if tid else "",
+        "turn": tid,
+        "text": _preview(a.get("content")),
+    }
+
+
+def _links(a: Mapping[str, Any], shown: Any) -> list[dict[str, Any]]:
+    """The dashed links from a drawn message to the shown message it copies or replaced."""
+    return [{"from": a["id"], "to": a[key], "type": key}
+            for key in ("copied_from", "replaces") if a.get(key) is not None and a[key] in shown]
+
+
 def layout(
     nodes: Iterable[Mapping[str, Any]],
     head: str | None,
@@ -49,6 +89,7 @@ def layout(
     budget: int = 400,
     selected: str | None = None,
     status: str = "",
+    readonly: bool = False,
 ) -> dict[str, Any]:
     """Lay out a message tree for the tree view: the JSON the browser draws.
 
@@ -56,7 +97,8 @@ def layout(
     replaces, turn_id, content``), parents before children. ``expanded`` and
     ``collapsed`` hold ids whose off-path children are forced shown or hidden
     (``None`` is the root). A dashed link (``copied_from``, ``replaces``) is
-    sent only when both of its ends are shown.
+    sent only when both of its ends are shown. ``readonly`` marks an imported
+    conversation (the browser offers no "Continue from here").
 
     >>> nodes = [{"id": "u1", "parent": None, "role": "user", "seq": 1, "content": "hi"},
     ...          {"id": "a1", "parent": "u1", "role": "assistant", "seq": 2, "content": "yo"},
@@ -90,12 +132,17 @@ def layout(
         next_on_path[prev] = nid
         prev = nid
 
-    # subtree sizes (children come after parents in seq order)
+    # subtree sizes and the newest leaf's seq under each node (children come after parents in seq order)
     size = {nid: 1 for nid in attrs}
+    newest: dict[str, int] = {}
     for nid in reversed(list(attrs)):
+        if nid not in newest:
+            newest[nid] = attrs[nid]["seq"]
         parent = attrs[nid].get("parent")
         if parent is not None:
             size[parent] += size[nid]
+            if newest[nid] > newest.get(parent, -1):
+                newest[parent] = newest[nid]
 
     # which nodes are visible: the path, then off-path nodes nearest it first
     visible: set[str] = set(path)
@@ -138,7 +185,7 @@ def layout(
         nxt = next_on_path.get(nid)
         if nxt is not None and (nid is None or nid in on_path):
             return nxt
-        return shown[0]
+        return max(shown, key=newest.__getitem__)
 
     # stack items: ("node", id, lane) | ("marker", parent, lane)
     stack: list[tuple[str, str | None, int]] = []
@@ -167,33 +214,11 @@ def layout(
             })
             row += 1
             continue
-        a = attrs[nid]
-        tid = a.get("turn_id")
-        out_nodes.append({
-            "id": nid,
-            "parent": a.get("parent"),
-            "row": row,
-            "lane": lane,
-            "role": a.get("role"),
-            "kind": a.get("kind") or "message",
-            "path": nid in on_path,
-            "head": nid == head,
-            "copy": a.get("copied_from") is not None,
-            "replaces": a.get("replaces") is not None,
-            "status": turn_status.get(tid, "") if tid else "",
-            "turn": tid,
-            "text": _preview(a.get("content")),
-        })
+        out_nodes.append(_row(attrs[nid], row, lane, nid in on_path, nid == head, turn_status))
         row += 1
         push_children(nid, lane)
 
-    links = []
-    for n in out_nodes:
-        a = attrs[n["id"]]
-        for key in ("copied_from", "replaces"):
-            target = a.get(key)
-            if target is not None and target in visible:
-                links.append({"from": n["id"], "to": target, "type": key})
+    links = [link for n in out_nodes for link in _links(attrs[n["id"]], visible)]
 
     return {
         "rows": row,
@@ -202,14 +227,19 @@ def layout(
         "head": head,
         "selected": selected,
         "status": status,
+        "readonly": readonly,
         "nodes": out_nodes,
         "markers": markers,
         "links": links,
     }
 
 
-#: Events after which the tree view redraws.
-_REDRAW = ("message.new", "head.moved", "turn.", "context.replaced", "state.changed")
+#: Events that change what the tree shows.
+_EVENTS = ("message.new", "head.moved", "turn.", "context.replaced")
+#: Turn statuses a row shows (a completed or queued turn shows none).
+_SHOWN_STATUS = {"turn.started": "running", "turn.cancelled": "cancelled", "turn.failed": "failed",
+                 "turn.completed": None}
+_EMPTY = object()  # the tail of an empty tree
 
 
 class TreeView(anywidget.AnyWidget):
@@ -218,7 +248,10 @@ class TreeView(anywidget.AnyWidget):
     Click a message to look at its branch (the head moves to the newest
     reply under it, see ``convlab.widgets.intents.look``); "Continue from
     here" moves the head exactly to the selected message; ``+N`` markers
-    expand collapsed branches.
+    expand collapsed branches. The selection follows the head when
+    something else moves it. Given an imported ``convlab.Conversation``
+    it is read-only: a click moves the conversation's head (in memory) to
+    the newest leaf under the message.
 
     >>> import convlab
     >>> s = convlab.Session()
@@ -228,33 +261,199 @@ class TreeView(anywidget.AnyWidget):
 
     _esm = _STATIC / "treeview.js"
     _css = _STATIC / "treeview.css"
-    data = traitlets.Dict().tag(sync=True)
+    #: The layout when the widget was made (or last re-sent whole), with its ``version``; patches follow it.
+    snapshot = traitlets.Dict().tag(sync=True)
 
-    def __init__(self, session: Any, *, max_depth: int = 6, budget: int = 400, **kwargs: Any) -> None:
+    def __init__(self, session: Any, *, max_depth: int = 6, budget: int = 400, interval: float = INTERVAL,
+                 **kwargs: Any) -> None:
+        source = source_of(session, "TreeView")  # a wrong argument raises before anything is built
+        self._unsubscribe: Any = None
         super().__init__(**kwargs)
-        self.session = session
-        self.max_depth = max_depth
-        self.budget = budget
-        self.expanded: set[str | None] = set()
-        self.collapsed: set[str | None] = set()
-        self.selected: str | None = None
-        self.status = ""
-        self.last: dict[str, Any] | None = None  # the outcome of the last intent
-        self.on_msg(self._on_msg)
-        self._unsubscribe = session.subscribe(intents.listener(self, _REDRAW))
-        self.refresh()
+        try:
+            self.source = source
+            readonly = isinstance(source, ReadOnly)
+            #: The Session shown (None for an imported conversation).
+            self.session = None if readonly else source
+            #: The imported Conversation shown (None for a Session).
+            self.conversation = source.conversation if readonly else None
+            self.max_depth = max_depth
+            self.budget = budget
+            self.expanded: set[str | None] = set()
+            self.collapsed: set[str | None] = set()
+            self.selected: str | None = None
+            self.status = ""
+            self.last: dict[str, Any] | None = None  # the outcome of the last intent
+            self._acting = False  # inside this view's own intent: the selection stays
+            self._anchor = source.head  # the head the selection was made against
+            self._status: dict[str, str] = {} if readonly else {
+                t["id"]: t["status"] for t in source.turns if t.get("status") in ("cancelled", "failed", "running")}
+            self._added: list[str] = []  # messages recorded since the last draw
+            self._turns: set[str] = set()  # turns whose status changed since the last draw
+            self._turn_rows: dict[str, list[str]] = {}  # turn id -> its shown rows
+            self._relayout = True
+            self._version = 0
+            self._rows: dict[str, dict[str, Any]] = {}  # what the browser shows: id -> row
+            self._meta: dict[str, Any] = {}
+            self._markers: list[dict[str, Any]] = []
+            self._links: list[dict[str, Any]] = []
+            self._tail: Any = None  # the last row when it is the head and a leaf: new replies append below it
+            self._live = False  # patches follow the snapshot
+            self.redraw = Redraw(self._draw, interval)
+            register(source, self.redraw)
+            self.on_msg(self._on_msg)
+            self._sync()
+            self.snapshot = self.data
+            self._live = True
+            self._unsubscribe = source.subscribe(self._on_event)
+        except BaseException:
+            self.close()
+            raise
 
-    # -- drawing -----------------------------------------------------------
+    # -- what the browser holds ------------------------------------------------
+    @property
+    def data(self) -> dict[str, Any]:
+        """The layout as drawn (the snapshot with every patch applied): ``layout``'s dict and its ``version``."""
+        return {**self._meta, "nodes": sorted(self._rows.values(), key=lambda n: n["row"]),
+                "markers": self._markers, "links": self._links, "version": self._version}
+
+    @property
+    def readonly(self) -> bool:
+        return self.conversation is not None
+
+    # -- following the session ---------------------------------------------------
+    def _on_event(self, event: dict[str, Any]) -> None:
+        kind = event.get("type", "")
+        if kind == "message.new":
+            self._added.append(event["message"]["id"])
+        elif kind in _SHOWN_STATUS:
+            tid = event.get("turn_id")
+            status = _SHOWN_STATUS[kind]
+            if status is None:
+                self._status.pop(tid, None)
+            else:
+                self._status[tid] = status
+            self._turns.add(tid)
+        elif not kind.startswith(_EVENTS):
+            return
+        self.redraw.touch(kind)
+
+    def flush(self) -> bool:
+        """Draw now what the session's events changed (True when there was something to draw)."""
+        return self.redraw.flush()
+
     def refresh(self) -> None:
-        """Lay the tree out again from the session and sync it to the browser."""
-        s = self.session
-        graph = s.tree
-        statuses = {t["id"]: t["status"] for t in s.turns if t.get("status") in ("cancelled", "failed", "running")}
-        nodes = (dict(a) for _, a in graph.nodes(data=True))
-        self.data = layout(
-            nodes, s.head, turn_status=statuses, expanded=self.expanded, collapsed=self.collapsed,
-            max_depth=self.max_depth, budget=self.budget, selected=self.selected, status=self.status,
+        """Lay the tree out again from the session and send what changed."""
+        self._relayout = True
+        self.redraw.now()
+
+    def _draw(self) -> None:
+        try:
+            self._sync()
+        except Exception as err:  # a drawing bug must not break the engine's event loop
+            self._relayout = True
+            self.status = f"display error: {type(err).__name__}: {err}"
+            self._patch({}, [], {**self._meta, "status": self.status}, None, None)
+
+    def _sync(self) -> None:
+        src = self.source
+        head = src.head
+        if head != self._anchor:
+            if self.selected is not None and not self._acting:  # moved by something else: follow it
+                self.selected, self.status = head, ""
+            self._anchor = head
+        added, self._added = self._added, []
+        turns, self._turns = self._turns, set()
+        chain = None if self._relayout else self._appended(head, added)
+        if chain is None:
+            self._relayout = False
+            self._layout_again(head)
+        else:
+            self._append(head, chain, turns)
+        graph = src.tree
+        if not graph:
+            self._tail = _EMPTY
+        else:
+            self._tail = head if head is not None and graph.out_degree(head) == 0 else None
+
+    def _appended(self, head: str | None, added: list[str]) -> list[str] | None:
+        """The messages added since the last draw, root first, when they are one chain from the
+        last row (the head, a leaf) to the head now; None when the tree must be laid out again."""
+        if not added and head == self._meta.get("head"):
+            return []
+        if not added or self._tail is None:
+            return None
+        new = set(added)
+        nodes = self.source.tree.nodes
+        chain = []
+        cur = head
+        while cur in new:
+            chain.append(cur)
+            cur = nodes[cur]["parent"]
+        below = None if self._tail is _EMPTY else self._tail
+        if len(chain) != len(new) or cur != below:
+            return None
+        chain.reverse()
+        return chain
+
+    def _append(self, head: str | None, chain: list[str], turns: set[str]) -> None:
+        nodes = self.source.tree.nodes
+        meta = {**self._meta, "head": head, "selected": self.selected, "status": self.status,
+                "rows": self._meta["rows"] + len(chain), "total": self._meta["total"] + len(chain)}
+        sets: dict[str, dict[str, Any]] = {}
+        old = self._meta.get("head")
+        if chain and old in self._rows:
+            sets[old] = {**self._rows[old], "head": False}
+        links = list(self._links)
+        for k, nid in enumerate(chain):
+            a = nodes[nid]
+            sets[nid] = _row(a, self._meta["rows"] + k, 0, True, nid == head, self._status)
+            if a.get("turn_id"):
+                self._turn_rows.setdefault(a["turn_id"], []).append(nid)
+            links += _links(a, ChainMap(sets, self._rows))
+        for tid in turns:
+            status = self._status.get(tid, "")
+            for nid in self._turn_rows.get(tid, ()):
+                row = sets.get(nid) or self._rows.get(nid)
+                if row is not None and row["status"] != status:
+                    sets[nid] = {**row, "status": status}
+        self._patch(sets, [], meta, None, links if len(links) != len(self._links) else None)
+
+    def _layout_again(self, head: str | None) -> None:
+        src = self.source
+        d = layout(
+            (a for _, a in src.tree.nodes(data=True)), head, turn_status=self._status,
+            expanded=self.expanded, collapsed=self.collapsed, max_depth=self.max_depth, budget=self.budget,
+            selected=self.selected, status=self.status, readonly=self.readonly,
         )
+        rows = {n["id"]: n for n in d.pop("nodes")}
+        sets = {nid: n for nid, n in rows.items() if self._rows.get(nid) != n}
+        drop = [nid for nid in self._rows if nid not in rows]
+        markers, links = d.pop("markers"), d.pop("links")
+        self._turn_rows = {}
+        for n in rows.values():
+            if n["turn"]:
+                self._turn_rows.setdefault(n["turn"], []).append(n["id"])
+        self._patch(sets, drop, d, markers if markers != self._markers else None,
+                   links if links != self._links else None)
+
+    def _patch(self, sets: dict[str, dict[str, Any]], drop: list[str], meta: dict[str, Any],
+              markers: list | None, links: list | None) -> None:
+        """Apply a change to what the browser holds and send it as one patch (nothing when nothing changed)."""
+        if not sets and not drop and meta == self._meta and markers is None and links is None:
+            return
+        self._rows.update(sets)
+        for nid in drop:
+            del self._rows[nid]
+        self._meta = meta
+        patch: dict[str, Any] = {"type": "patch", "base": self._version, "version": self._version + 1,
+                                 "set": list(sets.values()), "drop": drop, "meta": meta}
+        if markers is not None:
+            self._markers = patch["markers"] = markers
+        if links is not None:
+            self._links = patch["links"] = links
+        self._version += 1
+        if self._live:
+            self.send(patch)
 
     # -- intents from the browser ------------------------------------------
     def _on_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
@@ -267,26 +466,37 @@ class TreeView(anywidget.AnyWidget):
             self.continue_from(nid)
         elif kind == "toggle" and (nid is None or isinstance(nid, str)):
             self.toggle(nid)
+        elif kind == "sync":
+            self.flush()
+            if content.get("version") != self._version:
+                self.send({"type": "snapshot", "data": self.data})
 
-    def _done(self, outcome: dict[str, Any]) -> dict[str, Any]:
-        self.last = outcome
-        self.status = outcome.get("message", "")
-        self.refresh()
+    def _act(self, intent: Any, node_id: str) -> dict[str, Any]:
+        self.selected = node_id
+        self._acting = True
+        try:
+            with hold(self.source):
+                outcome = intent(self.source, node_id)
+                self.last = outcome
+                self.status = outcome.get("message", "")
+                self._anchor = self.source.head
+                self.redraw.touch()
+        finally:
+            self._acting = False
         return outcome
 
     def checkout(self, node_id: str) -> dict[str, Any]:
         """Select ``node_id`` and look at its branch (never makes the model reply)."""
-        self.selected = node_id
-        return self._done(intents.look(self.session, node_id))
+        return self._act(intents.look, node_id)
 
     def continue_from(self, node_id: str) -> dict[str, Any]:
         """Move the head exactly to ``node_id`` (the turn runs as the worker decides)."""
-        self.selected = node_id
-        return self._done(intents.continue_from(self.session, node_id))
+        return self._act(intents.continue_from, node_id)
 
     def toggle(self, node_id: str | None) -> None:
         """Expand the hidden branches under ``node_id`` (``None``: the root), or collapse them again."""
-        hidden = any(m["id"] == node_id and not m["expanded"] for m in self.data.get("markers", ()))
+        self.flush()
+        hidden = any(m["id"] == node_id and not m["expanded"] for m in self._markers)
         if node_id in self.collapsed:
             self.collapsed.discard(node_id)
         elif hidden:
@@ -299,10 +509,18 @@ class TreeView(anywidget.AnyWidget):
         self.refresh()
 
     def close(self) -> None:
-        self._unsubscribe()
+        redraw = getattr(self, "redraw", None)
+        if redraw is not None:
+            redraw.cancel()
+        if getattr(self, "_unsubscribe", None) is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        close_inside(self)
         super().close()
 
     def __repr__(self) -> str:
-        d = self.data or {}
-        return (f"TreeView(agent={intents.agent_of(self.session)!r}, messages={d.get('total', 0)}, "
-                f"shown={len(d.get('nodes', ()))}, head={self.session.head!r})")
+        self.flush()
+        d = self._meta
+        who = (f"conversation={self.conversation.id!r}" if self.readonly
+               else f"agent={intents.agent_of(self.session)!r}")
+        return f"TreeView({who}, messages={d.get('total', 0)}, shown={len(self._rows)}, head={self.source.head!r})"

@@ -13,6 +13,8 @@ import pathlib
 
 import pytest
 
+from .conftest import cannot_run
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.browser
@@ -83,7 +85,7 @@ def test_tree_matches_the_session_and_untrusted_text_stays_text(lab_page, lab_se
     page = lab_page.page
     kernel = lab_server.kernel(nb)
     k = kernel.values(nodes="s.tree.number_of_nodes()", path="[n['id'] for n in s.path()]",
-                      links=LINKS, head="s.head", hostile_ids=f"[n for n, a in s.tree.nodes(data=True) if HOSTILE in str(a['content'])]")
+                      links=LINKS, head="s.head", hostile_ids="[n for n, a in s.tree.nodes(data=True) if HOSTILE in str(a['content'])]")
     assert k["links"] >= 2 and len(k["hostile_ids"]) >= 2, k  # the scenario has copies and a summary root
 
     drawn = node_ids(page, ".cl-tree .cl-node")
@@ -369,4 +371,123 @@ def test_docs_screenshot_shows_a_clean_branched_session_with_a_pending_decision(
     (ARTIFACTS / "lab-docs.png").write_bytes(shot)
     if not DOCS_SHOT.exists() or DOCS_SHOT.read_bytes() != shot:  # unchanged pixels leave git clean
         DOCS_SHOT.write_bytes(shot)
+    assert not lab_page.errors, lab_page.report()
+
+
+# -- a burst: what the page shows after it equals the session (issue 14) ------------------
+
+BURST = '''
+import time
+from convlab.widgets import layout
+before = [p.redraw.count for p in lab._parts()]
+t0 = time.monotonic()
+for i in range(120):
+    say(f"b{i}", f"burst message {i}: " + "x" * (i % 40))
+    if i % 17 == 5:
+        intents.edit(s, len(s.path()) - 2, f"an edit during the burst ({i})")      # a branch
+    if i % 23 == 7:
+        intents.regenerate(s, len(s.path()) - 1)                                 # a reply beside the last
+    if i % 31 == 11:
+        intents.look(s, s.path()[len(s.path()) // 2]["id"])                     # back to an older branch
+elapsed = time.monotonic() - t0
+'''
+
+GEOMETRY = """() => { const sc = document.querySelector('.cl-tree .cl-scroll');
+    return [...sc.querySelectorAll('g.cl-node[data-id]')].map(g => {
+        const m = /translate\\(([-\\d.]+),([-\\d.]+)\\)/.exec(g.getAttribute('transform'));
+        return [g.dataset.id, +m[1], +m[2], g.classList.contains('cl-path'), g.classList.contains('cl-head')]; }); }"""
+
+
+def test_after_a_burst_the_page_shows_the_session(lab_page, lab_server):
+    """Issue 14: "The browser tests keep proving that what the page shows after a burst equals the session":
+    a cell drives 120 turns with edits, regenerations and looks while the Lab is on screen; the page
+    then holds Python's layout, row for row, and Python's layout is the session's."""
+    nb = lab_server.write_notebook("burst.ipynb", [SETUP, SHOW, BURST])
+    lab_page.open_notebook(nb)
+    page = lab_page.page
+    kernel = lab_server.kernel(nb)
+    k = kernel.wait_for("{'elapsed': elapsed} if 'elapsed' in globals() else None", lambda v: v is not None, timeout=120)
+    k.update(kernel.values(
+        made="[p.redraw.count - b for p, b in zip(lab._parts(), before)]",
+        nodes="s.tree.number_of_nodes()", head="s.head", path="[n['id'] for n in s.path()]",
+        rows="[[n['id'], n['row'], n['lane'], n['path'], n['head']] for n in lab.tree.data['nodes']]",
+        same="(lambda d: (d.pop('version'), d)[1])(lab.tree.data) == layout((a for _, a in s.tree.nodes(data=True)), s.head, "
+             "turn_status={t['id']: t['status'] for t in s.turns if t['status'] in ('running', 'cancelled', 'failed')}, "
+             "selected=lab.tree.selected, status=lab.tree.status)",
+        tokens="s.tokens()", events="len(s.events)", chat="lab.chat._path_ids[-lab.chat.limit:]",
+        texts="[convlab.content_text(s.tree.nodes[i]['content']) for i in lab.chat._path_ids[-lab.chat.limit:]]",
+        dirty="[p.redraw.dirty for p in lab._parts()]"))
+    assert k["same"] and not any(k["dirty"]), k["dirty"]
+    assert all(1 <= n <= k["elapsed"] / 0.25 + 2 for n in k["made"]), k  # coalesced: never a draw per event
+    page.wait_for_selector(f'.cl-tree .cl-node.cl-head[data-id="{k["head"]}"]', timeout=20000)
+    # the tree: every painted node where Python put it, scrolled from top to bottom; together, every row
+    rows = {r[0]: r for r in k["rows"]}
+    seen = set()
+    height = dom(page, "() => document.querySelector('.cl-tree .cl-scroll').scrollHeight")
+    for top in range(0, height + 400, 400):
+        page.evaluate(f"() => {{ const sc = document.querySelector('.cl-tree .cl-scroll'); sc.scrollTop = {top}; sc.dispatchEvent(new Event('scroll')); }}")
+        page.wait_for_timeout(60)
+        for nid, x, y, path, head in dom(page, GEOMETRY):
+            _id, row, lane, want_path, want_head = rows[nid]
+            assert (x, y) == (34 + lane * 18 + 9, 16 + row * 26 + 13) and (path, head) == (want_path, want_head), (nid, x, y, rows[nid])
+            seen.add(nid)
+    assert seen == set(rows), len(set(rows) - seen)
+    assert dom(page, "() => document.querySelector('.cl-tree .cl-info').textContent").startswith(f"{k['nodes']} messages")
+    # the chat: the newest messages of the path, in order; the gauge and the log at the session's last event
+    page.wait_for_function("(n) => document.querySelectorAll('.cl-chat .clw-msg').length === n", arg=len(k["chat"]))
+    chat = dom(page, "() => [...document.querySelectorAll('.cl-chat .clw-msg .clw-text')].map(e => e.textContent)")
+    assert chat == k["texts"], lab_page.report()
+    assert f"{len(k['path'])} messages on the active path" in page.locator(".cl-chat").inner_text()
+    assert f"Context {k['tokens']} tokens" in page.locator(".cl-gauge").inner_text()
+    assert dom(page, "() => document.querySelector('.cl-events .clw-log .clw-t').textContent").startswith(f"{k['events']} t=")
+    assert not lab_page.errors, lab_page.report()
+
+
+# -- an imported log, read-only (issue 15) -----------------------------------------------
+
+CLAUDE_CODE = REPO / ".." / "shared" / "data" / "real" / "claude_code" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl.gz"
+
+
+def test_lab_on_a_real_claude_code_log_is_read_only(lab_page, lab_server):
+    """Issue 15: "A browser test opens `Lab(conversation)` on the real Claude Code log": the tree and the
+    chat show the conversation, nothing offers to send, and a click switches branches by moving the
+    conversation's head (the log's compaction left the history before it on a root of its own)."""
+    if not CLAUDE_CODE.is_file():
+        cannot_run(f"the real Claude Code log is missing: {CLAUDE_CODE}")
+    cells = ["import convlab\n"
+             f"(conv,) = convlab.read({str(CLAUDE_CODE.resolve())!r}, progress=False)\n"
+             "first_root = conv.roots[0]",
+             "lab = convlab.Lab(conv)\nlab"]
+    nb = lab_server.write_notebook("readonly.ipynb", cells)
+    lab_page.open_notebook(nb)
+    page = lab_page.page
+    kernel = lab_server.kernel(nb)
+    k = kernel.values(nodes="len(conv)", head="conv.head", path="[m['id'] for m in conv.path()]",
+                      root="first_root", shown="len(lab.tree.data['nodes'])", tokens="lab.gauge.tokens",
+                      last="convlab.content_text(conv.path()[-1]['content'])", limit="lab.chat.limit")
+    assert k["nodes"] == 466 and k["root"] != k["path"][0]
+    page.wait_for_selector(f'.cl-tree .cl-node.cl-head[data-id="{k["head"]}"]', timeout=20000)
+    info = dom(page, "() => document.querySelector('.cl-tree .cl-info').textContent")
+    assert info == f"466 messages · {k['shown']} shown · read-only", info
+    assert dom(page, "() => getComputedStyle(document.querySelector('.cl-tree .cl-continue')).display") == "none"
+    assert dom(page, "() => document.querySelectorAll('.cl-decisions, .cl-events, .cl-chat textarea').length") == 0
+    chat = page.locator(".cl-chat")
+    assert chat.get_by_role("button", name="Send").count() == 0 and chat.get_by_role("button", name="Edit").count() == 0
+    assert "read-only" in chat.inner_text() and f"{len(k['path'])} messages on the active path" in chat.inner_text()
+    texts = dom(page, "() => [...document.querySelectorAll('.cl-chat .clw-msg .clw-text')].map(e => e.textContent)")
+    assert len(texts) == k["limit"] and texts[-1] == k["last"]
+    assert f"Context {k['tokens']:,} tokens" in page.locator(".cl-gauge").inner_text()
+    lab_page.screenshot(page.locator(".cl-lab").first, "lab-readonly.png")
+    # switch to the history before the compaction (the top rows): the conversation's head moves, nothing is written
+    page.evaluate("() => { const sc = document.querySelector('.cl-tree .cl-scroll'); sc.scrollTop = 0; }")
+    page.click(f'.cl-tree .cl-node[data-id="{k["root"]}"]')
+    head = kernel.wait_for("conv.head", lambda h: h != k["head"])
+    after = kernel.values(leaf=f"convlab.newest_leaf(conv.tree, {k['root']!r})", path="[m['id'] for m in conv.path()]",
+                          nodes="len(conv)", last="convlab.content_text(conv.path()[-1]['content'])")
+    assert head == after["leaf"] and after["path"][0] == k["root"] and after["nodes"] == 466
+    page.wait_for_selector(f'.cl-tree .cl-node.cl-head[data-id="{head}"]', timeout=20000)
+    page.wait_for_function("(t) => [...document.querySelectorAll('.cl-chat .clw-text')].at(-1)?.textContent === t",
+                           arg=after["last"], timeout=20000)
+    assert dom(page, "() => document.querySelector('.cl-tree .cl-selected').textContent") == f"selected {k['root']}"
+    lab_page.screenshot(page.locator(".cl-lab").first, "lab-readonly-switched.png")
     assert not lab_page.errors, lab_page.report()

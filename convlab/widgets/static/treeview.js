@@ -1,9 +1,13 @@
 // convlab TreeView: draws the message tree that Python laid out, and sends
 // intents back. Python owns the model: this module never changes the tree.
 //
-// The synced trait `data` (see convlab/widgets/treeview.py, `layout`) holds
-// only the visible rows: nodes (with row/lane), toggle markers and dashed
-// links. Every string from a message is set with textContent, never as HTML.
+// The synced trait `snapshot` (see convlab/widgets/treeview.py, `layout`)
+// holds only the visible rows: nodes (with row/lane), toggle markers and
+// dashed links, at a `version`. After it Python sends only what changed, as
+// custom messages: {type: "patch", base, version, set, drop, meta, markers?,
+// links?}; a patch applies to the version it names, and a view that missed
+// one asks for the whole layout again ({type: "sync"} -> {type: "snapshot"}).
+// Every string from a message is set with textContent, never as HTML.
 
 /**
  * @typedef {{id: string, parent: (string|null), row: number, lane: number,
@@ -13,8 +17,10 @@
  *   expanded: boolean}} Marker
  * @typedef {{from: string, to: string, type: ("copied_from"|"replaces")}} Link
  * @typedef {{rows: number, lanes: number, total: number, head: (string|null),
- *   selected: (string|null), status: string, nodes: TreeNode[],
- *   markers: Marker[], links: Link[]}} TreeData
+ *   selected: (string|null), status: string, readonly: boolean, version: number,
+ *   nodes: TreeNode[], markers: Marker[], links: Link[]}} TreeData
+ * @typedef {{type: "patch", base: number, version: number, set: TreeNode[],
+ *   drop: string[], meta: Object, markers?: Marker[], links?: Link[]}} Patch
  * @typedef {{x: number, y: number}} Point
  */
 
@@ -24,6 +30,7 @@ export const GUTTER = 34; // left margin where the dashed links run
 export const TOP = 16;
 export const TEXT_GAP = 16;
 export const LABEL_CHARS = 72;
+export const ID_CHARS = 12;
 
 export const ROLE_COLORS = {
   user: "#2563eb",
@@ -106,6 +113,12 @@ export function fitLabel(t, body, trailing, maxX) {
   }
 }
 
+/** A message id short enough for a row (a log's UUIDs are cut; the hover shows the whole id). @param {string} id */
+export function shortId(id, n = ID_CHARS) {
+  const s = String(id ?? "");
+  return s.length > n ? s.slice(0, n - 4) + "…" : s;
+}
+
 /** Fill colour of a node. @param {TreeNode} n @returns {string} */
 export function colorOf(n) {
   if (n.kind === "summary") return ROLE_COLORS.summary;
@@ -166,6 +179,29 @@ export function inWindow(s, top, height, margin = 800) {
   const edges = s.edges.filter((e) => e.y0 <= hi && e.y1 >= lo);
   return { nodes, markers, edges, lo, hi };
 }
+
+/**
+ * The layout after a patch: rows set (new or changed) and dropped, the header
+ * replaced, markers and links replaced when the patch has them. Pure: `data`
+ * is not changed. Rows come back in row order.
+ * @param {TreeData} data @param {Patch} patch @returns {TreeData}
+ */
+export function applyPatch(data, patch) {
+  const rows = new Map(data.nodes.map((n) => [n.id, n]));
+  for (const id of patch.drop || []) rows.delete(id);
+  for (const n of patch.set || []) rows.set(n.id, n);
+  return {
+    ...data,
+    ...patch.meta,
+    version: patch.version,
+    nodes: [...rows.values()].sort((a, b) => a.row - b.row),
+    markers: patch.markers ?? data.markers,
+    links: patch.links ?? data.links,
+  };
+}
+
+const EMPTY = { rows: 0, lanes: 0, total: 0, head: null, selected: null, status: "", readonly: false,
+  version: 0, nodes: [], markers: [], links: [] };
 
 const SVG = "http://www.w3.org/2000/svg";
 
@@ -247,7 +283,41 @@ function render({ model, el }) {
     root.setAttribute("width", String(svgWidth));
   }
   let lastHead = undefined;
+  let headInView = true; // false until the scroll window has been moved to a new head
+  /** Scroll the head into the window once the view is laid out (a hidden view has no height yet). */
+  function showHead() {
+    if (headInView || !scroller.clientHeight) return;
+    headInView = true;
+    const h = s.nodes.find((n) => n.head);
+    const height = scroller.clientHeight;
+    if (h && (h.y < scroller.scrollTop || h.y > scroller.scrollTop + height - ROW_H)) {
+      scroller.scrollTop = Math.max(0, h.y - height / 2);
+    }
+  }
   const send = (type, id) => model.send({ type, id });
+  // the layout this view shows: the snapshot, then each patch that follows the version it holds;
+  // a view that missed one (patches sent before it rendered) asks for the whole layout once
+  let held = model.get("snapshot") || EMPTY;
+  let asked = false;
+  const ask = () => {
+    if (asked) return;
+    asked = true;
+    model.send({ type: "sync", version: held.version });
+  };
+  const onMsg = (msg) => {
+    if (msg && msg.type === "snapshot") {
+      held = msg.data;
+      asked = false;
+      draw();
+    } else if (msg && msg.type === "patch") {
+      if (msg.base === held.version) {
+        held = applyPatch(held, msg);
+        draw();
+      } else if (msg.version > held.version) {
+        ask();
+      }
+    }
+  };
   cont.addEventListener("click", () => {
     if (data && data.selected) send("continue", data.selected);
   });
@@ -296,7 +366,7 @@ function render({ model, el }) {
     const t = svg("text", { x: s.textX, y: n.y + 4, class: "cl-label" + (n.path ? " cl-label-path" : "") + (n.head ? " cl-label-headrow" : "") });
     t.setAttribute("data-id", n.id);
     const idSpan = svg("tspan", { class: "cl-label-id" });
-    idSpan.textContent = n.id;
+    idSpan.textContent = shortId(n.id);
     const roleSpan = svg("tspan", { class: "cl-label-role", dx: 8 });
     roleSpan.textContent = n.kind === "summary" ? "summary" : n.role;
     roleSpan.setAttribute("fill", colorOf(n));
@@ -368,12 +438,14 @@ function render({ model, el }) {
   }
 
   function draw() {
-    data = model.get("data") || { rows: 0, lanes: 0, total: 0, nodes: [], markers: [], links: [] };
+    data = held;
     s = scene(data);
     const shown = data.nodes.length;
-    info.textContent = `${data.total} message${data.total === 1 ? "" : "s"}` + (shown < data.total ? ` · ${shown} shown` : "");
+    info.textContent = `${data.total} message${data.total === 1 ? "" : "s"}` + (shown < data.total ? ` · ${shown} shown` : "")
+      + (data.readonly ? " · read-only" : "");
     sel.textContent = data.selected ? `selected ${data.selected}` : "click a message to look at its branch";
     cont.disabled = !data.selected;
+    cont.style.display = data.readonly ? "none" : "";
     status.textContent = data.status || "";
     status.className = "cl-status" + (data.status ? " cl-status-on" : "");
     measure();
@@ -381,12 +453,9 @@ function render({ model, el }) {
     hideTip();
     if (data.head !== lastHead) {
       lastHead = data.head;
-      const h = s.nodes.find((n) => n.head);
-      const height = scroller.clientHeight || 520;
-      if (h && (h.y < scroller.scrollTop || h.y > scroller.scrollTop + height - ROW_H)) {
-        scroller.scrollTop = Math.max(0, h.y - height / 2);
-      }
+      headInView = false;
     }
+    showHead();
     paint(true);
   }
 
@@ -399,16 +468,18 @@ function render({ model, el }) {
   // fit the labels again when the width changes (shown, resized, a scrollbar came)
   let seenWidth = -1;
   const resized = typeof ResizeObserver === "undefined" ? null : new ResizeObserver(() => {
-    if (!s || scroller.clientWidth === seenWidth) return;
+    if (!s || (scroller.clientWidth === seenWidth && headInView)) return;
     seenWidth = scroller.clientWidth;
     measure();
+    showHead();
     paint(true);
   });
   if (resized) resized.observe(scroller);
-  model.on("change:data", draw);
+  model.on("msg:custom", onMsg);
   draw();
+  model.send({ type: "sync", version: held.version }); // is the snapshot still current?
   return () => {
-    model.off("change:data", draw);
+    model.off("msg:custom", onMsg);
     scroller.removeEventListener("scroll", onScroll);
     if (resized) resized.disconnect();
   };
