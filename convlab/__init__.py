@@ -30,6 +30,8 @@ _LAZY = {
     "provider": "convlab.providers",
     "count_tokens": "convlab.tokens",
     "content_text": "convlab.tokens",
+    "brief": "convlab.text",
+    "readable": "convlab.text",
     "kept": "convlab.context",
     "newest_leaf": "convlab.tree",
     "input_tokens": "convlab.tree",

@@ -96,6 +96,20 @@ class Conversation:
         """Children of a node (None: the top-level messages), oldest first."""
         return self._tree.children(node_id)
 
+    def checkout(self, node_id: str) -> None:
+        """Move the head to ``node_id`` (in memory: a log is only read, never written).
+
+        A Session changes branches through a view; a conversation read from a
+        log has no engine, so looking at another branch only moves its head.
+        """
+        if node_id not in self._tree:
+            raise KeyError(f"conversation {self.id!r} has no node {node_id!r}")
+        self._tree.head = node_id
+
+    def tokens(self) -> int:
+        """The count of PROTOCOL.md 5.1 for the path to the head (the log's usage where it has it)."""
+        return self._tree.count()
+
     def __len__(self) -> int:
         return len(self._tree)
 

@@ -30,7 +30,7 @@ import networkx as nx
 
 from .tokens import content_text
 
-__all__ = ["render_tree", "render_path", "render_summary", "render_events", "preview", "brief", "fit", "cells"]
+__all__ = ["render_tree", "render_path", "render_summary", "render_events", "preview", "brief", "readable", "fit", "cells"]
 
 #: The narrowest width the tree renderings accept.
 MIN_WIDTH = 20
@@ -174,6 +174,41 @@ def brief(content: Any) -> str:
     if not isinstance(content, (list, tuple)):
         return _clean(str(content))
     return " ".join(p for p in map(_part, content) if p)
+
+
+def readable(content: Any) -> str:
+    """``content`` as a person reads it: text as written (its lines kept), every
+    other part a short label (see ``brief``) on a line of its own.
+
+    >>> print(readable([{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "Two files:"},
+    ...                 {"type": "text", "text": " a and b."}, {"type": "tool_use", "name": "Bash", "input": {"command": "ls"}}]))
+    [thinking 3 chars]
+    Two files: a and b.
+    [tool_use Bash: ls]
+    """
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Mapping):
+        content = [content]
+    if not isinstance(content, (list, tuple)):
+        return str(content)
+    out, text = [], False
+    for p in content:
+        if isinstance(p, str) or (isinstance(p, Mapping) and p.get("type") == "text" and isinstance(p.get("text"), str)):
+            piece = p if isinstance(p, str) else p["text"]
+            if text:
+                out[-1] += piece
+            else:
+                out.append(piece)
+            text = True
+        else:
+            label = _part(p)
+            if label:
+                out.append(label)
+            text = False
+    return "\n".join(out)
 
 
 def preview(content: Any, width: int) -> str:

@@ -42,3 +42,13 @@ def test_a_conversation_wraps_a_tree_whose_head_is_a_node():
     with pytest.raises(ValueError, match="head 'ghost' is not a node"):
         convlab.Conversation(t, id="c")
     assert convlab.Conversation(Tree(), id="empty").path() == []
+
+
+def test_checkout_moves_the_head_in_memory_and_tokens_follow():
+    c = conv()
+    # the contents are the ids: "u1" + "a2" is 4 characters, one token by the estimate
+    c.checkout("a2")
+    assert c.head == "a2" and [n["id"] for n in c.path()] == ["u1", "a2"] and c.tokens() == 1
+    with pytest.raises(KeyError, match="no node 'zz'"):
+        c.checkout("zz")
+    assert c.head == "a2"

@@ -22,7 +22,7 @@ from typing import Any, Mapping
 import ipywidgets as w
 from ipywidgets.widgets.widget_string import HTMLStyle, LabelStyle
 
-from .. import content_text
+from .. import readable
 from . import intents
 from .live import INTERVAL, Redraw, close_inside, hold, register
 from .source import REPLAY_HINT, ReadOnly, source_of
@@ -154,7 +154,7 @@ class _MessageRow(w.VBox):
             if self.regen_button is not None:
                 self.regen_button.layout = self.chat._kit.auto if role == "assistant" else self.chat._kit.auto_hidden
         self.header.value = role_badge(node)
-        self.content = content_text(node.get("content"))
+        self.content = readable(node.get("content"))
         self.text.value = f'<div class="clw-text">{esc(self.content)}</div>'
         if self.edit_box is not None:
             self.edit_box.layout.display = "none"

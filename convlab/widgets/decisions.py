@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 import ipywidgets as w
 
-from .. import content_text, kept
+from .. import kept, readable
 from .chat import STYLE, esc, role_badge
 from . import intents
 from .live import INTERVAL, Redraw, close_inside, hold, register
@@ -193,7 +193,7 @@ class DecisionPanel(w.VBox):
             out.append(self.summary)
         for m in (replace or {}).get("messages") or []:
             out.append(w.HTML(f'<div class="clw-msg">{role_badge(m)} <span class="clw-muted">kept</span>'
-                              f'<div class="clw-text">{esc(content_text(m.get("content")))}</div></div>'))
+                              f'<div class="clw-text">{esc(readable(m.get("content")))}</div></div>'))
         reset = reset_plan(d)
         as_was = [{"type": "llm.call", "id": call.get("id")}]
         out.append(w.HBox([
@@ -217,7 +217,7 @@ class DecisionPanel(w.VBox):
         out: list[w.Widget] = [w.HTML(f"<div class='clw-muted'>{text} · {len(msgs)} messages on the path</div>")]
         if last is not None:
             out.append(w.HTML(f'<div class="clw-msg">{role_badge(last)}'
-                              f'<div class="clw-text">{esc(content_text(last.get("content")))}</div></div>'))
+                              f'<div class="clw-text">{esc(readable(last.get("content")))}</div></div>'))
         out.append(w.HBox([
             self._button("call", "Call the model", [{"type": "llm.call"}], "llm.call on the active path", "primary"),
             self._button("end", "End the turn", [{"type": "turn.end"}], "turn.end: no reply"),
@@ -227,7 +227,7 @@ class DecisionPanel(w.VBox):
     def _llm_result(self, d: Mapping[str, Any]) -> list[w.Widget]:
         reply = d.get("reply") or {}
         out: list[w.Widget] = [w.HTML(f'<div class="clw-msg clw-msg-assistant">{role_badge(reply)}'
-                                      f'<div class="clw-text">{esc(content_text(reply.get("content")))}</div></div>')]
+                                      f'<div class="clw-text">{esc(readable(reply.get("content")))}</div></div>')]
         out.append(w.HBox([
             self._button("end", "End the turn", [{"type": "turn.end"}], "turn.end", "primary"),
             self._button("call", "Call the model again", [{"type": "llm.call"}], "another llm.call"),

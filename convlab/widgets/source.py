@@ -62,7 +62,7 @@ class ReadOnly:
 
     def tokens(self) -> int:
         """The count of PROTOCOL.md 5.1 for the path to the head (the log's usage where it has it)."""
-        return self.conversation.message_tree.count()
+        return self.conversation.tokens()
 
     def subscribe(self, fn: Callable[[dict], None]) -> Callable[[], None]:
         self._subscribers.append(fn)
@@ -75,12 +75,10 @@ class ReadOnly:
 
     def move_head(self, node_id: str) -> None:
         """Put the conversation's head on ``node_id`` (in memory) and tell the widgets."""
-        if node_id not in self.conversation.tree:
-            raise KeyError(f"conversation {self.conversation.id!r} has no node {node_id!r}")
         before = self.conversation.head
+        self.conversation.checkout(node_id)
         if node_id == before:
             return
-        self.conversation.message_tree.head = node_id
         event = {"type": "head.moved", "from": before, "to": node_id}  # local: no seq, no time
         for fn in list(self._subscribers):
             fn(event)

@@ -33,7 +33,7 @@ from typing import Any, Iterable, Mapping
 import anywidget
 import traitlets
 
-from .. import content_text
+from .. import brief
 from . import intents
 from .live import INTERVAL, Redraw, close_inside, hold, register
 from .source import ReadOnly, source_of
@@ -47,7 +47,7 @@ _STATIC = pathlib.Path(__file__).parent / "static"
 
 
 def _preview(content: Any) -> str:
-    text = content_text(content)
+    text = brief(content)  # thinking, tool calls and results as short labels, not JSON
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
 
 
