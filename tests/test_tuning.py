@@ -10,9 +10,10 @@ import pytest
 import convlab
 import convlab.replaying as replay_module
 from convlab.conversation import Conversation
-from convlab.replaying import ExactCounts, plan, replay
+from convlab.replaying import ExactCounts, Replayer, plan, replay
 from convlab.tree import Tree
-from convlab.tuning import COLUMNS, _prepare, _rows, _texts, config_grid, tune
+from convlab.context import coerce
+from convlab.tuning import COLUMNS, _rows, config_grid, tune
 
 from realdata import REAL, require
 
@@ -97,14 +98,17 @@ def test_configs_as_a_list_of_texts_documents_and_parsed_configs():
     assert df.loc[0, "tokens_read"] == df.loc[2, "tokens_read"]
 
 
+def parsed(docs):
+    return [(j, coerce(d, "bot")) for j, d in enumerate(docs)]
+
+
 def test_shared_replays_equal_replaying_every_config():
     counts = ExactCounts()
-    configs = list(enumerate(config_grid(BASE, AXES)))
+    configs = parsed(config_grid(BASE, AXES))
     for c in CONVS:
         p = plan(c)
-        counts.prime(_texts(p))
-        prep = _prepare(p, counts, "bot")
-        shared, each = _rows(prep, configs, "bot"), _rows(prep, configs, "bot", fork=False)
+        counts.prime(p.texts())
+        shared, each = _rows(p, counts, configs, "bot"), _rows(p, counts, configs, "bot", share=False)
         assert _clean(shared) == _clean(each)
 
 
@@ -179,14 +183,14 @@ def test_a_config_that_fires_is_not_cheaper_by_the_hidden_prompt():
 
 def test_shared_replays_carry_the_hidden_overhead_into_forks():
     counts = ExactCounts()
-    configs = list(enumerate(config_grid(BASE, AXES)))
+    configs = parsed(config_grid(BASE, AXES))
     for c in HIDDEN_CONVS:
         p = plan(c)
-        counts.prime(_texts(p))
-        prep = _prepare(p, counts, "bot")
-        assert [x["overhead"] for x in prep.baseline] == [HIDDEN] * len(prep.baseline)
-        shared = _rows(prep, configs, "bot")
-        assert _clean(shared) == _clean(_rows(prep, configs, "bot", fork=False))
+        counts.prime(p.texts())
+        base = replay(c)
+        assert [x["overhead"] for x in base.calls] == [HIDDEN] * len(base.calls)
+        shared = _rows(p, counts, configs, "bot")
+        assert _clean(shared) == _clean(_rows(p, counts, configs, "bot", share=False))
         assert any(m["stale"] > 0 and m["first_limit_call"] > 1 for _, m in shared)  # a fork from a later turn
 
 
@@ -196,24 +200,29 @@ def test_shared_replays_equal_replaying_every_config_on_the_real_session():
     c = convlab.read(REAL / "claude_code" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl.gz")[0]
     counts = ExactCounts()
     p = plan(c)
-    counts.prime(_texts(p))
-    prep = _prepare(p, counts, "bot")
-    configs = list(enumerate(config_grid(BASE, {"window": [60000, 148431, 300000], "strategy[1].over_tokens": [None]})))
-    shared = _rows(prep, configs, "bot")
-    assert _clean(shared) == _clean(_rows(prep, configs, "bot", fork=False))
+    counts.prime(p.texts())
+    configs = parsed(config_grid(BASE, {"window": [60000, 148431, 300000], "strategy[1].over_tokens": [None]}))
+    shared = _rows(p, counts, configs, "bot")
+    assert _clean(shared) == _clean(_rows(p, counts, configs, "bot", share=False))
     assert shared[1][1]["first_limit_call"] == 131
 
 
 def test_each_distinct_message_is_tokenized_once_per_sweep(monkeypatch):
+    """In one process (jobs=1): worker processes each start from the calling process's counts."""
     seen: list[str] = []
-    real = replay_module.count_batch
+    batch, one = replay_module.count_batch, replay_module.count_tokens
 
-    def spy(texts, encoding="o200k_base"):
+    def spy_batch(texts, encoding="o200k_base"):
         seen.extend(texts)
-        return real(texts, encoding)
+        return batch(texts, encoding)
 
-    monkeypatch.setattr(replay_module, "count_batch", spy)
-    df = tune(CONVS, BASE, grid=AXES, progress=False)
+    def spy_one(text, encoding="o200k_base"):
+        seen.append(text)
+        return one(text, encoding)
+
+    monkeypatch.setattr(replay_module, "count_batch", spy_batch)
+    monkeypatch.setattr(replay_module, "count_tokens", spy_one)
+    df = tune(CONVS, BASE, grid=AXES, progress=False, jobs=1)
     assert df["summaries"].sum() > 0  # summaries were written and counted too
     assert len(seen) == len(set(seen)), "a text was tokenized twice"
     messages = {convlab.tokens.content_text(a["content"]) for c in CONVS for _, a in c.tree.nodes(data=True)}
@@ -234,6 +243,69 @@ def test_bad_scheduler_and_empty_configs():
         tune(CONVS, [], progress=False)
 
 
+def test_a_config_forks_from_the_replay_it_agrees_with_longest(monkeypatch):
+    """Issue 14 (2): "a fork starts from the state where its config first diverges, not from a replay
+    of the whole prefix": a config that agrees with an earlier config's replay past the point where that
+    replay left the baseline forks from that replay, where they first differ, not from the baseline."""
+    forks = []
+    real = Replayer.fork
+
+    def spy(self, turn, config=None):
+        forks.append((self.plan.conversation_id, bool(self.config.strategies), min(self.starts), turn))
+        return real(self, turn, config)
+
+    monkeypatch.setattr(Replayer, "fork", spy)
+    df = tune(CONVS, BASE, grid=AXES, progress=False, jobs=1)
+    from_forks = [f for f in forks if f[1]]
+    assert from_forks and all(turn > start for _, _, start, turn in from_forks)
+    # fewer replays than configs that fire: the others share a replay and its row
+    fired = int((df["limits_full"] + df["limits_idle"] + df["limits_overflow"] > 0).sum())
+    assert len(forks) < fired
+
+
+def test_worker_processes_give_the_frame_one_process_gives(tmp_path, monkeypatch):
+    """Issue 14 (2): "tune runs its replays in parallel on the local machine by default (processes;
+    jobs= ..., 1 for serial)" and the frame is the same row for row."""
+    import multiprocessing
+    import os
+
+    import convlab.tuning as tuning
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("the spy below reaches the workers only through fork")
+    real = tuning._rows
+
+    def spy(*args, **kwargs):
+        (tmp_path / str(os.getpid())).touch()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tuning, "_rows", spy)
+    serial = tune(CONVS, BASE, grid=AXES, progress=False, jobs=1)
+    assert [p.name for p in tmp_path.iterdir()] == [str(os.getpid())]
+    (tmp_path / str(os.getpid())).unlink()
+    parallel = tune(CONVS, BASE, grid=AXES, progress=False, jobs=2)
+    pd.testing.assert_frame_equal(parallel, serial)
+    workers = {p.name for p in tmp_path.iterdir()}
+    assert len(workers) == 2 and str(os.getpid()) not in workers
+    # one conversation and two jobs: its configs split in two runs, one per worker; the same rows
+    for p in tmp_path.iterdir():
+        p.unlink()
+    one = tune(CONVS[1], BASE, grid=AXES, progress=False, jobs=2)
+    pd.testing.assert_frame_equal(one, serial[serial["conversation"] == "c2"].reset_index(drop=True))
+    assert len({p.name for p in tmp_path.iterdir()}) == 2
+
+
+def test_bad_jobs_and_chunk_say_what_to_pass():
+    with pytest.raises(ValueError, match=r"jobs must be a positive whole number \(1: one process"):
+        tune(CONVS, BASE, jobs=0, progress=False)
+    with pytest.raises(ValueError, match="jobs must be"):
+        tune(CONVS, BASE, jobs="2", progress=False)
+    with pytest.raises(ValueError, match="jobs= is for the local scheduler"):
+        tune(CONVS, BASE, jobs=2, scheduler="dask", progress=False)
+    with pytest.raises(ValueError, match="chunk must be"):
+        tune(CONVS, BASE, chunk=0, progress=False)
+
+
 def test_dask_equals_local_row_for_row_and_workers_ran_the_tasks():
     distributed = pytest.importorskip("distributed")
     local = tune(CONVS, BASE, grid=AXES, progress=False)
@@ -243,6 +315,7 @@ def test_dask_equals_local_row_for_row_and_workers_ran_the_tasks():
                 remote = tune(CONVS, BASE, grid=AXES, progress=False, scheduler="dask", client=client, chunk=2)
             workers = set(cluster.scheduler.workers)
     pd.testing.assert_frame_equal(remote, local)
+    pd.testing.assert_frame_equal(remote, tune(CONVS, BASE, grid=AXES, progress=False, jobs=1))
     ran = [t for t in stream.data if t["key"].startswith("_run_remote")]
     assert len(ran) == len(CONVS) * 3  # 6 configs in chunks of 2, per conversation
     assert {t["worker"] for t in ran} <= workers and len({t["worker"] for t in ran}) >= 1
