@@ -50,6 +50,7 @@ from .context import ContextConfig, coerce
 from .conversation import Conversation
 from .engine import SUMMARY_PREFIX, Session
 from .providers import ReplayLLM
+from .summaries import summaries_for
 from .tokens import content_text, count_batch, count_tokens
 from .tree import message_of, nodes_in_order
 from .wire import Event
@@ -219,7 +220,8 @@ class Replay:
       (imported id), ``call_id``, ``checked``;
     - ``limits``: one dict per ``context.limit``: ``reason``, ``strategy``,
       ``tokens``, ``call`` (1-based index of the held model call), ``replaced``,
-      ``first_call``, ``idle_for``.
+      ``first_call``, ``idle_for``, and ``summary_tokens`` (the exact length of
+      the summary it recorded, when it recorded one).
     """
 
     session: Session
@@ -244,6 +246,7 @@ class _Start:
     limits: int
     stale: int
     consulted: int
+    stand_ins: int
     map: dict[str, str]
     compactions: tuple[str, ...]
 
@@ -266,10 +269,18 @@ class _Model:
 
     def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
         r = self.replayer
-        reads = r.llm.summaries if request.get("summary") else r.llm.seen
+        summary = bool(request.get("summary"))
+        reads = r.llm.summaries if summary else r.llm.seen
         n = len(reads)
         try:
-            return r.llm.complete(request)
+            reply = r.llm.complete(request)  # a summary call: the window's check, and the stand-in
+            if summary and r.summarize is not None:
+                real = r.summarize(request, reads[-1]["read"], r.stand_ins > 0)
+                if real is None:
+                    r.stand_ins += 1
+                else:
+                    reply = real
+            return reply
         finally:
             if len(reads) > n:
                 r.consulted.append((r.turn, "read", reads[-1]["read"], reads[-1]["refused"]))
@@ -303,11 +314,18 @@ class Replayer:
         *,
         counts: ExactCounts | None = None,
         agent: str = "bot",
+        summarize: Callable[[Mapping[str, Any], int, bool], dict[str, Any] | None] | None = None,
         log: Any = None,
     ):
-        """``log`` (a session log, a path or a binary file object, ending between
-        turns) is where the Session starts from instead of a new one: what
-        ``fork`` loads."""
+        """``summarize(request, tokens, guessed)`` answers the summary calls
+        (``tokens``: the exact count of what the request sends; ``guessed``: this
+        replay already wrote a stand-in, so the request may not be what a real
+        run sends): a reply, a ``ProviderError``, or None for the stand-in that
+        ``ReplayLLM`` writes (what every summary is without it). ``log`` (a
+        session log, a path or a binary file object, ending between turns) is
+        where the Session starts from instead of a new one: what ``fork`` loads."""
+        self.summarize = summarize
+        self.stand_ins = 0  # summaries the stand-in wrote although a summarizer was asked
         self.plan = plan
         self.config: ContextConfig = coerce(config, agent)
         self.counts = counts if counts is not None else ExactCounts()
@@ -352,13 +370,15 @@ class Replayer:
         Until that turn the two are the same replay when ``config`` says what
         this replay's config said at every point it was consulted before it."""
         if turn == 0:
-            return Replayer(self.plan, config, counts=self.counts, agent=self.agent)
+            return Replayer(self.plan, config, counts=self.counts, agent=self.agent, summarize=self.summarize)
         at = self.starts[turn]
         events = self.session.events
         for ev in events[len(self._lines):at.events]:
             self._lines.append(b"" if ev["type"] in _NOT_FORKED else
                                json.dumps(ev, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
-        new = Replayer(self.plan, config, counts=self.counts, agent=self.agent, log=io.BytesIO(b"".join(self._lines[:at.events])))
+        new = Replayer(self.plan, config, counts=self.counts, agent=self.agent, summarize=self.summarize,
+                       log=io.BytesIO(b"".join(self._lines[:at.events])))
+        new.stand_ins = at.stand_ins
         new.map.update(at.map)
         new.compactions.update(at.compactions)
         new.trace = [dict(x) for x in self.trace[:at.trace]]
@@ -458,7 +478,7 @@ class Replayer:
         for k in range(start, len(self.plan.turns)):
             self.turn = k
             self.starts[k] = _Start(len(self.session.events), len(self.trace), len(self.llm.summaries), len(self.limits),
-                                    len(self.stale), len(self.consulted), dict(self.map), tuple(self.compactions))
+                                    len(self.stale), len(self.consulted), self.stand_ins, dict(self.map), tuple(self.compactions))
             self._run_turn(self.plan.turns[k])
         return self
 
@@ -567,6 +587,9 @@ class Replayer:
             made = _made_by_replace(events)
             if made:
                 self.limits[-1]["replaced"] = True
+                first = s.tree.nodes[made[0]]
+                if first["kind"] == "summary":  # how long the summary is, in exact tokens
+                    self.limits[-1]["summary_tokens"] = self.counts.text(content_text(first["content"]).removeprefix(SUMMARY_PREFIX))
                 self._remap(old_head, made)
             created += [e["message"]["id"] for e in events if e["type"] == "message.new"]
         return created
@@ -596,7 +619,8 @@ def _made_by_replace(events: list[Event]) -> list[str]:
     return []
 
 
-def replay(conversation: Conversation, config: Any = None, *, agent: str = "bot") -> Replay:
+def replay(conversation: Conversation, config: Any = None, *, agent: str = "bot", summarizer: Any = None,
+           cache: Any = None) -> Replay:
     """Re-enact an imported conversation through the protocol: a ``Replay``.
 
     Each logged assistant reply is one model call, answered by ``ReplayLLM``
@@ -612,6 +636,13 @@ def replay(conversation: Conversation, config: Any = None, *, agent: str = "bot"
     fires the replay goes on from the new history; the logged replies
     answered there (and any that could not be given) are listed in
     ``Replay.stale``. ``Replay`` documents what else it holds.
+
+    Summary calls get a stand-in summary (the log has none), unless
+    ``summarizer`` names a provider to send them to: replies still come from
+    the log, summaries from that model, each made once and kept in the
+    summary cache (``cache``: None for ``$XDG_CACHE_HOME/convlab/summaries``,
+    a folder, or False for none; see ``convlab.tune`` and
+    ``convlab.summaries``).
 
     >>> from convlab.tree import Tree
     >>> t = Tree()
@@ -629,7 +660,9 @@ def replay(conversation: Conversation, config: Any = None, *, agent: str = "bot"
         what = "a list" if isinstance(conversation, (list, tuple)) else f"a {type(conversation).__name__}"
         hint = ": convlab.read() returns a list, replay each one (or tune them all)" if isinstance(conversation, (list, tuple)) else ""
         raise TypeError(f"replay takes one Conversation, got {what}{hint}")
+    summaries = summaries_for(summarizer, cache)
     p = plan(conversation)
     counts = ExactCounts()
     counts.prime(p.texts())  # one batch, as a sweep does
-    return Replayer(p, config, counts=counts, agent=agent).run().result()
+    summarize = None if summaries is None else (lambda request, tokens, guessed: summaries.complete(request))
+    return Replayer(p, config, counts=counts, agent=agent, summarize=summarize).run().result()

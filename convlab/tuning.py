@@ -30,13 +30,15 @@ import itertools
 import math
 import os
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from .context import ContextConfig, applies, coerce, load_config, toml_document
 from .conversation import Conversation
-from .errors import ConfigError
+from .errors import ConfigError, ProviderError
 from .replaying import ExactCounts, Plan, Replayer, plan
+from .summaries import Summaries, summaries_for
 from .tree import input_tokens
 
 __all__ = ["tune", "config_grid", "COLUMNS"]
@@ -51,6 +53,8 @@ COLUMNS = (
     "limits_idle",
     "limits_overflow",
     "summaries",
+    "summary_tokens",
+    "summary_tokens_max",
     "resets",
     "overflows",
     "failed_turns",
@@ -152,6 +156,7 @@ def _measure(r: Replayer) -> dict[str, Any]:
     s = r.session
     trace, seen = r.trace, r.llm.seen
     reasons = [x["reason"] for x in r.limits]
+    lengths = [x["summary_tokens"] for x in r.limits if "summary_tokens" in x]
     summary_calls = 0
     tokens_read = 0
     overflows = 0
@@ -173,6 +178,8 @@ def _measure(r: Replayer) -> dict[str, Any]:
         "limits_idle": reasons.count("idle"),
         "limits_overflow": reasons.count("overflow"),
         "summaries": sum(1 for x in r.limits if x["replaced"] and x["strategy"] == "summarize"),
+        "summary_tokens": sum(lengths),
+        "summary_tokens_max": max(lengths, default=0),
         "resets": sum(1 for x in r.limits if x["replaced"] and x["strategy"] == "reset"),
         "overflows": overflows,
         "failed_turns": sum(1 for t in s.turns if t["status"] == "failed"),
@@ -263,7 +270,7 @@ def _closest(root: _Run, config: ContextConfig) -> tuple[_Run, int | None]:
 
 
 def _rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, ContextConfig]], agent: str, *,
-          share: bool = True) -> list[tuple[int, dict[str, Any]]]:
+          share: bool = True, summarize: Any = None) -> list[tuple[int, dict[str, Any]]]:
     """The measures of one conversation under each ``(index, config)``.
 
     The first replay has no config (nothing fires: the log as it was). Each
@@ -273,8 +280,8 @@ def _rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, ContextConf
     every config from the start (what the sharing must equal).
     """
     if not share:
-        return [(j, _measure(Replayer(p, cfg, counts=counts, agent=agent).run())) for j, cfg in configs]
-    root = _Run.made(Replayer(p, None, counts=counts, agent=agent).run(), 0)
+        return [(j, _measure(Replayer(p, cfg, counts=counts, agent=agent, summarize=summarize).run())) for j, cfg in configs]
+    root = _Run.made(Replayer(p, None, counts=counts, agent=agent, summarize=summarize).run(), 0)
     out = []
     for j, cfg in configs:
         run, turn = _closest(root, cfg)
@@ -310,6 +317,9 @@ def tune(
     scheduler: str | None = None,
     client: Any = None,
     chunk: int | None = None,
+    summarizer: Any = None,
+    cache: Any = None,
+    dry_run: bool = False,
 ):
     """Replay conversations under context configs: one row per (conversation, config).
 
@@ -323,7 +333,10 @@ def tune(
     calls, summary calls not included), ``summary_calls``; ``limits_full`` /
     ``limits_idle`` / ``limits_overflow`` (context.limit decisions by
     reason); ``summaries`` and ``resets`` (strategies that replaced the
-    history); ``overflows`` (calls the provider refused as too long);
+    history); ``summary_tokens`` and ``summary_tokens_max`` (how long the
+    summaries recorded are, all together and the longest, in exact
+    o200k_base tokens: the summarizer's own with ``summarizer``, else the
+    stand-in's); ``overflows`` (calls the provider refused as too long);
     ``failed_turns``; ``stale`` (logged replies that no longer apply);
     ``first_limit_call`` (1-based index of the first held call, or None);
     ``max_count`` (the largest count the engine made); ``tokens_read`` (input
@@ -349,6 +362,38 @@ def tune(
     provider tokenizer's surplus on the longer history, so after a rewrite
     ``tokens_read`` leans high: savings are, if anything, understated.
     Summary calls count exactly, with no overhead (see ``ReplayLLM``).
+
+    Summaries: a log holds no reply for a summary it never asked for, so
+    without ``summarizer`` a summary call gets a stand-in (a few words of each
+    message it summarizes, what ``ReplayLLM`` writes). With ``summarizer`` (a
+    provider: anything with ``complete(request)``, e.g.
+    ``convlab.EchoLLM()`` or ``convlab.provider("openai:gpt-4.1-mini")``)
+    summary calls go to that model while every reply still comes from the
+    log. Each distinct summary (the model, the prompt and the exact input) is
+    made once and kept on disk (``cache``: None for
+    ``$XDG_CACHE_HOME/convlab/summaries``, default
+    ``~/.cache/convlab/summaries``; a folder; or False to keep them in memory
+    for this sweep only), so no sweep pays twice for one and a rerun pays
+    nothing. The calls are made from this process only, several at a time
+    (worker processes ask it for each summary; with a summarizer there are
+    four per job, since they mostly wait), so the provider and its client are
+    never pickled; a dask cluster cannot take a summarizer. A summary call
+    takes no time on the replay's clock, which follows the log. The frame's
+    ``attrs["summary_cost"]`` (a ``convlab.summaries.SummaryCost``) says what
+    the summaries cost: ``calls`` made and the ``input_tokens`` they read (the
+    provider's usage), ``cached`` summaries the disk answered. What later
+    calls read depends on what the summarizer wrote, so a rerun gives the
+    same frame through the cache, not a new sweep with ``cache=False``.
+
+    ``dry_run=True`` (with ``summarizer``) calls nothing and writes nothing:
+    it returns a ``SummaryCost`` instead of the frame, with the summary
+    ``calls`` the sweep would make and their ``input_tokens`` (exact
+    o200k_base counts of what each would send), and the ``cached`` ones
+    (with what they read). A summary the cache does not hold yet is stood in
+    for by the stand-in, so a later summary of the same replay, which reads
+    it, is counted on the stand-in's text: ``estimated`` says how many calls
+    rest on that, and ``exact`` is True when none do (then the figures are
+    what the sweep spends, as far as the provider counts as o200k_base does).
 
     Where it runs: ``jobs`` worker processes on this machine (None: one per
     core it may use; 1: all in this process, no workers), each taking whole
@@ -403,10 +448,16 @@ def tune(
     jobs = _jobs(jobs)
     if chunk is not None and (not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1):
         raise ValueError(f"chunk must be a positive whole number of configs or None, got {chunk!r}")
+    summaries = summaries_for(summarizer, cache, dry_run=dry_run)
+    if summaries is not None and scheduler == "dask":
+        raise ValueError("a summarizer is called from this process only (it is never sent to a worker): "
+                         "sweep with the local scheduler (jobs=...), not dask")
 
     counts = ExactCounts()
     plans = [plan(c) for c in convs]
     counts.prime(t for p in plans for t in p.texts())
+    if summaries is not None and not dry_run and jobs > 1:
+        jobs *= _WAITING  # workers mostly wait for summaries: more of them keep the cores busy
     tasks = _tasks(plans, len(parsed), chunk, 1 if scheduler == "dask" else jobs)
     total = len(convs) * len(parsed)
     show = (total >= 20) if progress is None else bool(progress)
@@ -424,12 +475,15 @@ def tune(
         if scheduler == "dask":
             _run_dask(plans, counts, parsed, agent, tasks, client, done)
         elif jobs == 1 or len(tasks) <= 1:
+            summarize = None if summaries is None else _asking(summaries, dry_run)
             for i, js in tasks:
-                done(i, _rows(plans[i], counts, [(j, parsed[j]) for j in js], agent))
+                done(i, _rows(plans[i], counts, [(j, parsed[j]) for j in js], agent, summarize=summarize))
         else:
-            _run_processes(plans, counts, parsed, agent, tasks, jobs, done)
+            _run_processes(plans, counts, parsed, agent, tasks, jobs, done, summaries, dry_run)
     finally:
         bar.close()
+    if dry_run:
+        return summaries.cost()  # type: ignore[union-attr]
 
     rows = []
     for i, c in enumerate(convs):
@@ -443,7 +497,16 @@ def tune(
     df = pd.DataFrame(rows, columns=["conversation", "config", *[k for k in grid_keys if k not in COLUMNS], *COLUMNS])
     df["first_limit_call"] = df["first_limit_call"].astype("Int64")
     df["window"] = df["window"].astype("Int64")
+    if summaries is not None:
+        df.attrs["summary_cost"] = summaries.cost()
     return df
+
+
+def _asking(summaries: Summaries, dry_run: bool) -> Any:
+    """What a replay in this process asks for a summary (``Replayer``'s ``summarize``)."""
+    if dry_run:
+        return summaries.estimate
+    return lambda request, tokens, guessed: summaries.complete(request)
 
 
 # ----------------------------------------------------------------------
@@ -478,33 +541,113 @@ def _tasks(plans: list[Plan], n_configs: int, chunk: int | None, jobs: int) -> l
     return tasks
 
 
-_WORK: tuple | None = None  # in a worker process: (plans, counts, configs, agent), from _start_worker
+#: Worker processes per job when a sweep's summary calls go to a real model: a
+#: worker waiting for a summary (seconds, on the network) leaves its core to another.
+_WAITING = 4
+
+_WORK: tuple | None = None  # in a worker process: (plans, counts, configs, agent, summarize), from _start_worker
 
 
-def _start_worker(plans: list[Plan], counts: ExactCounts, configs: list[ContextConfig], agent: str) -> None:
+def _start_worker(plans: list[Plan], counts: ExactCounts, configs: list[ContextConfig], agent: str, channel: Any) -> None:
     global _WORK
-    _WORK = (plans, counts, configs, agent)
+    _WORK = (plans, counts, configs, agent, None if channel is None else _Asker(*channel))
 
 
 def _task(i: int, js: list[int]) -> tuple[int, list[tuple[int, dict[str, Any]]]]:
-    plans, counts, configs, agent = _WORK  # type: ignore[misc]
-    return i, _rows(plans[i], counts, [(j, configs[j]) for j in js], agent)
+    plans, counts, configs, agent, summarize = _WORK  # type: ignore[misc]
+    return i, _rows(plans[i], counts, [(j, configs[j]) for j in js], agent, summarize=summarize)
 
 
-def _run_processes(plans, counts, parsed, agent, tasks, jobs, done) -> None:
+class _Stopped(Exception):
+    """The calling process stopped the sweep while a worker waited for a summary."""
+
+
+class _Asker:
+    """In a worker process: summary requests go to the calling process, which
+    holds the summarizer and the cache, and wait for its answer."""
+
+    def __init__(self, requests: Any, answers: list, taken: Any) -> None:
+        with taken.get_lock():
+            self.index = taken.value
+            taken.value += 1
+        self.requests, self.answer = requests, answers[self.index]
+
+    def __call__(self, request: Mapping[str, Any], tokens: int, guessed: bool) -> dict[str, Any] | None:
+        self.requests.put((self.index, dict(request), tokens, guessed))
+        kind, payload = self.answer.get()
+        if kind == "reply":
+            return payload
+        if kind == "refused":
+            raise ProviderError(*payload)
+        raise _Stopped("the sweep was stopped")
+
+
+class _Answering:
+    """In the calling process: answers the workers' summary requests from the
+    summarizer and the cache, a few at a time (they wait on the network), and
+    keeps the first error that is not a refusal to raise it here."""
+
+    def __init__(self, ctx: Any, jobs: int, summaries: Summaries, dry_run: bool) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.requests = ctx.Queue()
+        self.answers = [ctx.Queue() for _ in range(jobs)]
+        self.taken = ctx.Value("i", 0)
+        self.ask = _asking(summaries, dry_run)
+        self.failed: list[BaseException] = []
+        self.calls = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="convlab-summaries")
+        self.thread = threading.Thread(target=self._serve, name="convlab-summaries", daemon=True)
+        self.thread.start()
+
+    @property
+    def channel(self) -> tuple:
+        return (self.requests, self.answers, self.taken)
+
+    def _serve(self) -> None:
+        while True:
+            item = self.requests.get()
+            if item is None:
+                return
+            self.calls.submit(self._answer, *item)
+
+    def _answer(self, index: int, request: dict[str, Any], tokens: int, guessed: bool) -> None:
+        try:
+            answer = ("reply", self.ask(request, tokens, guessed))
+        except ProviderError as err:
+            answer = ("refused", (err.kind, str(err)))
+        except BaseException as err:  # the summarizer's own fault: the sweep stops with it, here
+            self.failed.append(err)
+            answer = ("stop", None)
+        self.answers[index].put(answer)
+
+    def close(self, stopping: bool) -> None:
+        if stopping:
+            for q in self.answers:  # a worker still waiting stops too
+                q.put(("stop", None))
+        self.requests.put(None)
+        self.thread.join()
+        self.calls.shutdown(wait=True)
+
+
+def _run_processes(plans, counts, parsed, agent, tasks, jobs, done, summaries=None, dry_run=False) -> None:
     """The tasks on ``jobs`` worker processes of this machine.
 
     Workers are forked where the platform can (Linux: they start in
     milliseconds with the tokenizer and the plans already loaded), else
     spawned. A worker gets the plans once, when it starts, and sends back
-    only rows.
+    only rows. With a summarizer, a worker's summary calls come back here
+    (``_Answering``): the provider and the cache stay in this process, and
+    the provider is never pickled.
     """
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
+    jobs = min(jobs, len(tasks))
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-    pool = ProcessPoolExecutor(min(jobs, len(tasks)), mp_context=ctx, initializer=_start_worker,
-                               initargs=(plans, counts, parsed, agent))
+    answering = None if summaries is None else _Answering(ctx, jobs, summaries, dry_run)
+    pool = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_start_worker,
+                               initargs=(plans, counts, parsed, agent, None if answering is None else answering.channel))
+    stopping = True
     try:
         # forked workers start with everything this process holds; frozen, the
         # collector never walks it, so a worker copies only the pages it writes
@@ -516,8 +659,16 @@ def _run_processes(plans, counts, parsed, agent, tasks, jobs, done) -> None:
         futures += [pool.submit(_task, i, js) for i, js in tasks[1:]]
         for future in as_completed(futures):
             done(*future.result())
+        stopping = False
+    except _Stopped:
+        if answering is None or not answering.failed:
+            raise  # pragma: no cover - only the summarizer's own error stops a worker
     finally:
+        if answering is not None:
+            answering.close(stopping)
         pool.shutdown(wait=True, cancel_futures=True)
+    if answering is not None and answering.failed:
+        raise answering.failed[0]
 
 
 def _run_remote(p: Plan, counts: ExactCounts, configs: list[tuple[int, ContextConfig]], agent: str) -> list[tuple[int, dict[str, Any]]]:

@@ -327,3 +327,166 @@ def test_a_grid_on_a_base_without_the_agents_table_is_an_error_not_a_table_to_fi
     with pytest.raises(convlab.ConfigError, match=r"agent\.bot\.contxt"):
         config_grid("[agent.bot.contxt]\nwindow = 64000\n", {"window": [64000]})
     assert config_grid("", {"window": [64000]})[0]["agent"]["bot"]["context"]["window"] == 64000  # an empty base is fine
+
+
+# -- real summaries (issue 12 part 2) -----------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def _no_summaries_in_home(tmp_path_factory, monkeypatch):
+    """The default summary cache goes to a temporary folder, never the user's."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg")))
+
+
+class Counting:
+    """A summarizer that writes its own short summaries (what it writes depends on what it reads only) and
+    records each call, with the process it ran in."""
+
+    def __init__(self):
+        self.requests = []
+        self.pids = []
+
+    def complete(self, request):
+        import os
+
+        from convlab.tokens import count_tokens
+
+        self.requests.append(request)
+        self.pids.append(os.getpid())
+        read = count_tokens(request["messages"])
+        return {"content": f"summary: {read} tokens read", "usage": {"input_tokens": read, "output_tokens": 6}}
+
+    def keys(self):
+        from convlab.summaries import model_of, request_key
+
+        return [request_key(model_of(self, q), q) for q in self.requests]
+
+
+class Unpicklable(Counting):
+    def __reduce__(self):
+        raise TypeError("this provider holds a live client and must never be pickled")
+
+
+SUMMARY_AXES = {"strategy[1].over_tokens": [3000, 5000, 100000], "strategy[0].idle_secs": [400, 3600]}
+
+
+def test_a_sweep_pays_once_per_summary_and_a_second_sweep_nothing(tmp_path):
+    """Issue 12 (2): "A 100-config sweep never pays twice for the same summary and a rerun pays nothing";
+    "a second sweep makes zero summary calls; cache=False makes them again"."""
+    llm = Counting()
+    first = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=llm, cache=tmp_path)
+    made = len(llm.requests)
+    assert made >= 3 and len(set(llm.keys())) == made  # never the same summary twice
+    assert first["summary_calls"].sum() > made  # many replays asked, the summarizer was called once per summary
+    cost = first.attrs["summary_cost"]
+    assert (cost.calls, cost.input_tokens, cost.cached) == (made, sum(q_read(q) for q in llm.requests), 0)
+    second = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=llm, cache=tmp_path)
+    assert len(llm.requests) == made
+    pd.testing.assert_frame_equal(second, first)
+    assert (second.attrs["summary_cost"].calls, second.attrs["summary_cost"].cached) == (0, made)
+    for _ in range(2):  # no cache: each sweep calls again, once per summary
+        before = len(llm.requests)
+        tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=llm, cache=False)
+        assert len(llm.requests) - before == made
+    assert len(list(tmp_path.rglob("*.json"))) == made
+
+
+def q_read(request):
+    from convlab.tokens import count_tokens
+
+    return count_tokens(request["messages"])
+
+
+def test_the_frame_gains_the_summaries_real_lengths(tmp_path):
+    """Issue 12 (2): "The sweep's frame gains the summaries' real lengths"."""
+    from convlab.engine import SUMMARY_PREFIX
+    from convlab.tokens import count_tokens
+
+    llm = Counting()
+    df = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=llm, cache=tmp_path, jobs=1)
+    docs = config_grid(BASE, SUMMARY_AXES)
+    assert df["summaries"].sum() > 0
+    for _, row in df.iterrows():
+        c = next(x for x in CONVS if x.id == row["conversation"])
+        r = replay(c, docs[row["config"]], summarizer=llm, cache=tmp_path)
+        texts = [convlab.content_text(n["content"]).removeprefix(SUMMARY_PREFIX) for _, n in r.session.tree.nodes(data=True)
+                 if n["kind"] == "summary"]
+        assert all(t.startswith("summary: ") for t in texts)  # the summarizer's, not the stand-in
+        lengths = [count_tokens(t) for t in texts]
+        assert (row["summary_tokens"], row["summary_tokens_max"]) == (sum(lengths), max(lengths, default=0))
+    stand_in = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False)
+    assert (stand_in["summary_tokens"] > df["summary_tokens"]).any()  # the stand-in's lengths are not the real ones
+
+
+def test_dry_run_says_what_a_real_run_then_spends(tmp_path):
+    """Issue 12 (2): "tune(..., dry_run=True) says before anything is spent how many summary calls and input
+    tokens the sweep needs and how many the cache already holds"; "dry_run figures equal what a real run then
+    spends"."""
+    c = conv("d1", 3)  # one summary per replay: every figure is known before any call
+    axes = {"strategy[1].over_tokens": [2500, 100000], "strategy[1].prompt": ["Summarize.", "In one line.", "As a list."]}
+    llm = Counting()
+    dry = tune([c], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path, dry_run=True)
+    assert llm.requests == [] and list(tmp_path.rglob("*.json")) == []  # nothing spent, nothing written
+    assert dry.exact and dry.cached == 0 and dry.calls == 3  # one per prompt: the prompt is in the key
+    df = tune([c], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path)
+    assert len(llm.requests) == dry.calls and sum(q_read(q) for q in llm.requests) == dry.input_tokens
+    spent = df.attrs["summary_cost"]
+    assert (spent.calls, spent.input_tokens) == (dry.calls, dry.input_tokens)
+    again = tune([c], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path, dry_run=True)
+    assert (again.calls, again.input_tokens, again.cached, again.cached_input_tokens) == (0, 0, dry.calls, dry.input_tokens)
+    # in worker processes: the same figures
+    llm2 = Counting()
+    assert tune([c], BASE, grid=axes, progress=False, summarizer=llm2, cache=False, dry_run=True, jobs=2) == dry
+
+
+def test_dry_run_marks_what_rests_on_a_summary_not_made_yet(tmp_path):
+    """A later summary of a replay reads the earlier one: before that one is made the dry run can only count
+    it with the stand-in in its place, and says so (estimated, not exact). With a summarizer that writes what
+    the stand-in writes (EchoLLM), the estimate is what the real run spends."""
+    llm = Counting()
+    dry = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=llm, cache=tmp_path, dry_run=True)
+    assert not dry.exact and 0 < dry.estimated < dry.calls and llm.requests == []
+    echo = convlab.EchoLLM()
+    dry = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=echo, cache=tmp_path / "echo", dry_run=True)
+    df = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=echo, cache=tmp_path / "echo")
+    assert not dry.exact and (echo.calls, df.attrs["summary_cost"].input_tokens) == (dry.calls, dry.input_tokens)
+    # with the summaries made, a dry run knows everything
+    assert tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=echo, cache=tmp_path / "echo", dry_run=True).exact
+
+
+def test_the_summarizer_stays_in_the_calling_process_and_is_never_pickled(tmp_path):
+    """Issue 12 (2) / 14 (2): "Summary calls and cache writes happen in the calling process (the provider is
+    never pickled ...)"; worker processes, one process and the frames agree row for row."""
+    import os
+
+    llm = Unpicklable()
+    with pytest.raises(TypeError, match="never be pickled"):
+        import pickle
+
+        pickle.dumps(llm)
+    parallel = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=llm, cache=tmp_path / "a", jobs=2)
+    assert llm.requests and set(llm.pids) == {os.getpid()}
+    serial = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=Unpicklable(), cache=tmp_path / "b", jobs=1)
+    pd.testing.assert_frame_equal(parallel, serial)
+    assert sorted(p.name for p in (tmp_path / "a").rglob("*.json")) == sorted(p.name for p in (tmp_path / "b").rglob("*.json"))
+
+
+def test_a_summarizer_that_breaks_stops_the_sweep_with_its_own_error(tmp_path):
+    class Broken:
+        def complete(self, request):
+            raise RuntimeError("the summarizer broke")
+
+    for jobs in (1, 2):
+        with pytest.raises(RuntimeError, match="the summarizer broke"):
+            tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=Broken(), cache=tmp_path, jobs=jobs)
+
+
+def test_summarizer_arguments_that_cannot_work_say_so():
+    with pytest.raises(ValueError, match="give summarizer= too"):
+        tune(CONVS, BASE, progress=False, dry_run=True)
+    with pytest.raises(ValueError, match="give summarizer= too"):
+        tune(CONVS, BASE, progress=False, cache=False)
+    with pytest.raises(ValueError, match="never sent to a worker"):
+        tune(CONVS, BASE, progress=False, summarizer=Counting(), scheduler="dask")
+    with pytest.raises(TypeError, match="summarizer must be a provider"):
+        tune(CONVS, BASE, progress=False, summarizer="echo")
