@@ -665,4 +665,7 @@ def replay(conversation: Conversation, config: Any = None, *, agent: str = "bot"
     counts = ExactCounts()
     counts.prime(p.texts())  # one batch, as a sweep does
     summarize = None if summaries is None else (lambda request, tokens, guessed: summaries.complete(request))
-    return Replayer(p, config, counts=counts, agent=agent, summarize=summarize).run().result()
+    result = Replayer(p, config, counts=counts, agent=agent, summarize=summarize).run().result()
+    if summaries is not None:
+        summaries.warn_failed()
+    return result

@@ -31,13 +31,14 @@ import json
 import os
 import tempfile
 import threading
+import warnings
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 from . import inputs, jsondata
-from .errors import ProviderError
+from .errors import ProviderError, SummaryWarning
 from .tree import MESSAGE_KEYS, input_tokens
 
 __all__ = ["Summaries", "SummaryCost", "summaries_for", "default_folder", "model_of", "request_key"]
@@ -93,6 +94,8 @@ def summaries_for(summarizer: Any, cache: Any, *, dry_run: bool = False) -> "Sum
         if dry_run:
             raise ValueError("dry_run says what a summarizer's calls would cost: give summarizer= too")
         return None
+    if isinstance(summarizer, type):
+        raise TypeError(f"summarizer must be a provider, not its class: {summarizer.__name__}(...)")
     if not callable(getattr(summarizer, "complete", None)):
         raise TypeError(f"summarizer must be a provider (with complete(request)), e.g. convlab.EchoLLM(), got {summarizer!r}")
     if cache is None:
@@ -100,7 +103,7 @@ def summaries_for(summarizer: Any, cache: Any, *, dry_run: bool = False) -> "Sum
     elif cache is False:
         folder = None
     elif isinstance(cache, (str, os.PathLike)):
-        folder = cache
+        folder = Path(cache).expanduser()
     else:
         raise TypeError(f"cache must be a folder (str or path), False (no cache) or None (the default folder), got {cache!r}")
     return Summaries(summarizer, folder)
@@ -110,16 +113,18 @@ def summaries_for(summarizer: Any, cache: Any, *, dry_run: bool = False) -> "Sum
 class SummaryCost:
     """What the summaries of a replay or a sweep cost, or would cost.
 
-    ``calls``: distinct summary calls made (or, in a dry run, still to make:
-    not in the cache); ``input_tokens``: what they read (the provider's usage;
-    in a dry run the exact o200k_base count of what each would send).
+    ``calls``: distinct summary calls made, answered (or refused as too
+    long), or in a dry run still to make (not in the cache); ``input_tokens``:
+    what they read (the provider's usage; in a dry run the exact o200k_base
+    count of what each would send).
     ``cached``: distinct summaries the cache answered (or holds), and
     ``cached_input_tokens`` what they read when they were made: what the
     cache saves. ``estimated``: in a dry run, the calls among ``calls`` whose
     input is known only once another call the sweep makes is answered (a
     later summary of a replay whose earlier summary is not cached yet): they
     were counted with the stand-in summary in its place, so ``calls`` and
-    ``input_tokens`` are estimates unless ``exact``.
+    ``input_tokens`` are estimates unless ``exact``. ``failed``: distinct
+    summary calls the provider failed (kept nowhere: asked again next time).
     """
 
     calls: int
@@ -127,6 +132,7 @@ class SummaryCost:
     cached: int
     cached_input_tokens: int
     estimated: int = 0
+    failed: int = 0
 
     @property
     def exact(self) -> bool:
@@ -161,13 +167,14 @@ class Summaries:
         if not callable(getattr(provider, "complete", None)):
             raise TypeError(f"a summarizer is a provider (with complete(request)), got {provider!r}")
         self.provider = provider
-        self.folder = Path(folder) if folder is not None else None
+        self.folder = Path(folder).expanduser() if folder is not None else None
         self._lock = threading.Lock()
         self._known: dict[str, dict[str, Any]] = {}  # key -> entry
         self._asked: dict[str, Future] = {}  # key -> the call in flight
         self._made: dict[str, int] = {}  # key -> input tokens, per call made
         self._from_disk: dict[str, int] = {}  # key -> input tokens when it was made, per entry the disk answered
         self._needed: dict[str, list] = {}  # estimate: key -> [tokens, guessed], per call a real run would make
+        self._failed: dict[str, str] = {}  # key -> what the provider said, per call that failed
 
     def __repr__(self) -> str:
         return f"Summaries({self.provider!r}, folder={None if self.folder is None else str(self.folder)!r})"
@@ -180,7 +187,19 @@ class Summaries:
                 cached=len(self._from_disk),
                 cached_input_tokens=sum(self._from_disk.values()),
                 estimated=sum(1 for _, guessed in self._needed.values() if guessed),
+                failed=len(self._failed),
             )
+
+    def warn_failed(self, stacklevel: int = 3) -> None:
+        """A ``SummaryWarning`` when summary calls failed: the replays that asked went on without them."""
+        with self._lock:
+            failed = list(self._failed.values())
+        if failed:
+            many = f"{len(failed)} summary calls" if len(failed) > 1 else "a summary call"
+            warnings.warn(SummaryWarning(
+                f"{many} to {self.provider!r} failed ({failed[0]}): the replays that asked went on without that summary, "
+                "so their rows are not what the summarizer makes; run again to retry (the summaries made are cached)"),
+                stacklevel=stacklevel)
 
     # -- entries -----------------------------------------------------------
     def _path(self, key: str) -> Path:
@@ -277,6 +296,8 @@ class Summaries:
             reply = inputs.reply_from(self.provider.complete(dict(request)))
         except ProviderError as err:
             if err.kind != "too_long":
+                with self._lock:
+                    self._failed.setdefault(key, str(err))
                 raise  # a failure is not the input's: asked again next time
             entry = {"key": key, "model": model, "error": "too_long", "message": str(err)}
         else:

@@ -499,6 +499,7 @@ def tune(
     df["window"] = df["window"].astype("Int64")
     if summaries is not None:
         df.attrs["summary_cost"] = summaries.cost()
+        summaries.warn_failed()
     return df
 
 

@@ -23,7 +23,7 @@ PUBLIC = [
     "input_tokens",
     "ChatView", "ConfigError", "ContextConfig", "ContextGauge", "Conversation", "DecisionPanel", "EchoLLM", "EventLog", "Lab",
     "LogError", "LogWarning", "ProviderError", "ReadError", "ReadWarning", "Refused", "Replay", "ReplayLLM", "ScriptedLLM",
-    "Session", "Strategy", "TokenizerError", "Tree", "TreeView", "chat_worker", "config_grid", "content_text",
+    "Session", "Strategy", "SummaryWarning", "TokenizerError", "Tree", "TreeView", "chat_worker", "config_grid", "content_text",
     "conversations_frame", "count_tokens", "frame", "kept", "load_config", "newest_leaf", "read", "replay", "tune",
 ]
 

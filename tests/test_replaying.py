@@ -427,8 +427,12 @@ def test_a_summarizer_that_fails_leaves_the_call_as_it_was(tmp_path):
 
     c = conv(long_rows(8))
     cfg = config(None, {"use": "summarize", "over_tokens": 4500})
-    r = replay(c, cfg, summarizer=Failing(), cache=tmp_path)
+    with pytest.warns(convlab.SummaryWarning, match=r"summary calls to .*Failing.* failed \(the service is down\): the replays"):
+        r = replay(c, cfg, summarizer=Failing(), cache=tmp_path)
     assert r.limits and not any(x["replaced"] for x in r.limits) and r.stale == []
     first = Failing.calls
-    replay(c, cfg, summarizer=Failing(), cache=tmp_path)
+    with pytest.warns(convlab.SummaryWarning):
+        replay(c, cfg, summarizer=Failing(), cache=tmp_path)
     assert first >= 1 and Failing.calls == 2 * first
+    with pytest.raises(TypeError, match=r"not its class: Failing\(...\)"):
+        replay(c, cfg, summarizer=Failing)

@@ -481,6 +481,21 @@ def test_a_summarizer_that_breaks_stops_the_sweep_with_its_own_error(tmp_path):
             tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=Broken(), cache=tmp_path, jobs=jobs)
 
 
+def test_failed_summaries_are_said_and_counted(tmp_path):
+    """A summarizer that fails (a bad key, a service down) must not leave a silent frame of replays that
+    went on without their summaries."""
+
+    class Down:
+        def complete(self, request):
+            raise convlab.ProviderError("failed", "401 bad key")
+
+    for jobs in (1, 2):
+        with pytest.warns(convlab.SummaryWarning, match=r"failed \(401 bad key\)"):
+            df = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=Down(), cache=tmp_path, jobs=jobs)
+        assert df.attrs["summary_cost"].failed > 0 and df.attrs["summary_cost"].calls == 0
+        assert df["summaries"].sum() == 0 and list(tmp_path.rglob("*.json")) == []
+
+
 def test_summarizer_arguments_that_cannot_work_say_so():
     with pytest.raises(ValueError, match="give summarizer= too"):
         tune(CONVS, BASE, progress=False, dry_run=True)
