@@ -97,7 +97,8 @@ def summaries_for(summarizer: Any, cache: Any, *, dry_run: bool = False) -> "Sum
     if isinstance(summarizer, type):
         raise TypeError(f"summarizer must be a provider, not its class: {summarizer.__name__}(...)")
     if not callable(getattr(summarizer, "complete", None)):
-        raise TypeError(f"summarizer must be a provider (with complete(request)), e.g. convlab.EchoLLM(), got {summarizer!r}")
+        hint = f": for a spec, summarizer=convlab.provider({summarizer!r})" if isinstance(summarizer, str) else ""
+        raise TypeError(f"summarizer must be a provider (with complete(request)), e.g. convlab.EchoLLM(), got {summarizer!r}{hint}")
     if cache is None:
         folder = default_folder()
     elif cache is False:
@@ -160,7 +161,7 @@ class Summaries:
     'Summary of 1 messages.\\nuser: hi'
     >>> again = Summaries(llm, s.folder)  # a second sweep: from the disk
     >>> _ = again.complete(request); llm.calls, again.cost()
-    (1, SummaryCost(calls=0, input_tokens=0, cached=1, cached_input_tokens=4, estimated=0))
+    (1, SummaryCost(calls=0, input_tokens=0, cached=1, cached_input_tokens=4, estimated=0, failed=0))
     """
 
     def __init__(self, provider: Any, folder: str | os.PathLike | None):

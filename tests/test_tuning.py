@@ -481,6 +481,44 @@ def test_a_summarizer_that_breaks_stops_the_sweep_with_its_own_error(tmp_path):
             tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=Broken(), cache=tmp_path, jobs=jobs)
 
 
+def test_a_real_sdk_summarizer_is_called_from_this_process_once_per_summary(tmp_path):
+    """Issue 12 (2) over the openai SDK on a mock transport (its client holds the key and is never pickled,
+    convlab.OpenAIChat refuses to be): a sweep in worker processes sends every summary request through the
+    client in this process, once each; a dry run first says what it then spends; a rerun sends nothing."""
+    import json
+    import pickle
+
+    import httpx
+    from providers_wire import MockAPI, ok, openai_completion, openai_llm, openai_usage
+
+    from convlab.tokens import count_tokens
+
+    def answer(request):
+        messages = json.loads(request.content)["messages"]
+        read = count_tokens(messages)
+        return ok(openai_completion(f"{len(messages) - 1} messages, {read} tokens.", usage=openai_usage(read, 5)))
+
+    api = MockAPI(httpx, [answer] * 200)
+    llm = openai_llm(api, "gpt-test")
+    with pytest.raises(TypeError, match="is not pickled"):
+        pickle.dumps(llm)
+    axes = {"strategy[1].over_tokens": [2500, 100000], "strategy[1].prompt": ["Summarize.", "In one line."]}
+    one = conv("o1", 3)
+    dry = tune([one, CONVS[2]], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path, dry_run=True, jobs=2)
+    assert api.requests == [] and dry.exact and dry.calls >= 2
+    df = tune([one, CONVS[2]], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path, jobs=2)
+    assert len(api.requests) == dry.calls == df.attrs["summary_cost"].calls
+    assert df.attrs["summary_cost"].input_tokens == dry.input_tokens
+    assert all(r["url"].endswith("/chat/completions") and r["json"]["model"] == "gpt-test" for r in api.requests)
+    assert (df["summary_tokens"] > 0).sum() == dry.calls
+    again = tune([one, CONVS[2]], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path, jobs=2)
+    assert len(api.requests) == dry.calls
+    pd.testing.assert_frame_equal(again, df)
+    # a spec names the same kind of summarizer
+    echo = tune([one], BASE, grid=axes, progress=False, summarizer=convlab.provider("echo"), cache=tmp_path)
+    assert echo.attrs["summary_cost"].calls == 2
+
+
 def test_failed_summaries_are_said_and_counted(tmp_path):
     """A summarizer that fails (a bad key, a service down) must not leave a silent frame of replays that
     went on without their summaries."""
