@@ -394,12 +394,13 @@ def _tune(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
         raise _Usage(f"--value {args.value!r}: not a column of the sweep (columns: {', '.join(columns)})")
     convs = _read(args.paths, args, notes)
     with notes.watch("tuning"):
-        df = convlab.tune(convs, text, grid=grid or None, agent=args.agent, progress=None if _progress(args) else False,
-                          jobs=args.jobs, summarizer=summarizer, cache=False if args.no_cache else None,
-                          dry_run=args.dry_run)
-    if args.dry_run:
-        out.write(_say_cost(df, dry_run=True) + "\n")
+        result = convlab.tune(convs, text, grid=grid or None, agent=args.agent, progress=None if _progress(args) else False,
+                              jobs=args.jobs, summarizer=summarizer, cache=False if args.no_cache else None,
+                              dry_run=args.dry_run)
+    if args.dry_run:  # what the summaries would cost, no table
+        out.write(_say_cost(result, dry_run=True) + "\n")
         return
+    df = result
     if summarizer is not None:
         notes.say(_say_cost(df.attrs["summary_cost"], dry_run=False))
     shown = ["conversation", "config", *[k for k in grid if k != "window"], "window", "calls", "limits_full",
