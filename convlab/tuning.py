@@ -3,8 +3,9 @@
 Why it is fast: what does not depend on the config is done once per sweep
 or per conversation, and a replay is shared by every config that would make
 it. The plan of each conversation is made once and every message text is
-tokenized once for the whole sweep (one tokenizer batch). Per conversation
-the first replay has no config: the log as it was. Every replay records the
+tokenized once for the whole sweep (one tokenizer batch; with worker
+processes, one per conversation, in the worker). Per conversation the first
+replay has no config: the log as it was. Every replay records the
 points where it consulted its config (``Replayer.consulted``: which strategy
 applies before a call, whether a read passes the window, which strategy
 makes room after an overflow). A config that says the same as a replay's
@@ -455,10 +456,12 @@ def tune(
 
     counts = ExactCounts()
     plans = [plan(c) for c in convs]
-    counts.prime(t for p in plans for t in p.texts())
     if summaries is not None and not dry_run and jobs > 1:
         jobs *= _WAITING  # workers mostly wait for summaries: more of them keep the cores busy
     tasks = _tasks(plans, len(parsed), chunk, 1 if scheduler == "dask" else jobs)
+    workers = scheduler != "dask" and jobs > 1 and len(tasks) > 1
+    if not workers:  # else each worker tokenizes its own conversations, side by side
+        counts.prime(t for p in plans for t in p.texts())
     total = len(convs) * len(parsed)
     show = (total >= 20) if progress is None else bool(progress)
     from tqdm.auto import tqdm
@@ -474,7 +477,7 @@ def tune(
     try:
         if scheduler == "dask":
             _run_dask(plans, counts, parsed, agent, tasks, client, done)
-        elif jobs == 1 or len(tasks) <= 1:
+        elif not workers:
             summarize = None if summaries is None else _asking(summaries, dry_run)
             for i, js in tasks:
                 done(i, _rows(plans[i], counts, [(j, parsed[j]) for j in js], agent, summarize=summarize))
@@ -555,8 +558,18 @@ def _start_worker(plans: list[Plan], counts: ExactCounts, configs: list[ContextC
 
 
 def _task(i: int, js: list[int]) -> tuple[int, list[tuple[int, dict[str, Any]]]]:
+    """One unit of work in a worker process. The replays of a conversation stay
+    alive until its last config is placed, so the cyclic collector would walk
+    them again and again for nothing (a third of the time): it waits for the
+    end of the unit, in this process that is ours."""
     plans, counts, configs, agent, summarize = _WORK  # type: ignore[misc]
-    return i, _rows(plans[i], counts, [(j, configs[j]) for j in js], agent, summarize=summarize)
+    counts.prime(plans[i].texts())  # once per worker: a text it counted before is not counted again
+    gc.disable()
+    try:
+        return i, _rows(plans[i], counts, [(j, configs[j]) for j in js], agent, summarize=summarize)
+    finally:
+        gc.enable()
+        gc.collect()
 
 
 class _Stopped(Exception):
