@@ -39,7 +39,7 @@ ROWS = [
     ("lab-growth", lab.run_growth),
 ]
 
-GOALS = {"match": (1.5, "<="), "count": (11, "<="), "load": (3, "<="), "tokens": (0.9, ">="), "sweep": (5, "<="),
+GOALS = {"match": (1.5, "<="), "count": (1.0, "<="), "load": (3, "<="), "tokens": (0.9, ">="), "sweep": (3, "<="),
          "lazy": (0.1, "<="), "peer": (100, ">="), "treeview": (12, "<="), "export": (2.5, "<="), "export_memory": (3, "<="),
          "agui": (1.0, ">="), "lab": (2, "<="), "lab-growth": (1, "<=")}
 

@@ -50,7 +50,7 @@ def conversations(n: int, messages: int, path_len: int) -> list:
 def run(smoke: bool) -> Row:
     n, messages, path_len = (3, 60, 20) if smoke else (20, 300, 100)
     row = Row("sweep", f"a 100-config sweep / one replay of the same corpus ({n} conversations, {n * messages:,} messages)",
-              5, "<=", num_label="tune", den_label="replay")
+              3, "<=", num_label="tune", den_label="replay")
     try:
         import convlab
         from convlab.tuning import config_grid
@@ -71,11 +71,13 @@ def run(smoke: bool) -> Row:
             convlab.replay(c)
 
     replay_all()  # warm up (imports, the tokenizer)
-    num, den, a, b = paired(lambda: once(sweep), lambda: once(replay_all), 2)
+    num, den, a, b = paired(lambda: once(sweep), lambda: once(replay_all), 3)
     df = frames[-1]
     fired = int((df["limits_full"] + df["limits_idle"] + df["limits_overflow"] > 0).sum())
     row.finish(num, den)
-    row.note = (f"convlab.tune over a 5x5x4 grid (window, reset idle_secs, summarize over_tokens); "
-                f"{fired} of {len(df)} (conversation, config) replays hold a call; denominator: convlab.replay of each conversation")
+    row.note = (f"convlab.tune over a 5x5x4 grid (window, reset idle_secs, summarize over_tokens) in worker "
+                f"processes, one per core (the default); {fired} of {len(df)} (conversation, config) replays hold a call; "
+                f"denominator: convlab.replay of each conversation, one after the other")
     row.extra = {"samples_num": a, "samples_den": b, "fired": fired, "rows": len(df)}
     return row
+

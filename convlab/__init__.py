@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import importlib
 
-from .errors import ConfigError, LogError, LogWarning, ProviderError, ReadError, ReadWarning, Refused, TokenizerError
+from .errors import (ConfigError, LogError, LogWarning, ProviderError, ReadError, ReadWarning, Refused, SummaryWarning,
+                     TokenizerError)
 
 __version__ = "0.1.0"
 
@@ -53,7 +54,8 @@ _LAZY = {
 }
 
 __all__ = sorted(
-    ["ConfigError", "LogError", "LogWarning", "ProviderError", "ReadError", "ReadWarning", "Refused", "TokenizerError", *_LAZY]
+    ["ConfigError", "LogError", "LogWarning", "ProviderError", "ReadError", "ReadWarning", "Refused", "SummaryWarning",
+     "TokenizerError", *_LAZY]
 )
 
 

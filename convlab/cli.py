@@ -95,8 +95,26 @@ def _add_tune(sub: Any) -> None:
     tune.add_argument("--out", metavar="results.csv|.parquet", help="write the table")
     tune.add_argument("--plot", metavar="out.png", help="write a plot: a heatmap over two grid keys, else the count per call")
     tune.add_argument("--value", default="tokens_read", help="the column the heatmap shows (default tokens_read)")
+    tune.add_argument("--summarizer", metavar="SPEC",
+                      help="send summary calls to this model (replies still come from the logs): echo, openai:MODEL or "
+                           "anthropic:MODEL (convlab.provider); summaries are cached in $XDG_CACHE_HOME/convlab/summaries")
+    tune.add_argument("--dry-run", action="store_true",
+                      help="with --summarizer: say how many summary calls and input tokens the sweep needs, and how many "
+                           "the cache holds; call nothing")
+    tune.add_argument("--no-cache", action="store_true", help="with --summarizer: neither read nor write the summary cache")
+    tune.add_argument("--jobs", type=_jobs, metavar="N", help="worker processes (default: one per core; 1: none)")
     _add_reading_options(tune)
     tune.set_defaults(run=_tune)
+
+
+def _jobs(text: str) -> int:
+    try:
+        jobs = int(text)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
+    return jobs
 
 
 def _add_serve(sub: Any) -> None:
@@ -286,6 +304,36 @@ def _check_output(flag: str, path: str, suffixes: set[str]) -> None:
         raise _Usage(f"{flag} {path}: cannot write into {folder}")
 
 
+def _summarizer(args: argparse.Namespace) -> Any:
+    """The --summarizer's provider (None without one), and the flags that need one, checked before any work."""
+    if args.summarizer is None:
+        for flag, given in (("--dry-run", args.dry_run), ("--no-cache", args.no_cache)):
+            if given:
+                raise _Usage(f"{flag} goes with --summarizer (the model summary calls go to), e.g. --summarizer echo")
+        return None
+    if args.dry_run and (args.out or args.plot):
+        raise _Usage("--dry-run calls nothing and makes no table: leave out --out and --plot")
+    import convlab
+
+    try:
+        return convlab.provider(args.summarizer)
+    except (ValueError, ImportError) as err:  # a bad spec, a missing key, a missing SDK
+        raise _Usage(f"--summarizer: {err}") from None
+
+
+def _say_cost(cost: Any, dry_run: bool) -> str:
+    """One line on a sweep's summaries: what it needs (a dry run) or what it spent."""
+    if dry_run:
+        line = (f"summaries: {_plural(cost.calls, 'call')} to make ({cost.input_tokens:,} input tokens, o200k_base), "
+                f"{cost.cached} in the cache ({cost.cached_input_tokens:,} input tokens)")
+        if not cost.exact:
+            line += (f"; {cost.estimated} of the calls read a summary not made yet and are counted with a stand-in "
+                     "in its place: an estimate")
+        return line
+    return (f"summaries: {_plural(cost.calls, 'call')} made ({cost.input_tokens:,} input tokens), "
+            f"{cost.cached} from the cache ({cost.cached_input_tokens:,} input tokens)")
+
+
 def _check_outputs(args: argparse.Namespace) -> None:
     if args.out:
         _check_output("--out", args.out, {".csv", ".parquet"})
@@ -337,6 +385,7 @@ def _tune(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
 
     import convlab
 
+    summarizer = _summarizer(args)
     _check_outputs(args)
     text = _read_config(args)
     grid = _grid(args.grid)
@@ -345,9 +394,18 @@ def _tune(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
         raise _Usage(f"--value {args.value!r}: not a column of the sweep (columns: {', '.join(columns)})")
     convs = _read(args.paths, args, notes)
     with notes.watch("tuning"):
-        df = convlab.tune(convs, text, grid=grid or None, agent=args.agent, progress=None if _progress(args) else False)
+        result = convlab.tune(convs, text, grid=grid or None, agent=args.agent, progress=None if _progress(args) else False,
+                              jobs=args.jobs, summarizer=summarizer, cache=False if args.no_cache else None,
+                              dry_run=args.dry_run)
+    if args.dry_run:  # what the summaries would cost, no table
+        out.write(_say_cost(result, dry_run=True) + "\n")
+        return
+    df = result
+    if summarizer is not None:
+        notes.say(_say_cost(df.attrs["summary_cost"], dry_run=False))
     shown = ["conversation", "config", *[k for k in grid if k != "window"], "window", "calls", "limits_full",
-             "limits_idle", "summaries", "resets", "overflows", "max_count", "tokens_read"]
+             "limits_idle", "summaries", *(["summary_tokens"] if summarizer is not None else []), "resets", "overflows",
+             "max_count", "tokens_read"]
     with pd.option_context("display.width", 200, "display.max_columns", 50, "display.max_rows", 200):
         out.write(df[shown].to_string(index=False) + "\n")
     if args.out:

@@ -23,6 +23,7 @@ import json
 import os
 from collections import deque
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, BinaryIO, Callable, Iterable, Mapping
 
 from . import inputs, jsondata
@@ -211,6 +212,21 @@ class Session:
         if self._pending is None and self._asked is not None:
             self._pending = self._worker_view(self._asked)
         return self._pending
+
+    @property
+    def decision(self) -> Mapping[str, Any] | None:
+        """The waiting decision request as the log holds it, or None: ``pending``
+        without the path (its ``head`` names it; ``call.request`` has no
+        ``messages``). O(1), nothing is copied: read it, do not change it.
+        For a caller that looks at what waits (its ``type``, ``proposed``, the
+        ``reply``) and never reads the path.
+
+        >>> s = Session(worker="manual")
+        >>> _ = s.submit({"type": "client.message", "agent_id": "bot", "message": {"id": "u1", "role": "user", "content": "hi"}})
+        >>> s.decision["type"], s.decision["head"], "messages" in s.decision, len(s.pending["messages"])
+        ('turn.start', 'u1', False, 1)
+        """
+        return None if self._asked is None else MappingProxyType(self._asked)
 
     def path(self, node_id: str | None = None) -> list[dict[str, Any]]:
         """Node dicts root -> head (or root -> ``node_id``): what the model reads."""

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-__all__ = ["Refused", "ConfigError", "LogError", "LogWarning", "ProviderError", "ReadError", "ReadWarning", "TokenizerError"]
+__all__ = ["Refused", "ConfigError", "LogError", "LogWarning", "ProviderError", "ReadError", "ReadWarning", "SummaryWarning",
+           "TokenizerError"]
 
 
 class Refused(Exception):
@@ -67,6 +68,11 @@ class ReadError(ValueError):
 
 class ReadWarning(UserWarning):
     """An outside chat log was read with something unsound left out."""
+
+
+class SummaryWarning(UserWarning):
+    """A summarizer failed summary calls of a replay or a sweep: those replays went on
+    without the summary, as the engine does when no summary can be made."""
 
 
 class TokenizerError(RuntimeError):

@@ -40,7 +40,8 @@ it is: no time passes, so a missing time never makes a turn idle.
 
 from __future__ import annotations
 
-import copy
+import io
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
@@ -49,7 +50,8 @@ from .context import ContextConfig, coerce
 from .conversation import Conversation
 from .engine import SUMMARY_PREFIX, Session
 from .providers import ReplayLLM
-from .tokens import content_text, count_batch
+from .summaries import summaries_for
+from .tokens import content_text, count_batch, count_tokens
 from .tree import message_of, nodes_in_order
 from .wire import Event
 
@@ -81,7 +83,9 @@ class ExactCounts:
     def prime(self, texts: Iterable[str]) -> None:
         missing = list(dict.fromkeys(t for t in texts if t not in self._by_text))
         if missing:
-            for t, n in zip(missing, count_batch(missing, self.encoding)):
+            # one text (a new summary, mid-replay): no batch, whose thread pool costs more than the text
+            counted = count_batch(missing, self.encoding) if len(missing) > 1 else [count_tokens(missing[0], self.encoding)]
+            for t, n in zip(missing, counted):
                 self._by_text[t] = n
             self.tokenized += len(missing)
 
@@ -130,6 +134,10 @@ class Plan:
     def calls(self) -> list[str]:
         """Ids of the logged replies, in the order they are replayed."""
         return [nid for t in self.turns for kind, nid in t.steps if kind == "call"]
+
+    def texts(self) -> list[str]:
+        """The text of every logged message (what a replay counts exactly)."""
+        return [content_text(n["content"]) for n in self.nodes.values()]
 
 
 def _is_tool(node: Mapping[str, Any]) -> bool:
@@ -212,7 +220,8 @@ class Replay:
       (imported id), ``call_id``, ``checked``;
     - ``limits``: one dict per ``context.limit``: ``reason``, ``strategy``,
       ``tokens``, ``call`` (1-based index of the held model call), ``replaced``,
-      ``first_call``, ``idle_for``.
+      ``first_call``, ``idle_for``, and ``summary_tokens`` (the exact length of
+      the summary it recorded, when it recorded one).
     """
 
     session: Session
@@ -227,6 +236,56 @@ class Replay:
                 f"limits={len(self.limits)}, stale={len(self.stale)}, head={self.session.head!r})")
 
 
+@dataclass
+class _Start:
+    """Where a replay stood when one of its turns started: what ``Replayer.fork`` goes on from."""
+
+    events: int  # events so far
+    trace: int  # model calls so far (and entries of ReplayLLM.seen)
+    summaries: int  # summary calls so far
+    limits: int
+    stale: int
+    consulted: int
+    stand_ins: int
+    map: dict[str, str]
+    compactions: tuple[str, ...]
+
+
+#: Event types a fork leaves out: between turns no decision waits, so they change nothing.
+_NOT_FORKED = ("decision.requested", "decision.answered")
+
+
+class _Model:
+    """The provider a replay's Session calls: the ``ReplayLLM``, noting every read
+    (what the model read and whether the window refused it) among the points
+    where the replay consulted its config."""
+
+    def __init__(self, replayer: "Replayer") -> None:
+        self.replayer = replayer
+
+    @property
+    def latency(self) -> float:
+        return self.replayer.llm.latency
+
+    def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        r = self.replayer
+        summary = bool(request.get("summary"))
+        reads = r.llm.summaries if summary else r.llm.seen
+        n = len(reads)
+        try:
+            reply = r.llm.complete(request)  # a summary call: the window's check, and the stand-in
+            if summary and r.summarize is not None:
+                real = r.summarize(request, reads[-1]["read"], r.stand_ins > 0)
+                if real is None:
+                    r.stand_ins += 1
+                else:
+                    reply = real
+            return reply
+        finally:
+            if len(reads) > n:
+                r.consulted.append((r.turn, "read", reads[-1]["read"], reads[-1]["refused"]))
+
+
 class Replayer:
     """Runs a ``Plan`` through a new ``Session`` (``worker="manual"``).
 
@@ -236,6 +295,16 @@ class Replayer:
     log says it read. Use ``replay()``; this is the machinery it shares with
     ``tune``. What each protocol step recorded is read from the events that
     step emitted, never from side channels.
+
+    For sweeps it also records ``consulted``: every point where the replay
+    depended on its config, in order, as ``(turn, kind, *data)``:
+    ``("limit", count, first_call, idle_for)`` where the engine asked which
+    strategy applies, ``("read", tokens, refused)`` where the model read
+    (refused: more than the window), ``("overflow",)`` where the model refused
+    a call as too long and the config's summarize strategy made room. Another
+    config that says the same at each of them makes the same replay, event for
+    event; one that says something else first in turn ``k`` makes the same
+    replay until turn ``k`` starts, so it can go on from there (``fork``).
     """
 
     def __init__(
@@ -245,12 +314,18 @@ class Replayer:
         *,
         counts: ExactCounts | None = None,
         agent: str = "bot",
-        resume: Mapping[str, Any] | None = None,
+        summarize: Callable[[Mapping[str, Any], int, bool], dict[str, Any] | None] | None = None,
+        log: Any = None,
     ):
-        """``resume`` continues a replay from a turn boundary of another one (what
-        ``convlab.tune`` forks from): ``log`` (a session log, a path or a binary
-        file object, ending between turns), ``map``, ``trace`` and ``seen`` (the
-        calls so far)."""
+        """``summarize(request, tokens, guessed)`` answers the summary calls
+        (``tokens``: the exact count of what the request sends; ``guessed``: this
+        replay already wrote a stand-in, so the request may not be what a real
+        run sends): a reply, a ``ProviderError``, or None for the stand-in that
+        ``ReplayLLM`` writes (what every summary is without it). ``log`` (a
+        session log, a path or a binary file object, ending between turns) is
+        where the Session starts from instead of a new one: what ``fork`` loads."""
+        self.summarize = summarize
+        self.stand_ins = 0  # summaries the stand-in wrote although a summarizer was asked
         self.plan = plan
         self.config: ContextConfig = coerce(config, agent)
         self.counts = counts if counts is not None else ExactCounts()
@@ -261,9 +336,13 @@ class Replayer:
         self.compactions: set[str] = set()  # session ids of the log's own summaries (replayed through context.replace)
         self.limits: list[dict[str, Any]] = []  # context.limit decisions, with what was answered
         self.trace: list[dict[str, Any]] = []  # one entry per model call (not summary calls)
+        self.consulted: list[tuple] = []  # (turn, kind, *data): see the class docstring
+        self.starts: dict[int, _Start] = {}  # per turn this replayer ran, where it stood when it started
+        self.turn = 0  # the plan's turn running now
         self._exact: dict[str, int] = {}
         self._turn_calls = 0
         self._held_ids: set[str] = set()
+        self._lines: list[bytes] = []  # the events as log lines, made once (what forks load)
         replies = []
         for nid in plan.calls:
             node = nodes[nid]
@@ -276,16 +355,42 @@ class Replayer:
             applies=self._applies,
             count=self._count_messages,
         )
-        self.turn_starts: list[tuple[int, int]] = []  # per turn run: (events so far, model calls so far)
-        if resume is None:
-            self.session = Session(config=self.config, agent=agent, llm={"replay": self.llm}, worker="manual", clock=start)
+        llm = {"replay": _Model(self)}
+        if log is None:
+            self.session = Session(config=self.config, agent=agent, llm=llm, worker="manual", clock=start)
         else:
-            self.session = Session.load(resume["log"], config=self.config, agent=agent, llm={"replay": self.llm}, worker="manual", append=False)
-            self.map.update(resume["map"])
-            self.trace.extend(copy.deepcopy(list(resume["trace"])))
-            self.llm.seen.extend(copy.deepcopy(list(resume["seen"])))
-            self.llm.used.extend(x["reply"] for x in resume["seen"] if not x["refused"])
+            self.session = Session.load(log, config=self.config, agent=agent, llm=llm, worker="manual", append=False)
         self.session.subscribe(self._on_event)
+
+    def fork(self, turn: int, config: Any = None) -> "Replayer":
+        """A replay of the same plan under ``config`` that starts where this one
+        stood when its turn ``turn`` started (it must have run that turn): the
+        session loaded from the events so far, and the calls, limits, stale
+        replies and id map as they were. ``run(turn)`` goes on from there.
+        Until that turn the two are the same replay when ``config`` says what
+        this replay's config said at every point it was consulted before it."""
+        if turn == 0:
+            return Replayer(self.plan, config, counts=self.counts, agent=self.agent, summarize=self.summarize)
+        at = self.starts[turn]
+        events = self.session.events
+        for ev in events[len(self._lines):at.events]:
+            self._lines.append(b"" if ev["type"] in _NOT_FORKED else
+                               json.dumps(ev, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+        new = Replayer(self.plan, config, counts=self.counts, agent=self.agent, summarize=self.summarize,
+                       log=io.BytesIO(b"".join(self._lines[:at.events])))
+        new.stand_ins = at.stand_ins
+        new.map.update(at.map)
+        new.compactions.update(at.compactions)
+        new.trace = [dict(x) for x in self.trace[:at.trace]]
+        new.stale = self.stale[:at.stale]
+        new.limits = [dict(x) for x in self.limits[:at.limits]]
+        new.consulted = self.consulted[:at.consulted]
+        seen = [dict(x) for x in self.llm.seen[:at.trace]]
+        new.llm.seen.extend(seen)
+        new.llm.used.extend(x["reply"] for x in seen if not x["refused"])
+        new.llm.stale.extend(x["reply"] for x in seen if not x["refused"] and not x["applies"])
+        new.llm.summaries.extend(dict(x) for x in self.llm.summaries[:at.summaries])
+        return new
 
     # -- counting -----------------------------------------------------
     def exact(self, sid: str) -> int:
@@ -326,20 +431,28 @@ class Replayer:
         t = ev["type"]
         if t == "llm.started" and not ev.get("summary"):
             s = self.session
-            self.trace.append({
+            entry = {
                 "call_id": ev["call_id"],
                 "count": s.tokens(),
                 "first_call": self._turn_calls == 0,
                 "idle_for": s.idle_for,
                 "checked": ev["call_id"] not in self._held_ids,  # a held call runs again unchecked
-            })
+            }
+            self.trace.append(entry)
+            if entry["checked"]:
+                self.consulted.append((self.turn, "limit", entry["count"], entry["first_call"], entry["idle_for"]))
             self._turn_calls += 1
         elif t == "context.limited":
             held = len(self.trace) + (0 if ev["reason"] == "overflow" else 1)
-            self.limits.append({
+            limit = {
                 "reason": ev["reason"], "strategy": ev["strategy"], "tokens": ev["tokens"], "call": held, "replaced": False,
                 "first_call": self._turn_calls == 0, "idle_for": self.session.idle_for,
-            })
+            }
+            self.limits.append(limit)
+            if ev["reason"] == "overflow":
+                self.consulted.append((self.turn, "overflow"))
+            else:
+                self.consulted.append((self.turn, "limit", limit["tokens"], limit["first_call"], limit["idle_for"]))
             self._held_ids.add(ev["call_id"])
             self._turn_calls += 1
         elif t == "turn.started":
@@ -360,11 +473,13 @@ class Replayer:
         if time is not None and time > self.session.clock:
             self.session.advance(time - self.session.clock)
 
-    def run(self, turns: Iterable[PlannedTurn] | None = None) -> "Replayer":
-        """Run the plan's turns (all of them by default)."""
-        for turn in self.plan.turns if turns is None else turns:
-            self.turn_starts.append((len(self.session.events), len(self.trace)))
-            self._run_turn(turn)
+    def run(self, start: int = 0) -> "Replayer":
+        """Run the plan's turns from turn ``start`` (all of them by default) to the end."""
+        for k in range(start, len(self.plan.turns)):
+            self.turn = k
+            self.starts[k] = _Start(len(self.session.events), len(self.trace), len(self.llm.summaries), len(self.limits),
+                                    len(self.stale), len(self.consulted), self.stand_ins, dict(self.map), tuple(self.compactions))
+            self._run_turn(self.plan.turns[k])
         return self
 
     def result(self) -> Replay:
@@ -438,7 +553,7 @@ class Replayer:
         actions: list[dict[str, Any]] = []
         adds: list[str] = []
         for kind, nid in steps:
-            if s.pending is None:  # the turn failed: the rest of its replies are not given
+            if s.decision is None:  # the turn failed: the rest of its replies are not given
                 if kind == "call":
                     self.stale.append(nid)
                 continue
@@ -448,14 +563,15 @@ class Replayer:
                 continue
             actions.append({"type": "llm.call", "llm": "replay"})
             self.map.update(zip(adds, self._decide(actions)))
-            if s.pending is not None and s.pending["type"] == "llm.result":
-                self.map[nid] = s.pending["reply"]["id"]
+            waiting = s.decision
+            if waiting is not None and waiting["type"] == "llm.result":
+                self.map[nid] = waiting["reply"]["id"]
                 if not self.llm.last_applied:
                     self.stale.append(nid)
             else:
                 self.stale.append(nid)
             actions, adds = [], []
-        if s.pending is not None:
+        if s.decision is not None:
             self.map.update(zip(adds, self._decide(actions)))
 
     def _decide(self, actions: list[dict[str, Any]]) -> list[str]:
@@ -464,12 +580,16 @@ class Replayer:
         Returns the ids of the messages recorded, in order."""
         s = self.session
         created = self._recorded(lambda: s.decide(actions))
-        while s.pending is not None and s.pending["type"] == "context.limit":
+        while s.decision is not None and s.decision["type"] == "context.limit":
             old_head = s.head
-            events = self._during(lambda: s.decide(copy.deepcopy(s.pending["proposed"])))
+            proposed = s.decision["proposed"]  # decide checks and copies what it is given
+            events = self._during(lambda: s.decide(proposed))
             made = _made_by_replace(events)
             if made:
                 self.limits[-1]["replaced"] = True
+                first = s.tree.nodes[made[0]]
+                if first["kind"] == "summary":  # how long the summary is, in exact tokens
+                    self.limits[-1]["summary_tokens"] = self.counts.text(content_text(first["content"]).removeprefix(SUMMARY_PREFIX))
                 self._remap(old_head, made)
             created += [e["message"]["id"] for e in events if e["type"] == "message.new"]
         return created
@@ -499,7 +619,8 @@ def _made_by_replace(events: list[Event]) -> list[str]:
     return []
 
 
-def replay(conversation: Conversation, config: Any = None, *, agent: str = "bot") -> Replay:
+def replay(conversation: Conversation, config: Any = None, *, agent: str = "bot", summarizer: Any = None,
+           cache: Any = None) -> Replay:
     """Re-enact an imported conversation through the protocol: a ``Replay``.
 
     Each logged assistant reply is one model call, answered by ``ReplayLLM``
@@ -515,6 +636,13 @@ def replay(conversation: Conversation, config: Any = None, *, agent: str = "bot"
     fires the replay goes on from the new history; the logged replies
     answered there (and any that could not be given) are listed in
     ``Replay.stale``. ``Replay`` documents what else it holds.
+
+    Summary calls get a stand-in summary (the log has none), unless
+    ``summarizer`` names a provider to send them to: replies still come from
+    the log, summaries from that model, each made once and kept in the
+    summary cache (``cache``: None for ``$XDG_CACHE_HOME/convlab/summaries``,
+    a folder, or False for none; see ``convlab.tune`` and
+    ``convlab.summaries``).
 
     >>> from convlab.tree import Tree
     >>> t = Tree()
@@ -532,4 +660,12 @@ def replay(conversation: Conversation, config: Any = None, *, agent: str = "bot"
         what = "a list" if isinstance(conversation, (list, tuple)) else f"a {type(conversation).__name__}"
         hint = ": convlab.read() returns a list, replay each one (or tune them all)" if isinstance(conversation, (list, tuple)) else ""
         raise TypeError(f"replay takes one Conversation, got {what}{hint}")
-    return Replayer(plan(conversation), config, agent=agent).run().result()
+    summaries = summaries_for(summarizer, cache)
+    p = plan(conversation)
+    counts = ExactCounts()
+    counts.prime(p.texts())  # one batch, as a sweep does
+    summarize = None if summaries is None else (lambda request, tokens, guessed: summaries.complete(request))
+    result = Replayer(p, config, counts=counts, agent=agent, summarize=summarize).run().result()
+    if summaries is not None:
+        summaries.warn_failed()
+    return result

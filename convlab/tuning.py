@@ -1,39 +1,45 @@
 """Strategy sweeps: replay real conversations under many context configs -> pandas.
 
-Why it is fast: everything that does not depend on the config is done once
-per conversation (``_Prepared``): the replay plan, the exact token count of
-every message (one tokenizer batch for the whole sweep, shared by every
-config), and a *baseline* replay with no strategy. Until a strategy fires, a
-replay under any config is the baseline replay, call for call: the count,
-whether the call is a turn's first and how long the session was idle are the
-same. So per config we first scan the baseline's calls with
-``context.applies`` (and the provider's window); a config that never fires is
-the baseline row at no engine cost. A config that fires is replayed from the
-start of the baseline's turn where it first differs (a fork: the baseline's
-events up to there, loaded with ``Session.load``), and every replay records
-the points where it consulted its config: a later config that says the same
-at all of them makes the same replay, so it shares that row.
+Why it is fast: what does not depend on the config is done once per sweep
+or per conversation, and a replay is shared by every config that would make
+it. The plan of each conversation is made once and every message text is
+tokenized once for the whole sweep (one tokenizer batch; with worker
+processes, one per conversation, in the worker). Per conversation the first
+replay has no config: the log as it was. Every replay records the
+points where it consulted its config (``Replayer.consulted``: which strategy
+applies before a call, whether a read passes the window, which strategy
+makes room after an overflow). A config that says the same as a replay's
+config at all of them makes the same replay, so it shares its row at no
+engine cost. Any other config first says something else in some turn ``k``
+of the replay it agrees with longest, and until ``k`` starts the two are
+the same replay, event for event: it forks from there (``Replayer.fork``),
+so the stretch it shares with that replay, itself maybe a fork, is never
+replayed again. The replays of a sweep form a tree, each fork starting
+where its config leaves its parent's.
 
-Rows are computed by one function (``_rows``) whether the sweep runs here or
-on a dask.distributed cluster, so both give the same frame, row for row.
+Conversations (and, with fewer conversations than cores, runs of their
+configs) go to worker processes, one per core by default, or to a
+dask.distributed cluster. Rows are computed by one function (``_rows``)
+wherever they run, so every way gives the same frame, row for row.
 """
 
 from __future__ import annotations
 
 import copy
-import io
+import gc
 import itertools
-import json
 import math
+import os
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from .context import ContextConfig, applies, coerce, load_config, toml_document
 from .conversation import Conversation
-from .errors import ConfigError
+from .errors import ConfigError, ProviderError
 from .replaying import ExactCounts, Plan, Replayer, plan
-from .tokens import content_text
+from .summaries import Summaries, summaries_for
 from .tree import input_tokens
 
 __all__ = ["tune", "config_grid", "COLUMNS"]
@@ -48,6 +54,8 @@ COLUMNS = (
     "limits_idle",
     "limits_overflow",
     "summaries",
+    "summary_tokens",
+    "summary_tokens_max",
     "resets",
     "overflows",
     "failed_turns",
@@ -130,71 +138,8 @@ def config_grid(base: Any, axes: Mapping[str, Sequence[Any]], *, agent: str = "b
 
 
 # ----------------------------------------------------------------------
-# per conversation, once
+# measures
 # ----------------------------------------------------------------------
-@dataclass
-class _Prepared:
-    """What every config of a sweep shares for one conversation."""
-
-    plan: Plan
-    counts: ExactCounts
-    baseline: list[dict[str, Any]]  # per model call: count, first_call, idle_for, read, exact, overhead, logged, applies, ...
-    base_row: dict[str, Any]
-    events: list[dict[str, Any]]  # the baseline's events, decisions left out (what a fork loads)
-    turn_starts: list[tuple[int, int]]  # per planned turn: (index into the baseline's full events, calls before)
-    map: dict[str, str]  # the baseline's id map
-    turn_of_call: list[int]
-
-
-#: Event types a fork leaves out: between turns no decision waits, so they change nothing.
-_NOT_FORKED = ("decision.requested", "decision.answered")
-
-
-def _texts(p: Plan) -> list[str]:
-    return [content_text(n["content"]) for n in p.nodes.values()]
-
-
-def _prepare(p: Plan, counts: ExactCounts, agent: str) -> _Prepared:
-    r = Replayer(p, None, counts=counts, agent=agent).run()
-    base = [{**t, **s} for t, s in zip(r.trace, r.llm.seen)]
-    turn_of_call = [k for k, t in enumerate(p.turns) for kind, _ in t.steps if kind == "call"]
-    return _Prepared(
-        p, counts, base, _measure(r), list(r.session.events), list(r.turn_starts), dict(r.map), turn_of_call,
-    )
-
-
-def _first_firing(prep: _Prepared, config: ContextConfig) -> int | None:
-    """The first baseline call (0-based) where a strategy or the provider's window would act, or None."""
-    window = config.window
-    for i, call in enumerate(prep.baseline):
-        if applies(config, call["count"], first_call=call["first_call"], idle_for=call["idle_for"]) is not None:
-            return i
-        if window is not None and call["read"] > window:
-            return i
-    return None
-
-
-def _fork(prep: _Prepared, config: ContextConfig, call: int, agent: str) -> Replayer:
-    """A replay under ``config`` that starts from the baseline at the start of the
-    turn of ``call``: until then the two are the same, event for event."""
-    k = prep.turn_of_call[call] if call < len(prep.turn_of_call) else len(prep.plan.turns)
-    if k == 0:
-        return Replayer(prep.plan, config, counts=prep.counts, agent=agent).run()
-    n_events, n_calls = prep.turn_starts[k]
-    log = io.BytesIO(b"".join(
-        json.dumps(ev, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
-        for ev in prep.events[:n_events] if ev["type"] not in _NOT_FORKED
-    ))
-    done = {nid for t in prep.plan.turns[:k] for nid in [*t.nodes, *(x for _, x in t.steps)]}
-    resume = {
-        "log": log,
-        "map": {imp: sid for imp, sid in prep.map.items() if imp in done},
-        "trace": [{key: c[key] for key in ("call_id", "count", "first_call", "idle_for", "checked")} for c in prep.baseline[:n_calls]],
-        "seen": [{key: c[key] for key in ("reply", "applies", "read", "exact", "overhead", "logged", "refused")} for c in prep.baseline[:n_calls]],
-    }
-    return Replayer(prep.plan, config, counts=prep.counts, agent=agent, resume=resume).run(prep.plan.turns[k:])
-
-
 def _p95(values: list[float]) -> float:
     if not values:
         return math.nan
@@ -210,8 +155,9 @@ def _mean(values: list[float]) -> float:
 def _measure(r: Replayer) -> dict[str, Any]:
     """One row's measures from a finished replay."""
     s = r.session
-    calls = [{**t, **x} for t, x in zip(r.trace, r.llm.seen)]
+    trace, seen = r.trace, r.llm.seen
     reasons = [x["reason"] for x in r.limits]
+    lengths = [x["summary_tokens"] for x in r.limits if "summary_tokens" in x]
     summary_calls = 0
     tokens_read = 0
     overflows = 0
@@ -223,16 +169,18 @@ def _measure(r: Replayer) -> dict[str, Any]:
             tokens_read += input_tokens(ev.get("usage")) or 0
         elif t == "llm.failed" and ev.get("error") == "too_long" and not ev.get("summary"):
             overflows += 1
-    counts = [c["count"] for c in calls] + [x["tokens"] for x in r.limits]
-    err_exact = [c["count"] - c["exact"] for c in calls]
-    err_usage = [c["count"] - c["logged"] for c in calls if c["applies"] and c["logged"] is not None]
+    counts = [c["count"] for c in trace] + [x["tokens"] for x in r.limits]
+    err_exact = [c["count"] - x["exact"] for c, x in zip(trace, seen)]
+    err_usage = [c["count"] - x["logged"] for c, x in zip(trace, seen) if x["applies"] and x["logged"] is not None]
     return {
-        "calls": len(calls),
+        "calls": len(trace),
         "summary_calls": summary_calls,
         "limits_full": reasons.count("full"),
         "limits_idle": reasons.count("idle"),
         "limits_overflow": reasons.count("overflow"),
         "summaries": sum(1 for x in r.limits if x["replaced"] and x["strategy"] == "summarize"),
+        "summary_tokens": sum(lengths),
+        "summary_tokens_max": max(lengths, default=0),
         "resets": sum(1 for x in r.limits if x["replaced"] and x["strategy"] == "reset"),
         "overflows": overflows,
         "failed_turns": sum(1 for t in s.turns if t["status"] == "failed"),
@@ -247,68 +195,103 @@ def _measure(r: Replayer) -> dict[str, Any]:
     }
 
 
+# ----------------------------------------------------------------------
+# one conversation under many configs: replays that share what they can
+# ----------------------------------------------------------------------
 def _strategy_key(strategy: Any) -> tuple:
     return (strategy.use, strategy.prompt, strategy.llm, strategy.model)
 
 
-def _outcome(config: ContextConfig, count: int, first_call: bool, idle_for: float | None) -> tuple | None:
-    limit = applies(config, count, first_call=first_call, idle_for=idle_for)
-    return None if limit is None else (limit.reason, _strategy_key(limit.strategy))
+def _says(config: ContextConfig, point: tuple) -> Any:
+    """What ``config`` says at a point where a replay consulted its config (``Replayer.consulted``)."""
+    kind = point[1]
+    if kind == "limit":
+        limit = applies(config, point[2], first_call=point[3], idle_for=point[4])
+        return None if limit is None else (limit.reason, _strategy_key(limit.strategy))
+    if kind == "read":
+        return config.window is not None and point[2] > config.window
+    return _strategy_key(config.summarize_strategy())  # overflow
 
 
-def _checks(r: Replayer, config: ContextConfig) -> dict[str, list]:
-    """Every point where a replay consulted the config, with what the config said.
+@dataclass
+class _Run:
+    """One replay of a sweep: the configs that say what its config says at every
+    point it consulted it share it (and its row); a config that first says
+    something else in turn ``k`` forks from it there."""
 
-    Another config that says the same at every one of these points makes the
-    same replay, event for event (up to the config in the events), so its row
-    is this one's.
-    """
-    limits = [(c["count"], c["first_call"], c["idle_for"]) for c in r.trace if c["checked"]]
-    limits += [(x["tokens"], x["first_call"], x["idle_for"]) for x in r.limits if x["reason"] != "overflow"]
-    reads = [(x["read"], x["refused"]) for x in r.llm.seen] + [(x["read"], x["refused"]) for x in r.llm.summaries]
-    return {
-        "limits": [(c, f, i, _outcome(config, c, f, i)) for c, f, i in limits],
-        "reads": reads,
-        "overflow": _strategy_key(config.summarize_strategy()) if any(x["refused"] for x in r.llm.seen) else None,
-    }
+    replayer: Replayer
+    config: ContextConfig
+    says: list[Any]  # what config says at each of replayer.consulted
+    start: int  # the turn it forked at from its parent (0: it ran from the start)
+    row: dict[str, Any]
+    children: list["_Run"]
+
+    @classmethod
+    def made(cls, replayer: Replayer, start: int, parent: "_Run | None" = None) -> "_Run":
+        """The run of a finished replay; forked at ``start`` from ``parent``, whose
+        config says the same before that turn (so what it said is not asked again)."""
+        cfg = replayer.config
+        n = replayer.starts[start].consulted if parent is not None else 0
+        says = (parent.says[:n] if parent is not None else []) + [_says(cfg, p) for p in replayer.consulted[n:]]
+        return cls(replayer, cfg, says, start, _measure(replayer), [])
+
+    def differs(self, config: ContextConfig, from_turn: int) -> int | None:
+        """The turn where ``config`` first says something else than this run's config,
+        looking from turn ``from_turn`` on (before it they agree); None if never."""
+        points = self.replayer.consulted
+        i = self.replayer.starts[from_turn].consulted if from_turn in self.replayer.starts else 0
+        says = self.says
+        for k in range(i, len(points)):
+            if _says(config, points[k]) != says[k]:
+                return points[k][0]
+        return None
 
 
-def _same(checks: Mapping[str, list], config: ContextConfig) -> bool:
-    window = config.window
-    for read, refused in checks["reads"]:
-        if (window is not None and read > window) != refused:
-            return False
-    if checks["overflow"] is not None and _strategy_key(config.summarize_strategy()) != checks["overflow"]:
-        return False
-    return all(_outcome(config, c, f, i) == out for c, f, i, out in checks["limits"])
+def _closest(root: _Run, config: ContextConfig) -> tuple[_Run, int | None]:
+    """The run ``config`` shares the most with: the one where it first says
+    something else latest (None: it says the same everywhere), and that turn.
+
+    A config that leaves a run ``R`` in turn ``k`` leaves every child of ``R``
+    that forked earlier or later than ``k`` by then too; only children forked
+    in turn ``k`` itself can go on further with it."""
+    best, best_turn = root, root.differs(config, 0)
+    todo = [(root, best_turn)]
+    while todo and best_turn is not None:
+        run, turn = todo.pop()
+        for child in run.children:
+            if child.start != turn:
+                continue
+            t = child.differs(config, turn)
+            if t is None:
+                return child, None
+            if t > best_turn:
+                best, best_turn = child, t
+            todo.append((child, t))
+    return best, best_turn
 
 
-def _rows(prep: _Prepared, configs: list[tuple[int, Any]], agent: str, fork: bool = True) -> list[tuple[int, dict[str, Any]]]:
+def _rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, ContextConfig]], agent: str, *,
+          share: bool = True, summarize: Any = None) -> list[tuple[int, dict[str, Any]]]:
     """The measures of one conversation under each ``(index, config)``.
 
-    A config that says what an earlier one said at every point the earlier
-    replay consulted it gets that replay's row (the baseline counts as one);
-    any other is replayed, from the baseline's last turn before it differs.
+    The first replay has no config (nothing fires: the log as it was). Each
+    config shares the replay it says the same as at every point that replay
+    consulted its config, or forks from the replay it agrees with longest, at
+    the start of the turn where they first differ. ``share=False`` replays
+    every config from the start (what the sharing must equal).
     """
-    runs: list[tuple[dict[str, list], dict[str, Any]]] = []
+    if not share:
+        return [(j, _measure(Replayer(p, cfg, counts=counts, agent=agent, summarize=summarize).run())) for j, cfg in configs]
+    root = _Run.made(Replayer(p, None, counts=counts, agent=agent, summarize=summarize).run(), 0)
     out = []
-    for index, config in configs:
-        cfg = coerce(config, agent)
-        first = _first_firing(prep, cfg)
-        if first is None:
-            out.append((index, dict(prep.base_row)))
-            continue
-        found = next((m for checks, m in runs if _same(checks, cfg)), None) if fork else None
-        if found is None:
-            r = _fork(prep, cfg, first, agent) if fork else Replayer(prep.plan, cfg, counts=prep.counts, agent=agent).run()
-            found = _measure(r)
-            runs.append((_checks(r, cfg), found))
-        out.append((index, dict(found)))
+    for j, cfg in configs:
+        run, turn = _closest(root, cfg)
+        if turn is not None:
+            child = _Run.made(run.replayer.fork(turn, cfg).run(turn), turn, run)
+            run.children.append(child)
+            run = child
+        out.append((j, dict(run.row)))
     return out
-
-
-def _run_remote(prep: _Prepared, configs: list[tuple[int, Any]], agent: str) -> list[tuple[int, dict[str, Any]]]:
-    return _rows(prep, configs, agent)
 
 
 # ----------------------------------------------------------------------
@@ -330,10 +313,14 @@ def tune(
     *,
     grid: Mapping[str, Sequence[Any]] | None = None,
     agent: str = "bot",
+    jobs: int | None = None,
     progress: bool | None = None,
     scheduler: str | None = None,
     client: Any = None,
-    chunk: int = 8,
+    chunk: int | None = None,
+    summarizer: Any = None,
+    cache: Any = None,
+    dry_run: bool = False,
 ):
     """Replay conversations under context configs: one row per (conversation, config).
 
@@ -347,7 +334,10 @@ def tune(
     calls, summary calls not included), ``summary_calls``; ``limits_full`` /
     ``limits_idle`` / ``limits_overflow`` (context.limit decisions by
     reason); ``summaries`` and ``resets`` (strategies that replaced the
-    history); ``overflows`` (calls the provider refused as too long);
+    history); ``summary_tokens`` and ``summary_tokens_max`` (how long the
+    summaries recorded are, all together and the longest, in exact
+    o200k_base tokens: the summarizer's own with ``summarizer``, else the
+    stand-in's); ``overflows`` (calls the provider refused as too long);
     ``failed_turns``; ``stale`` (logged replies that no longer apply);
     ``first_limit_call`` (1-based index of the first held call, or None);
     ``max_count`` (the largest count the engine made); ``tokens_read`` (input
@@ -374,10 +364,48 @@ def tune(
     ``tokens_read`` leans high: savings are, if anything, understated.
     Summary calls count exactly, with no overhead (see ``ReplayLLM``).
 
-    ``progress``: a tqdm bar (None: only for 20 or more replays).
-    ``scheduler="dask"`` runs the sweep on a dask.distributed cluster:
-    ``client`` is a ``distributed.Client`` or a scheduler address (default:
-    the current client); the frame equals the local one, row for row.
+    Summaries: a log holds no reply for a summary it never asked for, so
+    without ``summarizer`` a summary call gets a stand-in (a few words of each
+    message it summarizes, what ``ReplayLLM`` writes). With ``summarizer`` (a
+    provider: anything with ``complete(request)``, e.g.
+    ``convlab.EchoLLM()`` or ``convlab.provider("openai:gpt-4.1-mini")``)
+    summary calls go to that model while every reply still comes from the
+    log. Each distinct summary (the model, the prompt and the exact input) is
+    made once and kept on disk (``cache``: None for
+    ``$XDG_CACHE_HOME/convlab/summaries``, default
+    ``~/.cache/convlab/summaries``; a folder; or False to keep them in memory
+    for this sweep only), so no sweep pays twice for one and a rerun pays
+    nothing. The calls are made from this process only, several at a time
+    (worker processes ask it for each summary; with a summarizer there are
+    four per job, since they mostly wait), so the provider and its client are
+    never pickled; a dask cluster cannot take a summarizer. A summary call
+    takes no time on the replay's clock, which follows the log. The frame's
+    ``attrs["summary_cost"]`` (a ``convlab.summaries.SummaryCost``) says what
+    the summaries cost: ``calls`` made and the ``input_tokens`` they read (the
+    provider's usage), ``cached`` summaries the disk answered. What later
+    calls read depends on what the summarizer wrote, so a rerun gives the
+    same frame through the cache, not a new sweep with ``cache=False``.
+
+    ``dry_run=True`` (with ``summarizer``) calls nothing and writes nothing:
+    it returns a ``SummaryCost`` instead of the frame, with the summary
+    ``calls`` the sweep would make and their ``input_tokens`` (exact
+    o200k_base counts of what each would send), and the ``cached`` ones
+    (with what they read). A summary the cache does not hold yet is stood in
+    for by the stand-in, so a later summary of the same replay, which reads
+    it, is counted on the stand-in's text: ``estimated`` says how many calls
+    rest on that, and ``exact`` is True when none do (then the figures are
+    what the sweep spends, as far as the provider counts as o200k_base does).
+
+    Where it runs: ``jobs`` worker processes on this machine (None: one per
+    core it may use; 1: all in this process, no workers), each taking whole
+    conversations (a conversation shares its replays among its configs; with
+    fewer conversations than jobs, its configs are split in runs so that
+    every job has work). ``chunk`` sets how many configs a unit of work
+    holds instead. ``scheduler="dask"`` runs the units on a
+    dask.distributed cluster: ``client`` is a ``distributed.Client`` or a
+    scheduler address (default: the current client). Every way gives the
+    same frame, row for row. ``progress``: a tqdm bar (None: only for 20 or
+    more replays).
 
     >>> from convlab.tree import Tree
     >>> from convlab.conversation import Conversation
@@ -414,31 +442,51 @@ def tune(
     if not configs_list:
         raise ValueError("tune needs at least one config")
 
+    if scheduler not in (None, "local", "dask"):
+        raise ValueError(f"scheduler must be None, 'local' or 'dask', got {scheduler!r}")
+    if scheduler == "dask" and jobs is not None:
+        raise ValueError("jobs= is for the local scheduler: a dask cluster has its own workers")
+    jobs = _jobs(jobs)
+    if chunk is not None and (not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1):
+        raise ValueError(f"chunk must be a positive whole number of configs or None, got {chunk!r}")
+    summaries = summaries_for(summarizer, cache, dry_run=dry_run)
+    if summaries is not None and scheduler == "dask":
+        raise ValueError("a summarizer is called from this process only (it is never sent to a worker): "
+                         "sweep with the local scheduler (jobs=...), not dask")
+
     counts = ExactCounts()
     plans = [plan(c) for c in convs]
-    counts.prime(t for p in plans for t in _texts(p))
+    if summaries is not None and not dry_run and jobs > 1:
+        jobs *= _WAITING  # workers mostly wait for summaries: more of them keep the cores busy
+    tasks = _tasks(plans, len(parsed), chunk, 1 if scheduler == "dask" else jobs)
+    workers = scheduler != "dask" and jobs > 1 and len(tasks) > 1
+    if not workers:  # else each worker tokenizes its own conversations, side by side
+        counts.prime(t for p in plans for t in p.texts())
     total = len(convs) * len(parsed)
     show = (total >= 20) if progress is None else bool(progress)
     from tqdm.auto import tqdm
 
+    results: dict[tuple[int, int], dict[str, Any]] = {}
     bar = tqdm(total=total, desc="tune", unit="replay", disable=not show)
+
+    def done(i: int, rows: list[tuple[int, dict[str, Any]]]) -> None:
+        for j, measures in rows:
+            results[(i, j)] = measures
+        bar.update(len(rows))
+
     try:
-        preps = []
-        for p in plans:
-            preps.append(_prepare(p, counts, agent))
-        jobs = [(i, [(j, parsed[j]) for j in range(k, min(k + chunk, len(parsed)))]) for i in range(len(preps)) for k in range(0, len(parsed), chunk)]
-        results: dict[tuple[int, int], dict[str, Any]] = {}
-        if scheduler in (None, "local"):
-            for i, batch in jobs:
-                for j, measures in _rows(preps[i], batch, agent):
-                    results[(i, j)] = measures
-                    bar.update(1)
-        elif scheduler == "dask":
-            _run_dask(preps, jobs, agent, client, results, bar)
+        if scheduler == "dask":
+            _run_dask(plans, counts, parsed, agent, tasks, client, done)
+        elif not workers:
+            summarize = None if summaries is None else _asking(summaries, dry_run)
+            for i, js in tasks:
+                done(i, _rows(plans[i], counts, [(j, parsed[j]) for j in js], agent, summarize=summarize))
         else:
-            raise ValueError(f"scheduler must be None, 'local' or 'dask', got {scheduler!r}")
+            _run_processes(plans, counts, parsed, agent, tasks, jobs, done, summaries, dry_run)
     finally:
         bar.close()
+    if dry_run:
+        return summaries.cost()  # type: ignore[union-attr]
 
     rows = []
     for i, c in enumerate(convs):
@@ -452,10 +500,196 @@ def tune(
     df = pd.DataFrame(rows, columns=["conversation", "config", *[k for k in grid_keys if k not in COLUMNS], *COLUMNS])
     df["first_limit_call"] = df["first_limit_call"].astype("Int64")
     df["window"] = df["window"].astype("Int64")
+    if summaries is not None:
+        df.attrs["summary_cost"] = summaries.cost()
+        summaries.warn_failed()
     return df
 
 
-def _run_dask(preps, jobs, agent, client, results, bar) -> None:
+def _asking(summaries: Summaries, dry_run: bool) -> Any:
+    """What a replay in this process asks for a summary (``Replayer``'s ``summarize``)."""
+    if dry_run:
+        return summaries.estimate
+    return lambda request, tokens, guessed: summaries.complete(request)
+
+
+# ----------------------------------------------------------------------
+# where the work runs: here, in worker processes, or on a dask cluster
+# ----------------------------------------------------------------------
+def _jobs(jobs: int | None) -> int:
+    """How many processes: ``jobs``, or every core this process may use."""
+    if jobs is None:
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # pragma: no cover - not Linux
+            return os.cpu_count() or 1
+    if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
+        raise ValueError(f"jobs must be a positive whole number (1: one process, no workers) or None (every core), got {jobs!r}")
+    return jobs
+
+
+def _tasks(plans: list[Plan], n_configs: int, chunk: int | None, jobs: int) -> list[tuple[int, list[int]]]:
+    """The units of work: ``(conversation, config indices)``.
+
+    By default a conversation with all its configs (they share the most);
+    with fewer conversations than jobs, each conversation's configs in as
+    many runs as keep every job busy. ``chunk`` configs a unit when given.
+    The longest conversations go first, so that none is left to run alone
+    at the end.
+    """
+    if chunk is None:
+        parts = max(1, -(-jobs // max(1, len(plans))))
+        chunk = max(1, -(-n_configs // parts))
+    tasks = [(i, list(range(k, min(k + chunk, n_configs)))) for i in range(len(plans)) for k in range(0, n_configs, chunk)]
+    tasks.sort(key=lambda t: -len(plans[t[0]].nodes) * len(t[1]))
+    return tasks
+
+
+#: Worker processes per job when a sweep's summary calls go to a real model: a
+#: worker waiting for a summary (seconds, on the network) leaves its core to another.
+_WAITING = 4
+
+_WORK: tuple | None = None  # in a worker process: (plans, counts, configs, agent, summarize), from _start_worker
+
+
+def _start_worker(plans: list[Plan], counts: ExactCounts, configs: list[ContextConfig], agent: str, channel: Any) -> None:
+    global _WORK
+    _WORK = (plans, counts, configs, agent, None if channel is None else _Asker(*channel))
+
+
+def _task(i: int, js: list[int]) -> tuple[int, list[tuple[int, dict[str, Any]]]]:
+    """One unit of work in a worker process. The replays of a conversation stay
+    alive until its last config is placed, so the cyclic collector would walk
+    them again and again for nothing (a third of the time): it waits for the
+    end of the unit, in this process that is ours."""
+    plans, counts, configs, agent, summarize = _WORK  # type: ignore[misc]
+    counts.prime(plans[i].texts())  # once per worker: a text it counted before is not counted again
+    gc.disable()
+    try:
+        return i, _rows(plans[i], counts, [(j, configs[j]) for j in js], agent, summarize=summarize)
+    finally:
+        gc.enable()
+        gc.collect()
+
+
+class _Stopped(Exception):
+    """The calling process stopped the sweep while a worker waited for a summary."""
+
+
+class _Asker:
+    """In a worker process: summary requests go to the calling process, which
+    holds the summarizer and the cache, and wait for its answer."""
+
+    def __init__(self, requests: Any, answers: list, taken: Any) -> None:
+        with taken.get_lock():
+            self.index = taken.value
+            taken.value += 1
+        self.requests, self.answer = requests, answers[self.index]
+
+    def __call__(self, request: Mapping[str, Any], tokens: int, guessed: bool) -> dict[str, Any] | None:
+        self.requests.put((self.index, dict(request), tokens, guessed))
+        kind, payload = self.answer.get()
+        if kind == "reply":
+            return payload
+        if kind == "refused":
+            raise ProviderError(*payload)
+        raise _Stopped("the sweep was stopped")
+
+
+class _Answering:
+    """In the calling process: answers the workers' summary requests from the
+    summarizer and the cache, a few at a time (they wait on the network), and
+    keeps the first error that is not a refusal to raise it here."""
+
+    def __init__(self, ctx: Any, jobs: int, summaries: Summaries, dry_run: bool) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.requests = ctx.Queue()
+        self.answers = [ctx.Queue() for _ in range(jobs)]
+        self.taken = ctx.Value("i", 0)
+        self.ask = _asking(summaries, dry_run)
+        self.failed: list[BaseException] = []
+        self.calls = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="convlab-summaries")
+        self.thread = threading.Thread(target=self._serve, name="convlab-summaries", daemon=True)
+        self.thread.start()
+
+    @property
+    def channel(self) -> tuple:
+        return (self.requests, self.answers, self.taken)
+
+    def _serve(self) -> None:
+        while True:
+            item = self.requests.get()
+            if item is None:
+                return
+            self.calls.submit(self._answer, *item)
+
+    def _answer(self, index: int, request: dict[str, Any], tokens: int, guessed: bool) -> None:
+        try:
+            answer = ("reply", self.ask(request, tokens, guessed))
+        except ProviderError as err:
+            answer = ("refused", (err.kind, str(err)))
+        except BaseException as err:  # the summarizer's own fault: the sweep stops with it, here
+            self.failed.append(err)
+            answer = ("stop", None)
+        self.answers[index].put(answer)
+
+    def close(self, stopping: bool) -> None:
+        if stopping:
+            for q in self.answers:  # a worker still waiting stops too
+                q.put(("stop", None))
+        self.requests.put(None)
+        self.thread.join()
+        self.calls.shutdown(wait=True)
+
+
+def _run_processes(plans, counts, parsed, agent, tasks, jobs, done, summaries=None, dry_run=False) -> None:
+    """The tasks on ``jobs`` worker processes of this machine.
+
+    Workers are forked where the platform can (Linux: they start in
+    milliseconds with the tokenizer and the plans already loaded), else
+    spawned. A worker gets the plans once, when it starts, and sends back
+    only rows. With a summarizer, a worker's summary calls come back here
+    (``_Answering``): the provider and the cache stay in this process, and
+    the provider is never pickled.
+    """
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    jobs = min(jobs, len(tasks))
+    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    answering = None if summaries is None else _Answering(ctx, jobs, summaries, dry_run)
+    pool = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_start_worker,
+                               initargs=(plans, counts, parsed, agent, None if answering is None else answering.channel))
+    stopping = True
+    try:
+        # forked workers start with everything this process holds; frozen, the
+        # collector never walks it, so a worker copies only the pages it writes
+        gc.freeze()
+        try:
+            futures = [pool.submit(_task, *tasks[0])]  # with fork: every worker starts here
+        finally:
+            gc.unfreeze()
+        futures += [pool.submit(_task, i, js) for i, js in tasks[1:]]
+        for future in as_completed(futures):
+            done(*future.result())
+        stopping = False
+    except _Stopped:
+        if answering is None or not answering.failed:
+            raise  # pragma: no cover - only the summarizer's own error stops a worker
+    finally:
+        if answering is not None:
+            answering.close(stopping)
+        pool.shutdown(wait=True, cancel_futures=True)
+    if answering is not None and answering.failed:
+        raise answering.failed[0]
+
+
+def _run_remote(p: Plan, counts: ExactCounts, configs: list[tuple[int, ContextConfig]], agent: str) -> list[tuple[int, dict[str, Any]]]:
+    return _rows(p, counts, configs, agent)
+
+
+def _run_dask(plans, counts, parsed, agent, tasks, client, done) -> None:
     try:
         import distributed
     except ImportError as err:  # pragma: no cover - an install problem
@@ -470,14 +704,12 @@ def _run_dask(preps, jobs, agent, client, results, bar) -> None:
         client = distributed.Client(client)
         own = True
     try:
-        scattered = client.scatter(preps, broadcast=False)
-        futures = {client.submit(_run_remote, scattered[i], batch, agent, pure=False): (i, batch) for i, batch in jobs}
+        scattered = client.scatter(plans, broadcast=False)
+        shared = client.scatter(counts, broadcast=True)
+        futures = {client.submit(_run_remote, scattered[i], shared, [(j, parsed[j]) for j in js], agent, pure=False): i
+                   for i, js in tasks}
         for future in distributed.as_completed(futures):
-            i, _ = futures[future]
-            for j, measures in future.result():
-                results[(i, j)] = measures
-                bar.update(1)
+            done(futures[future], future.result())
     finally:
         if own:
             client.close()
-

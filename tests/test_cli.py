@@ -444,3 +444,53 @@ def test_help_exits_0(capsys):
     assert main(["show", "--help"]) == 0
     out = capsys.readouterr().out
     assert "--path" in out and "--quiet" in out and "--no-progress" in out
+
+
+# -- tune --summarizer (issue 12 parts 2-3) ---------------------------------------
+
+
+@pytest.fixture
+def long_log(tmp_path, monkeypatch):
+    """A session whose questions are long enough to summarize; the summary cache in a temporary folder."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    path = tmp_path / "long.jsonl"
+    s = convlab.Session(log=path)
+    for i in range(6):
+        s.submit({"type": "client.message", "agent_id": "bot", "message": {"role": "user", "content": f"question {i} " + "word " * 300}})
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[agent.bot.context]\n[[agent.bot.context.strategy]]\nuse = "summarize"\nover_tokens = 100000\n')
+    return ["tune", str(path), "--config", str(cfg), "--grid", "strategy[0].over_tokens=600,1000,100000", "--no-progress"]
+
+
+def test_tune_summarizer_dry_run_then_a_run_then_nothing_to_pay(long_log, tmp_path, capsys):
+    """Issue 12 (3): convlab tune --summarizer SPEC [--dry-run] [--no-cache]: the dry run says what the sweep
+    needs and calls nothing; the run pays that and caches it; a rerun pays nothing; --no-cache pays again."""
+    cache = tmp_path / "xdg" / "convlab" / "summaries"
+    assert main([*long_log, "--summarizer", "echo", "--dry-run"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("summaries: 5 calls to make (") and "0 in the cache" in out and err == ""
+    assert not cache.exists()
+    assert main([*long_log, "--summarizer", "echo", "--jobs", "2"]) == 0
+    out, err = capsys.readouterr()
+    assert "summary_tokens" in out.splitlines()[0]
+    assert err.startswith("convlab: summaries: 5 calls made (") and "0 from the cache" in err
+    assert len(list(cache.rglob("*.json"))) == 5
+    assert main([*long_log, "--summarizer", "echo", "--dry-run"]) == 0
+    assert capsys.readouterr().out.startswith("summaries: 0 calls to make (0 input tokens, o200k_base), 5 in the cache")
+    assert main([*long_log, "--summarizer", "echo"]) == 0
+    assert "summaries: 0 calls made (0 input tokens), 5 from the cache" in capsys.readouterr().err
+    assert main([*long_log, "--summarizer", "echo", "--no-cache", "--jobs", "1"]) == 0
+    assert "summaries: 5 calls made" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--dry-run"], "--dry-run goes with --summarizer"),
+    (["--no-cache"], "--no-cache goes with --summarizer"),
+    (["--summarizer", "gpt-4.1-mini"], "--summarizer: provider spec 'gpt-4.1-mini': unknown; use echo, openai:<model> or anthropic:<model>"),
+    (["--summarizer", "echo", "--dry-run", "--out", "r.csv"], "--dry-run calls nothing and makes no table"),
+    (["--jobs", "0"], "argument --jobs: must be a whole number of at least 1, got '0'"),
+])
+def test_tune_summarizer_flags_that_cannot_work_are_one_line(long_log, extra, message, capsys):
+    assert main([*long_log, *extra]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"convlab: {message}") and err.count("\n") == 1

@@ -364,3 +364,75 @@ def test_replay_of_the_list_read_returns_says_what_to_pass():
         replay([c])
     with pytest.raises(TypeError, match="got a str"):
         replay("chat.json")
+
+
+# -- real summaries (issue 12 part 2) -----------------------------------------
+
+
+class Summarizer:
+    """A provider that writes its own summaries and counts its calls."""
+
+    def __init__(self):
+        self.requests = []
+
+    def complete(self, request):
+        self.requests.append(request)
+        words = sum(len(convlab.content_text(m["content"]).split()) for m in request["messages"][:-1])
+        return {"content": f"real summary {len(self.requests)} of {words} words", "usage": {"input_tokens": words, "output_tokens": 6}}
+
+
+def test_summary_calls_go_to_the_summarizer_and_replies_still_come_from_the_log(tmp_path):
+    """Issue 12 (2): "replay(conv, config, summarizer=provider) ... send summary calls to that model while
+    replies still come from the log"; PROTOCOL 5.4: the summary opens the new history."""
+    from convlab.engine import SUMMARY_PREFIX
+
+    c = conv(long_rows(8))
+    cfg = config(None, {"use": "summarize", "over_tokens": 4500})
+    llm = Summarizer()
+    r = replay(c, cfg, summarizer=llm, cache=tmp_path)
+    stand_in = replay(c, cfg)
+    assert llm.requests and all(q["summary"] for q in llm.requests)
+    summaries = [n for _, n in r.session.tree.nodes(data=True) if n["kind"] == "summary"]
+    assert [n["content"] for n in summaries] == [SUMMARY_PREFIX + f"real summary {i + 1} of " + q_words(q)
+                                                 for i, q in enumerate(llm.requests)]
+    # the replies are the log's, call for call, as without a summarizer
+    replies = [m["content"] for m in r.session.path() if m["role"] == "assistant"]
+    assert replies == [m["content"] for m in stand_in.session.path() if m["role"] == "assistant"]
+    assert [x["reply"] for x in r.calls] == [x["reply"] for x in stand_in.calls]
+    # the summary's usage is the summarizer's
+    summary_usage = [e["usage"] for e in r.session.events if e["type"] == "llm.completed" and e.get("summary")]
+    assert summary_usage == [{"input_tokens": int(q_words(q).split()[0]), "output_tokens": 6} for q in llm.requests]
+    # the log's clock: a real call takes no time in the replay
+    assert [m["time"] for m in r.session.path()][-1] == [m["time"] for m in stand_in.session.path()][-1]
+    # again: from the cache, no call
+    n = len(llm.requests)
+    again = replay(c, cfg, summarizer=llm, cache=tmp_path)
+    assert len(llm.requests) == n and again.session.snapshot()["nodes"] == r.session.snapshot()["nodes"]
+
+
+def q_words(request):
+    return f"{sum(len(convlab.content_text(m['content']).split()) for m in request['messages'][:-1])} words"
+
+
+def test_a_summarizer_that_fails_leaves_the_call_as_it_was(tmp_path):
+    """PROTOCOL 5.3: the call is proposed as it was when no summary could be made; a failed call is asked
+    again next time (only a refusal as too long is kept)."""
+
+    class Failing:
+        calls = 0
+
+        def complete(self, request):
+            Failing.calls += 1
+            raise convlab.ProviderError("failed", "the service is down")
+
+    c = conv(long_rows(8))
+    cfg = config(None, {"use": "summarize", "over_tokens": 4500})
+    with pytest.warns(convlab.SummaryWarning, match=r"summary calls to .*Failing.* failed \(the service is down\): the replays"):
+        r = replay(c, cfg, summarizer=Failing(), cache=tmp_path)
+    assert r.limits and not any(x["replaced"] for x in r.limits) and r.stale == []
+    first = Failing.calls
+    with pytest.warns(convlab.SummaryWarning):
+        replay(c, cfg, summarizer=Failing(), cache=tmp_path)
+    assert first >= 1 and Failing.calls == 2 * first
+    with pytest.raises(TypeError, match=r"not its class: Failing\(...\)"):
+        replay(c, cfg, summarizer=Failing)

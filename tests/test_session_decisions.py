@@ -47,6 +47,22 @@ def test_decision_request_shape():
     assert req[-1]["decision"]["head"] == "u1"
 
 
+
+def test_the_decision_as_logged_is_pending_without_the_path():
+    """docs/wire.md: the decision.requested event "names the head instead of holding the path";
+    Session.decision is that request (read-only, nothing copied), Session.pending the same plus messages."""
+    s = make(worker="manual")
+    s.submit(message(m("u1", "hello")))
+    s.decide([{"type": "llm.call"}])
+    d = s.decision
+    assert dict(d) == {k: v for k, v in s.pending.items() if k != "messages"}
+    assert d["type"] == "llm.result" and d["head"] == d["reply"]["id"] == s.head
+    assert dict(d) == of_type(s, "decision.requested")[-1]["decision"]
+    with pytest.raises(TypeError):
+        d["type"] = "turn.start"  # type: ignore[index]
+    s.decide([])
+    assert s.decision is None and s.pending is None
+
 def test_llm_call_records_the_reply_under_the_head_and_asks_llm_result():
     """4: "llm.call: call the model. Without messages it reads the active path at the moment it runs.
     The reply is recorded under the head (message.new, with usage)." ... "if any of them was an

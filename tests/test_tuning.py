@@ -10,9 +10,10 @@ import pytest
 import convlab
 import convlab.replaying as replay_module
 from convlab.conversation import Conversation
-from convlab.replaying import ExactCounts, plan, replay
+from convlab.replaying import ExactCounts, Replayer, plan, replay
 from convlab.tree import Tree
-from convlab.tuning import COLUMNS, _prepare, _rows, _texts, config_grid, tune
+from convlab.context import coerce
+from convlab.tuning import COLUMNS, _rows, config_grid, tune
 
 from realdata import REAL, require
 
@@ -97,14 +98,17 @@ def test_configs_as_a_list_of_texts_documents_and_parsed_configs():
     assert df.loc[0, "tokens_read"] == df.loc[2, "tokens_read"]
 
 
+def parsed(docs):
+    return [(j, coerce(d, "bot")) for j, d in enumerate(docs)]
+
+
 def test_shared_replays_equal_replaying_every_config():
     counts = ExactCounts()
-    configs = list(enumerate(config_grid(BASE, AXES)))
+    configs = parsed(config_grid(BASE, AXES))
     for c in CONVS:
         p = plan(c)
-        counts.prime(_texts(p))
-        prep = _prepare(p, counts, "bot")
-        shared, each = _rows(prep, configs, "bot"), _rows(prep, configs, "bot", fork=False)
+        counts.prime(p.texts())
+        shared, each = _rows(p, counts, configs, "bot"), _rows(p, counts, configs, "bot", share=False)
         assert _clean(shared) == _clean(each)
 
 
@@ -179,14 +183,14 @@ def test_a_config_that_fires_is_not_cheaper_by_the_hidden_prompt():
 
 def test_shared_replays_carry_the_hidden_overhead_into_forks():
     counts = ExactCounts()
-    configs = list(enumerate(config_grid(BASE, AXES)))
+    configs = parsed(config_grid(BASE, AXES))
     for c in HIDDEN_CONVS:
         p = plan(c)
-        counts.prime(_texts(p))
-        prep = _prepare(p, counts, "bot")
-        assert [x["overhead"] for x in prep.baseline] == [HIDDEN] * len(prep.baseline)
-        shared = _rows(prep, configs, "bot")
-        assert _clean(shared) == _clean(_rows(prep, configs, "bot", fork=False))
+        counts.prime(p.texts())
+        base = replay(c)
+        assert [x["overhead"] for x in base.calls] == [HIDDEN] * len(base.calls)
+        shared = _rows(p, counts, configs, "bot")
+        assert _clean(shared) == _clean(_rows(p, counts, configs, "bot", share=False))
         assert any(m["stale"] > 0 and m["first_limit_call"] > 1 for _, m in shared)  # a fork from a later turn
 
 
@@ -196,24 +200,29 @@ def test_shared_replays_equal_replaying_every_config_on_the_real_session():
     c = convlab.read(REAL / "claude_code" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl.gz")[0]
     counts = ExactCounts()
     p = plan(c)
-    counts.prime(_texts(p))
-    prep = _prepare(p, counts, "bot")
-    configs = list(enumerate(config_grid(BASE, {"window": [60000, 148431, 300000], "strategy[1].over_tokens": [None]})))
-    shared = _rows(prep, configs, "bot")
-    assert _clean(shared) == _clean(_rows(prep, configs, "bot", fork=False))
+    counts.prime(p.texts())
+    configs = parsed(config_grid(BASE, {"window": [60000, 148431, 300000], "strategy[1].over_tokens": [None]}))
+    shared = _rows(p, counts, configs, "bot")
+    assert _clean(shared) == _clean(_rows(p, counts, configs, "bot", share=False))
     assert shared[1][1]["first_limit_call"] == 131
 
 
 def test_each_distinct_message_is_tokenized_once_per_sweep(monkeypatch):
+    """In one process (jobs=1): worker processes each start from the calling process's counts."""
     seen: list[str] = []
-    real = replay_module.count_batch
+    batch, one = replay_module.count_batch, replay_module.count_tokens
 
-    def spy(texts, encoding="o200k_base"):
+    def spy_batch(texts, encoding="o200k_base"):
         seen.extend(texts)
-        return real(texts, encoding)
+        return batch(texts, encoding)
 
-    monkeypatch.setattr(replay_module, "count_batch", spy)
-    df = tune(CONVS, BASE, grid=AXES, progress=False)
+    def spy_one(text, encoding="o200k_base"):
+        seen.append(text)
+        return one(text, encoding)
+
+    monkeypatch.setattr(replay_module, "count_batch", spy_batch)
+    monkeypatch.setattr(replay_module, "count_tokens", spy_one)
+    df = tune(CONVS, BASE, grid=AXES, progress=False, jobs=1)
     assert df["summaries"].sum() > 0  # summaries were written and counted too
     assert len(seen) == len(set(seen)), "a text was tokenized twice"
     messages = {convlab.tokens.content_text(a["content"]) for c in CONVS for _, a in c.tree.nodes(data=True)}
@@ -234,6 +243,69 @@ def test_bad_scheduler_and_empty_configs():
         tune(CONVS, [], progress=False)
 
 
+def test_a_config_forks_from_the_replay_it_agrees_with_longest(monkeypatch):
+    """Issue 14 (2): "a fork starts from the state where its config first diverges, not from a replay
+    of the whole prefix": a config that agrees with an earlier config's replay past the point where that
+    replay left the baseline forks from that replay, where they first differ, not from the baseline."""
+    forks = []
+    real = Replayer.fork
+
+    def spy(self, turn, config=None):
+        forks.append((self.plan.conversation_id, bool(self.config.strategies), min(self.starts), turn))
+        return real(self, turn, config)
+
+    monkeypatch.setattr(Replayer, "fork", spy)
+    df = tune(CONVS, BASE, grid=AXES, progress=False, jobs=1)
+    from_forks = [f for f in forks if f[1]]
+    assert from_forks and all(turn > start for _, _, start, turn in from_forks)
+    # fewer replays than configs that fire: the others share a replay and its row
+    fired = int((df["limits_full"] + df["limits_idle"] + df["limits_overflow"] > 0).sum())
+    assert len(forks) < fired
+
+
+def test_worker_processes_give_the_frame_one_process_gives(tmp_path, monkeypatch):
+    """Issue 14 (2): "tune runs its replays in parallel on the local machine by default (processes;
+    jobs= ..., 1 for serial)" and the frame is the same row for row."""
+    import multiprocessing
+    import os
+
+    import convlab.tuning as tuning
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("the spy below reaches the workers only through fork")
+    real = tuning._rows
+
+    def spy(*args, **kwargs):
+        (tmp_path / str(os.getpid())).touch()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tuning, "_rows", spy)
+    serial = tune(CONVS, BASE, grid=AXES, progress=False, jobs=1)
+    assert [p.name for p in tmp_path.iterdir()] == [str(os.getpid())]
+    (tmp_path / str(os.getpid())).unlink()
+    parallel = tune(CONVS, BASE, grid=AXES, progress=False, jobs=2)
+    pd.testing.assert_frame_equal(parallel, serial)
+    workers = {p.name for p in tmp_path.iterdir()}
+    assert len(workers) == 2 and str(os.getpid()) not in workers
+    # one conversation and two jobs: its configs split in two runs, one per worker; the same rows
+    for p in tmp_path.iterdir():
+        p.unlink()
+    one = tune(CONVS[1], BASE, grid=AXES, progress=False, jobs=2)
+    pd.testing.assert_frame_equal(one, serial[serial["conversation"] == "c2"].reset_index(drop=True))
+    assert len({p.name for p in tmp_path.iterdir()}) == 2
+
+
+def test_bad_jobs_and_chunk_say_what_to_pass():
+    with pytest.raises(ValueError, match=r"jobs must be a positive whole number \(1: one process"):
+        tune(CONVS, BASE, jobs=0, progress=False)
+    with pytest.raises(ValueError, match="jobs must be"):
+        tune(CONVS, BASE, jobs="2", progress=False)
+    with pytest.raises(ValueError, match="jobs= is for the local scheduler"):
+        tune(CONVS, BASE, jobs=2, scheduler="dask", progress=False)
+    with pytest.raises(ValueError, match="chunk must be"):
+        tune(CONVS, BASE, chunk=0, progress=False)
+
+
 def test_dask_equals_local_row_for_row_and_workers_ran_the_tasks():
     distributed = pytest.importorskip("distributed")
     local = tune(CONVS, BASE, grid=AXES, progress=False)
@@ -243,6 +315,7 @@ def test_dask_equals_local_row_for_row_and_workers_ran_the_tasks():
                 remote = tune(CONVS, BASE, grid=AXES, progress=False, scheduler="dask", client=client, chunk=2)
             workers = set(cluster.scheduler.workers)
     pd.testing.assert_frame_equal(remote, local)
+    pd.testing.assert_frame_equal(remote, tune(CONVS, BASE, grid=AXES, progress=False, jobs=1))
     ran = [t for t in stream.data if t["key"].startswith("_run_remote")]
     assert len(ran) == len(CONVS) * 3  # 6 configs in chunks of 2, per conversation
     assert {t["worker"] for t in ran} <= workers and len({t["worker"] for t in ran}) >= 1
@@ -254,3 +327,219 @@ def test_a_grid_on_a_base_without_the_agents_table_is_an_error_not_a_table_to_fi
     with pytest.raises(convlab.ConfigError, match=r"agent\.bot\.contxt"):
         config_grid("[agent.bot.contxt]\nwindow = 64000\n", {"window": [64000]})
     assert config_grid("", {"window": [64000]})[0]["agent"]["bot"]["context"]["window"] == 64000  # an empty base is fine
+
+
+# -- real summaries (issue 12 part 2) -----------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def _no_summaries_in_home(tmp_path_factory, monkeypatch):
+    """The default summary cache goes to a temporary folder, never the user's."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg")))
+
+
+class Counting:
+    """A summarizer that writes its own short summaries (what it writes depends on what it reads only) and
+    records each call, with the process it ran in."""
+
+    def __init__(self):
+        self.requests = []
+        self.pids = []
+
+    def complete(self, request):
+        import os
+
+        from convlab.tokens import count_tokens
+
+        self.requests.append(request)
+        self.pids.append(os.getpid())
+        read = count_tokens(request["messages"])
+        return {"content": f"summary: {read} tokens read", "usage": {"input_tokens": read, "output_tokens": 6}}
+
+    def keys(self):
+        from convlab.summaries import model_of, request_key
+
+        return [request_key(model_of(self, q), q) for q in self.requests]
+
+
+class Unpicklable(Counting):
+    def __reduce__(self):
+        raise TypeError("this provider holds a live client and must never be pickled")
+
+
+SUMMARY_AXES = {"strategy[1].over_tokens": [3000, 5000, 100000], "strategy[0].idle_secs": [400, 3600]}
+
+
+def test_a_sweep_pays_once_per_summary_and_a_second_sweep_nothing(tmp_path):
+    """Issue 12 (2): "A 100-config sweep never pays twice for the same summary and a rerun pays nothing";
+    "a second sweep makes zero summary calls; cache=False makes them again"."""
+    llm = Counting()
+    first = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=llm, cache=tmp_path)
+    made = len(llm.requests)
+    assert made >= 3 and len(set(llm.keys())) == made  # never the same summary twice
+    assert first["summary_calls"].sum() > made  # many replays asked, the summarizer was called once per summary
+    cost = first.attrs["summary_cost"]
+    assert (cost.calls, cost.input_tokens, cost.cached) == (made, sum(q_read(q) for q in llm.requests), 0)
+    second = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=llm, cache=tmp_path)
+    assert len(llm.requests) == made
+    pd.testing.assert_frame_equal(second, first)
+    assert (second.attrs["summary_cost"].calls, second.attrs["summary_cost"].cached) == (0, made)
+    for _ in range(2):  # no cache: each sweep calls again, once per summary
+        before = len(llm.requests)
+        tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=llm, cache=False)
+        assert len(llm.requests) - before == made
+    assert len(list(tmp_path.rglob("*.json"))) == made
+
+
+def q_read(request):
+    from convlab.tokens import count_tokens
+
+    return count_tokens(request["messages"])
+
+
+def test_the_frame_gains_the_summaries_real_lengths(tmp_path):
+    """Issue 12 (2): "The sweep's frame gains the summaries' real lengths"."""
+    from convlab.engine import SUMMARY_PREFIX
+    from convlab.tokens import count_tokens
+
+    llm = Counting()
+    df = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=llm, cache=tmp_path, jobs=1)
+    docs = config_grid(BASE, SUMMARY_AXES)
+    assert df["summaries"].sum() > 0
+    for _, row in df.iterrows():
+        c = next(x for x in CONVS if x.id == row["conversation"])
+        r = replay(c, docs[row["config"]], summarizer=llm, cache=tmp_path)
+        texts = [convlab.content_text(n["content"]).removeprefix(SUMMARY_PREFIX) for _, n in r.session.tree.nodes(data=True)
+                 if n["kind"] == "summary"]
+        assert all(t.startswith("summary: ") for t in texts)  # the summarizer's, not the stand-in
+        lengths = [count_tokens(t) for t in texts]
+        assert (row["summary_tokens"], row["summary_tokens_max"]) == (sum(lengths), max(lengths, default=0))
+    stand_in = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False)
+    assert (stand_in["summary_tokens"] > df["summary_tokens"]).any()  # the stand-in's lengths are not the real ones
+
+
+def test_dry_run_says_what_a_real_run_then_spends(tmp_path):
+    """Issue 12 (2): "tune(..., dry_run=True) says before anything is spent how many summary calls and input
+    tokens the sweep needs and how many the cache already holds"; "dry_run figures equal what a real run then
+    spends"."""
+    c = conv("d1", 3)  # one summary per replay: every figure is known before any call
+    axes = {"strategy[1].over_tokens": [2500, 100000], "strategy[1].prompt": ["Summarize.", "In one line.", "As a list."]}
+    llm = Counting()
+    dry = tune([c], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path, dry_run=True)
+    assert llm.requests == [] and list(tmp_path.rglob("*.json")) == []  # nothing spent, nothing written
+    assert dry.exact and dry.cached == 0 and dry.calls == 3  # one per prompt: the prompt is in the key
+    df = tune([c], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path)
+    assert len(llm.requests) == dry.calls and sum(q_read(q) for q in llm.requests) == dry.input_tokens
+    spent = df.attrs["summary_cost"]
+    assert (spent.calls, spent.input_tokens) == (dry.calls, dry.input_tokens)
+    again = tune([c], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path, dry_run=True)
+    assert (again.calls, again.input_tokens, again.cached, again.cached_input_tokens) == (0, 0, dry.calls, dry.input_tokens)
+    # in worker processes: the same figures
+    llm2 = Counting()
+    assert tune([c], BASE, grid=axes, progress=False, summarizer=llm2, cache=False, dry_run=True, jobs=2) == dry
+
+
+def test_dry_run_marks_what_rests_on_a_summary_not_made_yet(tmp_path):
+    """A later summary of a replay reads the earlier one: before that one is made the dry run can only count
+    it with the stand-in in its place, and says so (estimated, not exact). With a summarizer that writes what
+    the stand-in writes (EchoLLM), the estimate is what the real run spends."""
+    llm = Counting()
+    dry = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=llm, cache=tmp_path, dry_run=True)
+    assert not dry.exact and 0 < dry.estimated < dry.calls and llm.requests == []
+    echo = convlab.EchoLLM()
+    dry = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=echo, cache=tmp_path / "echo", dry_run=True)
+    df = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=echo, cache=tmp_path / "echo")
+    assert not dry.exact and (echo.calls, df.attrs["summary_cost"].input_tokens) == (dry.calls, dry.input_tokens)
+    # with the summaries made, a dry run knows everything
+    assert tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=echo, cache=tmp_path / "echo", dry_run=True).exact
+
+
+def test_the_summarizer_stays_in_the_calling_process_and_is_never_pickled(tmp_path):
+    """Issue 12 (2) / 14 (2): "Summary calls and cache writes happen in the calling process (the provider is
+    never pickled ...)"; worker processes, one process and the frames agree row for row."""
+    import os
+
+    llm = Unpicklable()
+    with pytest.raises(TypeError, match="never be pickled"):
+        import pickle
+
+        pickle.dumps(llm)
+    parallel = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=llm, cache=tmp_path / "a", jobs=2)
+    assert llm.requests and set(llm.pids) == {os.getpid()}
+    serial = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=Unpicklable(), cache=tmp_path / "b", jobs=1)
+    pd.testing.assert_frame_equal(parallel, serial)
+    assert sorted(p.name for p in (tmp_path / "a").rglob("*.json")) == sorted(p.name for p in (tmp_path / "b").rglob("*.json"))
+
+
+def test_a_summarizer_that_breaks_stops_the_sweep_with_its_own_error(tmp_path):
+    class Broken:
+        def complete(self, request):
+            raise RuntimeError("the summarizer broke")
+
+    for jobs in (1, 2):
+        with pytest.raises(RuntimeError, match="the summarizer broke"):
+            tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=Broken(), cache=tmp_path, jobs=jobs)
+
+
+def test_a_real_sdk_summarizer_is_called_from_this_process_once_per_summary(tmp_path):
+    """Issue 12 (2) over the openai SDK on a mock transport (its client holds the key and is never pickled,
+    convlab.OpenAIChat refuses to be): a sweep in worker processes sends every summary request through the
+    client in this process, once each; a dry run first says what it then spends; a rerun sends nothing."""
+    import json
+    import pickle
+
+    import httpx
+    from providers_wire import MockAPI, ok, openai_completion, openai_llm, openai_usage
+
+    from convlab.tokens import count_tokens
+
+    def answer(request):
+        messages = json.loads(request.content)["messages"]
+        read = count_tokens(messages)
+        return ok(openai_completion(f"{len(messages) - 1} messages, {read} tokens.", usage=openai_usage(read, 5)))
+
+    api = MockAPI(httpx, [answer] * 200)
+    llm = openai_llm(api, "gpt-test")
+    with pytest.raises(TypeError, match="is not pickled"):
+        pickle.dumps(llm)
+    axes = {"strategy[1].over_tokens": [2500, 100000], "strategy[1].prompt": ["Summarize.", "In one line."]}
+    one = conv("o1", 3)
+    dry = tune([one, CONVS[2]], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path, dry_run=True, jobs=2)
+    assert api.requests == [] and dry.exact and dry.calls >= 2
+    df = tune([one, CONVS[2]], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path, jobs=2)
+    assert len(api.requests) == dry.calls == df.attrs["summary_cost"].calls
+    assert df.attrs["summary_cost"].input_tokens == dry.input_tokens
+    assert all(r["url"].endswith("/chat/completions") and r["json"]["model"] == "gpt-test" for r in api.requests)
+    assert (df["summary_tokens"] > 0).sum() == dry.calls
+    again = tune([one, CONVS[2]], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path, jobs=2)
+    assert len(api.requests) == dry.calls
+    pd.testing.assert_frame_equal(again, df)
+    # a spec names the same kind of summarizer
+    echo = tune([one], BASE, grid=axes, progress=False, summarizer=convlab.provider("echo"), cache=tmp_path)
+    assert echo.attrs["summary_cost"].calls == 2
+
+
+def test_failed_summaries_are_said_and_counted(tmp_path):
+    """A summarizer that fails (a bad key, a service down) must not leave a silent frame of replays that
+    went on without their summaries."""
+
+    class Down:
+        def complete(self, request):
+            raise convlab.ProviderError("failed", "401 bad key")
+
+    for jobs in (1, 2):
+        with pytest.warns(convlab.SummaryWarning, match=r"failed \(401 bad key\)"):
+            df = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=Down(), cache=tmp_path, jobs=jobs)
+        assert df.attrs["summary_cost"].failed > 0 and df.attrs["summary_cost"].calls == 0
+        assert df["summaries"].sum() == 0 and list(tmp_path.rglob("*.json")) == []
+
+
+def test_summarizer_arguments_that_cannot_work_say_so():
+    with pytest.raises(ValueError, match="give summarizer= too"):
+        tune(CONVS, BASE, progress=False, dry_run=True)
+    with pytest.raises(ValueError, match="give summarizer= too"):
+        tune(CONVS, BASE, progress=False, cache=False)
+    with pytest.raises(ValueError, match="never sent to a worker"):
+        tune(CONVS, BASE, progress=False, summarizer=Counting(), scheduler="dask")
+    with pytest.raises(TypeError, match="summarizer must be a provider"):
+        tune(CONVS, BASE, progress=False, summarizer="echo")

@@ -1,0 +1,321 @@
+"""Real summaries for replay and tune: a summarizer behind an on-disk cache.
+
+A replay answers every model call from the log, but a log holds no reply for
+a summary it never asked for. Given a summarizer (any provider), a replay
+sends its summary calls there instead of writing a stand-in. Summaries cost
+money and time, and a sweep asks for the same one many times (every config
+that summarizes at the same point of the same history), so each is made
+once: ``Summaries`` answers from memory, then from the disk cache, and only
+then calls the model, once per distinct request even when several replays
+ask at the same moment (from threads, or from worker processes through
+their calling process, ``convlab.tune``).
+
+A request's key is the model (the provider's class and model name, or the
+strategy's ``model``), the prompt (the request's last message) and the exact
+input (every message before it: role, content and the message keys, without
+ids: the same history replayed twice gets new ids). An entry is one JSON file
+written to a temporary name and renamed into place, so a reader never sees a
+half-written one and concurrent writers of the same entry leave one whole
+file; an entry that cannot be read is made again. A refusal as too long is
+kept too (the same input is refused again); a failed call is not.
+
+The cache's folder: ``cache=`` (a path), or ``$XDG_CACHE_HOME/convlab/summaries``
+(default ``~/.cache/convlab/summaries``); ``cache=False`` keeps summaries in
+memory only, for one replay or one sweep.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import threading
+import warnings
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from . import inputs, jsondata
+from .errors import ProviderError, SummaryWarning
+from .tree import MESSAGE_KEYS, input_tokens
+
+__all__ = ["Summaries", "SummaryCost", "summaries_for", "default_folder", "model_of", "request_key"]
+
+
+def default_folder() -> Path:
+    """Where summaries are cached unless told otherwise: ``$XDG_CACHE_HOME/convlab/summaries``
+    (``~/.cache/convlab/summaries`` when ``XDG_CACHE_HOME`` is not set)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "convlab" / "summaries"
+
+
+def model_of(provider: Any, request: Mapping[str, Any]) -> str:
+    """The model that answers ``request``: the provider's class and the request's model
+    (a strategy's ``model``), else the provider's own ``model``.
+
+    >>> from convlab.providers import EchoLLM
+    >>> model_of(EchoLLM(), {"model": None}), model_of(EchoLLM(), {"model": "small"})
+    ('EchoLLM', 'EchoLLM:small')
+    """
+    model = request.get("model") or getattr(provider, "model", None)
+    name = type(provider).__name__
+    return f"{name}:{model}" if model else name
+
+
+def request_key(model: str, request: Mapping[str, Any]) -> str:
+    """The cache key of a summary request: sha256 of the model, the prompt (the last
+    message) and the exact input before it, ids left out.
+
+    >>> a = {"messages": [{"id": "e1", "role": "user", "content": "hi"}, {"role": "user", "content": "Summarize."}]}
+    >>> b = {"messages": [{"id": "e9", "role": "user", "content": "hi"}, {"role": "user", "content": "Summarize."}]}
+    >>> request_key("EchoLLM", a) == request_key("EchoLLM", b) != request_key("Other", a)
+    True
+    """
+    messages = list(request.get("messages") or [])
+    prompt, before = (messages[-1], messages[:-1]) if messages else ({}, [])
+    body = {
+        "model": model,
+        "prompt": prompt.get("content"),
+        "input": [{k: m[k] for k in ("role", "content", *MESSAGE_KEYS) if m.get(k) is not None} for m in before],
+    }
+    raw = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+def summaries_for(summarizer: Any, cache: Any, *, dry_run: bool = False) -> "Summaries | None":
+    """The ``Summaries`` that ``replay`` and ``tune`` send summary calls to (None:
+    no summarizer, the stand-in), with ``cache`` checked: None (the default
+    folder), a folder, or False (memory only)."""
+    if summarizer is None:
+        if cache is not None:
+            raise ValueError("cache= is where a summarizer's summaries are kept: give summarizer= too")
+        if dry_run:
+            raise ValueError("dry_run says what a summarizer's calls would cost: give summarizer= too")
+        return None
+    if isinstance(summarizer, type):
+        raise TypeError(f"summarizer must be a provider, not its class: {summarizer.__name__}(...)")
+    if not callable(getattr(summarizer, "complete", None)):
+        hint = f": for a spec, summarizer=convlab.provider({summarizer!r})" if isinstance(summarizer, str) else ""
+        raise TypeError(f"summarizer must be a provider (with complete(request)), e.g. convlab.EchoLLM(), got {summarizer!r}{hint}")
+    if cache is None:
+        folder = default_folder()
+    elif cache is False:
+        folder = None
+    elif isinstance(cache, (str, os.PathLike)):
+        folder = Path(cache).expanduser()
+    else:
+        raise TypeError(f"cache must be a folder (str or path), False (no cache) or None (the default folder), got {cache!r}")
+    return Summaries(summarizer, folder)
+
+
+@dataclass(frozen=True)
+class SummaryCost:
+    """What the summaries of a replay or a sweep cost, or would cost.
+
+    ``calls``: distinct summary calls made, answered (or refused as too
+    long), or in a dry run still to make (not in the cache); ``input_tokens``:
+    what they read (the provider's usage; in a dry run the exact o200k_base
+    count of what each would send).
+    ``cached``: distinct summaries the cache answered (or holds), and
+    ``cached_input_tokens`` what they read when they were made: what the
+    cache saves. ``estimated``: in a dry run, the calls among ``calls`` whose
+    input is known only once another call the sweep makes is answered (a
+    later summary of a replay whose earlier summary is not cached yet): they
+    were counted with the stand-in summary in its place, so ``calls`` and
+    ``input_tokens`` are estimates unless ``exact``. ``failed``: distinct
+    summary calls the provider failed (kept nowhere: asked again next time).
+    """
+
+    calls: int
+    input_tokens: int
+    cached: int
+    cached_input_tokens: int
+    estimated: int = 0
+    failed: int = 0
+
+    @property
+    def exact(self) -> bool:
+        """True when no figure rests on a stand-in for a summary not made yet."""
+        return self.estimated == 0
+
+
+class Summaries:
+    """Summary calls to ``provider``, each distinct one made once: from memory, from
+    the disk cache (``folder``; None: no disk), else from the provider.
+
+    ``complete(request)`` is a provider's ``complete``: the reply, or a
+    ``ProviderError``. It is safe to call from several threads at once: the
+    same request asked twice at the same moment makes one call.
+    ``estimate(request, tokens, guessed)`` spends nothing: the reply the
+    cache holds, or None, noting the call a real run would make. ``cost()``
+    says what was spent (or, after ``estimate``, what would be).
+
+    >>> import tempfile
+    >>> from convlab.providers import EchoLLM
+    >>> llm = EchoLLM()
+    >>> s = Summaries(llm, tempfile.mkdtemp())
+    >>> request = {"model": None, "messages": [{"role": "user", "content": "hi"}, {"role": "user", "content": "Sum up."}], "summary": True}
+    >>> s.complete(request)["content"]
+    'Summary of 1 messages.\\nuser: hi'
+    >>> again = Summaries(llm, s.folder)  # a second sweep: from the disk
+    >>> _ = again.complete(request); llm.calls, again.cost()
+    (1, SummaryCost(calls=0, input_tokens=0, cached=1, cached_input_tokens=4, estimated=0, failed=0))
+    """
+
+    def __init__(self, provider: Any, folder: str | os.PathLike | None):
+        if not callable(getattr(provider, "complete", None)):
+            raise TypeError(f"a summarizer is a provider (with complete(request)), got {provider!r}")
+        self.provider = provider
+        self.folder = Path(folder).expanduser() if folder is not None else None
+        self._lock = threading.Lock()
+        self._known: dict[str, dict[str, Any]] = {}  # key -> entry
+        self._asked: dict[str, Future] = {}  # key -> the call in flight
+        self._made: dict[str, int] = {}  # key -> input tokens, per call made
+        self._from_disk: dict[str, int] = {}  # key -> input tokens when it was made, per entry the disk answered
+        self._needed: dict[str, list] = {}  # estimate: key -> [tokens, guessed], per call a real run would make
+        self._failed: dict[str, str] = {}  # key -> what the provider said, per call that failed
+
+    def __repr__(self) -> str:
+        return f"Summaries({self.provider!r}, folder={None if self.folder is None else str(self.folder)!r})"
+
+    def cost(self) -> SummaryCost:
+        with self._lock:
+            return SummaryCost(
+                calls=len(self._made) + len(self._needed),
+                input_tokens=sum(self._made.values()) + sum(t for t, _ in self._needed.values()),
+                cached=len(self._from_disk),
+                cached_input_tokens=sum(self._from_disk.values()),
+                estimated=sum(1 for _, guessed in self._needed.values() if guessed),
+                failed=len(self._failed),
+            )
+
+    def warn_failed(self, stacklevel: int = 3) -> None:
+        """A ``SummaryWarning`` when summary calls failed: the replays that asked went on without them."""
+        with self._lock:
+            failed = list(self._failed.values())
+        if failed:
+            many = f"{len(failed)} summary calls" if len(failed) > 1 else "a summary call"
+            warnings.warn(SummaryWarning(
+                f"{many} to {self.provider!r} failed ({failed[0]}): the replays that asked went on without that summary, "
+                "so their rows are not what the summarizer makes; run again to retry (the summaries made are cached)"),
+                stacklevel=stacklevel)
+
+    # -- entries -----------------------------------------------------------
+    def _path(self, key: str) -> Path:
+        assert self.folder is not None
+        return self.folder / key[:2] / f"{key}.json"
+
+    def _read(self, key: str) -> dict[str, Any] | None:
+        """The entry on disk, checked, or None (not there, or not whole: made again)."""
+        if self.folder is None:
+            return None
+        try:
+            with open(self._path(key), encoding="utf-8") as f:
+                entry = json.load(f)
+        except (OSError, ValueError):
+            return None
+        if not isinstance(entry, dict) or entry.get("key") != key or not ("reply" in entry or entry.get("error") == "too_long"):
+            return None
+        if "reply" in entry:
+            try:
+                entry["reply"] = inputs.reply_from(entry["reply"])
+            except ProviderError:
+                return None
+        return entry
+
+    def _write(self, key: str, entry: dict[str, Any]) -> None:
+        if self.folder is None:
+            return
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(entry, f, ensure_ascii=False)
+            os.replace(tmp, path)  # atomic: readers see the old file or the whole new one
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+
+    def _remembered(self, key: str) -> dict[str, Any] | None:
+        """The entry memory holds, else the disk's (then remembered, and counted as cached)."""
+        with self._lock:
+            entry = self._known.get(key)
+        if entry is not None:
+            return entry
+        entry = self._read(key)
+        if entry is not None:
+            with self._lock:
+                self._known.setdefault(key, entry)
+                self._from_disk.setdefault(key, _read_tokens(entry))
+        return entry
+
+    # -- what a replay asks --------------------------------------------------
+    def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        model = model_of(self.provider, request)
+        key = request_key(model, request)
+        mine = None
+        with self._lock:
+            entry = self._known.get(key)
+            waiting = self._asked.get(key) if entry is None else None
+            if entry is None and waiting is None:
+                mine = self._asked[key] = Future()
+        if entry is None and waiting is not None:
+            entry = waiting.result()  # another thread is making it
+        elif entry is None:
+            try:
+                entry = self._remembered(key) or self._call(key, model, request)
+                mine.set_result(entry)
+            except BaseException as err:
+                mine.set_exception(err)
+                raise
+            finally:
+                with self._lock:
+                    self._asked.pop(key, None)
+        return _answer(entry)
+
+    def estimate(self, request: Mapping[str, Any], tokens: int, guessed: bool) -> dict[str, Any] | None:
+        """The cached reply to ``request``, or None (a real run would call: counted,
+        with ``tokens``, its input's exact count; ``guessed``: the input holds a
+        stand-in for an earlier summary). Spends nothing."""
+        key = request_key(model_of(self.provider, request), request)
+        entry = self._remembered(key)
+        if entry is not None:
+            return _answer(entry)
+        with self._lock:
+            need = self._needed.setdefault(key, [tokens, guessed])
+            need[1] = need[1] and guessed  # known for sure once any replay asks for it unguessed
+        return None
+
+    def _call(self, key: str, model: str, request: Mapping[str, Any]) -> dict[str, Any]:
+        try:
+            reply = inputs.reply_from(self.provider.complete(dict(request)))
+        except ProviderError as err:
+            if err.kind != "too_long":
+                with self._lock:
+                    self._failed.setdefault(key, str(err))
+                raise  # a failure is not the input's: asked again next time
+            entry = {"key": key, "model": model, "error": "too_long", "message": str(err)}
+        else:
+            entry = {"key": key, "model": model, "reply": reply}
+        self._write(key, entry)
+        with self._lock:
+            self._known[key] = entry
+            self._made[key] = _read_tokens(entry)
+        return entry
+
+
+def _read_tokens(entry: Mapping[str, Any]) -> int:
+    return input_tokens(entry["reply"].get("usage")) or 0 if "reply" in entry else 0
+
+
+def _answer(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A cache entry as a provider answers: a fresh copy of the reply, or the refusal."""
+    if "reply" in entry:
+        return jsondata.copy(entry["reply"])
+    raise ProviderError("too_long", entry.get("message"))
