@@ -33,7 +33,7 @@ from .lazy import LazyEvents, LazyTree
 from .log import LogWriter, parse_event, read_lines
 from .providers import EchoLLM
 from .tokens import content_chars, content_text, estimate
-from .tree import Message, Tree, ViewError, message_of, new_node
+from .tree import Message, PathView, Tree, ViewError, message_of, new_node
 from .wire import Decision, Event, Receipt, Snapshot, Turn
 
 __all__ = ["Session", "chat_worker", "SUMMARY_PREFIX"]
@@ -555,7 +555,10 @@ class Session:
     def _ask_worker(self) -> bool:
         if self.worker == "manual":
             return False
-        actions = (chat_worker if self.worker == "chat" else self.worker)(self.pending)
+        if self.worker == "chat":  # it reads only the path's last message: a view, not a copy of the path
+            actions = chat_worker({**self._asked, "messages": PathView(self._tree, self._asked["head"])})
+        else:
+            actions = self.worker(self.pending)
         try:
             actions = inputs.validate_actions(actions)
         except Refused as err:

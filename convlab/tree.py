@@ -14,6 +14,7 @@ tree.
 This module knows nothing of turns, decisions or the engine.
 """
 
+from collections.abc import Sequence
 from typing import Any, Iterable, Iterator, Mapping, NotRequired, TypedDict
 
 import networkx as nx
@@ -23,6 +24,7 @@ from .tokens import content_chars, estimate
 
 __all__ = [
     "Tree",
+    "PathView",
     "Node",
     "Message",
     "ROLES",
@@ -174,6 +176,37 @@ def newest_leaf(graph: nx.DiGraph, node: str | None = None) -> str | None:
         if graph.out_degree(n) == 0 and graph.nodes[n]["seq"] > best_seq:
             best, best_seq = n, graph.nodes[n]["seq"]
     return best
+
+
+class PathView(Sequence):
+    """The messages of the path root -> ``head`` (``message_of`` each), made when read.
+
+    What the built-in worker reads of a decision: the last message, in O(1)
+    (``view[-1]`` is the head's message, with no walk); anything else walks the
+    path once.
+    """
+
+    def __init__(self, tree: "Tree", head: str | None) -> None:
+        self._tree, self._head = tree, head
+        self._ids: list[str] | None = None
+
+    def _path(self) -> list[str]:
+        if self._ids is None:
+            self._ids = self._tree.path_ids(self._head) if self._head is not None else []
+        return self._ids
+
+    def __bool__(self) -> bool:
+        return self._head is not None
+
+    def __len__(self) -> int:
+        return len(self._path())
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if i == -1 and self._head is not None:
+            return message_of(self._tree.node(self._head))
+        if isinstance(i, slice):
+            return [message_of(self._tree.node(n)) for n in self._path()[i]]
+        return message_of(self._tree.node(self._path()[i]))
 
 
 class Tree:

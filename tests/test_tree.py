@@ -179,3 +179,13 @@ def test_newest_leaf_is_the_highest_seq_leaf_below(tree_ids, data):
     below = [n for n in ids if node in t.path_ids(n)]
     leaves = [n for n in below if not t.children(n)]
     assert newest_leaf(t.graph, node) == max(leaves, key=lambda n: t.node(n)["seq"])
+
+
+def test_a_path_view_reads_the_head_without_walking_and_equals_the_messages():
+    from convlab.tree import PathView
+
+    t = chain(("u1", None, "user", "a"), ("a1", "u1", "assistant", "b"), ("u2", "a1", "user", "c"))
+    view = PathView(t, "u2")
+    assert view[-1] == {"id": "u2", "role": "user", "content": "c"} and view._ids is None  # no walk for the last message
+    assert list(view) == t.messages("u2") and len(view) == 3 and view[0:2] == t.messages("a1")
+    assert not PathView(t, None) and len(PathView(t, None)) == 0
