@@ -24,7 +24,7 @@ from ipywidgets.widgets.widget_string import HTMLStyle, LabelStyle
 
 from .. import readable
 from . import intents
-from .live import INTERVAL, Redraw, close_inside, hold, register
+from .live import INTERVAL, Live, close_inside, hold
 from .source import REPLAY_HINT, ReadOnly, source_of
 
 __all__ = ["ChatView", "ROLE_COLORS", "STYLE"]
@@ -200,7 +200,7 @@ _EVENTS = ("message.new", "head.moved", "context.replaced", "turn.", "decision."
 _TURN_END = ("turn.completed", "turn.cancelled", "turn.failed")
 
 
-class ChatView(w.VBox):
+class ChatView(Live, w.VBox):
     """The active path as a chat: Edit, Regenerate, ‹ k/n › at forks, and an input box.
 
     Given an imported ``convlab.Conversation`` it is read-only: the path and
@@ -267,8 +267,7 @@ class ChatView(w.VBox):
             self.add_class("clw")
             self.add_class("clw-box")
             self.add_class("cl-chat")
-            self.redraw = Redraw(self._draw, interval)
-            register(source, self.redraw)
+            self._follow(source, interval)
             self._sync()
             self._unsubscribe = source.subscribe(self._on_event)
         except BaseException:
@@ -296,10 +295,6 @@ class ChatView(w.VBox):
         elif not kind.startswith(_EVENTS):
             return
         self.redraw.touch(kind)
-
-    def flush(self) -> bool:
-        """Draw now what the session's events changed (True when there was something to draw)."""
-        return self.redraw.flush()
 
     def refresh(self) -> None:
         """Draw the chat again from the session."""
@@ -475,22 +470,9 @@ class ChatView(w.VBox):
                 outcome["message"] = f"turn {outcome['receipt']['turn_id']} cancelled"
             return self._done(outcome)
 
-    def close(self) -> None:
-        redraw = getattr(self, "redraw", None)
-        if redraw is not None:
-            redraw.cancel()
-        if getattr(self, "_unsubscribe", None) is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
-        close_inside(self, *getattr(self, "_free", ()), getattr(self, "stream_row", None))
-        for row in getattr(self, "_free", ()):
-            row.close()
-        if getattr(self, "stream_row", None) is not None:
-            self.stream_row.close()
+    def _held(self) -> list[Any]:
         kit = getattr(self, "_kit", None)
-        for shared in kit.widgets() if kit is not None else ():
-            shared.close()
-        super().close()
+        return [*getattr(self, "_free", ()), getattr(self, "stream_row", None), *(kit.widgets() if kit is not None else ())]
 
     def __repr__(self) -> str:
         self.flush()

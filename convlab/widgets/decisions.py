@@ -16,7 +16,7 @@ import ipywidgets as w
 from .. import kept, readable
 from .chat import STYLE, esc, role_badge
 from . import intents
-from .live import INTERVAL, Redraw, close_inside, hold, register
+from .live import INTERVAL, Live, close_inside, hold
 from .source import source_of
 
 __all__ = ["DecisionPanel", "plan_text", "reset_plan", "accept_plan"]
@@ -68,7 +68,7 @@ def reset_plan(decision: Mapping[str, Any]) -> list[dict[str, Any]] | None:
 _EVENTS = ("decision.", "turn.")
 
 
-class DecisionPanel(w.VBox):
+class DecisionPanel(Live, w.VBox):
     """The waiting decision and buttons that answer it.
 
     >>> import convlab
@@ -91,8 +91,7 @@ class DecisionPanel(w.VBox):
         self.add_class("cl-decisions")
         self.buttons: dict[str, w.Button] = {}
         try:
-            self.redraw = Redraw(self._draw, interval)
-            register(session, self.redraw)
+            self._follow(session, interval)
             self._sync()
             self._unsubscribe = session.subscribe(self._on_event)
         except BaseException:
@@ -106,10 +105,6 @@ class DecisionPanel(w.VBox):
             self.redraw.mark(kind)  # a worker may answer it at once: shown if it still waits at the next draw
         elif kind.startswith(_EVENTS):
             self.redraw.touch(kind)
-
-    def flush(self) -> bool:
-        """Draw now what the session's events changed (True when there was something to draw)."""
-        return self.redraw.flush()
 
     def refresh(self) -> None:
         """Draw the panel again (it keeps what the person is editing while the decision stays the same)."""
@@ -245,17 +240,8 @@ class DecisionPanel(w.VBox):
             self.redraw.now()
         return outcome
 
-    def close(self) -> None:
-        redraw = getattr(self, "redraw", None)
-        if redraw is not None:
-            redraw.cancel()
-        if getattr(self, "_unsubscribe", None) is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
-        close_inside(self, getattr(self, "summary", None))
-        if getattr(self, "summary", None) is not None:
-            self.summary.close()
-        super().close()
+    def _held(self) -> list[Any]:
+        return [getattr(self, "summary", None)]
 
     def __repr__(self) -> str:
         p = self.session.pending

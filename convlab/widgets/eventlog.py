@@ -20,7 +20,7 @@ import ipywidgets as w
 from ipywidgets.widgets.widget_string import HTMLStyle
 
 from .chat import STYLE, esc
-from .live import INTERVAL, Redraw, close_inside, register
+from .live import INTERVAL, Live
 from .source import source_of
 
 __all__ = ["EventLog", "describe"]
@@ -109,7 +109,7 @@ def line(ev: Mapping[str, Any]) -> str:
             f'<span class="clw-ty" style="color:{color}">{esc(t)}</span> {esc(describe(ev))}</div>')
 
 
-class EventLog(w.VBox):
+class EventLog(Live, w.VBox):
     """The events, newest first, filterable by type.
 
     >>> import convlab
@@ -141,8 +141,7 @@ class EventLog(w.VBox):
             self._types = {str(ev.get("type")) for ev in events[-500:]}
             self._options()
             self.filter.observe(lambda _c: None if self._quiet else self._refilter(), names="value")
-            self.redraw = Redraw(self._draw, interval)
-            register(source, self.redraw)
+            self._follow(source, interval)
             self._refilter()
             self._unsubscribe = source.subscribe(self._on_event)
         except BaseException:
@@ -152,10 +151,6 @@ class EventLog(w.VBox):
     def _on_event(self, event: Mapping[str, Any]) -> None:
         if "seq" in event:  # a recorded event (llm.delta has no seq and is not in session.events)
             self.redraw.touch(str(event.get("type", "")))
-
-    def flush(self) -> bool:
-        """Draw now what the session's events changed (True when there was something to draw)."""
-        return self.redraw.flush()
 
     def refresh(self) -> None:
         """Read the events recorded since the last draw."""
@@ -241,15 +236,6 @@ class EventLog(w.VBox):
         self._blocks = blocks
         self.lines.children = [b for b, _e, _l in blocks]
 
-    def close(self) -> None:
-        redraw = getattr(self, "redraw", None)
-        if redraw is not None:
-            redraw.cancel()
-        if getattr(self, "_unsubscribe", None) is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
-        close_inside(self)
-        super().close()
 
     def __repr__(self) -> str:
         return f"EventLog(events={len(self.session.events)}, filter={self.filter.value!r})"

@@ -19,7 +19,7 @@ import ipywidgets as w
 
 from .. import count_tokens
 from .chat import STYLE, esc
-from .live import INTERVAL, Redraw, close_inside, register
+from .live import INTERVAL, Live
 from .source import REPLAY_HINT, ReadOnly, source_of
 
 __all__ = ["ContextGauge", "gauge_marks"]
@@ -61,7 +61,7 @@ def _duration(secs: float) -> str:
 _EVENTS = ("message.new", "head.moved", "turn.", "llm.completed", "context.", "state.changed")
 
 
-class ContextGauge(w.VBox):
+class ContextGauge(Live, w.VBox):
     """The count against the window, the strategies' lines, the exact count and the idle time.
 
     Given an imported ``convlab.Conversation`` it shows the count of the path
@@ -92,8 +92,7 @@ class ContextGauge(w.VBox):
             self.add_class("clw")
             self.add_class("clw-box")
             self.add_class("cl-gauge")
-            self.redraw = Redraw(self._draw, interval)
-            register(source, self.redraw)
+            self._follow(source, interval)
             self._sync()
             self._unsubscribe = source.subscribe(self._on_event)
         except BaseException:
@@ -104,10 +103,6 @@ class ContextGauge(w.VBox):
         kind = str(event.get("type", ""))
         if kind.startswith(_EVENTS):
             self.redraw.touch(kind)
-
-    def flush(self) -> bool:
-        """Draw now what the session's events changed (True when there was something to draw)."""
-        return self.redraw.flush()
 
     def refresh(self) -> None:
         """Draw the gauge again from the session (the idle time moves with the clock, not with events)."""
@@ -183,15 +178,6 @@ class ContextGauge(w.VBox):
         if value != self.bar.value:
             self.bar.value = value
 
-    def close(self) -> None:
-        redraw = getattr(self, "redraw", None)
-        if redraw is not None:
-            redraw.cancel()
-        if getattr(self, "_unsubscribe", None) is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
-        close_inside(self)
-        super().close()
 
     def __repr__(self) -> str:
         self.flush()

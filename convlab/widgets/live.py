@@ -235,6 +235,40 @@ def close_inside(*widgets: Any, keep: Any = ()) -> None:
             x.close()
 
 
+class Live:
+    """What every live widget does alike, once: a ``Redraw`` of its ``_draw``
+    registered for its source (``_follow``), ``flush``, and a ``close`` that
+    stops following before it closes the widget and everything it made.
+    A widget that holds widgets outside its children (pooled rows, a shared
+    kit) names them in ``_held()``."""
+
+    redraw: Redraw
+
+    def _follow(self, source: Any, interval: float) -> None:
+        self.redraw = Redraw(self._draw, interval)  # type: ignore[attr-defined]
+        register(source, self.redraw)
+
+    def flush(self) -> bool:
+        """Draw now what the session's events changed (True when there was something to draw)."""
+        return self.redraw.flush()
+
+    def _held(self) -> list[Any]:
+        return []
+
+    def close(self) -> None:
+        redraw = getattr(self, "redraw", None)
+        if redraw is not None:
+            redraw.cancel()
+        if getattr(self, "_unsubscribe", None) is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        held = [x for x in self._held() if x is not None]
+        close_inside(self, *held)
+        for x in held:
+            x.close()
+        super().close()  # type: ignore[misc]
+
+
 def _after_cell(*_args: Any) -> None:
     flush(thread=threading.get_ident())  # another thread's session is drawn by that thread
 

@@ -35,7 +35,7 @@ import traitlets
 
 from .. import brief
 from . import intents
-from .live import INTERVAL, Redraw, close_inside, hold, register
+from .live import INTERVAL, Live, hold
 from .source import ReadOnly, source_of
 
 __all__ = ["TreeView", "layout", "PREVIEW_CHARS"]
@@ -242,7 +242,7 @@ _SHOWN_STATUS = {"turn.started": "running", "turn.cancelled": "cancelled", "turn
 _EMPTY = object()  # the tail of an empty tree
 
 
-class TreeView(anywidget.AnyWidget):
+class TreeView(Live, anywidget.AnyWidget):
     """The whole message tree as an SVG git graph, live.
 
     Click a message to look at its branch (the head moves to the newest
@@ -298,8 +298,7 @@ class TreeView(anywidget.AnyWidget):
             self._links: list[dict[str, Any]] = []
             self._tail: Any = None  # the last row when it is the head and a leaf: new replies append below it
             self._live = False  # patches follow the snapshot
-            self.redraw = Redraw(self._draw, interval)
-            register(source, self.redraw)
+            self._follow(source, interval)
             self.on_msg(self._on_msg)
             self._sync()
             self.snapshot = self.data
@@ -336,10 +335,6 @@ class TreeView(anywidget.AnyWidget):
         elif not kind.startswith(_EVENTS):
             return
         self.redraw.touch(kind)
-
-    def flush(self) -> bool:
-        """Draw now what the session's events changed (True when there was something to draw)."""
-        return self.redraw.flush()
 
     def refresh(self) -> None:
         """Lay the tree out again from the session and send what changed."""
@@ -508,15 +503,6 @@ class TreeView(anywidget.AnyWidget):
             self.collapsed.add(node_id)
         self.refresh()
 
-    def close(self) -> None:
-        redraw = getattr(self, "redraw", None)
-        if redraw is not None:
-            redraw.cancel()
-        if getattr(self, "_unsubscribe", None) is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
-        close_inside(self)
-        super().close()
 
     def __repr__(self) -> str:
         self.flush()
