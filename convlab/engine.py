@@ -19,7 +19,6 @@ docstring of the method says so ("gap").
 from __future__ import annotations
 
 import itertools
-import json
 import os
 from collections import deque
 from dataclasses import dataclass, field
@@ -854,7 +853,7 @@ class Session:
         running when the log ends is loaded as running: new submits get 409
         until an interrupt (a decision that was waiting still waits).
 
-        >>> import io
+        >>> import io, json
         >>> s = Session(); _ = s.submit({"type": "client.message", "agent_id": "bot", "message": {"role": "user", "content": "hi"}})
         >>> raw = "".join(json.dumps(e) + "\\n" for e in s.events).encode()
         >>> Session.load(io.BytesIO(raw)).snapshot() == s.snapshot()
