@@ -31,6 +31,31 @@ except ImportError as err:  # pragma: no cover - pydantic-ai-slim[ag-ui] is a te
 from convlab import agui
 
 
+@pytest.fixture(autouse=True)
+def _agents_closed(monkeypatch):
+    """Every AGUIAgent a test makes is closed when it ends: no connection is left to the garbage collector."""
+    made = []
+    original = agui.AGUIAgent.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(agui.AGUIAgent, "__init__", init)
+    yield
+    for agent in made:
+        agent.close()
+
+
+def test_an_agent_is_a_context_manager_that_closes_its_connection(tmp_path):
+    with served(tmp_path) as (_app, server):
+        with agui.AGUIAgent(server.url, thread_id="ctx") as agent:
+            convlab.Session(llm=agent).submit({"type": "client.message", "agent_id": "bot",
+                                               "message": {"id": "u1", "role": "user", "content": "hi"}})
+            assert agent._client is not None
+        assert agent._client is None
+
+
 def say(s, mid, text):
     return s.submit({"type": "client.message", "agent_id": "bot", "message": {"id": mid, "role": "user", "content": text}})
 

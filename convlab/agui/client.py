@@ -94,6 +94,12 @@ class AGUIAgent:
             self._client.close()
             self._client = None
 
+    def __enter__(self) -> "AGUIAgent":
+        return self
+
+    def __exit__(self, *_exc: Any) -> None:
+        self.close()
+
     # -- the provider ------------------------------------------------------
     def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """Run the agent on ``request["messages"]`` and return its reply."""
