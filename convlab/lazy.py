@@ -45,6 +45,10 @@ class _LogReader:
         self._fh.seek(offset)
         return json.loads(self._fh.readline())
 
+    def __del__(self) -> None:  # the handle lives as long as the lazy session that reads through it
+        if self._fh is not None:
+            self._fh.close()
+
 
 class LazyTree(Tree):
     """A ``Tree`` whose messages' contents stay in the session log.
