@@ -31,23 +31,27 @@ import itertools
 import math
 import os
 import re
+import statistics
 import threading
+import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from .context import ContextConfig, applies, coerce, load_config, toml_document
+from .context import MARGIN, ContextConfig, applies, coerce, load_config, toml_document
 from .conversation import Conversation
-from .errors import ConfigError, ProviderError
+from .errors import ConfigError, ProviderError, TuneWarning
+from .providers import ReplayLLM
 from .replaying import ExactCounts, Plan, Replayer, plan
 from .summaries import Summaries, summaries_for
 from .tree import input_tokens
 
-__all__ = ["tune", "config_grid", "COLUMNS"]
+__all__ = ["tune", "rank", "config_grid", "grid_keys", "config_label", "COLUMNS", "RANK_COLUMNS"]
 
-#: The measured columns of a tune frame, in order (after conversation, config and the grid keys).
+#: The measured columns of a tune frame, in order (after conversation, source, config and the grid keys).
 COLUMNS = (
     "window",
     "strategies",
+    "threshold",
     "calls",
     "summary_calls",
     "limits_full",
@@ -63,6 +67,8 @@ COLUMNS = (
     "first_limit_call",
     "max_count",
     "tokens_read",
+    "baseline_tokens_read",
+    "overhead",
     "err_exact_mean",
     "err_exact_p95",
     "err_usage_mean",
@@ -270,19 +276,34 @@ def _closest(root: _Run, config: ContextConfig) -> tuple[_Run, int | None]:
     return best, best_turn
 
 
+def _baseline(r: Replayer) -> dict[str, Any]:
+    """What every row of a conversation carries from its baseline replay (no config: the log as it was)."""
+    given = r.knobs["overhead"]
+    observed = [x["overhead"] for x in r.llm.seen if x["applies"] and x["logged"] is not None]
+    overhead = given if given is not None else (statistics.median_low(observed) if observed else 0)
+    return {"baseline_tokens_read": _measure(r)["tokens_read"], "overhead": overhead}
+
+
 def _rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, ContextConfig]], agent: str, *,
-          share: bool = True, summarize: Any = None) -> list[tuple[int, dict[str, Any]]]:
+          share: bool = True, summarize: Any = None, knobs: Mapping[str, Any] = {}) -> list[tuple[int, dict[str, Any]]]:
     """The measures of one conversation under each ``(index, config)``.
 
-    The first replay has no config (nothing fires: the log as it was). Each
-    config shares the replay it says the same as at every point that replay
-    consulted its config, or forks from the replay it agrees with longest, at
-    the start of the turn where they first differ. ``share=False`` replays
-    every config from the start (what the sharing must equal).
+    The first replay has no config (nothing fires: the log as it was): the
+    baseline every row is measured against. Each config shares the replay
+    it says the same as at every point that replay consulted its config, or
+    forks from the replay it agrees with longest, at the start of the turn
+    where they first differ. ``share=False`` replays every config from the
+    start (what the sharing must equal). ``knobs`` are the cost model's
+    (``Replayer``'s ``summary_size`` and ``overhead``).
     """
+    def replayer(cfg: ContextConfig | None) -> Replayer:
+        return Replayer(p, cfg, counts=counts, agent=agent, summarize=summarize, **knobs)
+
+    base = replayer(None).run()
+    baseline = _baseline(base)
     if not share:
-        return [(j, _measure(Replayer(p, cfg, counts=counts, agent=agent, summarize=summarize).run())) for j, cfg in configs]
-    root = _Run.made(Replayer(p, None, counts=counts, agent=agent, summarize=summarize).run(), 0)
+        return [(j, {**_measure(replayer(cfg).run()), **baseline}) for j, cfg in configs]
+    root = _Run.made(base, 0)
     out = []
     for j, cfg in configs:
         run, turn = _closest(root, cfg)
@@ -290,7 +311,7 @@ def _rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, ContextConf
             child = _Run.made(run.replayer.fork(turn, cfg).run(turn), turn, run)
             run.children.append(child)
             run = child
-        out.append((j, dict(run.row)))
+        out.append((j, {**run.row, **baseline}))
     return out
 
 
@@ -307,6 +328,16 @@ def _strategies(cfg: ContextConfig) -> str:
     return ",".join(s.use for s in cfg.strategies)
 
 
+def _threshold(cfg: ContextConfig) -> int | None:
+    """The smallest count above which one of the config's strategies applies by size
+    (PROTOCOL 5.2): its ``over_tokens``, or ``window - 16000`` for a strategy without
+    ``idle_secs``; None when none applies by size."""
+    sizes = [s.over_tokens for s in cfg.strategies if s.over_tokens is not None]
+    if cfg.window is not None and any(s.idle_secs is None for s in cfg.strategies):
+        sizes.append(cfg.window - MARGIN)
+    return min(sizes, default=None)
+
+
 def tune(
     conversations: Any,
     configs: Any,
@@ -321,6 +352,8 @@ def tune(
     summarizer: Any = None,
     cache: Any = None,
     dry_run: bool = False,
+    summary_size: int | float | None = None,
+    overhead: int | None = None,
 ):
     """Replay conversations under context configs: one row per (conversation, config).
 
@@ -441,6 +474,8 @@ def tune(
     parsed = [coerce(c, agent) for c in configs_list]  # check every config before any work
     if not configs_list:
         raise ValueError("tune needs at least one config")
+    ReplayLLM(summary_size=summary_size, overhead=overhead)  # the knobs checked as every replay will check them
+    knobs = {"summary_size": summary_size, "overhead": overhead}
 
     if scheduler not in (None, "local", "dask"):
         raise ValueError(f"scheduler must be None, 'local' or 'dask', got {scheduler!r}")
@@ -476,13 +511,13 @@ def tune(
 
     try:
         if scheduler == "dask":
-            _run_dask(plans, counts, parsed, agent, tasks, client, done)
+            _run_dask(plans, counts, parsed, agent, knobs, tasks, client, done)
         elif not workers:
             summarize = None if summaries is None else _asking(summaries, dry_run)
             for i, js in tasks:
-                done(i, _rows(plans[i], counts, [(j, parsed[j]) for j in js], agent, summarize=summarize))
+                done(i, _rows(plans[i], counts, [(j, parsed[j]) for j in js], agent, summarize=summarize, knobs=knobs))
         else:
-            _run_processes(plans, counts, parsed, agent, tasks, jobs, done, summaries, dry_run)
+            _run_processes(plans, counts, parsed, agent, knobs, tasks, jobs, done, summaries, dry_run)
     finally:
         bar.close()
     if dry_run:
@@ -491,19 +526,203 @@ def tune(
     rows = []
     for i, c in enumerate(convs):
         for j, cfg in enumerate(parsed):
-            row = {"conversation": str(getattr(c, "id", i)), "config": j}
+            row = {"conversation": c.id, "source": c.source, "config": j}
             row.update(dict(zip(grid_keys, labels[j])))
             row["window"] = cfg.window  # a grid over window: the same value
             row["strategies"] = _strategies(cfg)
+            row["threshold"] = _threshold(cfg)
             row.update(results[(i, j)])
             rows.append(row)
-    df = pd.DataFrame(rows, columns=["conversation", "config", *[k for k in grid_keys if k not in COLUMNS], *COLUMNS])
-    df["first_limit_call"] = df["first_limit_call"].astype("Int64")
-    df["window"] = df["window"].astype("Int64")
+    df = pd.DataFrame(rows, columns=["conversation", "source", "config", *[k for k in grid_keys if k not in COLUMNS], *COLUMNS])
+    for col in ("first_limit_call", "window", "threshold"):
+        df[col] = df[col].astype("Int64")
     if summaries is not None:
         df.attrs["summary_cost"] = summaries.cost()
         summaries.warn_failed()
     return df
+
+
+# ----------------------------------------------------------------------
+# the trade-off: configs ranked over every conversation
+# ----------------------------------------------------------------------
+#: The columns of ``rank``'s frame (after ``config`` and the grid keys).
+RANK_COLUMNS = (
+    "window",
+    "strategies",
+    "threshold",
+    "conversations",
+    "calls",
+    "limits",
+    "summaries",
+    "resets",
+    "stale",
+    "failed_turns",
+    "tokens_read",
+    "baseline_tokens_read",
+    "saved",
+    "pareto",
+    "warning",
+)
+
+_SUMMED = ("calls", "limits", "summaries", "resets", "stale", "failed_turns", "tokens_read", "baseline_tokens_read")
+
+
+def grid_keys(df: Any) -> list[str]:
+    """The grid keys of a tune frame: its columns between ``config`` and ``window``.
+
+    >>> import pandas as pd
+    >>> grid_keys(pd.DataFrame(columns=["conversation", "source", "config", "strategy[0].idle_secs", *COLUMNS]))
+    ['strategy[0].idle_secs']
+    """
+    columns = list(df.columns)
+    for name in ("config", "window"):
+        if name not in columns:
+            raise KeyError(f"not a frame of convlab.tune: it has no column {name!r}")
+    return columns[columns.index("config") + 1:columns.index("window")]
+
+
+def config_label(row: Any, keys: Sequence[str]) -> str:
+    """A config as a person names it: its index, its window and its grid keys' values.
+
+    >>> config_label({"config": 3, "window": 64000, "strategy[0].idle_secs": 600}, ["strategy[0].idle_secs"])
+    'config 3 (window=64000, strategy[0].idle_secs=600)'
+    """
+    import pandas as pd
+
+    shown = ([] if "window" in keys or "window" not in row or pd.isna(row["window"]) else ["window"]) + list(keys)
+    values = ", ".join(f"{k}={_plain(row[k])}" for k in shown)
+    return f"config {int(row['config'])}" + (f" ({values})" if values else "")
+
+
+def _plain(value: Any) -> Any:
+    """A grid value as it was given: 600, not 600.0 (a frame read back from CSV)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def rank(df: Any):
+    """The configs of a sweep ranked by what they save against what they cost, over every conversation.
+
+    ``df`` is what ``convlab.tune`` returns (or that frame read back from its
+    CSV). One row per config, the best first (index ``rank``, from 1):
+    ``config`` and the grid keys, ``window``, ``strategies`` and
+    ``threshold`` as in the tune frame; ``conversations``; summed over them,
+    ``calls``, ``limits`` (context.limit decisions, every reason),
+    ``summaries``, ``resets``, ``stale`` (logged replies that no longer
+    apply), ``failed_turns``, ``tokens_read`` and ``baseline_tokens_read``
+    (the same conversations replayed with no strategy); ``saved``, the share of the
+    baseline's tokens the config did not read, ``1 - tokens_read /
+    baseline_tokens_read`` (negative when its summary calls read more than
+    it saved); ``pareto``, True when no other config saves at least as much
+    with at most as many summaries and resets (and does better on one of
+    the two); ``warning``, why its figures mislead ("" when nothing does).
+
+    The order: the Pareto configs first, then the others, each by ``saved``
+    (most first), then fewer summaries and resets, fewer stale replies, and
+    the config's index. The smallest window always reads the least, so
+    ``saved`` alone does not rank: read it against ``summaries``, ``resets``
+    and ``stale`` (``convlab.plots.sweep_pareto`` draws it).
+
+    A ``TuneWarning`` for each config that
+
+    - fires at most model calls: more context limits than half its calls;
+    - or, in a conversation where it fired on size (``limits_full``), has a
+      ``threshold`` (its ``over_tokens``, or ``window - 16000``) below the
+      conversation's hidden ``overhead``: the system prompt and tool
+      definitions the provider reads at every call, which no log line
+      holds. Right after a summary the count is small, but the next call's
+      usage holds the whole overhead, so the count passes the threshold
+      again and again: the config summarizes at nearly every other call,
+      whatever the conversation says;
+    - or failed turns (a call the provider refused as too long, and nothing
+      made room): a failed turn's calls read nothing, so ``saved`` counts
+      them as saved.
+
+    >>> import warnings
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"conversation": ["c"] * 3, "source": ["c.jsonl"] * 3, "config": [0, 1, 2],
+    ...                    "window": [64000, 128000, 200000], "strategies": ["summarize"] * 3,
+    ...                    "threshold": [20000, 112000, 184000], "calls": [200] * 3, "limits_full": [120, 2, 0],
+    ...                    "limits_idle": [0] * 3, "limits_overflow": [0] * 3, "summaries": [120, 2, 0], "resets": [0] * 3,
+    ...                    "stale": [190, 40, 0], "tokens_read": [4e6, 7.5e6, 10e6], "baseline_tokens_read": [10e6] * 3,
+    ...                    "failed_turns": [0] * 3, "overhead": [30000] * 3})
+    >>> with warnings.catch_warnings(record=True) as said:
+    ...     warnings.simplefilter("always")
+    ...     ranked = rank(df)
+    >>> ranked[["config", "saved", "summaries", "pareto"]].values.tolist()
+    [[0, 0.6, 120, True], [1, 0.25, 2, True], [2, 0.0, 0, True]]
+    >>> print(said[0].message)
+    config 0 (window=64000): fires at most model calls: 120 context limits in 200 calls; its threshold (over_tokens = 20,000) is below the hidden prompt of c (30,000 tokens), which the provider reads at every call: each call after a summary passes it again (120 summaries in 200 calls there)
+    """
+    import pandas as pd
+
+    needed = ("conversation", "config", "window", "threshold", "calls", "limits_full", "limits_idle", "limits_overflow",
+              "summaries", "resets", "stale", "failed_turns", "tokens_read", "baseline_tokens_read", "overhead")
+    missing = [c for c in needed if c not in df.columns]
+    if missing:
+        raise KeyError(f"rank takes the frame convlab.tune returns; this one has no column {', '.join(map(repr, missing))}")
+    keys = grid_keys(df)
+    rows = df.assign(limits=df["limits_full"] + df["limits_idle"] + df["limits_overflow"])
+    groups = rows.groupby("config", sort=True)
+    first = groups[[*keys, "window", "strategies", "threshold"]].first() if "strategies" in rows else \
+        groups[[*keys, "window", "threshold"]].first().assign(strategies="")
+    out = first.join(groups.size().rename("conversations")).join(groups[list(_SUMMED)].sum()).reset_index()
+    base = out["baseline_tokens_read"].astype(float)
+    out["saved"] = 1 - out["tokens_read"] / base.where(base > 0)
+    rewrites = out["summaries"] + out["resets"]
+    out["pareto"] = [_undominated(out["saved"], rewrites, i) for i in range(len(out))]
+    out["warning"] = [_warning(row, rows[rows["config"] == row["config"]]) for _, row in out.iterrows()]
+    out = out.assign(_rewrites=rewrites, _front=~out["pareto"], _saved=-out["saved"].fillna(-math.inf))
+    out = out.sort_values(["_front", "_saved", "_rewrites", "stale", "config"], kind="stable").drop(columns=["_rewrites", "_front", "_saved"])
+    out = out[["config", *keys, *RANK_COLUMNS]].reset_index(drop=True)
+    out.index = pd.RangeIndex(1, len(out) + 1, name="rank")
+    for _, row in out.iterrows():
+        if row["warning"]:
+            warnings.warn(f"{config_label(row, keys)}: {row['warning']}", TuneWarning, stacklevel=2)
+    return out
+
+
+def _undominated(saved: Any, rewrites: Any, i: int) -> bool:
+    """No other config saves at least as much with at most as many rewrites, and does better on one."""
+    s, r = saved.iloc[i], rewrites.iloc[i]
+    if math.isnan(s):
+        return False
+    for j in range(len(saved)):
+        t, q = saved.iloc[j], rewrites.iloc[j]
+        if j != i and not math.isnan(t) and t >= s and q <= r and (t > s or q < r):
+            return False
+    return True
+
+
+def _warning(config: Any, rows: Any) -> str:
+    """Why a config's figures mislead (see ``rank``), "" when nothing does."""
+    import pandas as pd
+
+    said = []
+    if config["limits"] * 2 > config["calls"]:
+        said.append(f"fires at most model calls: {config['limits']:,} context limits in {config['calls']:,} calls")
+    threshold = config["threshold"]
+    if not pd.isna(threshold):
+        below = rows[(rows["overhead"] > threshold) & (rows["limits_full"] > 0)]
+        if len(below):
+            window = config["window"]
+            what = f"window - {MARGIN} =" if not pd.isna(window) and threshold == window - MARGIN else "over_tokens ="
+            shown = "; ".join(f"{r['conversation']} ({int(r['overhead']):,} tokens)" for _, r in below.head(3).iterrows())
+            more = f"; and {len(below) - 3} more" if len(below) > 3 else ""
+            which = shown if len(below) == 1 else f"{len(below)} conversations: {shown}{more}"
+            said.append(f"its threshold ({what} {int(threshold):,}) is below the hidden prompt of {which}, which the "
+                        f"provider reads at every call: each call after a summary passes it again "
+                        f"({int(below['summaries'].sum()):,} summaries in {int(below['calls'].sum()):,} calls there)")
+    if config["failed_turns"]:
+        said.append(f"{_count(config['failed_turns'], 'turn')} failed (the provider refused a call as too long and "
+                    f"nothing made room): a failed turn's calls read nothing, and saved counts them as saved")
+    return "; ".join(said)
+
+
+def _count(n: Any, what: str) -> str:
+    n = int(n)
+    return f"{n:,} {what}" if n == 1 else f"{n:,} {what}s"
 
 
 def _asking(summaries: Summaries, dry_run: bool) -> Any:
@@ -549,12 +768,13 @@ def _tasks(plans: list[Plan], n_configs: int, chunk: int | None, jobs: int) -> l
 #: worker waiting for a summary (seconds, on the network) leaves its core to another.
 _WAITING = 4
 
-_WORK: tuple | None = None  # in a worker process: (plans, counts, configs, agent, summarize), from _start_worker
+_WORK: tuple | None = None  # in a worker process: (plans, counts, configs, agent, knobs, summarize), from _start_worker
 
 
-def _start_worker(plans: list[Plan], counts: ExactCounts, configs: list[ContextConfig], agent: str, channel: Any) -> None:
+def _start_worker(plans: list[Plan], counts: ExactCounts, configs: list[ContextConfig], agent: str, knobs: dict[str, Any],
+                  channel: Any) -> None:
     global _WORK
-    _WORK = (plans, counts, configs, agent, None if channel is None else _Asker(*channel))
+    _WORK = (plans, counts, configs, agent, knobs, None if channel is None else _Asker(*channel))
 
 
 def _task(i: int, js: list[int]) -> tuple[int, list[tuple[int, dict[str, Any]]]]:
@@ -562,11 +782,11 @@ def _task(i: int, js: list[int]) -> tuple[int, list[tuple[int, dict[str, Any]]]]
     alive until its last config is placed, so the cyclic collector would walk
     them again and again for nothing (a third of the time): it waits for the
     end of the unit, in this process that is ours."""
-    plans, counts, configs, agent, summarize = _WORK  # type: ignore[misc]
+    plans, counts, configs, agent, knobs, summarize = _WORK  # type: ignore[misc]
     counts.prime(plans[i].texts())  # once per worker: a text it counted before is not counted again
     gc.disable()
     try:
-        return i, _rows(plans[i], counts, [(j, configs[j]) for j in js], agent, summarize=summarize)
+        return i, _rows(plans[i], counts, [(j, configs[j]) for j in js], agent, summarize=summarize, knobs=knobs)
     finally:
         gc.enable()
         gc.collect()
@@ -643,7 +863,7 @@ class _Answering:
         self.calls.shutdown(wait=True)
 
 
-def _run_processes(plans, counts, parsed, agent, tasks, jobs, done, summaries=None, dry_run=False) -> None:
+def _run_processes(plans, counts, parsed, agent, knobs, tasks, jobs, done, summaries=None, dry_run=False) -> None:
     """The tasks on ``jobs`` worker processes of this machine.
 
     Workers are forked where the platform can (Linux: they start in
@@ -660,7 +880,7 @@ def _run_processes(plans, counts, parsed, agent, tasks, jobs, done, summaries=No
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     answering = None if summaries is None else _Answering(ctx, jobs, summaries, dry_run)
     pool = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_start_worker,
-                               initargs=(plans, counts, parsed, agent, None if answering is None else answering.channel))
+                               initargs=(plans, counts, parsed, agent, knobs, None if answering is None else answering.channel))
     stopping = True
     try:
         # forked workers start with everything this process holds; frozen, the
@@ -685,11 +905,12 @@ def _run_processes(plans, counts, parsed, agent, tasks, jobs, done, summaries=No
         raise answering.failed[0]
 
 
-def _run_remote(p: Plan, counts: ExactCounts, configs: list[tuple[int, ContextConfig]], agent: str) -> list[tuple[int, dict[str, Any]]]:
-    return _rows(p, counts, configs, agent)
+def _run_remote(p: Plan, counts: ExactCounts, configs: list[tuple[int, ContextConfig]], agent: str,
+                knobs: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    return _rows(p, counts, configs, agent, knobs=knobs)
 
 
-def _run_dask(plans, counts, parsed, agent, tasks, client, done) -> None:
+def _run_dask(plans, counts, parsed, agent, knobs, tasks, client, done) -> None:
     try:
         import distributed
     except ImportError as err:  # pragma: no cover - an install problem
@@ -706,7 +927,7 @@ def _run_dask(plans, counts, parsed, agent, tasks, client, done) -> None:
     try:
         scattered = client.scatter(plans, broadcast=False)
         shared = client.scatter(counts, broadcast=True)
-        futures = {client.submit(_run_remote, scattered[i], shared, [(j, parsed[j]) for j in js], agent, pure=False): i
+        futures = {client.submit(_run_remote, scattered[i], shared, [(j, parsed[j]) for j in js], agent, knobs, pure=False): i
                    for i, js in tasks}
         for future in distributed.as_completed(futures):
             done(futures[future], future.result())
