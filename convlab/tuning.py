@@ -45,7 +45,7 @@ from .replaying import ExactCounts, Plan, Replayer, plan
 from .summaries import Summaries, summaries_for
 from .tree import input_tokens
 
-__all__ = ["tune", "rank", "config_grid", "grid_keys", "config_label", "COLUMNS", "RANK_COLUMNS"]
+__all__ = ["tune", "rank", "config_grid", "grid_keys", "config_label", "short_keys", "COLUMNS", "RANK_COLUMNS"]
 
 #: The measured columns of a tune frame, in order (after conversation, source, config and the grid keys).
 COLUMNS = (
@@ -362,9 +362,13 @@ def tune(
     config that ``convlab.config_grid`` spreads over the grid's keys, each of
     which becomes a column.
 
-    Columns: ``conversation``, ``config`` (index into the configs), the grid
-    keys, then ``COLUMNS``: ``window``, ``strategies``; ``calls`` (model
-    calls, summary calls not included), ``summary_calls``; ``limits_full`` /
+    Columns: ``conversation`` (its id), ``source`` (the file it was read
+    from: ``Conversation.source``), ``config`` (index into the configs), the
+    grid keys, then ``COLUMNS``: ``window``, ``strategies``; ``threshold``
+    (the smallest count above which one of its strategies applies by size:
+    an ``over_tokens``, or ``window - 16000`` for a strategy without
+    ``idle_secs``; NA when none does); ``calls`` (model calls, summary calls
+    not included), ``summary_calls``; ``limits_full`` /
     ``limits_idle`` / ``limits_overflow`` (context.limit decisions by
     reason); ``summaries`` and ``resets`` (strategies that replaced the
     history); ``summary_tokens`` and ``summary_tokens_max`` (how long the
@@ -375,7 +379,13 @@ def tune(
     ``first_limit_call`` (1-based index of the first held call, or None);
     ``max_count`` (the largest count the engine made); ``tokens_read`` (input
     tokens of every model call, summaries included: the cost proxy, on one
-    measure whether or not a strategy fired); and the count's error in
+    measure whether or not a strategy fired); ``baseline_tokens_read`` (the
+    same conversation replayed with no strategy, the log as it was: what
+    ``convlab.rank`` measures savings against); ``overhead`` (the
+    conversation's hidden prompt: the median, over the baseline's calls
+    whose logged usage applies, of the logged input minus the exact count
+    of the transcript, 0 for a log with no usage; the ``overhead`` given,
+    when given); and the count's error in
     tokens (count minus reference, per model call, summary calls not
     included): ``err_exact_*`` against the exact o200k_base count of the
     transcript the model read (every call; it holds no hidden prompt, so on
@@ -396,6 +406,19 @@ def tune(
     provider tokenizer's surplus on the longer history, so after a rewrite
     ``tokens_read`` leans high: savings are, if anything, understated.
     Summary calls count exactly, with no overhead (see ``ReplayLLM``).
+
+    The cost model's knobs, the same for every config of the sweep (see
+    ``convlab.replay``): ``summary_size``, how long the stand-in summary is
+    (None, the default: one short line per message summarized; a float
+    ``0 < r <= 1``: that share of what it summarizes; an int: that many
+    tokens), which every later count starts from; ``overhead``, the hidden
+    prompt (None, the default: measured from the log; an int: that many
+    tokens at every call the log's usage does not answer).
+
+    To read the trade-off, ``convlab.rank(df)`` ranks the configs over every
+    conversation (tokens saved against the baseline, against summaries,
+    resets and stale replies) and warns about configs whose figures mislead;
+    ``convlab.plots.sweep_pareto`` draws it.
 
     Summaries: a log holds no reply for a summary it never asked for, so
     without ``summarizer`` a summary call gets a stand-in (a few words of each
@@ -581,17 +604,32 @@ def grid_keys(df: Any) -> list[str]:
     return columns[columns.index("config") + 1:columns.index("window")]
 
 
-def config_label(row: Any, keys: Sequence[str]) -> str:
-    """A config as a person names it: its index, its window and its grid keys' values.
+def config_label(row: Any, keys: Sequence[str], names: Mapping[str, str] | None = None) -> str:
+    """A config as a person names it: its index, its window and its grid keys' values
+    (each key as ``names`` shows it, e.g. ``short_keys(keys)``).
 
-    >>> config_label({"config": 3, "window": 64000, "strategy[0].idle_secs": 600}, ["strategy[0].idle_secs"])
-    'config 3 (window=64000, strategy[0].idle_secs=600)'
+    >>> row = {"config": 3, "window": 64000, "strategy[0].idle_secs": 600}
+    >>> config_label(row, ["strategy[0].idle_secs"]), config_label(row, ["strategy[0].idle_secs"], short_keys(["strategy[0].idle_secs"]))
+    ('config 3 (window=64000, strategy[0].idle_secs=600)', 'config 3 (window=64000, idle_secs=600)')
     """
     import pandas as pd
 
+    names = names or {}
     shown = ([] if "window" in keys or "window" not in row or pd.isna(row["window"]) else ["window"]) + list(keys)
-    values = ", ".join(f"{k}={_plain(row[k])}" for k in shown)
+    values = ", ".join(f"{names.get(k, k)}={_plain(row[k])}" for k in shown)
     return f"config {int(row['config'])}" + (f" ({values})" if values else "")
+
+
+def short_keys(keys: Sequence[str]) -> dict[str, str]:
+    """Grid keys in few characters, still apart: the key's last part, with the strategy's
+    index where two strategies share it.
+
+    >>> short_keys(["window", "strategy[0].idle_secs", "strategy[0].over_tokens", "strategy[1].over_tokens"])
+    {'window': 'window', 'strategy[0].idle_secs': 'idle_secs', 'strategy[0].over_tokens': '[0].over_tokens', 'strategy[1].over_tokens': '[1].over_tokens'}
+    """
+    last = {k: k.rsplit(".", 1)[-1] for k in keys}
+    taken = list(last.values())
+    return {k: (name if taken.count(name) == 1 else k.removeprefix("strategy")) for k, name in last.items()}
 
 
 def _plain(value: Any) -> Any:
