@@ -43,7 +43,7 @@ _LAZY = {
     "conversations_frame": "convlab.frames",
     "replay": "convlab.replaying",
     "tune": "convlab.tuning",
-    "rank": "convlab.tuning",
+    "rank": "convlab.ranking",
     "config_grid": "convlab.tuning",
     "Replay": "convlab.replaying",
     "Lab": "convlab.widgets",

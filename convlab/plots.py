@@ -229,7 +229,7 @@ def sweep_pareto(ranked: Any, *, title: str | None = None):
     """
     from matplotlib.ticker import MaxNLocator, PercentFormatter
 
-    from .tuning import config_label, grid_keys, rank, short_keys
+    from .ranking import config_label, grid_keys, rank, short_keys
 
     if "pareto" not in ranked.columns:
         ranked = rank(ranked)
@@ -258,7 +258,7 @@ def sweep_pareto(ranked: Any, *, title: str | None = None):
                     ha="right" if left else "left", va="center", zorder=4,
                     bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.85})
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.yaxis.set_major_formatter(PercentFormatter(decimals=0))
+    ax.yaxis.set_major_formatter(PercentFormatter(decimals=None))
     ax.set_xlabel("summaries + resets (the history rewritten), all conversations")
     ax.set_ylabel("tokens read, saved against the baseline")
     ax.margins(x=0.08, y=0.12)
