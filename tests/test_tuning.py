@@ -235,7 +235,7 @@ def test_the_frame_names_each_rows_file_its_baseline_and_hidden_overhead():
     assert fired["summaries"] > 0 and fired["tokens_read"] != fired["baseline_tokens_read"]
     assert df.iloc[1]["tokens_read"] == df.iloc[1]["baseline_tokens_read"]  # nothing fired: the baseline itself
     assert df["saved"].tolist() == pytest.approx((1 - df["tokens_read"] / df["baseline_tokens_read"]).tolist())
-    assert df["saved"].iloc[0] > 0 and df["saved"].iloc[1] == 0
+    assert df["saved"].iloc[0] < 0 and df["saved"].iloc[1] == 0  # its summaries read more than they saved
     # a threshold by the window, and none without a size rule
     assert list(tune([c], [BASE, BASE.replace('use = "summarize"\nover_tokens = 100000', 'use = "summarize"'),
                          BASE.replace("window = 200000", "")], progress=False)["threshold"].astype(object)) == [100000, 184000, 100000]
