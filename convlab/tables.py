@@ -5,8 +5,8 @@ columns of short numbers, and it must read in an 80-column terminal as in a
 wide one. Rather than wrap rows (pandas' ``to_string`` breaks a wide frame
 into blocks that no longer line up), a table gives way one step at a time
 (``STEPS``): long text (ids, files) is cut in the middle, headers take their
-short names, numbers their compact form (16.8M), columns close up to one
-space, then the optional columns go. The columns that matter never go; past
+short names, columns close up to one space, numbers take their compact form
+(16.8M), then the optional columns go. The columns that matter never go; past
 the last step, lines run wider. Width is counted in terminal cells
 (``convlab.text.cells``).
 """
@@ -101,12 +101,13 @@ class Column:
 
 
 #: How a table gives way to a narrow width, one step at a time: text columns cut down to
-#: ``text`` cells (0: as far as each column's ``least``), short headers, compact numbers, one
-#: space between columns, then the optional columns (``drop``: those numbered up to it).
+#: ``text`` cells (0: as far as each column's ``least``), short headers, one space between
+#: columns, compact numbers, then the optional columns (``drop``: those numbered up to it).
 STEPS = (
     {"text": 16, "short": False, "small": False, "gap": 2, "drop": 0},
     {"text": 16, "short": True, "small": False, "gap": 2, "drop": 0},
-    {"text": 12, "short": True, "small": True, "gap": 2, "drop": 0},
+    {"text": 16, "short": True, "small": False, "gap": 1, "drop": 0},
+    {"text": 12, "short": True, "small": True, "gap": 1, "drop": 0},
     {"text": 0, "short": True, "small": True, "gap": 1, "drop": 0},
     {"text": 0, "short": True, "small": True, "gap": 1, "drop": 1},
     {"text": 0, "short": True, "small": True, "gap": 1, "drop": 2},
