@@ -4,9 +4,9 @@ A sweep's table has ids and file paths that run to fifty characters beside
 columns of short numbers, and it must read in an 80-column terminal as in a
 wide one. Rather than wrap rows (pandas' ``to_string`` breaks a wide frame
 into blocks that no longer line up), a table gives way one step at a time
-(``STEPS``): long text (ids, files) is cut in the middle, headers take their
-short names, columns close up to one space, numbers take their compact form
-(16.8M), then the optional columns go. The columns that matter never go; past
+(``STEPS``): headers take their short names and columns close up to one
+space while ids and files stay whole; then long text is cut in the middle,
+numbers take their compact form (16.8M), and the optional columns go. The columns that matter never go; past
 the last step, lines run wider. Width is counted in terminal cells
 (``convlab.text.cells``).
 """
@@ -100,12 +100,14 @@ class Column:
         self.keep_end = keep_end
 
 
-#: How a table gives way to a narrow width, one step at a time: text columns cut down to
-#: ``text`` cells (0: as far as each column's ``least``), short headers, one space between
-#: columns, compact numbers, then the optional columns (``drop``: those numbered up to it).
+#: How a table gives way to a narrow width, one step at a time: while text columns (ids, files)
+#: stay whole, short headers, then one space between columns; then text cut down to ``text``
+#: cells (0: as far as each column's ``least``), compact numbers, and the optional columns
+#: (``drop``: those numbered up to it). ``text`` None: text as it is.
 STEPS = (
-    {"text": 16, "short": False, "small": False, "gap": 2, "drop": 0},
-    {"text": 16, "short": True, "small": False, "gap": 2, "drop": 0},
+    {"text": None, "short": False, "small": False, "gap": 2, "drop": 0},
+    {"text": None, "short": True, "small": False, "gap": 2, "drop": 0},
+    {"text": None, "short": True, "small": False, "gap": 1, "drop": 0},
     {"text": 16, "short": True, "small": False, "gap": 1, "drop": 0},
     {"text": 12, "short": True, "small": True, "gap": 1, "drop": 0},
     {"text": 0, "short": True, "small": True, "gap": 1, "drop": 0},
@@ -134,7 +136,8 @@ def fit_table(columns: list[Column], width: int) -> list[str]:
         sizes = [max([cells(h)] + [cells(v) for v in vals]) for h, vals in zip(heads, cols)]
         texts = [i for i, c in enumerate(kept) if c.least]
         room = width - step["gap"] * (len(kept) - 1) - sum(sz for i, sz in enumerate(sizes) if i not in texts)
-        least = [min(sizes[i], max(kept[i].least, cells(heads[i]), step["text"])) for i in texts]
+        least = [sizes[i] if step["text"] is None else min(sizes[i], max(kept[i].least, cells(heads[i]), step["text"]))
+                 for i in texts]
         if room >= sum(least) or step is STEPS[-1]:
             for i, size in zip(texts, _share(least, [sizes[i] for i in texts], room)):
                 sizes[i] = size

@@ -123,10 +123,10 @@ def test_tune_on_a_real_file_prints_the_table_and_writes_the_plots(tmp_path, cap
     assert main(argv) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert lines[0].split() == ["conversation", "source", "config", "window", "calls", "tokens_read", "saved", "summaries",
-                                "resets", "stale", "err_usage_p95"]
-    assert lines[1].split() == ["ae4a77f8…dc91af04", "…c91af04.jsonl.gz", "0", "148431", "217", "16,337,814", "3%", "1", "0",
-                                "8", "1,291"]
+    assert lines[0].split() == ["conv", "source", "cfg", "window", "calls", "read", "saved", "summ", "resets", "stale",
+                                "err95"]
+    assert lines[1].split() == ["ae4a77f8-aedd-4…8f-c94edc91af04", "…c1-888f-c94edc91af04.jsonl.gz", "0", "148431", "217",
+                                "16,337,814", "3%", "1", "0", "8", "1,291"]
     assert lines[3:5] == ["configs ranked over 1 conversation: saved = tokens read below the same conversations replayed "
                           "with no strategy; pareto =", "no config saves as much with as few summaries + resets"]
     assert lines[5:7] == ["rank  config  window  saved  summaries  resets  stale  limits  calls  pareto",
@@ -601,9 +601,7 @@ def test_tune_table_fits_the_width_and_keeps_the_columns_that_matter(width, caps
     assert max(map(cells, lines)) <= width
     table = lines[:lines.index("")]
     header = table[0].split()
-    wanted = (["conv", "source", "cfg", "window", "calls", "read", "saved", "summ", "resets", "stale", "err95"] if width == 80 else
-              ["conversation", "source", "config", "window", "calls", "tokens_read", "saved", "summaries", "resets", "stale",
-               "err_usage_p95"])
+    wanted = ["conv", "source", "cfg", "window", "calls", "read", "saved", "summ", "resets", "stale", "err95"]
     assert header == wanted
     rows = [line.split() for line in table[1:]]
     assert len(rows) == 12
@@ -613,7 +611,8 @@ def test_tune_table_fits_the_width_and_keeps_the_columns_that_matter(width, caps
     assert any(f.endswith("-aac57f5.jsonl") or f.endswith("c57f5.jsonl") for f in files)
     session = [r for r in rows if r[1].endswith(".jsonl.gz")]
     assert [r[2] for r in session] == ["0", "1"] and [r[3] for r in session] == ["64000", "128000"]
-    assert [r[wanted.index("summ" if width == 80 else "summaries")] for r in session] == ["13", "1"]
+    assert [r[wanted.index("summ")] for r in session] == ["13", "1"]
+    assert [r[wanted.index("read")] for r in session] == (["9.4M", "15.1M"] if width == 80 else ["9,419,666", "15,121,809"])
     assert [r[wanted.index("stale")] for r in session] == ["193", "30"]
     # the ranking follows, then what it warns about (a window the compaction sub-agent's call cannot fit in)
     assert lines[lines.index("") + 1].startswith("configs ranked over 6 conversations: saved = tokens read below")

@@ -39,12 +39,18 @@ def test_no_line_is_wider_than_asked_and_the_columns_that_matter_stay(width):
     assert len(set(ids)) == 3  # still told apart
 
 
-def test_it_gives_way_in_order_headers_then_numbers_then_optional_columns():
-    wide = fit_table(columns(), 200)
+def test_it_gives_way_in_order_headers_then_spacing_then_text_numbers_and_optional_columns():
+    wide = fit_table(columns(), 250)
     assert wide[0].split() == ["conversation", "source", "config", "strategy[0].idle_secs", "window", "calls", "tokens_read",
                                "summaries", "err_usage_p95"]
     assert wide[1].split()[:2] == IDS[:1] + FILES[:1] and wide[3].split()[-1] == "13,726"
     assert wide[3].split()[-3] == "-"  # NA
+    # ids and files stay whole while short headers and one space between columns make room
+    whole = fit_table(columns(), 200)
+    assert whole[0].split()[:3] == ["conv", "source", "cfg"] and [line.split()[0] for line in whole[1:]] == IDS
+    assert [line.split()[1] for line in whole[1:]] == FILES and "  " in whole[0]
+    tight = fit_table(columns(), 190)
+    assert [line.split()[0] for line in tight[1:]] == IDS and tight[1].split()[6] == "16,790,991"
     at_80 = fit_table(columns(), 80)
     assert at_80[0].split() == ["conv", "source", "cfg", "idle_secs", "window", "calls", "read", "summ", "err95"]
     assert at_80[1].split()[-3:] == ["16.8M", "13", "26.0k"]
