@@ -149,6 +149,9 @@ def rank(df: Any):
     """
     import pandas as pd
 
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"rank takes the frame convlab.tune returns, got {type(df).__name__}"
+                        + (" (a dry run's cost: run the sweep without dry_run)" if hasattr(df, "estimated") else ""))
     needed = ("conversation", "config", "window", "threshold", "calls", "limits_full", "limits_idle", "limits_overflow",
               "summaries", "resets", "stale", "failed_turns", "tokens_read", "baseline_tokens_read", "overhead")
     missing = [c for c in needed if c not in df.columns]

@@ -276,12 +276,13 @@ def _closest(root: _Run, config: ContextConfig) -> tuple[_Run, int | None]:
     return best, best_turn
 
 
-def _baseline(r: Replayer) -> dict[str, Any]:
-    """What every row of a conversation carries from its baseline replay (no config: the log as it was)."""
+def _baseline(r: Replayer, row: Mapping[str, Any]) -> dict[str, Any]:
+    """What every row of a conversation carries from its baseline replay ``r`` (no config: the log
+    as it was), whose measures are ``row``."""
     given = r.knobs["overhead"]
     observed = [x["overhead"] for x in r.llm.seen if x["applies"] and x["logged"] is not None]
     overhead = given if given is not None else (statistics.median_low(observed) if observed else 0)
-    return {"baseline_tokens_read": _measure(r)["tokens_read"], "overhead": overhead}
+    return {"baseline_tokens_read": row["tokens_read"], "overhead": overhead}
 
 
 def _rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, ContextConfig]], agent: str, *,
@@ -300,10 +301,11 @@ def _rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, ContextConf
         return Replayer(p, cfg, counts=counts, agent=agent, summarize=summarize, **knobs)
 
     base = replayer(None).run()
-    baseline = _baseline(base)
     if not share:
+        baseline = _baseline(base, _measure(base))
         return [(j, {**_measure(replayer(cfg).run()), **baseline}) for j, cfg in configs]
     root = _Run.made(base, 0)
+    baseline = _baseline(base, root.row)
     out = []
     for j, cfg in configs:
         run, turn = _closest(root, cfg)
