@@ -103,8 +103,8 @@ def rank(df: Any):
     ``calls``, ``limits`` (context.limit decisions, every reason),
     ``summaries``, ``resets``, ``stale`` (logged replies that no longer
     apply), ``failed_turns``, ``tokens_read`` and ``baseline_tokens_read``
-    (the same conversations replayed with no strategy); ``saved``, the share of the
-    baseline's tokens the config did not read, ``1 - tokens_read /
+    (the same conversations replayed with no strategy); ``saved``, the share
+    of the baseline's tokens the config did not read, ``1 - tokens_read /
     baseline_tokens_read`` (negative when its summary calls read more than
     it saved); ``pareto``, True when no other config saves at least as much
     with at most as many summaries and resets (and does better on one of
@@ -152,7 +152,7 @@ def rank(df: Any):
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"rank takes the frame convlab.tune returns, got {type(df).__name__}"
                         + (" (a dry run's cost: run the sweep without dry_run)" if hasattr(df, "estimated") else ""))
-    needed = ("conversation", "config", "window", "threshold", "calls", "limits_full", "limits_idle", "limits_overflow",
+    needed = ("conversation", "config", "window", "strategies", "threshold", "calls", "limits_full", "limits_idle", "limits_overflow",
               "summaries", "resets", "stale", "failed_turns", "tokens_read", "baseline_tokens_read", "overhead")
     missing = [c for c in needed if c not in df.columns]
     if missing:
@@ -160,8 +160,7 @@ def rank(df: Any):
     keys = grid_keys(df)
     rows = df.assign(limits=df["limits_full"] + df["limits_idle"] + df["limits_overflow"])
     groups = rows.groupby("config", sort=True)
-    first = groups[[*keys, "window", "strategies", "threshold"]].first() if "strategies" in rows else \
-        groups[[*keys, "window", "threshold"]].first().assign(strategies="")
+    first = groups[[*keys, "window", "strategies", "threshold"]].first()
     out = first.join(groups.size().rename("conversations")).join(groups[list(_SUMMED)].sum()).reset_index()
     base = out["baseline_tokens_read"].astype(float)
     out["saved"] = 1 - out["tokens_read"] / base.where(base > 0)
@@ -169,7 +168,7 @@ def rank(df: Any):
     out["pareto"] = [_undominated(out["saved"], rewrites, i) for i in range(len(out))]
     out["warning"] = [_warning(row, rows[rows["config"] == row["config"]]) for _, row in out.iterrows()]
     out = out.assign(_rewrites=rewrites, _front=~out["pareto"], _saved=-out["saved"].fillna(-math.inf))
-    out = out.sort_values(["_front", "_saved", "_rewrites", "stale", "config"], kind="stable").drop(columns=["_rewrites", "_front", "_saved"])
+    out = out.sort_values(["_front", "_saved", "_rewrites", "stale", "config"], kind="stable")
     out = out[["config", *keys, *RANK_COLUMNS]].reset_index(drop=True)
     out.index = pd.RangeIndex(1, len(out) + 1, name="rank")
     for _, row in out.iterrows():
