@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 
 from .errors import (ConfigError, LogError, LogWarning, ProviderError, ReadError, ReadWarning, Refused, SummaryWarning,
-                     TokenizerError)
+                     TokenizerError, TuneWarning)
 
 __version__ = "0.1.0"
 
@@ -43,6 +43,7 @@ _LAZY = {
     "conversations_frame": "convlab.frames",
     "replay": "convlab.replaying",
     "tune": "convlab.tuning",
+    "rank": "convlab.ranking",
     "config_grid": "convlab.tuning",
     "Replay": "convlab.replaying",
     "Lab": "convlab.widgets",
@@ -55,7 +56,7 @@ _LAZY = {
 
 __all__ = sorted(
     ["ConfigError", "LogError", "LogWarning", "ProviderError", "ReadError", "ReadWarning", "Refused", "SummaryWarning",
-     "TokenizerError", *_LAZY]
+     "TokenizerError", "TuneWarning", *_LAZY]
 )
 
 

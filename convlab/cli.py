@@ -86,15 +86,33 @@ def _add_show(sub: Any) -> None:
 
 
 def _add_tune(sub: Any) -> None:
-    tune = sub.add_parser("tune", help="replay logs under context configs: one row per (conversation, config)")
+    tune = sub.add_parser(
+        "tune", help="replay logs under context configs: one row per (conversation, config), then the configs ranked",
+        description="Replay chat logs under context configs: a table with one row per (conversation, config), then the "
+                    "configs ranked by the tokens they save against the summaries, resets and stale replies they cost "
+                    "(convlab.tune and convlab.rank). Warnings (a config that fires at most calls, a threshold below "
+                    "the log's hidden prompt) go to stderr.")
     tune.add_argument("paths", nargs="+", metavar="FILE_OR_DIR")
-    tune.add_argument("--config", required=True, metavar="CFG.toml", help="the (base) context config")
+    tune.add_argument("--config", metavar="CFG.toml",
+                      help=f"the (base) context config; its [convlab.tune.grid] table, if any, is the grid without --grid. "
+                           f"Default: the example {_EXAMPLE}, {_example_sweeps()}")
     tune.add_argument("--agent", default="bot", help="the agent whose [agent.<id>.context] to use (default bot)")
     tune.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
-                      help="sweep a key of the context table: window=64000,128000 or strategy[0].idle_secs=600,3600 (repeatable)")
-    tune.add_argument("--out", metavar="results.csv|.parquet", help="write the table")
-    tune.add_argument("--plot", metavar="out.png", help="write a plot: a heatmap over two grid keys, else the count per call")
+                      help="sweep a key of the context table: window=64000,128000 or strategy[0].idle_secs=600,3600 "
+                           "(repeatable; replaces the config's [convlab.tune.grid])")
+    tune.add_argument("--summary-size", type=_summary_size, metavar="RATIO|TOKENS",
+                      help="how long the stand-in summary is (what every later count starts from): a share of what it "
+                           "summarizes (0.1 or 10%%) or a number of tokens (2000); default: one short line per message")
+    tune.add_argument("--overhead", type=_tokens, metavar="TOKENS",
+                      help="the hidden prompt (system prompt and tools no log line holds) read at every call the log's "
+                           "usage does not answer; default: measured from the log")
+    tune.add_argument("--out", metavar="results.csv|.parquet", help="write the table, every column")
+    tune.add_argument("--plot", metavar="out.png",
+                      help="write a plot: a heatmap over the first two grid keys, else the count per call of the longest "
+                           "conversation; and the trade-off (tokens saved against summaries + resets, the Pareto configs "
+                           "marked) beside it, in out-pareto.png")
     tune.add_argument("--value", default="tokens_read", help="the column the heatmap shows (default tokens_read)")
+    tune.add_argument("--width", type=_width, help="fit the tables to this many columns (default: the terminal's)")
     tune.add_argument("--summarizer", metavar="SPEC",
                       help="send summary calls to this model (replies still come from the logs): echo, openai:MODEL or "
                            "anthropic:MODEL (convlab.provider); summaries are cached in $XDG_CACHE_HOME/convlab/summaries")
@@ -105,6 +123,25 @@ def _add_tune(sub: Any) -> None:
     tune.add_argument("--jobs", type=_jobs, metavar="N", help="worker processes (default: one per core; 1: none)")
     _add_reading_options(tune)
     tune.set_defaults(run=_tune)
+
+
+def _summary_size(text: str) -> int | float:
+    """--summary-size: a ratio (0.1, 10%) or a whole number of tokens (2000)."""
+    value: int | float | None = None
+    try:
+        value = float(text.removesuffix("%")) / 100 if text.endswith("%") else (int(text) if text.isdigit() else float(text))
+    except ValueError:
+        pass
+    if isinstance(value, int) and value >= 1 or isinstance(value, float) and 0 < value <= 1:
+        return value
+    raise argparse.ArgumentTypeError(f"a share of what is summarized (0 < r <= 1: 0.1, or 10%) or a whole number "
+                                     f"of tokens (2000), got {text!r}")
+
+
+def _tokens(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"a whole number of tokens (0 or more), got {text!r}")
+    return int(text)
 
 
 def _jobs(text: str) -> int:
@@ -344,16 +381,70 @@ def _check_outputs(args: argparse.Namespace) -> None:
                 raise _Usage(f"--out {args.out}: writing parquet needs pyarrow (pip install pyarrow); or write a .csv")
     if args.plot:
         _check_output("--plot", args.plot, _plot_types())
+        if Path(_pareto_path(args.plot)).is_dir():
+            raise _Usage(f"--plot {args.plot}: the trade-off goes beside it, in {_pareto_path(args.plot)}, which is a folder")
 
 
-def _read_config(args: argparse.Namespace) -> str:
-    path = Path(args.config)
-    if not path.is_file():
-        raise _Usage(f"--config {args.config}: no such file")
+#: The example config ``tune`` sweeps without --config (data/ in a checkout; in the wheel, inside the package).
+_EXAMPLE = "data/tune-example.toml"
+
+
+def _example() -> Path:
+    """The shipped example config: in an installed wheel, beside the package's code; in a checkout
+    (an editable install), in the project's data/ folder."""
+    from importlib import resources
+
+    packaged = resources.files("convlab").joinpath(_EXAMPLE)
+    if packaged.is_file():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parents[1] / _EXAMPLE
+
+
+def _example_sweeps() -> str:
+    """What the example sweeps, for --help (read from the file, so it cannot drift)."""
+    import tomllib
+
     try:
-        return path.read_text(encoding="utf-8")
+        grid = _file_grid(tomllib.loads(_example().read_text(encoding="utf-8")), _EXAMPLE)
+    except (OSError, ValueError, _Usage):  # pragma: no cover - a broken install
+        return "(missing from this install)"
+    return f"a reset after idle_secs, else a summary past window - 16000, over the grid {_say_grid(grid)}"
+
+
+def _say_grid(grid: dict[str, list[Any]]) -> str:
+    """A grid as --grid takes it: ``window=64000,128000 x strategy[0].idle_secs=600,3600``."""
+    return " x ".join(f"{k}={','.join(map(str, v))}" for k, v in grid.items())
+
+
+def _read_config(args: argparse.Namespace) -> tuple[str, str]:
+    """The config's name (for messages) and text: --config, or the shipped example."""
+    if args.config is None:
+        path = _example()
+        name = os.path.relpath(path) if path.is_relative_to(Path.cwd()) else str(path)
+    else:
+        path = Path(args.config)
+        name = args.config
+        if not path.is_file():
+            raise _Usage(f"--config {args.config}: no such file")
+    try:
+        return name, path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
-        raise _Usage(f"--config {args.config}: cannot be read ({getattr(err, 'strerror', None) or err})") from None
+        raise _Usage(f"--config {name}: cannot be read ({getattr(err, 'strerror', None) or err})") from None
+
+
+def _file_grid(doc: Any, name: str) -> dict[str, list[Any]]:
+    """The config file's [convlab.tune.grid] table (empty when it has none), checked."""
+    table: Any = doc
+    for key in ("convlab", "tune", "grid"):
+        table = table.get(key) if isinstance(table, dict) else None
+        if table is None:
+            return {}
+    if not isinstance(table, dict):
+        raise _Usage(f"{name}: convlab.tune.grid: must be a table of KEY = [V1, V2] (e.g. window = [64000, 128000])")
+    for key, values in table.items():
+        if not isinstance(values, list) or not values:
+            raise _Usage(f"{name}: convlab.tune.grid.{key}: must be a non-empty array of values, e.g. [64000, 128000]")
+    return dict(table)
 
 
 def _in_config(path: str, err: Exception) -> _Usage:
@@ -362,52 +453,63 @@ def _in_config(path: str, err: Exception) -> _Usage:
     return _Usage(f"{path}: {message}" if key == "config" else f"{path}: {key}: {message}")
 
 
-def _check_sweep(args: argparse.Namespace, text: str, grid: dict[str, list[Any]], notes: _Notes) -> list[str]:
-    """Check the config and every config of the grid before reading anything; the sweep's columns."""
+def _check_sweep(args: argparse.Namespace, name: str, text: str, notes: _Notes) -> tuple[dict[str, list[Any]], list[str]]:
+    """Check the config and every config of the grid before reading anything: the grid and the sweep's columns."""
+    import tomllib
+
     import convlab
     from .errors import ConfigError
 
     try:
         config = convlab.load_config(text, agent=args.agent)[args.agent]
     except ConfigError as err:
-        raise _in_config(args.config, err) from None
+        raise _in_config(name, err) from None
+    doc = tomllib.loads(text)  # valid: load_config read it
+    grid = _grid(args.grid) if args.grid else _file_grid(doc, name)
+    where = "--grid" if args.grid else f"{name}: convlab.tune.grid"
     try:
-        columns = list(convlab.tune([], text, grid=grid or None, agent=args.agent, progress=False).columns)  # no conversation: checks the configs only
+        columns = list(convlab.tune([], text, grid=grid or None, agent=args.agent, progress=False,  # no conversation:
+                                    summary_size=args.summary_size, overhead=args.overhead).columns)  # checks only
     except ConfigError as err:
-        raise _Usage(f"--grid: {err}") from None
+        raise _Usage(f"{where}: {err}") from None
+    if grid and not args.grid:
+        notes.say(f"{'no --config: the example ' if args.config is None else ''}{name}, over its grid {_say_grid(grid)}")
     if not grid and config.window is None and not config.strategies:
-        notes.say(f"{args.config} sets no window and no strategy for agent {args.agent!r}: the logs replay as they were")
-    return columns
+        notes.say(f"{name} sets no window and no strategy for agent {args.agent!r}: the logs replay as they were")
+    return grid, columns
+
+
+def _pareto_path(plot: str) -> str:
+    """Where --plot's trade-off goes: beside it, ``<stem>-pareto<suffix>``."""
+    p = Path(plot)
+    return str(p.with_name(f"{p.stem}-pareto{p.suffix}"))
 
 
 def _tune(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
-    import pandas as pd
-
     import convlab
 
     summarizer = _summarizer(args)
     _check_outputs(args)
-    text = _read_config(args)
-    grid = _grid(args.grid)
-    columns = _check_sweep(args, text, grid, notes)
+    name, text = _read_config(args)
+    grid, columns = _check_sweep(args, name, text, notes)
     if args.plot and len(grid) >= 2 and args.value not in columns:
         raise _Usage(f"--value {args.value!r}: not a column of the sweep (columns: {', '.join(columns)})")
     convs = _read(args.paths, args, notes)
     with notes.watch("tuning"):
         result = convlab.tune(convs, text, grid=grid or None, agent=args.agent, progress=None if _progress(args) else False,
                               jobs=args.jobs, summarizer=summarizer, cache=False if args.no_cache else None,
-                              dry_run=args.dry_run)
+                              dry_run=args.dry_run, summary_size=args.summary_size, overhead=args.overhead)
     if args.dry_run:  # what the summaries would cost, no table
         out.write(_say_cost(result, dry_run=True) + "\n")
         return
     df = result
     if summarizer is not None:
         notes.say(_say_cost(df.attrs["summary_cost"], dry_run=False))
-    shown = ["conversation", "config", *[k for k in grid if k != "window"], "window", "calls", "limits_full",
-             "limits_idle", "summaries", *(["summary_tokens"] if summarizer is not None else []), "resets", "overflows",
-             "max_count", "tokens_read"]
-    with pd.option_context("display.width", 200, "display.max_columns", 50, "display.max_rows", 200):
-        out.write(df[shown].to_string(index=False) + "\n")
+    width = args.width or _terminal_width()
+    out.write("\n".join(_rows_table(df, list(grid), width, summarizer is not None)) + "\n")
+    with notes.watch("ranking"):
+        ranked = convlab.rank(df)
+    out.write("\n" + "\n".join(_ranking_table(ranked, list(grid), len(convs), width)) + "\n")
     if args.out:
         if args.out.lower().endswith(".parquet"):
             df.to_parquet(args.out, index=False)
@@ -415,17 +517,106 @@ def _tune(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
             df.to_csv(args.out, index=False)
         out.write(f"wrote {args.out}\n")
     if args.plot:
-        from . import plots
+        _plot(args, df, ranked, grid, convs, text, out, notes)
 
-        keys = list(grid)
-        with notes.watch("plotting"):
-            if len(keys) >= 2:
-                fig = plots.sweep_heatmap(df, keys[1], keys[0], args.value)
-            else:
-                longest = max(convs, key=len)
-                fig = plots.count_per_call(convlab.replay(longest, text, agent=args.agent), title=f"count per call: {longest.id}")
-            fig.savefig(args.plot, dpi=100)
-        out.write(f"wrote {args.plot}\n")
+
+def _plot(args: argparse.Namespace, df: Any, ranked: Any, grid: dict[str, list[Any]], convs: list[Any], text: str,
+          out: TextIO, notes: _Notes) -> None:
+    """--plot: the heatmap (two grid keys) or the count per call, and the trade-off beside it."""
+    import convlab
+    from . import plots
+
+    keys = list(grid)
+    with notes.watch("plotting"):
+        if len(keys) >= 2:
+            fig = plots.sweep_heatmap(df, keys[1], keys[0], args.value)
+        else:
+            longest = max(convs, key=len)
+            fig = plots.count_per_call(convlab.replay(longest, text, agent=args.agent, summary_size=args.summary_size,
+                                                      overhead=args.overhead),
+                                       title=f"count per call: {longest.id} (the base config)")
+        fig.savefig(args.plot, dpi=100)
+        pareto = _pareto_path(args.plot)
+        plots.sweep_pareto(ranked, title=f"the trade-off over {_plural(len(convs), 'conversation')}").savefig(pareto, dpi=100)
+    out.write(f"wrote {args.plot}\nwrote {pareto}\n")
+
+
+# -- tables fitted to the terminal -------------------------------------------
+
+
+def _terminal_width() -> int:
+    import shutil
+
+    return max(40, shutil.get_terminal_size((100, 24)).columns)
+
+
+def _where(sources: list[Any]) -> list[str]:
+    """Each conversation's file, relative to the folder they share (one file: its name)."""
+    from .tables import plain
+
+    paths = [None if plain(s) is None else str(s) for s in sources]
+    files = {p.split("!", 1)[0] for p in paths if p}
+    if not files:
+        return ["-"] * len(paths)
+    common = os.path.commonpath([os.path.dirname(os.path.abspath(f)) for f in files])
+    return ["-" if p is None else os.path.relpath(os.path.abspath(p.split("!", 1)[0]), common) +
+            (("!" + p.split("!", 1)[1]) if "!" in p else "") for p in paths]
+
+
+def _percent(v: Any) -> str:
+    return f"{v:.0%}"
+
+
+def _rows_table(df: Any, keys: list[str], width: int, summarizer: bool) -> list[str]:
+    """The sweep's table: one line per (conversation, config), the columns that matter, fitted to ``width``."""
+    from .ranking import short_keys
+    from .tables import Column, compact, fit_table
+
+    names = short_keys(keys)
+    cols = [
+        Column("conversation", list(df["conversation"]), short="conv", number=False, least=9),
+        Column("source", _where(list(df["source"])), number=False, least=9, keep_end=True),
+        Column("config", list(df["config"]), short="cfg"),
+        *[Column(k, list(df[k]), short=names[k], fmt=str) for k in keys if k != "window"],
+        Column("window", list(df["window"]), fmt=str, optional=0 if "window" in keys else 2),
+        Column("calls", list(df["calls"]), optional=1),
+        Column("tokens_read", list(df["tokens_read"]), short="read", short_fmt=compact),
+        Column("saved", list(df["saved"]), fmt=_percent),
+        Column("summaries", list(df["summaries"]), short="summ"),
+        *([Column("summary_tokens", list(df["summary_tokens"]), short="sum_tok", short_fmt=compact)] if summarizer else []),
+        Column("resets", list(df["resets"])),
+        Column("stale", list(df["stale"])),
+        Column("err_usage_p95", list(df["err_usage_p95"]), short="err95", short_fmt=compact,
+                fmt=lambda v: f"{v:,.0f}"),
+    ]
+    return fit_table(cols, width)
+
+
+def _ranking_table(ranked: Any, keys: list[str], conversations: int, width: int) -> list[str]:
+    """The configs ranked (``convlab.rank``), with what the columns mean, fitted to ``width``."""
+    import textwrap
+
+    from .ranking import short_keys
+    from .tables import Column, fit_table
+
+    names = short_keys(keys)
+    intro = (f"configs ranked over {_plural(conversations, 'conversation')}: saved = tokens read below the same "
+             f"conversations replayed with no strategy; pareto = no config saves as much with as few summaries + resets")
+    cols = [
+        Column("rank", list(ranked.index)),
+        Column("config", list(ranked["config"]), short="cfg"),
+        *[Column(k, list(ranked[k]), short=names[k], fmt=str) for k in keys if k != "window"],
+        Column("window", list(ranked["window"]), fmt=str, optional=0 if "window" in keys else 2),
+        Column("saved", list(ranked["saved"]), fmt=_percent),
+        Column("summaries", list(ranked["summaries"]), short="summ"),
+        Column("resets", list(ranked["resets"])),
+        Column("stale", list(ranked["stale"])),
+        Column("limits", list(ranked["limits"])),
+        Column("calls", list(ranked["calls"]), optional=1),
+        *([Column("failed_turns", list(ranked["failed_turns"]), short="failed")] if ranked["failed_turns"].any() else []),
+        Column("pareto", ["yes" if p else "" for p in ranked["pareto"]], number=False),
+    ]
+    return textwrap.wrap(intro, width) + fit_table(cols, width)
 
 
 # -- main --------------------------------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 __all__ = ["Refused", "ConfigError", "LogError", "LogWarning", "ProviderError", "ReadError", "ReadWarning", "SummaryWarning",
-           "TokenizerError"]
+           "TokenizerError", "TuneWarning"]
 
 
 class Refused(Exception):
@@ -73,6 +73,12 @@ class ReadWarning(UserWarning):
 class SummaryWarning(UserWarning):
     """A summarizer failed summary calls of a replay or a sweep: those replays went on
     without the summary, as the engine does when no summary can be made."""
+
+
+class TuneWarning(UserWarning):
+    """A config of a sweep acts on most model calls, or its threshold sits below the hidden
+    prompt the provider reads at every call: its figures say more about that than about
+    the config (``convlab.rank``)."""
 
 
 class TokenizerError(RuntimeError):

@@ -26,7 +26,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from .context import MARGIN
 
-__all__ = ["count_per_call", "error_distribution", "sweep_heatmap", "Figure"]
+__all__ = ["count_per_call", "error_distribution", "sweep_heatmap", "sweep_pareto", "Figure"]
 
 _MARKERS = {"full": ("v", "tab:red"), "idle": ("s", "tab:purple"), "overflow": ("X", "black")}
 
@@ -69,7 +69,10 @@ def _wrap(text: str, width_in: float, points: float = 12.0) -> str:
 
 def count_per_call(replayed: Any, *, window: int | None = None, title: str | None = None):
     """The engine's count at each model call of a replay, the ``window - 16000``
-    line, and every ``context.limit`` decision marked by its reason.
+    line, every ``context.limit`` decision marked by its reason, and a
+    vertical line where the log itself compacted (a summary root in the log,
+    ``Replay.compactions``), just before the first call that reads the
+    compacted history.
 
     ``replayed`` is what ``convlab.replay`` returns (a ``Replay``); ``window``
     defaults to its session's config.
@@ -99,6 +102,12 @@ def count_per_call(replayed: Any, *, window: int | None = None, title: str | Non
         if hits:
             ax.scatter([x["call"] for x in hits], [x["tokens"] for x in hits], marker=marker, color=color, zorder=3,
                        label=f"context.limit ({reason}): {len(hits)}")
+    compacted = [c["call"] for c in getattr(replayed, "compactions", ())]
+    for k, call in enumerate(compacted):
+        ax.axvline(call - 0.5, color="tab:green", ls=":", lw=1.5, zorder=1,
+                   label=(f"the log compacted: before call {', '.join(map(str, compacted))}" if k == 0 else "_nolegend_"))
+        ax.annotate("log compacted", (call - 0.5, 0), xycoords=("data", "axes fraction"), xytext=(3, 3),
+                    textcoords="offset points", ha="left", va="bottom", fontsize="small", color="tab:green")
     from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(nbins=10, integer=True))
@@ -197,6 +206,65 @@ def sweep_heatmap(df: Any, x: str, y: str, value: str = "tokens_read", *, agg: s
     bar = fig.colorbar(image, ax=ax, label=f"{value} ({agg})", format=FuncFormatter(_compact))
     bar.ax.tick_params(labelsize="small")
     fig.suptitle(text)
+    return fig
+
+
+def sweep_pareto(ranked: Any, *, title: str | None = None):
+    """A sweep's trade-off: the share of tokens each config saved against how
+    often it rewrote the history (summaries + resets), over every conversation.
+
+    ``ranked`` is what ``convlab.rank`` returns (or the ``convlab.tune`` frame,
+    ranked here). Every config is a point; the Pareto configs (none saves as
+    much with as few rewrites) are marked, joined as the front and labelled
+    with their configs (``config_label``, short keys; configs that made the
+    same figures share a point and a label); the others are grey. The
+    baseline, no saving, is the dashed line at 0.
+
+    >>> import pandas as pd
+    >>> ranked = pd.DataFrame({"config": [0, 1, 2], "window": [64000, 128000, 200000], "summaries": [13, 1, 0],
+    ...                        "resets": [0, 0, 0], "saved": [0.44, 0.10, 0.0], "pareto": [True, True, True]})
+    >>> ax = sweep_pareto(ranked).axes[0]
+    >>> [t.get_text() for t in ax.texts]
+    ['config 2 (window=200000)', 'config 1 (window=128000)', 'config 0 (window=64000)']
+    """
+    from matplotlib.ticker import MaxNLocator, PercentFormatter
+
+    from .ranking import config_label, grid_keys, rank, short_keys
+
+    if "pareto" not in ranked.columns:
+        ranked = rank(ranked)
+    for col in ("config", "summaries", "resets", "saved", "pareto"):
+        if col not in ranked.columns:
+            raise KeyError(f"sweep_pareto takes what convlab.rank returns; this frame has no column {col!r}")
+    keys = grid_keys(ranked) if "window" in ranked.columns else []
+    data = ranked.assign(rewrites=ranked["summaries"] + ranked["resets"], percent=ranked["saved"] * 100)
+    data = data[data["percent"].notna()]
+    front = data[data["pareto"].astype(bool)].sort_values(["rewrites", "percent"])
+    rest = data[~data["pareto"].astype(bool)]
+    fig = _figure((8.5, 5))
+    ax = fig.add_subplot()
+    ax.axhline(0, color="0.5", ls="--", lw=0.8, label="the baseline: no strategy")
+    if len(rest):
+        ax.scatter(rest["rewrites"], rest["percent"], s=28, color="0.6", zorder=5, label=f"other configs: {len(rest)}")
+    ax.plot(front["rewrites"], front["percent"], color="tab:red", lw=1, drawstyle="steps-post", zorder=2)
+    ax.scatter(front["rewrites"], front["percent"], s=60, color="tab:red", edgecolor="black", zorder=3,
+               label=f"Pareto configs: {len(front)}")
+    names = short_keys(keys)
+    right = data["rewrites"].max() if len(data) else 0
+    for (x, y), same in front.groupby(["rewrites", "percent"], sort=False):
+        text = "\n".join(config_label(row, keys, names) for _, row in same.iterrows())
+        left = right and x > right / 2  # a point on the right half: its label to its left
+        ax.annotate(text, (x, y), xytext=(-8 if left else 8, 0), textcoords="offset points", fontsize="small",
+                    ha="right" if left else "left", va="center", zorder=4,
+                    bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.85})
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_formatter(PercentFormatter(decimals=None))
+    ax.set_xlabel("summaries + resets (the history rewritten), all conversations")
+    ax.set_ylabel("tokens read, saved against the baseline")
+    ax.margins(x=0.08, y=0.12)
+    ax.set_xlim(left=-max(0.5, 0.04 * right))
+    ax.legend(loc="lower right", fontsize="small")
+    ax.set_title(title or "what each config saves, against how often it rewrites")
     return fig
 
 

@@ -221,7 +221,11 @@ class Replay:
     - ``limits``: one dict per ``context.limit``: ``reason``, ``strategy``,
       ``tokens``, ``call`` (1-based index of the held model call), ``replaced``,
       ``first_call``, ``idle_for``, and ``summary_tokens`` (the exact length of
-      the summary it recorded, when it recorded one).
+      the summary it recorded, when it recorded one);
+    - ``compactions``: one dict per compaction the log itself holds (a summary
+      root, replayed as ``context.replace``): ``id`` (the summary's session
+      id) and ``call`` (1-based index of the first model call that reads the
+      compacted history; one past the last call when none does).
     """
 
     session: Session
@@ -230,6 +234,7 @@ class Replay:
     calls: list[dict[str, Any]]
     limits: list[dict[str, Any]]
     conversation_id: str = ""
+    compactions: list[dict[str, Any]] = field(default_factory=list)
 
     def __repr__(self) -> str:
         return (f"Replay(conversation={self.conversation_id!r}, calls={len(self.calls)}, "
@@ -248,7 +253,7 @@ class _Start:
     consulted: int
     stand_ins: int
     map: dict[str, str]
-    compactions: tuple[str, ...]
+    compactions: tuple[tuple[str, int], ...]
 
 
 #: Event types a fork leaves out: between turns no decision waits, so they change nothing.
@@ -316,6 +321,8 @@ class Replayer:
         agent: str = "bot",
         summarize: Callable[[Mapping[str, Any], int, bool], dict[str, Any] | None] | None = None,
         log: Any = None,
+        summary_size: int | float | None = None,
+        overhead: int | None = None,
     ):
         """``summarize(request, tokens, guessed)`` answers the summary calls
         (``tokens``: the exact count of what the request sends; ``guessed``: this
@@ -323,8 +330,11 @@ class Replayer:
         run sends): a reply, a ``ProviderError``, or None for the stand-in that
         ``ReplayLLM`` writes (what every summary is without it). ``log`` (a
         session log, a path or a binary file object, ending between turns) is
-        where the Session starts from instead of a new one: what ``fork`` loads."""
+        where the Session starts from instead of a new one: what ``fork`` loads.
+        ``summary_size`` and ``overhead`` are the cost model's knobs, passed to
+        ``ReplayLLM`` (which documents them) and to every fork."""
         self.summarize = summarize
+        self.knobs = {"summary_size": summary_size, "overhead": overhead}
         self.stand_ins = 0  # summaries the stand-in wrote although a summarizer was asked
         self.plan = plan
         self.config: ContextConfig = coerce(config, agent)
@@ -333,7 +343,8 @@ class Replayer:
         nodes = plan.nodes
         self.map: dict[str, str] = {}  # imported id -> session id (where the log goes on)
         self.stale: list[str] = []
-        self.compactions: set[str] = set()  # session ids of the log's own summaries (replayed through context.replace)
+        # the log's own summaries (replayed through context.replace): session id -> the next model call's index
+        self.compactions: dict[str, int] = {}
         self.limits: list[dict[str, Any]] = []  # context.limit decisions, with what was answered
         self.trace: list[dict[str, Any]] = []  # one entry per model call (not summary calls)
         self.consulted: list[tuple] = []  # (turn, kind, *data): see the class docstring
@@ -354,6 +365,7 @@ class Replayer:
             clock=lambda: self.session.clock,
             applies=self._applies,
             count=self._count_messages,
+            **self.knobs,
         )
         llm = {"replay": _Model(self)}
         if log is None:
@@ -370,14 +382,14 @@ class Replayer:
         Until that turn the two are the same replay when ``config`` says what
         this replay's config said at every point it was consulted before it."""
         if turn == 0:
-            return Replayer(self.plan, config, counts=self.counts, agent=self.agent, summarize=self.summarize)
+            return Replayer(self.plan, config, counts=self.counts, agent=self.agent, summarize=self.summarize, **self.knobs)
         at = self.starts[turn]
         events = self.session.events
         for ev in events[len(self._lines):at.events]:
             self._lines.append(b"" if ev["type"] in _NOT_FORKED else
                                json.dumps(ev, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
         new = Replayer(self.plan, config, counts=self.counts, agent=self.agent, summarize=self.summarize,
-                       log=io.BytesIO(b"".join(self._lines[:at.events])))
+                       log=io.BytesIO(b"".join(self._lines[:at.events])), **self.knobs)
         new.stand_ins = at.stand_ins
         new.map.update(at.map)
         new.compactions.update(at.compactions)
@@ -478,7 +490,8 @@ class Replayer:
         for k in range(start, len(self.plan.turns)):
             self.turn = k
             self.starts[k] = _Start(len(self.session.events), len(self.trace), len(self.llm.summaries), len(self.limits),
-                                    len(self.stale), len(self.consulted), self.stand_ins, dict(self.map), tuple(self.compactions))
+                                    len(self.stale), len(self.consulted), self.stand_ins, dict(self.map),
+                                    tuple(self.compactions.items()))
             self._run_turn(self.plan.turns[k])
         return self
 
@@ -491,6 +504,7 @@ class Replayer:
             calls=[{**entry, **seen} for entry, seen in zip(self.trace, self.llm.seen)],
             limits=list(self.limits),
             conversation_id=self.plan.conversation_id,
+            compactions=[{"id": sid, "call": call} for sid, call in self.compactions.items()],
         )
 
     def _recorded(self, act: Callable[[], Any]) -> list[str]:
@@ -543,7 +557,7 @@ class Replayer:
             self._view_to(parent)
             text = content_text(summary["content"]).removeprefix(SUMMARY_PREFIX)  # a convlab log's own summary
             created = self._decide([{"type": "context.replace", "summary": text}])
-            self.compactions.add(created[0])
+            self.compactions[created[0]] = len(self.trace) + 1
         self.map[summary["id"]] = created[0]
 
     def _run_steps(self, steps: list[tuple[str, str]]) -> None:
@@ -620,7 +634,7 @@ def _made_by_replace(events: list[Event]) -> list[str]:
 
 
 def replay(conversation: Conversation, config: Any = None, *, agent: str = "bot", summarizer: Any = None,
-           cache: Any = None) -> Replay:
+           cache: Any = None, summary_size: int | float | None = None, overhead: int | None = None) -> Replay:
     """Re-enact an imported conversation through the protocol: a ``Replay``.
 
     Each logged assistant reply is one model call, answered by ``ReplayLLM``
@@ -636,6 +650,20 @@ def replay(conversation: Conversation, config: Any = None, *, agent: str = "bot"
     fires the replay goes on from the new history; the logged replies
     answered there (and any that could not be given) are listed in
     ``Replay.stale``. ``Replay`` documents what else it holds.
+
+    The cost model's knobs (``ReplayLLM`` documents both):
+
+    - ``summary_size``: how long the stand-in summary is. None (default): one
+      short line per message summarized (about 10 to 15 tokens each); a
+      float ``0 < r <= 1``: that share of the exact tokens it summarizes
+      (0.1: a tenth); an int: that many tokens. Every later count starts
+      from it.
+    - ``overhead``: the hidden prompt (system prompt and tool definitions no
+      log line holds). None (default): measured from the log, the logged
+      input minus the exact count of the transcript at the most recent call
+      whose logged usage applies; an int: that many tokens at every call the
+      log's usage does not answer (after a rewrite, or in a log with no
+      usage at all).
 
     Summary calls get a stand-in summary (the log has none), unless
     ``summarizer`` names a provider to send them to: replies still come from
@@ -663,9 +691,11 @@ def replay(conversation: Conversation, config: Any = None, *, agent: str = "bot"
     summaries = summaries_for(summarizer, cache)
     p = plan(conversation)
     counts = ExactCounts()
-    counts.prime(p.texts())  # one batch, as a sweep does
     summarize = None if summaries is None else (lambda request, tokens, guessed: summaries.complete(request))
-    result = Replayer(p, config, counts=counts, agent=agent, summarize=summarize).run().result()
+    replayer = Replayer(p, config, counts=counts, agent=agent, summarize=summarize, summary_size=summary_size,
+                        overhead=overhead)  # the config and the knobs checked before any work
+    counts.prime(p.texts())  # one batch, as a sweep does
+    result = replayer.run().result()
     if summaries is not None:
         summaries.warn_failed()
     return result

@@ -31,23 +31,26 @@ import itertools
 import math
 import os
 import re
+import statistics
 import threading
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from .context import ContextConfig, applies, coerce, load_config, toml_document
+from .context import MARGIN, ContextConfig, applies, coerce, load_config, toml_document
 from .conversation import Conversation
 from .errors import ConfigError, ProviderError
+from .providers import ReplayLLM
 from .replaying import ExactCounts, Plan, Replayer, plan
 from .summaries import Summaries, summaries_for
 from .tree import input_tokens
 
 __all__ = ["tune", "config_grid", "COLUMNS"]
 
-#: The measured columns of a tune frame, in order (after conversation, config and the grid keys).
+#: The measured columns of a tune frame, in order (after conversation, source, config and the grid keys).
 COLUMNS = (
     "window",
     "strategies",
+    "threshold",
     "calls",
     "summary_calls",
     "limits_full",
@@ -63,6 +66,9 @@ COLUMNS = (
     "first_limit_call",
     "max_count",
     "tokens_read",
+    "baseline_tokens_read",
+    "saved",
+    "overhead",
     "err_exact_mean",
     "err_exact_p95",
     "err_usage_mean",
@@ -270,19 +276,36 @@ def _closest(root: _Run, config: ContextConfig) -> tuple[_Run, int | None]:
     return best, best_turn
 
 
+def _baseline(r: Replayer, row: Mapping[str, Any]) -> dict[str, Any]:
+    """What every row of a conversation carries from its baseline replay ``r`` (no config: the log
+    as it was), whose measures are ``row``."""
+    given = r.knobs["overhead"]
+    observed = [x["overhead"] for x in r.llm.seen if x["applies"] and x["logged"] is not None]
+    overhead = given if given is not None else (statistics.median_low(observed) if observed else 0)
+    return {"baseline_tokens_read": row["tokens_read"], "overhead": overhead}
+
+
 def _rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, ContextConfig]], agent: str, *,
-          share: bool = True, summarize: Any = None) -> list[tuple[int, dict[str, Any]]]:
+          share: bool = True, summarize: Any = None, knobs: Mapping[str, Any] = {}) -> list[tuple[int, dict[str, Any]]]:
     """The measures of one conversation under each ``(index, config)``.
 
-    The first replay has no config (nothing fires: the log as it was). Each
-    config shares the replay it says the same as at every point that replay
-    consulted its config, or forks from the replay it agrees with longest, at
-    the start of the turn where they first differ. ``share=False`` replays
-    every config from the start (what the sharing must equal).
+    The first replay has no config (nothing fires: the log as it was): the
+    baseline every row is measured against. Each config shares the replay
+    it says the same as at every point that replay consulted its config, or
+    forks from the replay it agrees with longest, at the start of the turn
+    where they first differ. ``share=False`` replays every config from the
+    start (what the sharing must equal). ``knobs`` are the cost model's
+    (``Replayer``'s ``summary_size`` and ``overhead``).
     """
+    def replayer(cfg: ContextConfig | None) -> Replayer:
+        return Replayer(p, cfg, counts=counts, agent=agent, summarize=summarize, **knobs)
+
+    base = replayer(None).run()
     if not share:
-        return [(j, _measure(Replayer(p, cfg, counts=counts, agent=agent, summarize=summarize).run())) for j, cfg in configs]
-    root = _Run.made(Replayer(p, None, counts=counts, agent=agent, summarize=summarize).run(), 0)
+        baseline = _baseline(base, _measure(base))
+        return [(j, {**_measure(replayer(cfg).run()), **baseline}) for j, cfg in configs]
+    root = _Run.made(base, 0)
+    baseline = _baseline(base, root.row)
     out = []
     for j, cfg in configs:
         run, turn = _closest(root, cfg)
@@ -290,7 +313,7 @@ def _rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, ContextConf
             child = _Run.made(run.replayer.fork(turn, cfg).run(turn), turn, run)
             run.children.append(child)
             run = child
-        out.append((j, dict(run.row)))
+        out.append((j, {**run.row, **baseline}))
     return out
 
 
@@ -307,6 +330,16 @@ def _strategies(cfg: ContextConfig) -> str:
     return ",".join(s.use for s in cfg.strategies)
 
 
+def _threshold(cfg: ContextConfig) -> int | None:
+    """The smallest count above which one of the config's strategies applies by size
+    (PROTOCOL 5.2): its ``over_tokens``, or ``window - 16000`` for a strategy without
+    ``idle_secs``; None when none applies by size."""
+    sizes = [s.over_tokens for s in cfg.strategies if s.over_tokens is not None]
+    if cfg.window is not None and any(s.idle_secs is None for s in cfg.strategies):
+        sizes.append(cfg.window - MARGIN)
+    return min(sizes, default=None)
+
+
 def tune(
     conversations: Any,
     configs: Any,
@@ -321,6 +354,8 @@ def tune(
     summarizer: Any = None,
     cache: Any = None,
     dry_run: bool = False,
+    summary_size: int | float | None = None,
+    overhead: int | None = None,
 ):
     """Replay conversations under context configs: one row per (conversation, config).
 
@@ -329,9 +364,13 @@ def tune(
     config that ``convlab.config_grid`` spreads over the grid's keys, each of
     which becomes a column.
 
-    Columns: ``conversation``, ``config`` (index into the configs), the grid
-    keys, then ``COLUMNS``: ``window``, ``strategies``; ``calls`` (model
-    calls, summary calls not included), ``summary_calls``; ``limits_full`` /
+    Columns: ``conversation`` (its id), ``source`` (the file it was read
+    from: ``Conversation.source``), ``config`` (index into the configs), the
+    grid keys, then ``COLUMNS``: ``window``, ``strategies``; ``threshold``
+    (the smallest count above which one of its strategies applies by size:
+    an ``over_tokens``, or ``window - 16000`` for a strategy without
+    ``idle_secs``; NA when none does); ``calls`` (model calls, summary calls
+    not included), ``summary_calls``; ``limits_full`` /
     ``limits_idle`` / ``limits_overflow`` (context.limit decisions by
     reason); ``summaries`` and ``resets`` (strategies that replaced the
     history); ``summary_tokens`` and ``summary_tokens_max`` (how long the
@@ -342,7 +381,16 @@ def tune(
     ``first_limit_call`` (1-based index of the first held call, or None);
     ``max_count`` (the largest count the engine made); ``tokens_read`` (input
     tokens of every model call, summaries included: the cost proxy, on one
-    measure whether or not a strategy fired); and the count's error in
+    measure whether or not a strategy fired); ``baseline_tokens_read`` (the
+    same conversation replayed with no strategy, the log as it was: what
+    ``convlab.rank`` measures savings against); ``saved`` (``1 - tokens_read
+    / baseline_tokens_read``: the share of the baseline's tokens this config
+    did not read; negative when its summary calls read more than it saved;
+    NaN when the baseline read nothing); ``overhead`` (the
+    conversation's hidden prompt: the median, over the baseline's calls
+    whose logged usage applies, of the logged input minus the exact count
+    of the transcript, 0 for a log with no usage; the ``overhead`` given,
+    when given); and the count's error in
     tokens (count minus reference, per model call, summary calls not
     included): ``err_exact_*`` against the exact o200k_base count of the
     transcript the model read (every call; it holds no hidden prompt, so on
@@ -363,6 +411,19 @@ def tune(
     provider tokenizer's surplus on the longer history, so after a rewrite
     ``tokens_read`` leans high: savings are, if anything, understated.
     Summary calls count exactly, with no overhead (see ``ReplayLLM``).
+
+    The cost model's knobs, the same for every config of the sweep (see
+    ``convlab.replay``): ``summary_size``, how long the stand-in summary is
+    (None, the default: one short line per message summarized; a float
+    ``0 < r <= 1``: that share of what it summarizes; an int: that many
+    tokens), which every later count starts from; ``overhead``, the hidden
+    prompt (None, the default: measured from the log; an int: that many
+    tokens at every call the log's usage does not answer).
+
+    To read the trade-off, ``convlab.rank(df)`` ranks the configs over every
+    conversation (tokens saved against the baseline, against summaries,
+    resets and stale replies) and warns about configs whose figures mislead;
+    ``convlab.plots.sweep_pareto`` draws it.
 
     Summaries: a log holds no reply for a summary it never asked for, so
     without ``summarizer`` a summary call gets a stand-in (a few words of each
@@ -441,6 +502,8 @@ def tune(
     parsed = [coerce(c, agent) for c in configs_list]  # check every config before any work
     if not configs_list:
         raise ValueError("tune needs at least one config")
+    ReplayLLM(summary_size=summary_size, overhead=overhead)  # the knobs checked as every replay will check them
+    knobs = {"summary_size": summary_size, "overhead": overhead}
 
     if scheduler not in (None, "local", "dask"):
         raise ValueError(f"scheduler must be None, 'local' or 'dask', got {scheduler!r}")
@@ -476,13 +539,13 @@ def tune(
 
     try:
         if scheduler == "dask":
-            _run_dask(plans, counts, parsed, agent, tasks, client, done)
+            _run_dask(plans, counts, parsed, agent, knobs, tasks, client, done)
         elif not workers:
             summarize = None if summaries is None else _asking(summaries, dry_run)
             for i, js in tasks:
-                done(i, _rows(plans[i], counts, [(j, parsed[j]) for j in js], agent, summarize=summarize))
+                done(i, _rows(plans[i], counts, [(j, parsed[j]) for j in js], agent, summarize=summarize, knobs=knobs))
         else:
-            _run_processes(plans, counts, parsed, agent, tasks, jobs, done, summaries, dry_run)
+            _run_processes(plans, counts, parsed, agent, knobs, tasks, jobs, done, summaries, dry_run)
     finally:
         bar.close()
     if dry_run:
@@ -491,15 +554,17 @@ def tune(
     rows = []
     for i, c in enumerate(convs):
         for j, cfg in enumerate(parsed):
-            row = {"conversation": str(getattr(c, "id", i)), "config": j}
+            row = {"conversation": c.id, "source": c.source, "config": j}
             row.update(dict(zip(grid_keys, labels[j])))
             row["window"] = cfg.window  # a grid over window: the same value
             row["strategies"] = _strategies(cfg)
+            row["threshold"] = _threshold(cfg)
             row.update(results[(i, j)])
             rows.append(row)
-    df = pd.DataFrame(rows, columns=["conversation", "config", *[k for k in grid_keys if k not in COLUMNS], *COLUMNS])
-    df["first_limit_call"] = df["first_limit_call"].astype("Int64")
-    df["window"] = df["window"].astype("Int64")
+    df = pd.DataFrame(rows, columns=["conversation", "source", "config", *[k for k in grid_keys if k not in COLUMNS], *COLUMNS])
+    for col in ("first_limit_call", "window", "threshold"):
+        df[col] = df[col].astype("Int64")
+    df["saved"] = 1 - df["tokens_read"] / df["baseline_tokens_read"].where(df["baseline_tokens_read"] > 0)
     if summaries is not None:
         df.attrs["summary_cost"] = summaries.cost()
         summaries.warn_failed()
@@ -549,12 +614,13 @@ def _tasks(plans: list[Plan], n_configs: int, chunk: int | None, jobs: int) -> l
 #: worker waiting for a summary (seconds, on the network) leaves its core to another.
 _WAITING = 4
 
-_WORK: tuple | None = None  # in a worker process: (plans, counts, configs, agent, summarize), from _start_worker
+_WORK: tuple | None = None  # in a worker process: (plans, counts, configs, agent, knobs, summarize), from _start_worker
 
 
-def _start_worker(plans: list[Plan], counts: ExactCounts, configs: list[ContextConfig], agent: str, channel: Any) -> None:
+def _start_worker(plans: list[Plan], counts: ExactCounts, configs: list[ContextConfig], agent: str, knobs: dict[str, Any],
+                  channel: Any) -> None:
     global _WORK
-    _WORK = (plans, counts, configs, agent, None if channel is None else _Asker(*channel))
+    _WORK = (plans, counts, configs, agent, knobs, None if channel is None else _Asker(*channel))
 
 
 def _task(i: int, js: list[int]) -> tuple[int, list[tuple[int, dict[str, Any]]]]:
@@ -562,11 +628,11 @@ def _task(i: int, js: list[int]) -> tuple[int, list[tuple[int, dict[str, Any]]]]
     alive until its last config is placed, so the cyclic collector would walk
     them again and again for nothing (a third of the time): it waits for the
     end of the unit, in this process that is ours."""
-    plans, counts, configs, agent, summarize = _WORK  # type: ignore[misc]
+    plans, counts, configs, agent, knobs, summarize = _WORK  # type: ignore[misc]
     counts.prime(plans[i].texts())  # once per worker: a text it counted before is not counted again
     gc.disable()
     try:
-        return i, _rows(plans[i], counts, [(j, configs[j]) for j in js], agent, summarize=summarize)
+        return i, _rows(plans[i], counts, [(j, configs[j]) for j in js], agent, summarize=summarize, knobs=knobs)
     finally:
         gc.enable()
         gc.collect()
@@ -643,7 +709,7 @@ class _Answering:
         self.calls.shutdown(wait=True)
 
 
-def _run_processes(plans, counts, parsed, agent, tasks, jobs, done, summaries=None, dry_run=False) -> None:
+def _run_processes(plans, counts, parsed, agent, knobs, tasks, jobs, done, summaries=None, dry_run=False) -> None:
     """The tasks on ``jobs`` worker processes of this machine.
 
     Workers are forked where the platform can (Linux: they start in
@@ -660,7 +726,7 @@ def _run_processes(plans, counts, parsed, agent, tasks, jobs, done, summaries=No
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     answering = None if summaries is None else _Answering(ctx, jobs, summaries, dry_run)
     pool = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_start_worker,
-                               initargs=(plans, counts, parsed, agent, None if answering is None else answering.channel))
+                               initargs=(plans, counts, parsed, agent, knobs, None if answering is None else answering.channel))
     stopping = True
     try:
         # forked workers start with everything this process holds; frozen, the
@@ -685,11 +751,12 @@ def _run_processes(plans, counts, parsed, agent, tasks, jobs, done, summaries=No
         raise answering.failed[0]
 
 
-def _run_remote(p: Plan, counts: ExactCounts, configs: list[tuple[int, ContextConfig]], agent: str) -> list[tuple[int, dict[str, Any]]]:
-    return _rows(p, counts, configs, agent)
+def _run_remote(p: Plan, counts: ExactCounts, configs: list[tuple[int, ContextConfig]], agent: str,
+                knobs: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    return _rows(p, counts, configs, agent, knobs=knobs)
 
 
-def _run_dask(plans, counts, parsed, agent, tasks, client, done) -> None:
+def _run_dask(plans, counts, parsed, agent, knobs, tasks, client, done) -> None:
     try:
         import distributed
     except ImportError as err:  # pragma: no cover - an install problem
@@ -706,7 +773,7 @@ def _run_dask(plans, counts, parsed, agent, tasks, client, done) -> None:
     try:
         scattered = client.scatter(plans, broadcast=False)
         shared = client.scatter(counts, broadcast=True)
-        futures = {client.submit(_run_remote, scattered[i], shared, [(j, parsed[j]) for j in js], agent, pure=False): i
+        futures = {client.submit(_run_remote, scattered[i], shared, [(j, parsed[j]) for j in js], agent, knobs, pure=False): i
                    for i, js in tasks}
         for future in distributed.as_completed(futures):
             done(futures[future], future.result())

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import convlab
-from convlab.cli import main
+from convlab.cli import build_parser, main
 from convlab.text import cells
 
 from realdata import log_files, require
@@ -111,22 +111,29 @@ def test_tune_writes_csv_and_parquet(session_log, tmp_path, capsys):
 
 
 @pytest.mark.realdata
-def test_tune_on_a_real_file_prints_the_table_and_writes_the_plot(tmp_path, capsys):
-    """tune on the real Claude Code session: the table on stdout, the count-per-call plot written."""
+def test_tune_on_a_real_file_prints_the_table_and_writes_the_plots(tmp_path, capsys):
+    """tune on the real Claude Code session: the table on stdout, the count-per-call plot written, and the
+    trade-off beside it (out-pareto.png)."""
     real = require()
     cfg = tmp_path / "cfg.toml"
     cfg.write_text(CONFIG)
     png = tmp_path / "out.png"
     argv = ["tune", str(real / "claude_code" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl.gz"), "--config", str(cfg),
-            "--plot", str(png), "--no-progress"]
+            "--plot", str(png), "--no-progress", "--width", "120"]
     assert main(argv) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert lines[0].split()[:4] == ["conversation", "config", "window", "calls"]
-    row = lines[1].split()
-    assert row[0] == "ae4a77f8-aedd-4bc1-888f-c94edc91af04" and row[2:4] == ["148431", "217"]
-    assert f"wrote {png}" in out
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    assert lines[0].split() == ["conv", "source", "cfg", "window", "calls", "read", "saved", "summ", "resets", "stale",
+                                "err95"]
+    assert lines[1].split() == ["ae4a77f8-aedd-4…8f-c94edc91af04", "…c1-888f-c94edc91af04.jsonl.gz", "0", "148431", "217",
+                                "16,337,814", "3%", "1", "0", "8", "1,291"]
+    assert lines[3:5] == ["configs ranked over 1 conversation: saved = tokens read below the same conversations replayed "
+                          "with no strategy; pareto =", "no config saves as much with as few summaries + resets"]
+    assert lines[5:7] == ["rank  config  window  saved  summaries  resets  stale  limits  calls  pareto",
+                          "   1       0  148431     3%          1       0      8       1    217  yes"]
+    assert f"wrote {png}\nwrote {tmp_path / 'out-pareto.png'}\n" in out
+    for path in (png, tmp_path / "out-pareto.png"):
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 10_000
 
 
 @pytest.mark.realdata
@@ -393,7 +400,7 @@ def test_an_empty_config_is_said(session_log, tmp_path, capsys):
     assert main(["tune", str(session_log), "--config", str(cfg), "--no-progress"]) == 0
     out, err = capsys.readouterr()
     assert err == f"convlab: {cfg} sets no window and no strategy for agent 'bot': the logs replay as they were\n"
-    assert out.splitlines()[1].split()[:2] == ["s", "0"]
+    assert out.splitlines()[1].split()[:3] == ["s", "s.jsonl", "0"]
 
 
 def test_no_progress_bar_with_no_progress_nor_outside_a_terminal(tmp_path, capsys):
@@ -470,7 +477,7 @@ def test_tune_summarizer_dry_run_then_a_run_then_nothing_to_pay(long_log, tmp_pa
     out, err = capsys.readouterr()
     assert out.startswith("summaries: 5 calls to make (") and "0 in the cache" in out and err == ""
     assert not cache.exists()
-    assert main([*long_log, "--summarizer", "echo", "--jobs", "2"]) == 0
+    assert main([*long_log, "--summarizer", "echo", "--jobs", "2", "--width", "200"]) == 0
     out, err = capsys.readouterr()
     assert "summary_tokens" in out.splitlines()[0]
     assert err.startswith("convlab: summaries: 5 calls made (") and "0 from the cache" in err
@@ -494,3 +501,202 @@ def test_tune_summarizer_flags_that_cannot_work_are_one_line(long_log, extra, me
     assert main([*long_log, *extra]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.startswith(f"convlab: {message}") and err.count("\n") == 1
+
+
+# -- tune: the trade-off (issue 15 part 3) ------------------------------------------
+
+
+class Hidden(convlab.EchoLLM):
+    """EchoLLM whose usage holds a hidden prompt: what the provider reads beyond the transcript."""
+
+    def complete(self, request):
+        reply = super().complete(request)
+        reply["usage"]["input_tokens"] += 8000
+        return reply
+
+
+@pytest.fixture
+def hidden_log(tmp_path):
+    """A session whose provider reads 8,000 hidden tokens at every call, with long questions."""
+    path = tmp_path / "hidden.jsonl"
+    s = convlab.Session(log=path, llm=Hidden())
+    for i in range(12):
+        s.submit({"type": "client.message", "agent_id": "bot", "message": {"role": "user", "content": f"question {i} " + "word " * 400}})
+    cfg = tmp_path / "summarize.toml"
+    cfg.write_text('[agent.bot.context]\nwindow = 200000\n[[agent.bot.context.strategy]]\nuse = "summarize"\nover_tokens = 100000\n')
+    return path, cfg
+
+
+def test_tune_ranks_the_configs_and_warns_when_a_threshold_sits_below_the_hidden_prompt(hidden_log, capsys):
+    """Issue 15 (3): "over_tokens=40000 fired 67 summaries in 217 calls, because the hidden prompt and tools
+    alone are ~44k tokens, and nothing says so": the CLI prints the ranking on stdout and the warning on
+    stderr (exit 0: it produced its output)."""
+    path, cfg = hidden_log
+    argv = ["tune", str(path), "--config", str(cfg), "--grid", "strategy[0].over_tokens=6000,50000", "--no-progress", "--width", "120"]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    table, ranking = out.split("\n\n")
+    assert ranking.splitlines()[2:] == [
+        "rank  config  strategy[0].over_tokens  window  saved  summaries  resets  stale  limits  calls  pareto",
+        "   1       0                     6000  200000    28%         11       0     11      11     12  yes",
+        "   2       1                    50000  200000     0%          0       0      0       0     12  yes"]
+    assert err == (
+        "convlab: 1 TuneWarning while ranking:\n"
+        "  config 0 (window=200000, strategy[0].over_tokens=6000): fires at most model calls: 11 context limits in 12 calls; "
+        "its threshold (over_tokens = 6,000) is below the hidden prompt of hidden (8,000 tokens), which the provider reads "
+        "at every call: each call after a summary passes it again (11 summaries in 12 calls there)\n")
+    assert main([*argv, "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_tune_the_hidden_prompt_given_replaces_the_logged_one(hidden_log, capsys):
+    """--overhead N: every call the log's usage does not answer reads the transcript plus N tokens."""
+    path, cfg = hidden_log
+    argv = ["tune", str(path), "--config", str(cfg), "--grid", "strategy[0].over_tokens=6000", "--no-progress", "--width", "200"]
+    assert main([*argv, "--overhead", "100"]) == 0
+    low = capsys.readouterr().out.splitlines()[1]
+    assert main([*argv, "--overhead", "20000"]) == 0
+    high = capsys.readouterr().out.splitlines()[1]
+    read = [int(line.split()[6].replace(",", "")) for line in (low, high)]
+    assert read[0] < read[1]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--summary-size", "0"], "argument --summary-size: a share of what is summarized (0 < r <= 1: 0.1, or 10%) or a whole number of tokens (2000), got '0'"),
+    (["--summary-size", "150%"], "argument --summary-size: a share of what is summarized"),
+    (["--summary-size", "big"], "argument --summary-size: a share of what is summarized"),
+    (["--overhead", "-5"], "argument --overhead: a whole number of tokens (0 or more), got '-5'"),
+    (["--overhead", "4k"], "argument --overhead: a whole number of tokens (0 or more), got '4k'"),
+    (["--width", "10"], "argument --width: must be a whole number of at least 20, got '10'"),
+])
+def test_tune_bad_knobs_are_one_line(hidden_log, extra, message, no_work, capsys):
+    path, cfg = hidden_log
+    assert main(["tune", str(path), "--config", str(cfg), *extra]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"convlab: {message}") and err.count("\n") == 1
+
+
+def test_tune_a_bigger_simulated_summary_raises_the_tokens_read(hidden_log, capsys):
+    """--summary-size RATIO|TOKENS: the stand-in's size decides every later count, so what the sweep reads."""
+    path, cfg = hidden_log
+    argv = ["tune", str(path), "--config", str(cfg), "--grid", "strategy[0].over_tokens=11000", "--no-progress", "--width", "200"]
+    read = []
+    for size in ("5%", "0.5", "3000"):
+        assert main([*argv, "--summary-size", size]) == 0
+        row = capsys.readouterr().out.splitlines()[1].split()
+        read.append(int(row[6].replace(",", "")))
+    assert read[0] < read[1] < read[2]
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("width", [80, 120])
+def test_tune_table_fits_the_width_and_keeps_the_columns_that_matter(width, capsys):
+    """Issue 15 (3): "the terminal table keeps the columns that matter (tokens read, summaries, resets, stale
+    replies, estimate error) plus the source file", fitted to the width: no line wider, ids and files told apart."""
+    real = require()
+    argv = ["tune", str(real / "claude_code"), "--grid", "window=64000,128000", "--no-progress", "--width", str(width)]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert max(map(cells, lines)) <= width
+    table = lines[:lines.index("")]
+    header = table[0].split()
+    wanted = ["conv", "source", "cfg", "window", "calls", "read", "saved", "summ", "resets", "stale", "err95"]
+    assert header == wanted
+    rows = [line.split() for line in table[1:]]
+    assert len(rows) == 12
+    ids, files = [r[0] for r in rows], [r[1] for r in rows]
+    assert len(set(ids)) == len(set(files)) == 6  # six conversations, each its id and its file, told apart
+    assert all("…" in i for i in ids) and any(f.endswith(".jsonl.gz") for f in files)
+    assert any(f.endswith("-aac57f5.jsonl") or f.endswith("c57f5.jsonl") for f in files)
+    session = [r for r in rows if r[1].endswith(".jsonl.gz")]
+    assert [r[2] for r in session] == ["0", "1"] and [r[3] for r in session] == ["64000", "128000"]
+    assert [r[wanted.index("summ")] for r in session] == ["13", "1"]
+    assert [r[wanted.index("read")] for r in session] == (["9.4M", "15.1M"] if width == 80 else ["9,419,666", "15,121,809"])
+    assert [r[wanted.index("stale")] for r in session] == ["193", "30"]
+    # the ranking follows, then what it warns about (a window the compaction sub-agent's call cannot fit in)
+    assert lines[lines.index("") + 1].startswith("configs ranked over 6 conversations: saved = tokens read below")
+    assert "TuneWarning" in err and "failed in ae4a77f8-aedd-4bc1-888f-c94edc91af04/agent-acompact-946d2b" in err
+
+
+@pytest.mark.realdata
+def test_tune_warns_on_the_real_session_where_over_tokens_40000_fires_67_summaries(tmp_path, capsys):
+    """The issue's real case through the CLI: the long Claude Code session, over_tokens=40000."""
+    real = require()
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(CONFIG)
+    argv = ["tune", str(real / CLAUDE_CODE), "--config", str(cfg), "--grid", "strategy[1].over_tokens=40000,100000",
+            "--no-progress", "--width", "100"]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "its threshold (over_tokens = 40,000) is below the hidden prompt of ae4a77f8-aedd-4bc1-888f-c94edc91af04 " \
+           "(42,465 tokens)" in err and "(67 summaries in 217 calls there)" in err
+    assert err.count("config ") == 1  # over_tokens=100000 is above it: nothing to say
+
+
+def test_tune_without_config_sweeps_the_shipped_example(session_log, tmp_path, capsys):
+    """Issue 15 (3): "convlab tune runs without --config on a shipped example grid": it says which config and
+    grid it sweeps (stderr), and the --help says so too."""
+    from convlab.cli import _example
+
+    example = _example()
+    assert example.is_file() and example.name == "tune-example.toml"
+    png = tmp_path / "sweep.png"
+    assert main(["tune", str(session_log), "--no-progress", "--width", "160", "--plot", str(png)]) == 0
+    out, err = capsys.readouterr()
+    assert err.startswith("convlab: no --config: the example ") and err.rstrip().endswith(
+        "tune-example.toml, over its grid window=64000,96000,128000,200000 x strategy[0].idle_secs=600,3600")
+    table = out.split("\n\n")[0].splitlines()
+    assert table[0].split()[:5] == ["conversation", "source", "config", "strategy[0].idle_secs", "window"]
+    assert len(table) == 1 + 8
+    assert png.stat().st_size > 5000 and (tmp_path / "sweep-pareto.png").stat().st_size > 5000  # heatmap + trade-off
+    # --grid replaces the example's grid
+    assert main(["tune", str(session_log), "--no-progress", "--grid", "window=64000"]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and len(out.split("\n\n")[0].splitlines()) == 2
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["tune", "--help"])
+    assert "Default: the example data/tune-example.toml, a reset after idle_secs, else a summary past window - 16000, " \
+           "over the grid window=64000,96000,128000,200000 x strategy[0].idle_secs=600,3600" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_configs_own_grid_table_is_swept_and_checked(session_log, tmp_path, capsys):
+    """A config's [convlab.tune.grid] is its sweep when no --grid is given; a bad one names its key."""
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(CONFIG + '\n[convlab.tune.grid]\n"strategy[1].over_tokens" = [20, 100000]\n')
+    assert main(["tune", str(session_log), "--config", str(cfg), "--no-progress"]) == 0
+    out, err = capsys.readouterr()
+    assert err == f"convlab: {cfg}, over its grid strategy[1].over_tokens=20,100000\n"
+    assert len(out.split("\n\n")[0].splitlines()) == 3
+    cfg.write_text(CONFIG + '\n[convlab.tune.grid]\nwindow = 64000\n')
+    assert main(["tune", str(session_log), "--config", str(cfg)]) == 2
+    assert capsys.readouterr().err == (f"convlab: {cfg}: convlab.tune.grid.window: must be a non-empty array of values, "
+                                       "e.g. [64000, 128000]\n")
+    cfg.write_text(CONFIG + '\n[convlab.tune.grid]\n"strategy[5].idle_secs" = [60]\n')
+    assert main(["tune", str(session_log), "--config", str(cfg)]) == 2
+    assert capsys.readouterr().err == (f"convlab: {cfg}: convlab.tune.grid: agent.bot.context.strategy[5].idle_secs: "
+                                       "the base config has 2 strategies, no strategy[5]\n")
+
+
+def test_the_example_config_is_in_the_wheel_where_the_cli_reads_it():
+    """An installed package has no data/ folder: the wheel carries the example beside the code, at the path
+    the CLI reads first (importlib.resources); a checkout reads data/ itself."""
+    import tomllib
+
+    from convlab.cli import _EXAMPLE
+
+    pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    included = pyproject["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]
+    assert included == {_EXAMPLE: f"convlab/{_EXAMPLE}"}
+    assert (Path(__file__).parents[1] / _EXAMPLE).is_file()
+    doc = tomllib.loads((Path(__file__).parents[1] / _EXAMPLE).read_text())
+    assert convlab.config_grid(doc, doc["convlab"]["tune"]["grid"])  # it loads, and its grid is one the sweep takes
+
+
+def test_the_trade_off_plot_beside_a_folder_is_an_error_before_any_work(tmp_path, no_work, capsys):
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(CONFIG)
+    (tmp_path / "out-pareto.png").mkdir()
+    assert main(["tune", "log.jsonl", "--config", str(cfg), "--plot", str(tmp_path / "out.png")]) == 2
+    assert capsys.readouterr().err == (f"convlab: --plot {tmp_path}/out.png: the trade-off goes beside it, in "
+                                       f"{tmp_path}/out-pareto.png, which is a folder\n")

@@ -167,3 +167,82 @@ def test_a_plot_shows_inline_in_a_real_kernel_without_matplotlib_inline():
     assert [o.get("text") for o in outputs if o.output_type == "stream"] == ["False\n"]
     (result,) = [o for o in outputs if o.output_type == "execute_result"]
     assert "image/png" in result.data and result.data["text/plain"].startswith("<Figure size ")
+
+
+# -- the trade-off (issue 15 part 3) ------------------------------------------------
+
+
+def compacted_conv():
+    """A log that compacted itself (a summary root) after its fourth reply."""
+    t = Tree()
+    parent = None
+    for i in range(4):
+        t.add({"id": f"u{i}", "role": "user", "content": "x" * 4000, "time": 100.0 * i}, parent)
+        t.add({"id": f"a{i}", "role": "assistant", "content": f"answer {i}", "time": 100.0 * i + 1,
+               "usage": {"input_tokens": 1000 * (i + 1), "output_tokens": 2}}, f"u{i}")
+        parent = f"a{i}"
+    t.add({"id": "sum", "role": "user", "content": "The story so far.", "kind": "summary", "replaces": "a3", "time": 401.0}, None)
+    parent = "sum"
+    for i in range(4, 7):
+        t.add({"id": f"u{i}", "role": "user", "content": "y" * 4000, "time": 100.0 * i}, parent)
+        t.add({"id": f"a{i}", "role": "assistant", "content": f"answer {i}", "time": 100.0 * i + 1,
+               "usage": {"input_tokens": 500 * (i - 2), "output_tokens": 2}}, f"u{i}")
+        parent = f"a{i}"
+    t.head = parent
+    return Conversation(t, id="c")
+
+
+def test_count_per_call_marks_where_the_log_compacted(tmp_path):
+    """Issue 15 (3): "the count-per-call plot marks where the log itself compacted": a vertical line just
+    before the first call that reads the compacted history, in the legend and labelled on the plot."""
+    r = replay(compacted_conv())
+    assert [c["call"] for c in r.compactions] == [5]
+    ax = plots.count_per_call(r).axes[0]
+    (mark,) = [line for line in ax.get_lines() if line.get_label().startswith("the log compacted")]
+    assert list(mark.get_xdata()) == [4.5, 4.5] and mark.get_label() == "the log compacted: before call 5"
+    assert "the log compacted: before call 5" in [t.get_text() for t in ax.get_legend().get_texts()]
+    assert [t.get_text() for t in ax.texts] == ["log compacted"] and ax.texts[0].xy[0] == 4.5
+    assert _inside(ax.figure)
+    # no compaction in the log: no mark
+    plain = plots.count_per_call(replay(conv()))
+    assert not any(line.get_label().startswith("the log compacted") for line in plain.axes[0].get_lines())
+    assert len(plain.axes[0].texts) == 0
+
+
+def test_sweep_pareto_marks_and_labels_the_configs_nothing_beats(tmp_path):
+    """Issue 15 (3): "a Pareto plot (tokens saved vs summaries) beside the heatmap": every config a point,
+    the non-dominated ones marked, joined and labelled; configs with the same figures share a label."""
+    ranked = pd.DataFrame({
+        "config": [0, 1, 2, 3, 4], "strategy[1].over_tokens": [3000, 6000, 9000, 12000, 50000],
+        "window": [200000] * 5, "summaries": [40, 12, 12, 30, 0], "resets": [0, 1, 3, 0, 0],
+        "saved": [0.52, 0.40, 0.40, 0.31, 0.0], "pareto": [True, True, False, False, True]})
+    fig = plots.sweep_pareto(ranked)
+    ax = fig.axes[0]
+    grey, red = ax.collections
+    assert sorted(map(tuple, red.get_offsets())) == [(0, 0.0), (13, 40.0), (40, 52.0)]
+    assert sorted(map(tuple, grey.get_offsets())) == [(15, 40.0), (30, 31.0)]
+    assert sorted(t.get_text() for t in ax.texts) == [
+        "config 0 (window=200000, over_tokens=3000)", "config 1 (window=200000, over_tokens=6000)",
+        "config 4 (window=200000, over_tokens=50000)"]
+    front = [line for line in ax.get_lines() if line.get_drawstyle() == "steps-post"]
+    assert len(front) == 1 and list(front[0].get_xdata()) == [0, 13, 40]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "the baseline: no strategy", "other configs: 2", "Pareto configs: 3"]
+    assert ax.get_xlabel().startswith("summaries + resets") and ax.get_ylabel().startswith("tokens read, saved")
+    assert _inside(fig)
+    fig.savefig(tmp_path / "pareto.png")
+    assert (tmp_path / "pareto.png").stat().st_size > 10_000
+
+
+def test_sweep_pareto_of_a_tune_frame_ranks_it_and_shares_labels():
+    """Given the tune frame, the plot ranks it; configs that made the same figures share one point's label."""
+    import convlab
+
+    c = conv(12)
+    df = convlab.tune([c], CONFIG, grid={"window": [20000, 24000, 200000]}, progress=False)
+    ranked = convlab.rank(df)
+    ax = plots.sweep_pareto(df).axes[0]
+    assert len(ax.texts) == len(ranked[ranked["pareto"]].drop_duplicates(["summaries", "resets", "saved"]))
+    assert any(t.get_text() == "config 2 (window=200000)" for t in ax.texts)
+    with pytest.raises(KeyError, match="sweep_pareto takes what convlab.rank returns"):
+        plots.sweep_pareto(pd.DataFrame({"pareto": [True]}))

@@ -122,6 +122,30 @@ def test_summary_root_is_replayed_as_context_replace():
     assert node["replaces"] == r.map["a1"]
     assert [ev["type"] for ev in s.events].count("context.replaced") == 1
     assert r.stale == []  # the log's own compaction is logged history
+    # where it happened, for the count-per-call plot: before the second model call
+    assert r.compactions == [{"id": r.map["sum"], "call": 2}]
+
+
+def test_a_fork_knows_where_the_log_compacted():
+    """Replay.compactions of a replay forked after the log's compaction equals that of a replay from the start."""
+    from convlab.replaying import Replayer
+
+    rows = [
+        ("u1", None, "user", "long work " * 50, {"time": 0.0}),
+        ("a1", "u1", "assistant", "done part 1", {"time": 1.0, "usage": usage(900)}),
+        ("sum", None, "user", "This session is being continued: part 1 done.", {"time": 2.0, "kind": "summary", "replaces": "a1"}),
+        ("u2", "sum", "user", "go on " * 300, {"time": 3.0}),
+        ("a2", "u2", "assistant", "part 2", {"time": 4.0, "usage": usage(1000)}),
+        ("u3", "a2", "user", "more " * 300, {"time": 5.0}),
+        ("a3", "u3", "assistant", "part 3", {"time": 6.0, "usage": usage(1400)}),
+    ]
+    p = plan(conv(rows))
+    config = "[agent.bot.context]\n[[agent.bot.context.strategy]]\nuse = 'summarize'\nover_tokens = 1200\n"
+    whole = Replayer(p, config).run().result()
+    base = Replayer(p).run()
+    forked = base.fork(3, config).run(3).result()
+    assert whole.limits and whole.limits[0]["call"] == 3  # it fired after the compaction
+    assert forked.compactions == whole.compactions == base.result().compactions == [{"id": whole.map["sum"], "call": 2}]
 
 
 def test_ids_that_look_like_engine_ids_are_mapped_not_reused():
@@ -355,6 +379,9 @@ def test_the_real_claude_code_compaction_is_replayed_as_a_summary():
     replayed = r.session.tree.nodes[r.map[summaries[0]]]
     assert replayed["kind"] == "summary" and replayed["replaces"] == r.map[c.tree.nodes[summaries[0]]["replaces"]]
     assert_same_tree(c, r)
+    # call 139 is the first to read the compacted history: the count drops there (notebook 03)
+    assert r.compactions == [{"id": r.map[summaries[0]], "call": 139}]
+    assert r.calls[137]["count"] > 140_000 > 10_000 > r.calls[138]["count"]
 
 
 def test_replay_of_the_list_read_returns_says_what_to_pass():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import pandas as pd
 import pytest
@@ -76,7 +77,7 @@ def expected(c, config):
 
 def test_one_row_per_conversation_and_config_matching_plain_replays():
     df = tune(CONVS, BASE, grid=AXES, progress=False)
-    assert list(df.columns) == ["conversation", "config", *AXES, *[c for c in COLUMNS]]
+    assert list(df.columns) == ["conversation", "source", "config", *AXES, *[c for c in COLUMNS]]
     assert len(df) == len(CONVS) * 6
     assert list(df["conversation"]) == [c.id for c in CONVS for _ in range(6)]
     docs = config_grid(BASE, AXES)
@@ -84,6 +85,9 @@ def test_one_row_per_conversation_and_config_matching_plain_replays():
         c = next(x for x in CONVS if x.id == row["conversation"])
         want = expected(c, docs[row["config"]])
         assert {k: row[k] for k in want} == want, (row["conversation"], row["config"])
+        # every row carries its conversation's baseline: the same conversation replayed with no strategy
+        assert row["baseline_tokens_read"] == expected(c, None)["tokens_read"]
+        assert row["threshold"] == min(row["strategy[1].over_tokens"], 200000 - 16000)
     # the sweep really varies: summaries fire at the low over_tokens, idle resets at the short idle_secs
     assert df["summaries"].max() > 0 and df["resets"].max() > 0 and df["summaries"].min() == 0
     assert (df["err_usage_p95"].dropna() >= 0).all()
@@ -102,13 +106,18 @@ def parsed(docs):
     return [(j, coerce(d, "bot")) for j, d in enumerate(docs)]
 
 
-def test_shared_replays_equal_replaying_every_config():
+#: The cost model's knobs, as tests sweep them: the defaults, then each set.
+KNOBS = [{}, {"summary_size": 0.5}, {"summary_size": 300}, {"overhead": 2500}, {"summary_size": 0.05, "overhead": 0}]
+
+
+@pytest.mark.parametrize("knobs", KNOBS, ids=str)
+def test_shared_replays_equal_replaying_every_config(knobs):
     counts = ExactCounts()
     configs = parsed(config_grid(BASE, AXES))
-    for c in CONVS:
+    for c in CONVS + HIDDEN_CONVS:
         p = plan(c)
         counts.prime(p.texts())
-        shared, each = _rows(p, counts, configs, "bot"), _rows(p, counts, configs, "bot", share=False)
+        shared, each = _rows(p, counts, configs, "bot", knobs=knobs), _rows(p, counts, configs, "bot", share=False, knobs=knobs)
         assert _clean(shared) == _clean(each)
 
 
@@ -119,8 +128,8 @@ def _clean(rows):
 HIDDEN = 1000
 
 
-def hidden_prompt_conv(cid, n_turns, chars=4000, gap=60.0):
-    """Like ``conv``, but each logged usage is the exact count of the transcript plus HIDDEN hidden tokens."""
+def hidden_prompt_conv(cid, n_turns, chars=4000, gap=60.0, hidden=HIDDEN):
+    """Like ``conv``, but each logged usage is the exact count of the transcript plus ``hidden`` hidden tokens."""
     from convlab.tokens import count_tokens
 
     t = Tree()
@@ -130,7 +139,7 @@ def hidden_prompt_conv(cid, n_turns, chars=4000, gap=60.0):
         read += count_tokens(question)
         t.add({"id": f"{cid}u{i}", "role": "user", "content": question, "time": time}, parent)
         t.add({"id": f"{cid}a{i}", "role": "assistant", "content": answer, "time": time + 1,
-               "usage": {"input_tokens": read + HIDDEN, "output_tokens": 3}}, f"{cid}u{i}")
+               "usage": {"input_tokens": read + hidden, "output_tokens": 3}}, f"{cid}u{i}")
         read += count_tokens(answer)
         parent, time = f"{cid}a{i}", time + gap * (i + 1)
     t.head = parent
@@ -205,6 +214,102 @@ def test_shared_replays_equal_replaying_every_config_on_the_real_session():
     shared = _rows(p, counts, configs, "bot")
     assert _clean(shared) == _clean(_rows(p, counts, configs, "bot", share=False))
     assert shared[1][1]["first_limit_call"] == 131
+
+
+# -- the trade-off (issue 15 part 3) -------------------------------------------
+
+
+def test_the_frame_names_each_rows_file_its_baseline_and_hidden_overhead():
+    """Issue 15 (3): "there is no source-file column"; the ranking needs each conversation's baseline (the
+    same conversation replayed with no strategy) and hidden overhead, as columns of the frame."""
+    c = hidden_prompt_conv("h", 6)
+    c.source = "logs/h.jsonl"
+    df = tune([c, Conversation(_no_usage(CONVS[0]), id="plain")], BASE, grid={"strategy[1].over_tokens": [3000, 100000]},
+              progress=False)
+    assert list(df["source"][:2]) == ["logs/h.jsonl"] * 2 and df["source"][2:].isna().all()
+    assert list(df["overhead"]) == [HIDDEN] * 2 + [0] * 2  # a log with no usage shows no hidden prompt
+    base = replay(c)
+    assert (df["baseline_tokens_read"][:2] == sum(x["read"] for x in base.calls)).all()
+    assert list(df["threshold"]) == [3000, 100000] * 2
+    fired = df.iloc[0]
+    assert fired["summaries"] > 0 and fired["tokens_read"] != fired["baseline_tokens_read"]
+    assert df.iloc[1]["tokens_read"] == df.iloc[1]["baseline_tokens_read"]  # nothing fired: the baseline itself
+    assert df["saved"].tolist() == pytest.approx((1 - df["tokens_read"] / df["baseline_tokens_read"]).tolist())
+    assert df["saved"].iloc[0] < 0 and df["saved"].iloc[1] == 0  # its summaries read more than they saved
+    # a threshold by the window, and none without a size rule
+    assert list(tune([c], [BASE, BASE.replace('use = "summarize"\nover_tokens = 100000', 'use = "summarize"'),
+                         BASE.replace("window = 200000", "")], progress=False)["threshold"].astype(object)) == [100000, 184000, 100000]
+    idle_only = '[agent.bot.context]\n[[agent.bot.context.strategy]]\nuse = "reset"\nidle_secs = 60\n'
+    assert tune([c], idle_only, progress=False)["threshold"].isna().all()
+
+
+# -- the cost model's knobs ------------------------------------------------------
+
+
+def test_a_bigger_simulated_summary_raises_every_later_count():
+    """Issue 15 (3): "The simulated summary's size cannot be set, and it decides every later count"."""
+    c = hidden_prompt_conv("s", 16)
+    config = BASE.replace("over_tokens = 100000", "over_tokens = 6000")
+    small, big = (replay(c, config, summary_size=size) for size in (0.05, 0.5))
+    first = small.limits[0]
+    assert first["call"] == big.limits[0]["call"] == 9 and first["strategy"] == "summarize" and first["replaced"]
+    # what it summarized was the same; the summary 10 times longer, and every count after it higher
+    assert big.limits[0]["summary_tokens"] == pytest.approx(10 * first["summary_tokens"], rel=0.02)
+    again = big.limits[1]["call"]
+    assert all(b["count"] > a["count"] for a, b in zip(small.calls[8:again - 1], big.calls[8:again - 1]))
+    assert (len(small.limits), len(big.limits)) == (1, 2)  # so the bigger one summarizes again sooner
+    as_tokens = replay(c, config, summary_size=1234)
+    assert {x["summary_tokens"] for x in as_tokens.limits if "summary_tokens" in x} == {1234}
+    df = tune([c], config, progress=False, summary_size=0.5)
+    assert df["summary_tokens_max"].iloc[0] == max(x["summary_tokens"] for x in big.limits)
+    assert df["summaries"].iloc[0] == 2
+
+
+def test_a_given_overhead_replaces_the_logged_one():
+    """Issue 15 (3): "the hidden prompt overhead taken from the log or given": every call the log's usage does
+    not answer reads the transcript plus the overhead given; calls the log answers keep its usage."""
+    c = hidden_prompt_conv("o", 10)
+    reset = BASE.replace("idle_secs = 3600", "idle_secs = 100")
+    logged, given = replay(c, reset), replay(c, reset, overhead=7777)
+    assert [x["applies"] for x in logged.calls] == [x["applies"] for x in given.calls]
+    assert any(not x["applies"] for x in given.calls) and any(x["applies"] for x in given.calls)
+    for a, b in zip(logged.calls, given.calls):
+        if b["applies"]:
+            assert b["read"] == a["read"] == b["logged"] and b["overhead"] == HIDDEN  # the log's own usage
+        else:
+            assert (a["read"], b["read"]) == (a["exact"] + HIDDEN, b["exact"] + 7777)
+            assert b["overhead"] == 7777
+    # a log with no usage at all: every call reads the transcript plus the overhead given
+    plain = replay(Conversation(_no_usage(CONVS[0]), id="plain"), overhead=500)
+    assert [x["read"] for x in plain.calls] == [x["exact"] + 500 for x in plain.calls]
+    df = tune([c], [BASE, reset], progress=False, overhead=7777)
+    assert (df["overhead"] == 7777).all()
+    assert df["tokens_read"].iloc[1] > tune([c], reset, progress=False)["tokens_read"].iloc[0]
+
+
+def _no_usage(c):
+    t = Tree()
+    for _, a in sorted(c.tree.nodes(data=True), key=lambda x: x[1]["seq"]):
+        t.add({k: a[k] for k in ("id", "role", "content", "time")}, a["parent"])
+    t.head = c.head
+    return t
+
+
+@pytest.mark.parametrize("knobs, message", [
+    ({"summary_size": 0}, "summary_size as tokens must be at least 1, got 0"),
+    ({"summary_size": 1.5}, "summary_size as a ratio must be more than 0 and at most 1, got 1.5"),
+    ({"summary_size": 2000.0}, r"\(for 2000 tokens, give the whole number 2000\)"),
+    ({"summary_size": "10%"}, "summary_size must be a ratio"),
+    ({"overhead": -1}, "overhead must be a whole number of tokens"),
+    ({"overhead": 1.5}, "overhead must be a whole number of tokens"),
+])
+def test_bad_knobs_say_what_to_pass_before_any_work(knobs, message, monkeypatch):
+    monkeypatch.setattr(convlab.tuning, "plan", lambda c: pytest.fail("work started"))
+    with pytest.raises(ValueError, match=message):
+        tune(CONVS, BASE, progress=False, **knobs)
+    monkeypatch.setattr(replay_module, "count_batch", lambda *a: pytest.fail("work started"))
+    with pytest.raises(ValueError, match=message):
+        replay(CONVS[0], BASE, **knobs)
 
 
 def test_each_distinct_message_is_tokenized_once_per_sweep(monkeypatch):
@@ -293,6 +398,11 @@ def test_worker_processes_give_the_frame_one_process_gives(tmp_path, monkeypatch
     one = tune(CONVS[1], BASE, grid=AXES, progress=False, jobs=2)
     pd.testing.assert_frame_equal(one, serial[serial["conversation"] == "c2"].reset_index(drop=True))
     assert len({p.name for p in tmp_path.iterdir()}) == 2
+    # the cost model's knobs reach the workers: the same frame, and not the default's
+    for knobs in KNOBS[1:]:
+        here = tune(CONVS + HIDDEN_CONVS, BASE, grid=AXES, progress=False, jobs=1, **knobs)
+        pd.testing.assert_frame_equal(tune(CONVS + HIDDEN_CONVS, BASE, grid=AXES, progress=False, jobs=2, **knobs), here)
+        assert not here.equals(tune(CONVS + HIDDEN_CONVS, BASE, grid=AXES, progress=False, jobs=1)), knobs
 
 
 def test_bad_jobs_and_chunk_say_what_to_pass():
@@ -316,6 +426,12 @@ def test_dask_equals_local_row_for_row_and_workers_ran_the_tasks():
             workers = set(cluster.scheduler.workers)
     pd.testing.assert_frame_equal(remote, local)
     pd.testing.assert_frame_equal(remote, tune(CONVS, BASE, grid=AXES, progress=False, jobs=1))
+    knobs = {"summary_size": 0.5, "overhead": 2500}
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            remote = tune(CONVS, BASE, grid=AXES, progress=False, scheduler="dask", client=client, chunk=2, **knobs)
+    pd.testing.assert_frame_equal(remote, tune(CONVS, BASE, grid=AXES, progress=False, jobs=1, **knobs))
+    assert not remote.equals(local)
     ran = [t for t in stream.data if t["key"].startswith("_run_remote")]
     assert len(ran) == len(CONVS) * 3  # 6 configs in chunks of 2, per conversation
     assert {t["worker"] for t in ran} <= workers and len({t["worker"] for t in ran}) >= 1

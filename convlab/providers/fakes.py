@@ -10,10 +10,10 @@ import copy
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ..errors import ProviderError
-from ..tokens import content_text, count_tokens
+from ..tokens import content_text, count_tokens, get_encoding
 from ..tree import input_tokens
 
-__all__ = ["EchoLLM", "ScriptedLLM", "ReplayLLM", "ProviderError", "chunks"]
+__all__ = ["EchoLLM", "ScriptedLLM", "ReplayLLM", "ProviderError", "chunks", "stand_in"]
 
 
 def chunks(text: str, n: int = 3) -> list[str]:
@@ -33,6 +33,80 @@ def chunks(text: str, n: int = 3) -> list[str]:
     size = max(1, -(-len(words) // n))
     pieces = [" ".join(words[i:i + size]) for i in range(0, len(words), size)]
     return [p + " " for p in pieces[:-1]] + pieces[-1:]
+
+
+def _summarized(messages: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """What a summary call summarizes: every message before its prompt (the last one)."""
+    return messages[:-1] if len(messages) > 1 else messages
+
+
+def stand_in(messages: list[Mapping[str, Any]], tokens: int | None = None) -> str:
+    """A deterministic summary of what a summary call read (its last message is the
+    prompt): what ``EchoLLM`` and ``ReplayLLM`` write instead of a model's summary.
+
+    Without ``tokens``: a count of the messages, then one line per message with
+    its role and first eight words (about 10 to 15 tokens a message). With
+    ``tokens``: that many o200k_base tokens (give or take one where the text is
+    cut), the same opening line and then the messages' own text from the oldest
+    on, repeated if it runs short, so the text reads like the log (code counts
+    more tokens per character than prose).
+
+    >>> msgs = [{"role": "user", "content": "one two three four five six seven eight nine"},
+    ...         {"role": "user", "content": "Summarize."}]
+    >>> print(stand_in(msgs))
+    Summary of 1 messages.
+    user: one two three four five six seven eight ...
+    >>> text = stand_in(msgs, tokens=40); count_tokens(text), text[:38]
+    (40, 'Summary of 1 messages.\\nuser: one two t')
+    """
+    body = _summarized(messages)
+    head = f"Summary of {len(body)} messages.\n"
+    if tokens is None:
+        lines = []
+        for m in body:
+            words = content_text(m.get("content")).split()
+            lines.append(f"{m.get('role', '?')}: {' '.join(words[:8])}{' ...' if len(words) > 8 else ''}")
+        return head + "\n".join(lines)
+    enc = get_encoding("o200k_base")
+    head_ids = enc.encode_ordinary(head)
+    need = tokens - len(head_ids)
+    if need <= 0:
+        return enc.decode(head_ids[:tokens])
+    text = "\n".join(f"{m.get('role', '?')}: {content_text(m.get('content'))}" for m in body)
+    ids = enc.encode_ordinary(text[: 8 * need + 64])  # a prefix holds the tokens needed (at least 1 char a token)
+    if len(ids) < need and len(text) > 8 * need + 64:  # pragma: no cover - text of more than 8 chars a token
+        ids = enc.encode_ordinary(text)
+    if not ids:
+        ids = enc.encode_ordinary("summary")
+    if len(ids) < need:  # a summary longer than what it summarizes: the text again, on a new line
+        ids = (ids + enc.encode_ordinary("\n")) * -(-need // (len(ids) + 1))
+    return head + enc.decode(ids[:need])
+
+
+def _size(value: Any) -> Any:
+    """``summary_size`` checked: None, a ratio in (0, 1], or a whole number of tokens."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"summary_size must be a ratio of what a summary summarizes (a float, 0 < r <= 1), "
+                         f"a whole number of tokens, or None (the stand-in's own lines), got {value!r}")
+    if isinstance(value, int):
+        if value < 1:
+            raise ValueError(f"summary_size as tokens must be at least 1, got {value!r}")
+        return value
+    if not 0 < value <= 1:
+        raise ValueError(f"summary_size as a ratio must be more than 0 and at most 1, got {value!r}"
+                         + (f" (for {int(value)} tokens, give the whole number {int(value)})" if value > 1 and value.is_integer() else ""))
+    return float(value)
+
+
+def _overhead(value: Any) -> Any:
+    """``overhead`` checked: None (measured from the log) or a whole number of tokens, 0 or more."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"overhead must be a whole number of tokens (0 or more), or None to measure it from the log, got {value!r}")
+    return value
 
 
 class _Streams:
@@ -94,21 +168,11 @@ class EchoLLM(_Streams):
             raise ProviderError("too_long", f"{read} tokens is more than the window of {self.window}")
         self.calls += 1
         if request.get("summary"):
-            content = self._summary(messages)
+            content = stand_in(messages)
         else:
             text = _last_text(messages)
             content = f"echo: {text}" if text else "echo"
         return {"content": content, "usage": {"input_tokens": read, "output_tokens": count_tokens(content)}}
-
-    @staticmethod
-    def _summary(messages: list[Mapping[str, Any]]) -> str:
-        # the prompt is the last message; summarize what precedes it
-        body = messages[:-1] if len(messages) > 1 else messages
-        lines = []
-        for m in body:
-            words = content_text(m.get("content")).split()
-            lines.append(f"{m.get('role', '?')}: {' '.join(words[:8])}{' ...' if len(words) > 8 else ''}")
-        return f"Summary of {len(body)} messages.\n" + "\n".join(lines)
 
 
 class ScriptedLLM(_Streams):
@@ -175,16 +239,26 @@ class ReplayLLM:
       it. The overhead carried past a rewrite still holds the tokenizer's
       surplus on the history the rewrite shortened, so the usage of a stale
       reply leans high rather than low.
+    - ``overhead`` (a whole number of tokens) is the hidden overhead given
+      instead: every call the log's usage does not answer reads ``exact +
+      overhead`` (a log with no usage at all: every call). A call whose
+      logged usage applies still reads the logged input, and its ``overhead``
+      in ``seen`` is still the one observed. Default None: measured from the
+      log, as above.
     - ``window``: refuse (``too_long``) a call that reads more, by that same
       measure (the logged input, or the exact count plus the overhead).
     - ``time`` with ``clock`` (a callable giving the session's clock): the
       call's ``latency`` brings the clock to the reply's logged time (never
       back).
-    - Summary calls get a deterministic summary of what they read, as
-      ``EchoLLM`` writes it: a log holds no reply for a summary it never
-      asked for. Their usage is the exact count of what they read, no
-      overhead: a summary call carries its strategy's prompt, not the
-      agent's hidden one.
+    - Summary calls get a deterministic stand-in for a summary of what they
+      read (``stand_in``): a log holds no reply for a summary it never asked
+      for. Its size is ``summary_size``: None (default) for the stand-in's
+      own lines (one short line per message summarized, about 10 to 15
+      tokens each, as ``EchoLLM`` writes it), a ratio (a float, 0 < r <= 1)
+      of the exact tokens it summarizes, or a whole number of tokens. What
+      every later call reads starts from it, so it decides every later count.
+      Their usage is the exact count of what they read, no overhead: a
+      summary call carries its strategy's prompt, not the agent's hidden one.
     - ``count``: how to count messages exactly (default ``count_tokens``).
 
     ``used`` lists the ids of the replies given out, ``stale`` those given
@@ -202,6 +276,12 @@ class ReplayLLM:
     {'content': 'hi again', 'usage': {'input_tokens': 42, 'output_tokens': 2}}
     >>> [(x["exact"], x["overhead"], x["read"]) for x in llm.seen], llm.stale
     ([(1, 39, 40), (3, 39, 42)], ['a2'])
+    >>> given = ReplayLLM([{"id": "a1", "content": "hi"}], overhead=500, summary_size=0.5)
+    >>> given.complete({"messages": [{"role": "user", "content": "hello world"}]})["usage"]
+    {'input_tokens': 502, 'output_tokens': 1}
+    >>> history = [{"role": "user", "content": "word " * 400}, {"role": "user", "content": "Summarize."}]
+    >>> count_tokens(given.complete({"messages": history, "summary": True})["content"])  # half of 400
+    200
     """
 
     def __init__(
@@ -212,9 +292,13 @@ class ReplayLLM:
         clock: Callable[[], float] | None = None,
         applies: Callable[[Mapping[str, Any]], bool] | None = None,
         count: Callable[[list], int] | None = None,
+        summary_size: int | float | None = None,
+        overhead: int | None = None,
     ):
         if window is not None and (not isinstance(window, int) or window <= 0):
             raise ValueError(f"window must be a positive integer, got {window!r}")
+        self.summary_size = _size(summary_size)
+        self.overhead = _overhead(overhead)
         self.replies = _checked(replies)
         self.window = window
         self.latency = 0.0
@@ -230,6 +314,18 @@ class ReplayLLM:
     def __repr__(self) -> str:
         return f"ReplayLLM({len(self.used)}/{len(self.replies)} replies used)"
 
+    def _carried(self) -> int:
+        """The hidden overhead of a call the log's usage does not answer."""
+        if self.overhead is not None:
+            return self.overhead
+        return self.seen[-1]["overhead"] if self.seen else 0
+
+    def _stand_in(self, messages: list[Mapping[str, Any]]) -> str:
+        size = self.summary_size
+        if isinstance(size, float):
+            size = max(1, round(size * self.count(_summarized(messages))))
+        return stand_in(messages, size)
+
     def _latency_to(self, time: Any) -> float:
         if self.clock is None or not isinstance(time, (int, float)):
             return 0.0
@@ -244,7 +340,7 @@ class ReplayLLM:
             self.summaries.append({"read": read, "refused": refused})
             if refused:
                 raise ProviderError("too_long", f"{read} tokens is more than the window of {self.window}")
-            content = EchoLLM._summary(messages)
+            content = self._stand_in(messages)
             return {"content": content, "usage": {"input_tokens": read, "output_tokens": self.count([{"content": content}])}}
         n = len(self.used)
         if n >= len(self.replies):
@@ -257,7 +353,7 @@ class ReplayLLM:
             overhead = max(0, logged - exact)
             read = logged
         else:
-            overhead = self.seen[-1]["overhead"] if self.seen else 0
+            overhead = self._carried()
             read = exact + overhead
         seen = {"reply": reply.get("id"), "applies": applies, "read": read, "exact": exact, "overhead": overhead,
                 "logged": logged, "refused": False}

@@ -1,0 +1,225 @@
+"""The trade-off of a sweep: its configs ranked over every conversation, and what misleads.
+
+A sweep's frame (``convlab.tune``) has a row per (conversation, config). What
+a person decides on is a config, so ``rank`` sums each config over the
+conversations and sets what it saves (the tokens it did not read, against
+the same conversations replayed with no strategy) against what it costs
+(summaries and resets that rewrote the history, logged replies that no
+longer apply). The smallest window always reads the least, so no single
+column ranks: the configs that nothing beats on both (the Pareto configs)
+come first.
+
+Some figures mislead, and saying so is the point: a config whose threshold
+sits below the hidden prompt the provider reads at every call summarizes
+again right after each summary, whatever the conversation says; a config
+that makes turns fail reads nothing for them. ``rank`` names each such
+config in a ``TuneWarning``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, Mapping, Sequence
+
+from .context import MARGIN
+from .errors import TuneWarning
+from .tables import plain
+
+__all__ = ["rank", "RANK_COLUMNS", "grid_keys", "config_label", "short_keys"]
+
+#: The columns of ``rank``'s frame (after ``config`` and the grid keys).
+RANK_COLUMNS = (
+    "window",
+    "strategies",
+    "threshold",
+    "conversations",
+    "calls",
+    "limits",
+    "summaries",
+    "resets",
+    "stale",
+    "failed_turns",
+    "tokens_read",
+    "baseline_tokens_read",
+    "saved",
+    "pareto",
+    "warning",
+)
+
+_SUMMED = ("calls", "limits", "summaries", "resets", "stale", "failed_turns", "tokens_read", "baseline_tokens_read")
+
+
+def grid_keys(df: Any) -> list[str]:
+    """The grid keys of a tune frame: its columns between ``config`` and ``window``.
+
+    >>> import pandas as pd
+    >>> from convlab.tuning import COLUMNS
+    >>> grid_keys(pd.DataFrame(columns=["conversation", "source", "config", "strategy[0].idle_secs", *COLUMNS]))
+    ['strategy[0].idle_secs']
+    """
+    columns = list(df.columns)
+    for name in ("config", "window"):
+        if name not in columns:
+            raise KeyError(f"not a frame of convlab.tune: it has no column {name!r}")
+    return columns[columns.index("config") + 1:columns.index("window")]
+
+
+def config_label(row: Any, keys: Sequence[str], names: Mapping[str, str] | None = None) -> str:
+    """A config as a person names it: its index, its window and its grid keys' values
+    (each key as ``names`` shows it, e.g. ``short_keys(keys)``).
+
+    >>> row = {"config": 3, "window": 64000, "strategy[0].idle_secs": 600}
+    >>> config_label(row, ["strategy[0].idle_secs"]), config_label(row, ["strategy[0].idle_secs"], short_keys(["strategy[0].idle_secs"]))
+    ('config 3 (window=64000, strategy[0].idle_secs=600)', 'config 3 (window=64000, idle_secs=600)')
+    """
+    import pandas as pd
+
+    names = names or {}
+    shown = ([] if "window" in keys or "window" not in row or pd.isna(row["window"]) else ["window"]) + list(keys)
+    values = ", ".join(f"{names.get(k, k)}={plain(row[k])}" for k in shown)
+    return f"config {int(row['config'])}" + (f" ({values})" if values else "")
+
+
+def short_keys(keys: Sequence[str]) -> dict[str, str]:
+    """Grid keys in few characters, still apart: the key's last part, with the strategy's
+    index where two strategies share it.
+
+    >>> short_keys(["window", "strategy[0].idle_secs", "strategy[0].over_tokens", "strategy[1].over_tokens"])
+    {'window': 'window', 'strategy[0].idle_secs': 'idle_secs', 'strategy[0].over_tokens': '[0].over_tokens', 'strategy[1].over_tokens': '[1].over_tokens'}
+    """
+    last = {k: k.rsplit(".", 1)[-1] for k in keys}
+    taken = list(last.values())
+    return {k: (name if taken.count(name) == 1 else k.removeprefix("strategy")) for k, name in last.items()}
+
+
+def rank(df: Any):
+    """The configs of a sweep ranked by what they save against what they cost, over every conversation.
+
+    ``df`` is what ``convlab.tune`` returns (or that frame read back from its
+    CSV). One row per config, the best first (index ``rank``, from 1):
+    ``config`` and the grid keys, ``window``, ``strategies`` and
+    ``threshold`` as in the tune frame; ``conversations``; summed over them,
+    ``calls``, ``limits`` (context.limit decisions, every reason),
+    ``summaries``, ``resets``, ``stale`` (logged replies that no longer
+    apply), ``failed_turns``, ``tokens_read`` and ``baseline_tokens_read``
+    (the same conversations replayed with no strategy); ``saved``, the share
+    of the baseline's tokens the config did not read, ``1 - tokens_read /
+    baseline_tokens_read`` (negative when its summary calls read more than
+    it saved); ``pareto``, True when no other config saves at least as much
+    with at most as many summaries and resets (and does better on one of
+    the two); ``warning``, why its figures mislead ("" when nothing does).
+
+    The order: the Pareto configs first, then the others, each by ``saved``
+    (most first), then fewer summaries and resets, fewer stale replies, and
+    the config's index. The smallest window always reads the least, so
+    ``saved`` alone does not rank: read it against ``summaries``, ``resets``
+    and ``stale`` (``convlab.plots.sweep_pareto`` draws it).
+
+    A ``TuneWarning`` for each config that
+
+    - fires at most model calls: more context limits than half its calls;
+    - or, in a conversation where it fired on size (``limits_full``), has a
+      ``threshold`` (its ``over_tokens``, or ``window - 16000``) below the
+      conversation's hidden ``overhead``: the system prompt and tool
+      definitions the provider reads at every call, which no log line
+      holds. Right after a summary the count is small, but the next call's
+      usage holds the whole overhead, so the count passes the threshold
+      again and again: the config summarizes at nearly every other call,
+      whatever the conversation says;
+    - or failed turns (a call the provider refused as too long, and nothing
+      made room): a failed turn's calls read nothing, so ``saved`` counts
+      them as saved.
+
+    >>> import warnings
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"conversation": ["c"] * 3, "source": ["c.jsonl"] * 3, "config": [0, 1, 2],
+    ...                    "window": [64000, 128000, 200000], "strategies": ["summarize"] * 3,
+    ...                    "threshold": [20000, 112000, 184000], "calls": [200] * 3, "limits_full": [120, 2, 0],
+    ...                    "limits_idle": [0] * 3, "limits_overflow": [0] * 3, "summaries": [120, 2, 0], "resets": [0] * 3,
+    ...                    "stale": [190, 40, 0], "tokens_read": [4e6, 7.5e6, 10e6], "baseline_tokens_read": [10e6] * 3,
+    ...                    "failed_turns": [0] * 3, "overhead": [30000] * 3})
+    >>> with warnings.catch_warnings(record=True) as said:
+    ...     warnings.simplefilter("always")
+    ...     ranked = rank(df)
+    >>> ranked[["config", "saved", "summaries", "pareto"]].values.tolist()
+    [[0, 0.6, 120, True], [1, 0.25, 2, True], [2, 0.0, 0, True]]
+    >>> print(said[0].message)
+    config 0 (window=64000): fires at most model calls: 120 context limits in 200 calls; its threshold (over_tokens = 20,000) is below the hidden prompt of c (30,000 tokens), which the provider reads at every call: each call after a summary passes it again (120 summaries in 200 calls there)
+    """
+    import pandas as pd
+
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"rank takes the frame convlab.tune returns, got {type(df).__name__}"
+                        + (" (a dry run's cost: run the sweep without dry_run)" if hasattr(df, "estimated") else ""))
+    needed = ("conversation", "config", "window", "strategies", "threshold", "calls", "limits_full", "limits_idle", "limits_overflow",
+              "summaries", "resets", "stale", "failed_turns", "tokens_read", "baseline_tokens_read", "overhead")
+    missing = [c for c in needed if c not in df.columns]
+    if missing:
+        raise KeyError(f"rank takes the frame convlab.tune returns; this one has no column {', '.join(map(repr, missing))}")
+    keys = grid_keys(df)
+    rows = df.assign(limits=df["limits_full"] + df["limits_idle"] + df["limits_overflow"])
+    groups = rows.groupby("config", sort=True)
+    first = groups[[*keys, "window", "strategies", "threshold"]].first()
+    out = first.join(groups.size().rename("conversations")).join(groups[list(_SUMMED)].sum()).reset_index()
+    base = out["baseline_tokens_read"].astype(float)
+    out["saved"] = 1 - out["tokens_read"] / base.where(base > 0)
+    rewrites = out["summaries"] + out["resets"]
+    out["pareto"] = [_undominated(out["saved"], rewrites, i) for i in range(len(out))]
+    out["warning"] = [_warning(row, rows[rows["config"] == row["config"]]) for _, row in out.iterrows()]
+    out = out.assign(_rewrites=rewrites, _front=~out["pareto"], _saved=-out["saved"].fillna(-math.inf))
+    out = out.sort_values(["_front", "_saved", "_rewrites", "stale", "config"], kind="stable")
+    out = out[["config", *keys, *RANK_COLUMNS]].reset_index(drop=True)
+    out.index = pd.RangeIndex(1, len(out) + 1, name="rank")
+    for _, row in out.iterrows():
+        if row["warning"]:
+            warnings.warn(f"{config_label(row, keys)}: {row['warning']}", TuneWarning, stacklevel=2)
+    return out
+
+
+def _undominated(saved: Any, rewrites: Any, i: int) -> bool:
+    """No other config saves at least as much with at most as many rewrites, and does better on one."""
+    s, r = saved.iloc[i], rewrites.iloc[i]
+    if math.isnan(s):
+        return False
+    for j in range(len(saved)):
+        t, q = saved.iloc[j], rewrites.iloc[j]
+        if j != i and not math.isnan(t) and t >= s and q <= r and (t > s or q < r):
+            return False
+    return True
+
+
+def _warning(config: Any, rows: Any) -> str:
+    """Why a config's figures mislead (see ``rank``), "" when nothing does."""
+    import pandas as pd
+
+    said = []
+    if config["limits"] * 2 > config["calls"]:
+        said.append(f"fires at most model calls: {config['limits']:,} context limits in {config['calls']:,} calls")
+    threshold = config["threshold"]
+    if not pd.isna(threshold):
+        below = rows[(rows["overhead"] > threshold) & (rows["limits_full"] > 0)]
+        if len(below):
+            window = config["window"]
+            what = f"window - {MARGIN} =" if not pd.isna(window) and threshold == window - MARGIN else "over_tokens ="
+            which = _which(below, lambda r: f" ({int(r['overhead']):,} tokens)")
+            said.append(f"its threshold ({what} {int(threshold):,}) is below the hidden prompt of {which}, which the "
+                        f"provider reads at every call: each call after a summary passes it again "
+                        f"({int(below['summaries'].sum()):,} summaries in {int(below['calls'].sum()):,} calls there)")
+    if config["failed_turns"]:
+        failed = rows[rows["failed_turns"] > 0]
+        said.append(f"{_count(config['failed_turns'], 'turn')} failed in {_which(failed)} (the provider refused a call "
+                    f"as too long and nothing made room): a failed turn's calls read nothing, and saved counts them as saved")
+    return "; ".join(said)
+
+
+def _which(rows: Any, detail: Any = lambda r: "") -> str:
+    """The conversations of ``rows`` named, the first three: ``c (detail)`` or ``3 conversations: a; b; c; and 2 more``."""
+    shown = "; ".join(f"{r['conversation']}{detail(r)}" for _, r in rows.head(3).iterrows())
+    more = f"; and {len(rows) - 3} more" if len(rows) > 3 else ""
+    return shown if len(rows) == 1 else f"{len(rows)} conversations: {shown}{more}"
+
+
+def _count(n: Any, what: str) -> str:
+    n = int(n)
+    return f"{n:,} {what}" if n == 1 else f"{n:,} {what}s"

@@ -1,0 +1,125 @@
+"""convlab.rank: the configs of a sweep ranked over every conversation, and the TuneWarnings that say
+what misleads (issue 15 part 3)."""
+
+from __future__ import annotations
+
+import warnings
+
+import pandas as pd
+import pytest
+
+import convlab
+from convlab.ranking import RANK_COLUMNS, config_label, grid_keys, short_keys
+from convlab.tuning import tune
+
+from realdata import REAL, require
+from test_tuning import BASE, CONVS, AXES, hidden_prompt_conv
+
+
+def test_rank_sums_each_config_over_every_conversation_and_marks_the_pareto_configs():
+    """Issue 15 (3): "a per-config ranking across all conversations (tokens saved / baseline against
+    summaries and stale replies)"."""
+    convs = [hidden_prompt_conv("h1", 12), hidden_prompt_conv("h2", 12, gap=500.0), CONVS[0]]
+    df = tune(convs, BASE, grid={"strategy[1].over_tokens": [3000, 6000, 9000, 100000], "strategy[0].idle_secs": [400, 3600]},
+              progress=False)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        ranked = convlab.rank(df)
+    warned = ranked[ranked["warning"] != ""]
+    assert [str(w.message) for w in said] == [
+        config_label(row, ["strategy[1].over_tokens", "strategy[0].idle_secs"]) + ": " + row["warning"]
+        for _, row in warned.iterrows()]
+    assert set(warned["config"]) == set(ranked[ranked["limits"] * 2 > ranked["calls"]]["config"]) == {0, 1, 2, 4, 6}
+    assert all(w.startswith("fires at most model calls: ") for w in warned["warning"])
+    assert list(ranked.columns) == ["config", "strategy[1].over_tokens", "strategy[0].idle_secs", *RANK_COLUMNS]
+    assert list(ranked.index) == list(range(1, 9)) and ranked.index.name == "rank"
+    for _, row in ranked.iterrows():
+        rows = df[df["config"] == row["config"]]
+        assert row["conversations"] == 3
+        for col in ("calls", "summaries", "resets", "stale", "tokens_read", "baseline_tokens_read"):
+            assert row[col] == rows[col].sum()
+        assert row["limits"] == (rows["limits_full"] + rows["limits_idle"] + rows["limits_overflow"]).sum()
+        assert row["saved"] == pytest.approx(1 - rows["tokens_read"].sum() / rows["baseline_tokens_read"].sum())
+    # the Pareto configs: none saves as much with as few rewrites; they come first, by what they save
+    cost = ranked["summaries"] + ranked["resets"]
+    for i, row in ranked.iterrows():
+        better = ranked[(ranked["saved"] >= row["saved"]) & (cost <= cost[i]) & ((ranked["saved"] > row["saved"]) | (cost < cost[i]))]
+        assert row["pareto"] == better.empty, row["config"]
+    front = ranked[ranked["pareto"]]
+    assert 2 <= len(front) < len(ranked) and list(ranked["pareto"]) == [True] * len(front) + [False] * (len(ranked) - len(front))
+    assert list(front["saved"]) == sorted(front["saved"], reverse=True)
+    assert ranked["saved"].max() > 0 and (ranked["baseline_tokens_read"] == ranked["baseline_tokens_read"].iloc[0]).all()
+
+
+def test_rank_warns_when_a_threshold_sits_below_the_hidden_prompt():
+    """Issue 15 (3): "over_tokens=40000 fired 67 summaries in 217 calls, because the hidden prompt and tools
+    alone are ~44k tokens, and nothing says so": a config whose threshold sits below a log's hidden overhead,
+    or that fires at most calls, is named in a TuneWarning and in the ranking's warning column."""
+    c = hidden_prompt_conv("big", 16, chars=2000, hidden=8000)
+    df = tune([c], BASE, grid={"strategy[1].over_tokens": [6000, 12000, 50000]}, progress=False)
+    assert (df["overhead"] == 8000).all()
+    with pytest.warns(convlab.TuneWarning) as said:
+        ranked = convlab.rank(df)
+    (warning,) = said
+    assert str(warning.message) == (
+        "config 0 (window=200000, strategy[1].over_tokens=6000): fires at most model calls: 15 context limits in 16 calls; "
+        "its threshold (over_tokens = 6,000) is below the hidden prompt of big (8,000 tokens), which the provider reads at "
+        "every call: each call after a summary passes it again (15 summaries in 16 calls there)")
+    assert warning.filename == __file__  # said where rank was called
+    assert ranked.set_index("config")["warning"].astype(bool).to_dict() == {0: True, 1: False, 2: False}
+    # the same log with the hidden prompt given as smaller than the threshold: nothing to say about it
+    small = tune([c], BASE, grid={"strategy[1].over_tokens": [12000]}, progress=False, overhead=1000)
+    assert (small["overhead"] == 1000).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert convlab.rank(small)["warning"].tolist() == [""]
+
+
+def test_rank_warns_when_the_window_makes_turns_fail():
+    """A turn the provider refused as too long reads nothing: its saving is not one, and rank says so."""
+    c = hidden_prompt_conv("wide", 4, chars=2000, hidden=60000)
+    df = tune([c], BASE, grid={"window": [50000, 200000]}, progress=False)
+    assert df["failed_turns"].tolist() == [4, 0] and df["tokens_read"].iloc[0] < df["baseline_tokens_read"].iloc[0]
+    with pytest.warns(convlab.TuneWarning, match=r"config 0 \(window=50000\): 4 turns failed in wide \(the provider refused a call"):
+        ranked = convlab.rank(df)
+    assert ranked.set_index("config").loc[0, "failed_turns"] == 4
+
+
+def test_rank_reads_a_frame_back_from_csv_and_refuses_other_frames(tmp_path):
+    df = tune(CONVS, BASE, grid={"strategy[1].over_tokens": [5000, 100000]}, progress=False)
+    df.to_csv(tmp_path / "sweep.csv", index=False)
+    again = convlab.rank(pd.read_csv(tmp_path / "sweep.csv"))
+    pd.testing.assert_series_equal(again["saved"], convlab.rank(df)["saved"])
+    assert list(again["config"]) == list(convlab.rank(df)["config"]) == [0, 1]
+    with pytest.raises(KeyError, match="rank takes the frame convlab.tune returns; this one has no column 'baseline_tokens_read'"):
+        convlab.rank(df.drop(columns=["baseline_tokens_read"]))
+
+
+@pytest.mark.realdata
+def test_rank_warns_on_the_real_session_whose_hidden_prompt_is_over_40000_tokens():
+    """Issue 15 (3), the real case: on the long Claude Code session over_tokens=40000 fired 67 summaries in
+    217 calls because the hidden prompt and tools are ~44k tokens; now the ranking says so."""
+    require()
+    c = convlab.read(REAL / "claude_code" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl.gz")[0]
+    df = tune([c], BASE, grid={"strategy[1].over_tokens": [40000, 100000]}, progress=False)
+    assert df["summaries"].tolist() == [67, 2] and df["calls"].tolist() == [217, 217]
+    assert df["overhead"].tolist() == [42465, 42465] and df["source"].tolist() == [c.source] * 2
+    with pytest.warns(convlab.TuneWarning) as said:
+        ranked = convlab.rank(df)
+    assert [str(w.message) for w in said] == [
+        "config 0 (window=200000, strategy[1].over_tokens=40000): its threshold (over_tokens = 40,000) is below the hidden "
+        "prompt of ae4a77f8-aedd-4bc1-888f-c94edc91af04 (42,465 tokens), which the provider reads at every call: each call "
+        "after a summary passes it again (67 summaries in 217 calls there)"]
+    assert ranked["config"].tolist() == [0, 1] and ranked["pareto"].all()
+
+
+def test_grid_keys_labels_and_short_names():
+    df = tune(CONVS[:1], BASE, grid={"strategy[1].over_tokens": [3000], "window": [64000]}, progress=False)
+    assert grid_keys(df) == ["strategy[1].over_tokens"]  # the window has its own column
+    keys = ["strategy[0].over_tokens", "strategy[1].over_tokens", "strategy[1].idle_secs"]
+    assert short_keys(keys) == {"strategy[0].over_tokens": "[0].over_tokens", "strategy[1].over_tokens": "[1].over_tokens",
+                                "strategy[1].idle_secs": "idle_secs"}
+    row = {"config": 2.0, "window": float("nan"), "strategy[0].over_tokens": 3000.0}
+    assert config_label(row, ["strategy[0].over_tokens"]) == "config 2 (strategy[0].over_tokens=3000)"
+    with pytest.raises(KeyError, match="not a frame of convlab.tune: it has no column 'window'"):
+        grid_keys(pd.DataFrame(columns=["config"]))
