@@ -19,7 +19,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
 import sys
+import textwrap
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -186,13 +188,22 @@ def _ours(category: type) -> bool:
 class _Notes:
     """The command's stderr beside its output: warnings grouped with counts, and the files skipped."""
 
-    def __init__(self, err: TextIO, quiet: bool) -> None:
+    def __init__(self, err: TextIO, quiet: bool, width: int | None = None) -> None:
         self.err = err
         self.quiet = quiet
+        # wrapped to the width in a terminal; into a file or a pipe one line an item, for grep
+        isatty = getattr(err, "isatty", None)
+        self.width = (width or shutil.get_terminal_size((100, 24)).columns) if isatty and isatty() else None
 
     def say(self, text: str) -> None:
         if not self.quiet:
-            self.err.write(f"convlab: {text}\n")
+            self.err.write(self._fit(f"convlab: {text}", "", "  ") + "\n")
+
+    def _fit(self, text: str, first: str, rest: str) -> str:
+        if self.width is None:
+            return first + text
+        return textwrap.fill(text, max(40, self.width), initial_indent=first, subsequent_indent=rest,
+                             break_long_words=False, break_on_hyphens=False)
 
     @contextlib.contextmanager
     def watch(self, stage: str) -> Iterator[list[Path]]:
@@ -232,9 +243,10 @@ class _Notes:
             self._list(f"{text} ({n} times)" if n > 1 else text for text, n in counts.items())
 
     def _list(self, lines: Any) -> None:
+        """One item a paragraph, wrapped to the width (a long path or id is kept whole)."""
         if not self.quiet:
             for line in lines:
-                self.err.write(f"  {line}\n")
+                self.err.write(self._fit(line, "  ", "    ") + "\n")
 
 
 def _plural(n: int, what: str) -> str:
@@ -697,7 +709,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             raise _Usage("give a command: show, tune or serve (convlab --help)")
         run: Callable[[argparse.Namespace, Any, _Notes], None] = args.run
-        run(args, out, _Notes(err, args.quiet))
+        run(args, out, _Notes(err, args.quiet, getattr(args, "width", None)))
     except SystemExit as e:  # --help
         return e.code if isinstance(e.code, int) else 0
     except _Usage as e:

@@ -171,9 +171,14 @@ def rank(df: Any):
     out = out.sort_values(["_front", "_saved", "_rewrites", "stale", "config"], kind="stable")
     out = out[["config", *keys, *RANK_COLUMNS]].reset_index(drop=True)
     out.index = pd.RangeIndex(1, len(out) + 1, name="rank")
+    said: dict[str, list[Any]] = {}  # one warning per reason, naming every config it holds for
     for _, row in out.iterrows():
         if row["warning"]:
-            warnings.warn(f"{config_label(row, keys)}: {row['warning']}", TuneWarning, stacklevel=2)
+            said.setdefault(row["warning"], []).append(row)
+    for text, configs in said.items():
+        who = (config_label(configs[0], keys) if len(configs) == 1
+               else "configs " + ", ".join(str(int(r["config"])) for r in sorted(configs, key=lambda r: r["config"])))
+        warnings.warn(f"{who}: {text}", TuneWarning, stacklevel=2)
     return out
 
 

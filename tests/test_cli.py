@@ -700,3 +700,25 @@ def test_the_trade_off_plot_beside_a_folder_is_an_error_before_any_work(tmp_path
     assert main(["tune", "log.jsonl", "--config", str(cfg), "--plot", str(tmp_path / "out.png")]) == 2
     assert capsys.readouterr().err == (f"convlab: --plot {tmp_path}/out.png: the trade-off goes beside it, in "
                                        f"{tmp_path}/out-pareto.png, which is a folder\n")
+
+
+def test_notes_wrap_to_the_terminal_and_stay_one_line_into_a_pipe():
+    """What the CLI says on stderr is no wider than the terminal; into a file or a pipe each item stays one line (grep)."""
+    import io
+
+    from convlab.cli import _Notes
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    long = "configs 0, 1, 2: " + "a warning that says a good deal about what went wrong " * 4
+    for err, width in ((Terminal(), 60), (io.StringIO(), None)):
+        notes = _Notes(err, quiet=False, width=60)
+        notes.say("no --config: the example data/tune-example.toml, over its grid window=64000,96000,128000,200000")
+        notes._list([long])
+        lines = err.getvalue().splitlines()
+        if width:
+            assert len(lines) > 3 and max(len(x) for x in lines) <= 60 and lines[1].startswith("  ") and lines[3].startswith("    ")
+        else:
+            assert len(lines) == 2 and lines[1] == "  " + long

@@ -26,9 +26,15 @@ def test_rank_sums_each_config_over_every_conversation_and_marks_the_pareto_conf
         warnings.simplefilter("always")
         ranked = convlab.rank(df)
     warned = ranked[ranked["warning"] != ""]
+    # one TuneWarning per reason, naming every config it holds for (the full label when it is one config)
+    reasons: dict[str, list] = {}
+    for _, row in warned.iterrows():
+        reasons.setdefault(row["warning"], []).append(row)
     assert [str(w.message) for w in said] == [
-        config_label(row, ["strategy[1].over_tokens", "strategy[0].idle_secs"]) + ": " + row["warning"]
-        for _, row in warned.iterrows()]
+        (config_label(rows[0], ["strategy[1].over_tokens", "strategy[0].idle_secs"]) if len(rows) == 1
+         else "configs " + ", ".join(str(r["config"]) for r in sorted(rows, key=lambda r: r["config"]))) + ": " + text
+        for text, rows in reasons.items()]
+    assert len(said) < len(warned)  # configs that say the same are named in one warning
     assert set(warned["config"]) == set(ranked[ranked["limits"] * 2 > ranked["calls"]]["config"]) == {0, 1, 2, 4, 6}
     assert all(w.startswith("fires at most model calls: ") for w in warned["warning"])
     assert list(ranked.columns) == ["config", "strategy[1].over_tokens", "strategy[0].idle_secs", *RANK_COLUMNS]
