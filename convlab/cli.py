@@ -542,11 +542,15 @@ def _plot(args: argparse.Namespace, df: Any, ranked: Any, grid: dict[str, list[A
     with notes.watch("plotting"):
         if len(keys) >= 2:
             fig = plots.sweep_heatmap(df, keys[1], keys[0], args.value)
-        else:
+        else:  # the count per call of the longest conversation, under the config the ranking puts first
+            from .ranking import config_label
+
             longest = max(convs, key=len)
-            fig = plots.count_per_call(convlab.replay(longest, text, agent=args.agent, summary_size=args.summary_size,
+            top = ranked.iloc[0]
+            config = convlab.config_grid(text, grid, agent=args.agent)[int(top["config"])] if grid else text
+            fig = plots.count_per_call(convlab.replay(longest, config, agent=args.agent, summary_size=args.summary_size,
                                                       overhead=args.overhead),
-                                       title=f"count per call: {longest.id} (the base config)")
+                                       title=f"count per call: {longest.id}, {config_label(top, keys)}, ranked first")
         fig.savefig(args.plot, dpi=100)
         pareto = _pareto_path(args.plot)
         plots.sweep_pareto(ranked, title=f"the trade-off over {_plural(len(convs), 'conversation')}").savefig(pareto, dpi=100)

@@ -114,8 +114,8 @@ def count_per_call(replayed: Any, *, window: int | None = None, title: str | Non
     ax.yaxis.set_major_formatter(FuncFormatter(_compact))
     ax.set_xlabel("model call")
     ax.set_ylabel("tokens (the engine's count)")
-    ax.set_title(title or "count per model call")
-    ax.legend(loc="upper left", fontsize="small")
+    ax.set_title(_wrap(title or "count per model call", 7.6))
+    ax.legend(loc="best", fontsize="small", framealpha=0.9)
     return fig
 
 
