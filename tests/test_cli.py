@@ -722,3 +722,20 @@ def test_notes_wrap_to_the_terminal_and_stay_one_line_into_a_pipe():
             assert len(lines) > 3 and max(len(x) for x in lines) <= 60 and lines[1].startswith("  ") and lines[3].startswith("    ")
         else:
             assert len(lines) == 2 and lines[1] == "  " + long
+
+
+def test_the_count_plot_with_one_grid_key_is_drawn_under_the_config_ranked_first(session_log, tmp_path, monkeypatch):
+    """With fewer than two grid keys --plot draws the count per call; the config it draws is one the sweep ran
+    (the ranking's first), not the base config a grid over window never runs."""
+    from convlab import plots
+
+    drawn = []
+    original = plots.count_per_call
+    monkeypatch.setattr(plots, "count_per_call", lambda r, **kw: drawn.append((r, kw)) or original(r, **kw))
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(CONFIG)
+    assert main(["tune", str(session_log), "--config", str(cfg), "--grid", "window=20000,148431",
+                 "--plot", str(tmp_path / "c.png"), "--no-progress"]) == 0
+    (replayed, kw), = drawn
+    assert replayed.session.config.window in (20000, 148431) and "ranked first" in kw["title"]
+    assert f"window={replayed.session.config.window}" in kw["title"]
