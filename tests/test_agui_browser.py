@@ -7,7 +7,6 @@ Each test runs in the Playwright thread of ``Chromium`` (agui_support): console 
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 
 import convlab
 from agui_support import CHROMIUM, REPO, Chromium, SlowLLM, cannot_run, served
+from screenshots import stable_png
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
@@ -315,25 +315,6 @@ def _docs(browser, tmp: Path) -> bytes:
         shot = stable_png(page.page, app_box)
         page.close()
         return shot
-
-
-def stable_png(page, locator, tries: int = 10) -> bytes:
-    """A screenshot of ``locator`` on whole pixels, taken until two in a row are byte-identical."""
-    def shot() -> bytes:
-        box = locator.bounding_box()
-        x, y = math.ceil(box["x"]), math.ceil(box["y"])
-        clip = {"x": x, "y": y, "width": math.floor(box["x"] + box["width"]) - x,
-                "height": math.floor(box["y"] + box["height"]) - y}
-        return page.screenshot(clip=clip, animations="disabled", caret="hide")
-
-    last = shot()
-    for _ in range(tries):
-        page.wait_for_timeout(150)
-        now = shot()
-        if now == last:
-            return now
-        last = now
-    raise AssertionError("the page never stopped changing: no stable screenshot")
 
 
 def test_docs_screenshot_of_the_chat_page(chromium, tmp_path):

@@ -8,12 +8,12 @@ Console and page errors fail every test.
 from __future__ import annotations
 
 import json
-import math
 import pathlib
 
 import pytest
 
 from .conftest import cannot_run
+from screenshots import stable_png
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -285,29 +285,6 @@ def rows_past_the_edge(page) -> list[str]:
             .filter(t => { const b = t.getBBox(); return b.x + b.width > sc.clientWidth; }).map(t => t.dataset.id); }""")
 
 
-def stable_png(page, locator, tries: int = 10) -> bytes:
-    """A screenshot of ``locator``, cropped to the whole pixels inside it (a fractional
-    edge would show a line of what lies below), taken until two in a row are
-    byte-identical (nothing is still drawing)."""
-    def shot() -> bytes:
-        box = locator.bounding_box()
-        view = page.viewport_size
-        assert box["y"] >= 0 and box["y"] + box["height"] <= view["height"] and box["x"] + box["width"] <= view["width"], (box, view)
-        x, y = math.ceil(box["x"]), math.ceil(box["y"])
-        clip = {"x": x, "y": y, "width": math.floor(box["x"] + box["width"]) - x,
-                "height": math.floor(box["y"] + box["height"]) - y}
-        return page.screenshot(clip=clip, animations="disabled", caret="hide")
-
-    last = shot()
-    for _ in range(tries):
-        page.wait_for_timeout(150)
-        now = shot()
-        if now == last:
-            return now
-        last = now
-    raise AssertionError("the Lab never stopped changing: no stable screenshot")
-
-
 def test_docs_screenshot_shows_a_clean_branched_session_with_a_pending_decision(lab_page, lab_server):
     """docs/lab.png (README, 01-tour) is taken here: a baby's feeds and naps, an edit, a
     regenerate, an accepted summary, and the next context.limit waiting in the DecisionPanel."""
@@ -366,6 +343,8 @@ def test_docs_screenshot_shows_a_clean_branched_session_with_a_pending_decision(
     lab = page.locator(".cl-lab").first
     lab.evaluate("(el) => { el.style.padding = '10px'; el.style.background = '#fff'; }")  # a white frame for the README
     lab.scroll_into_view_if_needed()
+    box, view = lab.bounding_box(), page.viewport_size  # all of the Lab in view, or the picture would be cut
+    assert box["y"] >= 0 and box["y"] + box["height"] <= view["height"] and box["x"] + box["width"] <= view["width"], (box, view)
     shot = stable_png(page, lab)
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / "lab-docs.png").write_bytes(shot)
