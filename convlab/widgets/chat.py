@@ -263,16 +263,7 @@ class ChatView(Live, w.VBox):
             parts.append(w.VBox([self.input, w.HBox([self.queue, self.state_field, self.send_button,
                                                       self.interrupt_button])]))
         super().__init__([*parts, self.status_line])
-        try:
-            self.add_class("clw")
-            self.add_class("clw-box")
-            self.add_class("cl-chat")
-            self._follow(source, interval)
-            self._sync()
-            self._unsubscribe = source.subscribe(self._on_event)
-        except BaseException:
-            self.close()
-            raise
+        self._start(source, interval, ("clw", "clw-box", "cl-chat"))
 
     # -- following the session ---------------------------------------------------
     def _on_event(self, event: dict[str, Any]) -> None:

@@ -85,18 +85,9 @@ class DecisionPanel(Live, w.VBox):
         self._shown: Any = ()
         self.summary = w.Textarea(layout=w.Layout(width="auto", height="84px"))  # auto: 100% would overflow its margins
         self.body = w.VBox()
-        super().__init__([w.HTML(STYLE), self.body])
-        self.add_class("clw")
-        self.add_class("clw-box")
-        self.add_class("cl-decisions")
         self.buttons: dict[str, w.Button] = {}
-        try:
-            self._follow(session, interval)
-            self._sync()
-            self._unsubscribe = session.subscribe(self._on_event)
-        except BaseException:
-            self.close()
-            raise
+        super().__init__([w.HTML(STYLE), self.body])
+        self._start(session, interval, ("clw", "clw-box", "cl-decisions"))
 
     # -- drawing -----------------------------------------------------------
     def _on_event(self, event: dict[str, Any]) -> None:

@@ -133,20 +133,13 @@ class EventLog(Live, w.VBox):
         self._quiet = False
         super().__init__([w.HTML(STYLE), w.HBox([w.HTML('<span class="clw-title">Events</span>'), self.filter, self.count],
                                               layout=w.Layout(align_items="center")), self.lines])
-        try:
-            self.add_class("clw")
-            self.add_class("clw-box")
-            self.add_class("cl-events")
-            events = source.events
-            self._types = {str(ev.get("type")) for ev in events[-500:]}
-            self._options()
-            self.filter.observe(lambda _c: None if self._quiet else self._refilter(), names="value")
-            self._follow(source, interval)
-            self._refilter()
-            self._unsubscribe = source.subscribe(self._on_event)
-        except BaseException:
-            self.close()
-            raise
+        self._start(source, interval, ("clw", "clw-box", "cl-events"), first=self._first)
+
+    def _first(self) -> None:
+        self._types = {str(ev.get("type")) for ev in self.session.events[-500:]}
+        self._options()
+        self.filter.observe(lambda _c: None if self._quiet else self._refilter(), names="value")
+        self._refilter()
 
     def _on_event(self, event: Mapping[str, Any]) -> None:
         if "seq" in event:  # a recorded event (llm.delta has no seq and is not in session.events)

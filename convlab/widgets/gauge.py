@@ -88,16 +88,7 @@ class ContextGauge(Live, w.VBox):
         self._exact_at: dict[str, int] = {}  # message id -> exact tokens from the root to it
         self.bar = w.HTML()
         super().__init__([w.HTML(STYLE), self.bar])
-        try:
-            self.add_class("clw")
-            self.add_class("clw-box")
-            self.add_class("cl-gauge")
-            self._follow(source, interval)
-            self._sync()
-            self._unsubscribe = source.subscribe(self._on_event)
-        except BaseException:
-            self.close()
-            raise
+        self._start(source, interval, ("clw", "clw-box", "cl-gauge"))
 
     def _on_event(self, event: dict[str, Any]) -> None:
         kind = str(event.get("type", ""))

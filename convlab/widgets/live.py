@@ -248,6 +248,21 @@ class Live:
         self.redraw = Redraw(self._draw, interval)  # type: ignore[attr-defined]
         register(source, self.redraw)
 
+    def _start(self, source: Any, interval: float, classes: tuple[str, ...] = (),
+               first: Callable[[], None] | None = None) -> None:
+        """Follow ``source``: the widget's CSS ``classes``, a ``Redraw``, the first drawing
+        (``first``, by default ``_sync``), then the subscription. A widget that fails to build
+        closes everything it made and raises: nothing half-built stays behind."""
+        try:
+            for cls in classes:
+                self.add_class(cls)  # type: ignore[attr-defined]
+            self._follow(source, interval)
+            (first or self._sync)()  # type: ignore[attr-defined]
+            self._unsubscribe = source.subscribe(self._on_event)  # type: ignore[attr-defined]
+        except BaseException:
+            self.close()
+            raise
+
     def flush(self) -> bool:
         """Draw now what the session's events changed (True when there was something to draw)."""
         return self.redraw.flush()

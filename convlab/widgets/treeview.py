@@ -298,15 +298,16 @@ class TreeView(Live, anywidget.AnyWidget):
             self._links: list[dict[str, Any]] = []
             self._tail: Any = None  # the last row when it is the head and a leaf: new replies append below it
             self._live = False  # patches follow the snapshot
-            self._follow(source, interval)
-            self.on_msg(self._on_msg)
-            self._sync()
-            self.snapshot = self.data
-            self._live = True
-            self._unsubscribe = source.subscribe(self._on_event)
         except BaseException:
             self.close()
             raise
+        self._start(source, interval, first=self._first)
+
+    def _first(self) -> None:
+        self.on_msg(self._on_msg)
+        self._sync()
+        self.snapshot = self.data
+        self._live = True
 
     # -- what the browser holds ------------------------------------------------
     @property
