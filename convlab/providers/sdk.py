@@ -10,6 +10,7 @@ and the server, never a credential.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from typing import Any, Iterator, Mapping
@@ -130,27 +131,24 @@ class SDKChat:
     # -- the provider protocol (convlab.providers) -----------------------------
     def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """One reply to ``request`` (not streamed); ``latency`` is how long it took."""
-        start = time.monotonic()
         model = request.get("model") or self.model
-        try:
-            self.calls += 1
+        with self._calling(model):
             return self.call(model, list(request.get("messages") or []))
-        except Exception as err:
-            refused = self.refusal(err, model)
-            if refused is None:
-                raise
-            raise refused from None
-        finally:
-            self.latency = time.monotonic() - start
 
     def stream(self, request: Mapping[str, Any]) -> Iterator[Any]:
         """The reply to ``request`` through the SDK's streaming API: its text
         deltas as they arrive, then the reply; ``latency`` is how long it took."""
-        start = time.monotonic()
         model = request.get("model") or self.model
-        try:
-            self.calls += 1
+        with self._calling(model):
             yield from self.call_streaming(model, list(request.get("messages") or []))
+
+    @contextlib.contextmanager
+    def _calling(self, model: str) -> Iterator[None]:
+        """One call: counted, timed into ``latency``, and an SDK error turned into a ``ProviderError``."""
+        start = time.monotonic()
+        self.calls += 1
+        try:
+            yield
         except Exception as err:
             refused = self.refusal(err, model)
             if refused is None:
