@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Iterator, Mapping
 
 from ..conversation import Conversation
-from .records import Problems, Record, conversation, role_of, text_or_parts, to_time
+from .records import Problems, Record, conversation, fields, role_of, text_or_parts, to_time
 from .documents import Document
 
 NAME = "chatgpt"
@@ -119,13 +119,9 @@ def parse_one(conv: Any, source: str, index: int) -> Conversation:
         records,
         problems,
         id=cid,
-        title=conv.get("title") if isinstance(conv.get("title"), str) else None,
+        title=conv.get("title"),
         format=NAME,
         source=source,
         head=head,
-        metadata={
-            k: conv.get(k)
-            for k in ("create_time", "update_time", "default_model_slug")
-            if conv.get(k) is not None
-        },
+        metadata=fields(conv, "create_time", "update_time", "default_model_slug"),
     )

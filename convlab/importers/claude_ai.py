@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Iterator, Mapping
 
 from ..conversation import Conversation
-from .records import Problems, Record, conversation, role_of, text_or_parts, to_time
+from .records import Problems, Record, conversation, fields, role_of, text_or_parts, to_time
 from .documents import Document
 
 NAME = "claude_ai"
@@ -73,9 +73,9 @@ def parse_one(item: Any, source: str, index: int) -> Conversation:
         records,
         problems,
         id=cid,
-        title=title if isinstance(title, str) else None,
+        title=title,
         format=NAME,
         source=source,
         head=str(leaf) if leaf else None,
-        metadata={k: item.get(k) for k in ("created_at", "updated_at") if isinstance(item, Mapping) and item.get(k)},
+        metadata=fields(item, "created_at", "updated_at"),
     )

@@ -18,7 +18,7 @@ from typing import Any, Iterator, Mapping
 
 from ..conversation import Conversation
 from ..tree import Tree
-from .records import Problems, Record, conversation, descend, role_of, text_or_parts, to_time, usage_of
+from .records import Problems, Record, conversation, fields, descend, role_of, text_or_parts, to_time, usage_of
 from .documents import Document
 
 NAME = "librechat"
@@ -107,9 +107,9 @@ def parse_one(item: Any, source: str, index: int) -> Conversation:
         records,
         problems,
         id=cid,
-        title=title if isinstance(title, str) else None,
+        title=title,
         format=NAME,
         source=source,
         head=latest,
-        metadata={k: item.get(k) for k in ("endpoint", "exportAt") if item.get(k)},
+        metadata=fields(item, "endpoint", "exportAt"),
     )

@@ -14,7 +14,7 @@ from typing import Any, Iterator, Mapping
 
 from ..conversation import Conversation
 from ..tree import Tree
-from .records import Problems, Record, conversation, descend, role_of
+from .records import Problems, Record, conversation, fields, descend, role_of
 from .documents import Document
 
 NAME = "oasst"
@@ -82,4 +82,4 @@ def parse_one(item: Any, source: str, index: int) -> Conversation:
                        lambda node, kids: best_child[node] if best_child.get(node) in kids else kids[0])
 
     return conversation(records, problems, id=tid, title=None, format=NAME, source=source, head=best_ranked,
-                        metadata={"tree_state": item["tree_state"]} if isinstance(item, Mapping) and item.get("tree_state") else None)
+                        metadata=fields(item, "tree_state") or None)

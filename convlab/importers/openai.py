@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping
 
 from ..conversation import Conversation
 from ..tree import MESSAGE_KEYS
-from .records import Problems, Record, conversation, role_of, to_time, usage_of
+from .records import Problems, Record, conversation, fields, role_of, to_time, usage_of
 from .documents import Document
 
 NAME = "openai"
@@ -88,6 +88,5 @@ def parse_one(item: Any, source: str, default_id: str) -> Conversation:
                 node[key] = m[key]
         records.append(Record(mid, previous, node))
         previous = mid
-    title = item.get("title") if isinstance(item, Mapping) else None
-    return conversation(records, problems, id=cid, title=title if isinstance(title, str) else None,
-                        format=NAME, source=source, head=previous)
+    return conversation(records, problems, id=cid, title=fields(item, "title").get("title"), format=NAME,
+                        source=source, head=previous)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Iterator, Mapping
 
 from ..conversation import Conversation
-from .records import Problems, Record, conversation, role_of, text_or_parts, to_time, usage_of
+from .records import Problems, Record, conversation, fields, role_of, text_or_parts, to_time, usage_of
 from .documents import Document
 
 NAME = "openwebui"
@@ -82,9 +82,9 @@ def parse_one(item: Any, source: str, index: int) -> Conversation:
         records,
         problems,
         id=cid,
-        title=title if isinstance(title, str) else None,
+        title=title,
         format=NAME,
         source=source,
         head=str(current) if current is not None else None,
-        metadata={k: chat.get(k) for k in ("models", "timestamp") if chat.get(k)},
+        metadata=fields(chat, "models", "timestamp"),
     )

@@ -47,6 +47,7 @@ __all__ = [
     "Head",
     "build",
     "conversation",
+    "fields",
     "descend",
     "read_error",
     "warn",
@@ -320,7 +321,7 @@ def conversation(
     problems: Problems,
     *,
     id: str,
-    title: str | None,
+    title: Any,
     format: str,
     source: str,
     head: Head = None,
@@ -332,6 +333,7 @@ def conversation(
     of the tree, the head is the newest leaf and the repair is reported), a
     rule called with the built tree (a format that records no current node:
     follow the latest reply, the best-ranked one, ...), or None: the newest leaf.
+A ``title`` that is not a string (a damaged export) is no title.
 
     >>> c = conversation([Record("q", None, {"role": "user", "content": "hi"}),
     ...                   Record("a", "q", {"role": "assistant", "content": "hello"})],
@@ -347,4 +349,18 @@ def conversation(
         head = None
     tree.head = head if head is not None else newest_leaf(tree.graph)
     problems.warn()
-    return Conversation(tree, id=id, title=title, format=format, source=source, metadata=metadata)
+    return Conversation(tree, id=id, title=title if isinstance(title, str) else None, format=format, source=source,
+                        metadata=metadata)
+
+
+def fields(item: Any, *keys: str) -> dict[str, Any]:
+    """The ``keys`` of ``item`` that hold something (not None, not empty), for a conversation's metadata.
+
+    >>> fields({"create_time": 1.5, "title": "", "model": None}, "create_time", "title", "model", "missing")
+    {'create_time': 1.5}
+    >>> fields(["not", "a", "mapping"], "create_time")
+    {}
+    """
+    if not isinstance(item, Mapping):
+        return {}
+    return {k: item[k] for k in keys if item.get(k) is not None and item.get(k) not in ("", [], {})}
