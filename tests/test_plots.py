@@ -56,7 +56,6 @@ def test_count_per_call_draws_the_count_the_line_and_each_decision(tmp_path):
 
 def test_error_distribution_has_both_references():
     r = replay(conv())
-    s = r.session
     fig = plots.error_distribution(r)
     a, b = fig.axes
     assert a.get_title() == f"count - exact (n={len(r.calls)})"

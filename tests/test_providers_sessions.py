@@ -16,7 +16,7 @@ import time
 import pytest
 
 import convlab
-from providers_wire import KEY, WIRES, MockAPI, fail, ok
+from providers_wire import KEY, WIRES, MockAPI, fail
 
 pytestmark = pytest.mark.disable_socket
 

@@ -13,7 +13,7 @@ from convlab.ranking import RANK_COLUMNS, config_label, grid_keys, short_keys
 from convlab.tuning import tune
 
 from realdata import REAL, require
-from test_tuning import BASE, CONVS, AXES, hidden_prompt_conv
+from test_tuning import BASE, CONVS, hidden_prompt_conv
 
 
 def test_rank_sums_each_config_over_every_conversation_and_marks_the_pareto_configs():

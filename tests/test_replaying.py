@@ -152,7 +152,6 @@ def test_ids_that_look_like_engine_ids_are_mapped_not_reused():
     rows = [("e1", None, "user", "hi"), ("x", "e1", "assistant", "hello"), ("e2", "x", "user", "again"), ("y", "e2", "assistant", "hi again")]
     c = conv(rows)
     r = replay(c)
-    s = r.session
     assert_same_tree(c, r)
     # logged ids of the engine's own form are left to the engine, so they never collide with a reply's id
     assert r.map == {"e1": "e1", "x": "e2", "e2": "e3", "y": "e4"}
@@ -252,7 +251,6 @@ def test_without_logged_usage_the_overhead_is_zero():
     rows = [(nid, parent, role, content, {k: v for k, v in extra.items() if k != "usage"})
             for nid, parent, role, content, extra in long_rows(8)]
     r = replay(conv(rows), config(None, {"use": "summarize", "over_tokens": 4500}))
-    s = r.session
     assert r.stale and [x["overhead"] for x in r.calls] == [0] * 8
     assert all(x["read"] == x["exact"] and x["logged"] is None for x in r.calls)
 
@@ -261,20 +259,17 @@ def test_idle_secs_uses_the_logged_times():
     c = conv(long_rows(4, chars=10, gap=100.0))
     reset = {"use": "reset", "idle_secs": 95}
     r = replay(c, config(None, reset))
-    s = r.session
     # each turn starts 99 s after the previous reply: idle from the second turn on
     assert [x["reason"] for x in r.limits] == ["idle", "idle", "idle"]
     assert [x["call"] for x in r.limits] == [2, 3, 4]
     assert [x["idle_for"] for x in r.calls] == [None, 99.0, 99.0, 99.0]
     r = replay(c, config(None, {"use": "reset", "idle_secs": 100}))
-    s = r.session
     assert r.limits == []
 
 
 def test_missing_times_never_make_a_turn_idle():
     c = conv(long_rows(4, chars=10, times=False))
     r = replay(c, config(None, {"use": "reset", "idle_secs": 1}))
-    s = r.session
     assert r.limits == []
     assert_same_tree(c, r)
 
@@ -320,7 +315,6 @@ def test_replay_round_trips_every_real_log(name):
     assert convs
     for c in convs:
         r = replay(c)
-        s = r.session
         assert_same_tree(c, r)
         assert r.stale == []
 
@@ -342,7 +336,6 @@ def test_claude_code_session_first_limit_comes_where_the_log_crossed():
     logged = [input_tokens(c.tree.nodes[n]["usage"]) for n in calls]
     assert next(i for i, x in enumerate(logged, 1) if x > 132431) == 131
     r = replay(c, config(148431, {"use": "summarize"}))
-    s = r.session
     first = r.limits[0]
     assert first["reason"] == "full"
     assert 118 <= first["call"] <= 144, first

@@ -35,7 +35,6 @@ with ``RUN_ERROR``, is cancelled, or the stream breaks, the call fails:
 
 from __future__ import annotations
 
-import json
 import socket
 import time
 import uuid
