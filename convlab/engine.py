@@ -25,12 +25,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, BinaryIO, Callable, Iterable, Mapping
 
-from . import inputs, jsondata
+from . import inputs, jsondata, providers
 from .context import ContextConfig, DEFAULT_PROMPT, Strategy, applies, coerce, kept
 from .errors import LogError, ProviderError, Refused
 from .lazy import LazyEvents, LazyTree
-from .log import LogWriter, parse_event, read_lines
-from .providers import EchoLLM
+from .log import LogWriter, event_at, read_lines
 from .tokens import content_chars, content_text, estimate
 from .tree import Message, PathView, Tree, ViewError, message_of, new_node
 from .wire import Decision, Event, Receipt, Snapshot, Turn
@@ -145,7 +144,7 @@ class Session:
             raise ValueError(f"worker must be 'chat', 'manual' or a callable, got {worker!r}")
         self.agent = agent
         self.config = config
-        self.llms = _providers(llm)
+        self.llms = providers.named(llm)
         self.worker = worker
         self.autorun = bool(autorun)
         self.clock = float(clock or 0.0)
@@ -705,20 +704,11 @@ class Session:
         return on_delta
 
     def _complete(self, provider: Any, request: dict[str, Any], on_delta: Callable[[str], None] | None = None) -> dict[str, Any]:
-        """One model call: the provider's checked reply. With ``on_delta`` the call
-        streams: a provider with ``stream(request)`` gives its chunks as they come;
-        any other gives one delta with the whole reply, once it is checked."""
-        streams = on_delta is not None and hasattr(provider, "stream")
-        try:
-            result = _streamed(provider.stream(request), on_delta) if streams else provider.complete(request)
-        finally:
-            self.clock += float(getattr(provider, "latency", 0.0) or 0.0)
-        reply = inputs.reply_from(result)
-        if on_delta is not None and not streams:
-            text = content_text(reply["content"])
-            if text:
-                on_delta(text)
-        return reply
+        """One model call (``providers.call``); its ``latency`` moves the clock, whatever its outcome."""
+        return providers.call(provider, request, on_delta, took=self._took)
+
+    def _took(self, seconds: float) -> None:
+        self.clock += seconds
 
     def _hold(self, call: dict[str, Any], reason: str, strategy: Strategy, tokens: int) -> None:
         """Hold the call (PROTOCOL.md 5.3): ``context.limited``, the plan (with its
@@ -869,7 +859,7 @@ class Session:
         head = next(lines, None)
         if head is None:
             raise LogError(f"{name}: the log is empty", line=1)
-        first = _event(name, head)
+        first = event_at(name, head)
         if first.get("type") != "session.started":
             raise LogError(f"{name}: line {head[0]} is {first.get('type')!r}, not session.started", line=head[0])
         logged_agent = first.get("agent")
@@ -887,14 +877,13 @@ class Session:
             self._tree.warm(self._tree.path_ids())
         self.clock = max(float(self.events[-1]["time"]), float(clock or 0.0))
         if append:
-            _end_with_newline(source)
             self._log = LogWriter(source, new=False)
         return self
 
     def _replay_log(self, name: str, head: tuple[int, int, bytes], lines: Iterable[tuple[int, int, bytes]], lazy: bool) -> None:
         """Every logged event through the reducer, in order."""
         for item in itertools.chain([head], lines):
-            ev = _event(name, item)
+            ev = event_at(name, item)
             if lazy:
                 self._tree.offset = item[1]
             try:
@@ -905,23 +894,6 @@ class Session:
                 self.events.add_logged(item[1])
             else:
                 self.events.append(ev)
-
-
-def _providers(llm: Any) -> dict[str, Any]:
-    """``{name: provider}`` from what ``Session(llm=...)`` takes."""
-    if llm is None:
-        return {"default": EchoLLM()}
-    if isinstance(llm, Mapping):
-        if not llm:
-            raise ValueError("llm: give at least one provider")
-        for name, p in llm.items():
-            if not hasattr(p, "complete"):
-                raise ValueError(f"llm[{name!r}] has no complete(request) method")
-        return dict(llm)
-    if not hasattr(llm, "complete"):
-        hint = f": for a spec, llm=convlab.provider({llm!r})" if isinstance(llm, str) else ""
-        raise ValueError(f"llm must be a provider (with complete(request)) or {{name: provider}}, got {llm!r}{hint}")
-    return {"default": llm}
 
 
 def _replaces(actions: list[Mapping[str, Any]]) -> bool:
@@ -941,33 +913,3 @@ def _receipt(status: int, turn_id: str | None, *, new_from: int | None = None, q
         receipt["new_from"] = new_from
     receipt.update(queued=queued, merged=merged, duplicate=duplicate)
     return receipt  # type: ignore[return-value]
-
-
-def _streamed(chunks: Iterable[Any], on_delta: Callable[[str], None]) -> Any:
-    """Run a provider's stream: text deltas (passed on as they come), then the reply."""
-    reply = None
-    for chunk in chunks:
-        if isinstance(chunk, str):
-            if chunk:
-                on_delta(chunk)
-        else:
-            reply = chunk
-    return reply
-
-
-def _event(name: str, item: tuple[int, int, bytes]) -> dict[str, Any]:
-    number, _offset, raw = item
-    try:
-        return parse_event(raw)
-    except ValueError as err:
-        raise LogError(f"{name}: line {number} is not a valid event: {err}", line=number) from None
-
-
-def _end_with_newline(path: str | os.PathLike) -> None:
-    with open(path, "rb+") as f:
-        f.seek(0, os.SEEK_END)
-        if f.tell() == 0:
-            return
-        f.seek(-1, os.SEEK_END)
-        if f.read(1) != b"\n":
-            f.write(b"\n")

@@ -17,11 +17,13 @@ from typing import Any, BinaryIO, Iterator
 
 from .errors import LogError, LogWarning
 
-__all__ = ["LogWriter", "read_lines", "parse_event"]
+__all__ = ["LogWriter", "read_lines", "parse_event", "event_at"]
 
 
 class LogWriter:
-    """Appends events to a JSONL file, flushing each line."""
+    """Appends events to a JSONL file, flushing each line. ``new=False`` continues
+    a log: a last line with no newline (written by hand, cut by a copy) gets one
+    first, so the next event starts a line of its own."""
 
     def __init__(self, path: str | os.PathLike, *, new: bool = True):
         self.path = Path(path)
@@ -29,6 +31,11 @@ class LogWriter:
             raise LogError(f"{self.path} is not empty: Session.load({str(self.path)!r}) continues a log")
         try:
             self._file = open(self.path, "a", encoding="utf-8")
+            if not new and self._file.tell() > 0:
+                with open(self.path, "rb") as f:
+                    f.seek(-1, os.SEEK_END)
+                    if f.read(1) != b"\n":
+                        self._file.write("\n")
         except OSError as err:
             raise LogError(f"cannot write the session log {self.path}: {err.strerror or err}") from err
 
@@ -90,3 +97,20 @@ def parse_event(raw: bytes) -> dict[str, Any]:
     if not isinstance(event, dict) or not isinstance(event.get("type"), str):
         raise ValueError("not an event object with a type")
     return event
+
+
+def event_at(name: str, item: tuple[int, int, bytes]) -> dict[str, Any]:
+    """The event of one ``read_lines`` item; a line that is not one raises ``LogError`` naming it.
+
+    >>> event_at("s.jsonl", (3, 0, b'{"type": "session.started"}'))
+    {'type': 'session.started'}
+    >>> event_at("s.jsonl", (4, 0, b'[1, 2]'))
+    Traceback (most recent call last):
+    ...
+    convlab.errors.LogError: s.jsonl: line 4 is not a valid event: not an event object with a type
+    """
+    number, _offset, raw = item
+    try:
+        return parse_event(raw)
+    except ValueError as err:
+        raise LogError(f"{name}: line {number} is not a valid event: {err}", line=number) from None

@@ -61,3 +61,22 @@ def test_the_writer_appends_one_flushed_line_per_event_and_refuses_a_non_empty_l
     assert [json.loads(x)["type"] for x in path.read_text().splitlines()] == ["a", "b"]
     with pytest.raises(LogError, match="cannot write"):
         LogWriter(tmp_path / "no" / "such" / "dir.jsonl")
+
+
+def test_continuing_a_log_whose_last_line_has_no_newline_starts_a_new_line(tmp_path):
+    path = tmp_path / "l.jsonl"
+    path.write_bytes(b'{"type": "a"}')  # a log cut by a copy, or edited by hand
+    w = LogWriter(path, new=False)
+    w.write({"type": "b"})
+    w.close()
+    assert [parse_event(r)["type"] for *_, r in read_lines(path)] == ["a", "b"]
+    LogWriter(path, new=False).close()  # one that ends with a newline gets no second one
+    assert path.read_bytes() == b'{"type": "a"}\n{"type":"b"}\n'
+
+
+def test_event_at_names_the_line_that_is_not_an_event():
+    from convlab.log import event_at
+
+    with pytest.raises(LogError, match=r"s.jsonl: line 7 is not a valid event") as err:
+        event_at("s.jsonl", (7, 0, b'"just a string"'))
+    assert err.value.line == 7

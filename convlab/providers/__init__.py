@@ -26,12 +26,14 @@ module of their SDK, which is imported only when one is made.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Iterable, Mapping
 
 from ..errors import ProviderError
+from ..inputs import reply_from
+from ..tokens import content_text
 from .fakes import EchoLLM, ReplayLLM, ScriptedLLM, chunks
 
-__all__ = ["EchoLLM", "ScriptedLLM", "ReplayLLM", "ProviderError", "chunks", "provider"]
+__all__ = ["EchoLLM", "ScriptedLLM", "ReplayLLM", "ProviderError", "chunks", "provider", "named", "call"]
 
 SPECS = "echo, openai:<model> or anthropic:<model>"
 
@@ -72,3 +74,69 @@ def provider(spec: str) -> Any:
 
 
 _EXAMPLE = {"openai": "gpt-4.1-mini", "anthropic": "claude-sonnet-4-5"}
+
+
+def named(llm: Any) -> dict[str, Any]:
+    """``{name: provider}`` from what ``Session(llm=...)`` takes: None (an
+    ``EchoLLM``), one provider (named ``default``) or a mapping of them.
+
+    >>> named(None)
+    {'default': EchoLLM(window=None, latency=0.0)}
+    >>> named("echo")
+    Traceback (most recent call last):
+    ...
+    ValueError: llm must be a provider (with complete(request)) or {name: provider}, got 'echo': for a spec, llm=convlab.provider('echo')
+    """
+    if llm is None:
+        return {"default": EchoLLM()}
+    if isinstance(llm, Mapping):
+        if not llm:
+            raise ValueError("llm: give at least one provider")
+        for name, p in llm.items():
+            if not hasattr(p, "complete"):
+                raise ValueError(f"llm[{name!r}] has no complete(request) method")
+        return dict(llm)
+    if not hasattr(llm, "complete"):
+        hint = f": for a spec, llm=convlab.provider({llm!r})" if isinstance(llm, str) else ""
+        raise ValueError(f"llm must be a provider (with complete(request)) or {{name: provider}}, got {llm!r}{hint}")
+    return {"default": llm}
+
+
+def call(provider: Any, request: Mapping[str, Any], on_delta: Callable[[str], None] | None = None,
+         took: Callable[[float], None] | None = None) -> dict[str, Any]:
+    """One call through the provider protocol: the provider's reply, checked
+    (``inputs.reply_from``). ``took(latency)`` is told how long the call took
+    as soon as it returns or fails. With ``on_delta`` the call streams: a
+    provider with ``stream(request)`` gives its deltas as they come; any other
+    gives one delta with the whole reply, once it is checked.
+
+    >>> seen = []
+    >>> call(EchoLLM(), {"model": None, "messages": [{"role": "user", "content": "hi"}]}, seen.append)["content"]
+    'echo: hi'
+    >>> "".join(seen)
+    'echo: hi'
+    """
+    streams = on_delta is not None and hasattr(provider, "stream")
+    try:
+        result = _streamed(provider.stream(request), on_delta) if streams else provider.complete(request)
+    finally:
+        if took is not None:
+            took(float(getattr(provider, "latency", 0.0) or 0.0))
+    reply = reply_from(result)
+    if on_delta is not None and not streams:
+        text = content_text(reply["content"])
+        if text:
+            on_delta(text)
+    return reply
+
+
+def _streamed(items: Iterable[Any], on_delta: Callable[[str], None]) -> Any:
+    """Run a provider's stream: text deltas (passed on as they come), then the reply."""
+    reply = None
+    for item in items:
+        if isinstance(item, str):
+            if item:
+                on_delta(item)
+        else:
+            reply = item
+    return reply
