@@ -32,7 +32,7 @@ from .lazy import LazyEvents, LazyTree
 from .log import LogWriter, event_at, read_lines
 from .tokens import content_chars, content_text, estimate
 from .tree import Message, PathView, Tree, ViewError, message_of, new_node
-from .wire import Decision, Event, Receipt, Snapshot, Turn
+from .wire import Decision, Event, Receipt, Snapshot, Turn, receipt
 
 __all__ = ["Session", "chat_worker", "SUMMARY_PREFIX"]
 
@@ -404,14 +404,14 @@ class Session:
         inp = inputs.validate(message, self.agent)
         kind = inp["type"]
         if kind == "client.interrupt":
-            receipt = self._interrupt()
+            taken = self._interrupt()
         elif kind == "client.messages":
-            receipt = self._submit_view(inp)
+            taken = self._submit_view(inp)
         else:
-            receipt = self._submit_messages(inp)
+            taken = self._submit_messages(inp)
         if self.autorun:
             self.run()
-        return receipt
+        return taken
 
     def _refuse_busy(self) -> None:
         raise Refused(409, f"turn {self._running} is running: send queue: true to wait, or interrupt it first", turn_id=self._running)
@@ -420,21 +420,21 @@ class Session:
         kind, msgs, queue = inp["type"], inp["messages"], inp.get("queue")
         fresh = [m for m in msgs if not self._known(m.get("id"))]
         if not fresh:  # a retry: every message already recorded or waiting (checked before 409)
-            return _receipt(200, self._turn_that_took(msgs[0]["id"]), duplicate=True)
+            return receipt(200, self._turn_that_took(msgs[0]["id"]), duplicate=True)
         if self._running is not None and queue is None:
             self._refuse_busy()
         if queue is not None and (self._running is not None or self._queue):
             last = self._turn_of[self._queue[-1]] if self._queue else None
             if queue == "merge" and last is not None and last["queue"] == "merge":
                 self._emit("turn.merged", turn_id=last["id"], messages=fresh, client_state=inp.get("state"))
-                return _receipt(202, last["id"], queued=True, merged=True)
+                return receipt(202, last["id"], queued=True, merged=True)
             turn = self._new_turn({"type": kind, "message_ids": []}, inp, fresh, queue="merge" if queue == "merge" else "queue")
             turn["status"] = "queued"
             self._emit("turn.queued", turn_id=turn["id"], turn=turn)
-            return _receipt(202, turn["id"], queued=True)
+            return receipt(202, turn["id"], queued=True)
         turn = self._new_turn({"type": kind, "message_ids": []}, inp, fresh)
         self._start(turn, fresh, under=self.head)
-        return _receipt(200, turn["id"])
+        return receipt(200, turn["id"])
 
     def _turn_that_took(self, mid: str) -> str | None:
         if mid in self._tree:
@@ -472,14 +472,14 @@ class Session:
         if self._running is not None:  # a head-only view during a turn: it runs next, ahead of the queue
             self._end_turn("turn.cancelled", then_queue=False, reason=f"the head moved to {last} (turn {turn['id']})")
         self._start(turn, rest, under=last)
-        return _receipt(200, turn["id"], new_from=new_from)
+        return receipt(200, turn["id"], new_from=new_from)
 
     def _interrupt(self) -> Receipt:
         if self._running is None:
             raise Refused(409, "no turn is running: nothing to interrupt")
         tid = self._running
         self._end_turn("turn.cancelled", reason="interrupted")
-        return _receipt(200, tid)
+        return receipt(200, tid)
 
     # ------------------------------------------------------------------
     # turns
@@ -904,12 +904,3 @@ def _replaces(actions: list[Mapping[str, Any]]) -> bool:
         if a["type"] == "context.replace":
             return True
     return False
-
-
-def _receipt(status: int, turn_id: str | None, *, new_from: int | None = None, queued: bool = False,
-             merged: bool = False, duplicate: bool = False) -> Receipt:
-    receipt: dict[str, Any] = {"status": status, "turn_id": turn_id}
-    if new_from is not None:
-        receipt["new_from"] = new_from
-    receipt.update(queued=queued, merged=merged, duplicate=duplicate)
-    return receipt  # type: ignore[return-value]

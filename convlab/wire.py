@@ -10,7 +10,7 @@ from typing import Any, NotRequired, TypedDict
 
 from .tree import Message, Node
 
-__all__ = ["Receipt", "Turn", "Event", "Decision", "Call", "Snapshot", "EVENT_FIELDS"]
+__all__ = ["Receipt", "Turn", "Event", "Decision", "Call", "Snapshot", "EVENT_FIELDS", "receipt"]
 
 
 class Receipt(TypedDict):
@@ -22,6 +22,20 @@ class Receipt(TypedDict):
     queued: bool
     merged: bool
     duplicate: bool
+
+
+def receipt(status: int, turn_id: str | None, *, new_from: int | None = None, queued: bool = False,
+            merged: bool = False, duplicate: bool = False) -> Receipt:
+    """A ``Receipt``, its keys always in the same order (``new_from`` only for ``client.messages``).
+
+    >>> receipt(202, "t2", queued=True)
+    {'status': 202, 'turn_id': 't2', 'queued': True, 'merged': False, 'duplicate': False}
+    """
+    made: dict[str, Any] = {"status": status, "turn_id": turn_id}
+    if new_from is not None:
+        made["new_from"] = new_from
+    made.update(queued=queued, merged=merged, duplicate=duplicate)
+    return made  # type: ignore[return-value]
 
 
 class Turn(TypedDict):
