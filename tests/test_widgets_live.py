@@ -639,3 +639,26 @@ def test_a_session_driven_from_a_worker_thread_is_drawn_by_that_thread(clock):
     tv.redraw.touch("message.new")
     live._after_cell()
     assert not tv.redraw.dirty
+
+
+SHOWN = {  # where each widget shows a drawing bug to the person
+    "TreeView": lambda v: v.status,
+    "ChatView": lambda v: v.status_line.value,
+    "ContextGauge": lambda v: v.bar.value,
+    "DecisionPanel": lambda v: v.body.children[0].value,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHOWN))
+def test_a_drawing_bug_is_shown_in_the_widget_never_raised_into_the_session(name, monkeypatch):
+    s = convlab.Session(worker="manual")
+    view = getattr(convlab, name)(s)
+    monkeypatch.setattr(view, "_sync", lambda: (_ for _ in ()).throw(RuntimeError("boom <b>")))
+    say(s, "hi")  # the session's events reach the broken widget: the submit still works
+    view.refresh()
+    shown = SHOWN[name](view)
+    if name == "TreeView":  # sent as text: the page sets it as text, never as HTML
+        assert shown == "display error: RuntimeError: boom <b>"
+    else:  # HTML: the error is escaped
+        assert '<span class="clw-status">display error: RuntimeError: boom &lt;b&gt;</span>' in shown
+    assert s.pending["type"] == "turn.start"

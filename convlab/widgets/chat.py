@@ -292,12 +292,9 @@ class ChatView(Live, w.VBox):
         self._moved = True
         self.redraw.now()
 
-    def _draw(self) -> None:
-        try:
-            self._sync()
-        except Exception as err:  # a drawing bug must not break the engine's event loop
-            self.status = f"display error: {type(err).__name__}: {err}"
-            self.status_line.value = f'<span class="clw-status">{esc(self.status)}</span>'
+    def _show_error(self, text: str) -> None:
+        self.status = text
+        self.status_line.value = f'<span class="clw-status">{esc(text)}</span>'
 
     def _sync(self) -> None:
         if self._moved:

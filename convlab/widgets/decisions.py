@@ -101,13 +101,9 @@ class DecisionPanel(Live, w.VBox):
         """Draw the panel again (it keeps what the person is editing while the decision stays the same)."""
         self.redraw.now()
 
-    def _draw(self) -> None:
-        try:
-            self._sync()
-        except Exception as err:  # a drawing bug must not break the engine's event loop
-            self.body.children = [w.HTML(f'<span class="clw-status">display error: {esc(type(err).__name__)}: '
-                                         f'{esc(err)}</span>')]
-            self._shown = ()
+    def _show_error(self, text: str) -> None:
+        self.body.children = [w.HTML(f'<span class="clw-status">{esc(text)}</span>')]
+        self._shown = ()
 
     def _sync(self) -> None:
         pending = self.session.pending

@@ -99,11 +99,8 @@ class ContextGauge(Live, w.VBox):
         """Draw the gauge again from the session (the idle time moves with the clock, not with events)."""
         self.redraw.now()
 
-    def _draw(self) -> None:
-        try:
-            self._sync()
-        except Exception as err:  # a drawing bug must not break the engine's event loop
-            self.bar.value = f'<span class="clw-status">display error: {esc(type(err).__name__)}: {esc(err)}</span>'
+    def _show_error(self, text: str) -> None:
+        self.bar.value = f'<span class="clw-status">{esc(text)}</span>'
 
     def _exact_count(self, head: str | None) -> int:
         """Exact tokens root -> ``head``: from the nearest message counted before, down."""

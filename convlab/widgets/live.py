@@ -267,6 +267,17 @@ class Live:
         """Draw now what the session's events changed (True when there was something to draw)."""
         return self.redraw.flush()
 
+    def _draw(self) -> None:
+        """What the ``Redraw`` calls: ``_sync``. A drawing bug is shown in the widget
+        (``_show_error``), never raised into the engine's event loop."""
+        try:
+            self._sync()  # type: ignore[attr-defined]
+        except Exception as err:
+            self._show_error(f"display error: {type(err).__name__}: {err}")
+
+    def _show_error(self, text: str) -> None:
+        raise NotImplementedError
+
     def _held(self) -> list[Any]:
         return []
 

@@ -342,13 +342,10 @@ class TreeView(Live, anywidget.AnyWidget):
         self._relayout = True
         self.redraw.now()
 
-    def _draw(self) -> None:
-        try:
-            self._sync()
-        except Exception as err:  # a drawing bug must not break the engine's event loop
-            self._relayout = True
-            self.status = f"display error: {type(err).__name__}: {err}"
-            self._patch({}, [], {**self._meta, "status": self.status}, None, None)
+    def _show_error(self, text: str) -> None:
+        self._relayout = True
+        self.status = text
+        self._patch({}, [], {**self._meta, "status": text}, None, None)
 
     def _sync(self) -> None:
         src = self.source
