@@ -1,6 +1,7 @@
 """The package as a whole (convlab/__init__.py and the rules of ../shared/STYLE.md that code can check).
 
-- ``convlab.__all__`` is pinned: adding or removing a public name is a visible change here.
+- ``convlab.__all__`` is pinned: adding or removing a public name is a visible change here,
+  and every public name is documented: in ../shared/API.md or in docs/modules.md.
 - Every public name resolves (the lazy table points at real definitions).
 - No module imports another module's private names (nor a private module).
 - No function in the engine or the Claude Code importer is over 80 lines.
@@ -10,6 +11,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -32,6 +34,12 @@ PUBLIC = [
 
 def test_all_is_pinned():
     assert convlab.__all__ == sorted(PUBLIC)
+
+
+def test_every_public_name_is_documented():
+    api = (PACKAGE.parent.parent / "shared" / "API.md").read_text()
+    ours = (PACKAGE.parent / "docs" / "modules.md").read_text().split("## Public names beyond", 1)[1]
+    assert [n for n in convlab.__all__ if not re.search(rf"\b{n}\b", api) and f"`{n}`" not in ours] == []
 
 
 @pytest.mark.parametrize("name", PUBLIC)
