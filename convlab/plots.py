@@ -159,12 +159,18 @@ def _cell_label(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 100 or float(v).is_integer() else f"{v:.2g}"
 
 
-def sweep_heatmap(df: Any, x: str, y: str, value: str = "tokens_read", *, agg: str = "sum", title: str | None = None):
+def sweep_heatmap(df: Any, x: str, y: str, value: str = "tokens_read", *, agg: str = "sum", title: str | None = None,
+                  cost: str | None = None):
     """A sweep as a heatmap: ``y`` down, ``x`` across, ``value`` aggregated over
     conversations (``agg``: sum, mean, max, ...) and written in each cell.
 
-    The figure is sized to its cells' labels and the title (the figure's
-    suptitle, default ``"<value> by <y> and <x>"``) wraps to its width.
+    ``cost``, a second column aggregated the same way, is written under the
+    value in each cell, so one picture shows what a config saves and what it
+    costs: tokens read alone make the smallest window look best, tokens read
+    beside ``summaries`` (or the CLI's ``rewrites``, summaries + resets) show the
+    price. The figure is sized to its cells' labels and the title (the
+    figure's suptitle, default ``"<value> by <y> and <x>"``, ``"<value> and
+    <cost> by ..."`` with a cost) wraps to its width.
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"window": [64000, 64000, 128000, 128000], "strategy[0].idle_secs": [60, 600, 60, 600],
@@ -175,21 +181,28 @@ def sweep_heatmap(df: Any, x: str, y: str, value: str = "tokens_read", *, agg: s
     """
     from matplotlib.ticker import FuncFormatter
 
-    for col in (x, y, value):
+    for col in (x, y, value, *([cost] if cost is not None else [])):
         if col not in df.columns:
             raise KeyError(f"the frame has no column {col!r} (columns: {', '.join(map(str, df.columns))})")
     table = df.pivot_table(index=y, columns=x, values=value, aggfunc=agg)
     data = table.to_numpy(dtype=float)
     cells = list(_cells(data))
+    labels = {ij: _cell_label(v) for ij, v in cells}
+    if cost is not None:
+        costs = df.pivot_table(index=y, columns=x, values=cost, aggfunc=agg).reindex(index=table.index, columns=table.columns)
+        for (i, j), c in _cells(costs.to_numpy(dtype=float)):
+            if (i, j) in labels:
+                labels[i, j] += f"\n{cost}: {_cell_label(c)}"
     xticks, yticks = [str(c) for c in table.columns], [str(i) for i in table.index]
     # inches: a cell fits its label at "small" (about 0.065 in a character), the left margin the y tick labels
-    longest = max([len(_cell_label(v)) for _, v in cells] + [len(t) for t in xticks] + [1])
+    longest = max([len(line) for t in labels.values() for line in t.split("\n")] + [len(t) for t in xticks] + [1])
     cell_w = max(0.8, 0.065 * longest + 0.3)
     left = 0.6 + 0.08 * max([len(t) for t in yticks] + [1])
     width = max(4.8, left + cell_w * max(2, len(xticks)) + 1.5)
-    text = _wrap(title or f"{value} by {y} and {x}", width - 0.4)
+    text = _wrap(title or f"{value}{f' and {cost}' if cost else ''} by {y} and {x}", width - 0.4)
     bottom = 0.9 + 0.06 * max([len(t) for t in xticks] + [1])
-    height = max(3.0, bottom + 0.45 * max(2, len(yticks)) + 0.5 + 0.25 * text.count("\n"))
+    row_h = 0.45 if cost is None else 0.6
+    height = max(3.0, bottom + row_h * max(2, len(yticks)) + 0.5 + 0.25 * text.count("\n"))
     fig = _figure((width, height))
     ax = fig.add_subplot()
     image = ax.imshow(data, aspect="auto", cmap="viridis", origin="lower")
@@ -202,7 +215,7 @@ def sweep_heatmap(df: Any, x: str, y: str, value: str = "tokens_read", *, agg: s
     flat = norm.vmin == norm.vmax
     for (i, j), v in cells:
         light = not flat and float(norm(v)) < 0.55  # a dark viridis cell gets white text
-        ax.text(j, i, _cell_label(v), ha="center", va="center", fontsize="small", color="white" if light else "black")
+        ax.text(j, i, labels[i, j], ha="center", va="center", fontsize="small", color="white" if light else "black")
     bar = fig.colorbar(image, ax=ax, label=f"{value} ({agg})", format=FuncFormatter(_compact))
     bar.ax.tick_params(labelsize="small")
     fig.suptitle(text)

@@ -78,6 +78,19 @@ def test_sweep_heatmap_aggregates_and_labels_cells():
         raise AssertionError("a missing column must raise KeyError")
 
 
+def test_sweep_heatmap_writes_the_cost_under_each_value():
+    """Tokens read alone make the smallest window look best: the cost beside them shows the price (issue 15)."""
+    df = pd.DataFrame({"window": [64000, 64000, 128000, 128000] * 2, "idle": [60, 600, 60, 600] * 2,
+                       "tokens_read": [900, 800, 1500, 1400] * 2, "rewrites": [13, 12, 1, 0] * 2})
+    fig = plots.sweep_heatmap(df, "idle", "window", cost="rewrites")
+    assert [t.get_text() for t in fig.axes[0].texts] == ["1,800\nrewrites: 26", "1,600\nrewrites: 24",
+                                                         "3,000\nrewrites: 2", "2,800\nrewrites: 0"]
+    assert fig.get_suptitle().replace("\n", " ") == "tokens_read and rewrites by window and idle"
+    assert _inside(fig)
+    with pytest.raises(KeyError, match="no column 'resets'"):
+        plots.sweep_heatmap(df, "idle", "window", cost="resets")
+
+
 def test_importing_and_plotting_leaves_pyplot_and_the_backend_alone():
     code = (
         "import sys, matplotlib; before = matplotlib.get_backend(); "
