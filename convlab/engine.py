@@ -21,12 +21,13 @@ from __future__ import annotations
 import itertools
 import os
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, BinaryIO, Callable, Iterable, Mapping
+from typing import Any, BinaryIO, Callable, Iterable
 
 from . import inputs, jsondata, providers
-from .context import ContextConfig, DEFAULT_PROMPT, Strategy, applies, coerce, kept
+from .context import DEFAULT_PROMPT, ContextConfig, Strategy, applies, coerce, kept
 from .errors import LogError, ProviderError, Refused
 from .lazy import LazyEvents, LazyTree
 from .log import LogWriter, event_at, read_lines

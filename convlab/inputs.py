@@ -8,7 +8,8 @@ here (PROTOCOL.md 1, gap), never recorded.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from . import jsondata
 from .errors import ProviderError, Refused

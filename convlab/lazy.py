@@ -18,14 +18,14 @@ from __future__ import annotations
 import json
 import os
 from array import array
-from collections.abc import Sequence
-from typing import Any, Iterator, Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any, Iterator
 
 import networkx as nx
 
 from . import jsondata
-from .tree import Tree, input_tokens, new_node
 from .tokens import content_chars
+from .tree import Tree, input_tokens, new_node
 
 __all__ = ["LazyTree", "LazyEvents"]
 

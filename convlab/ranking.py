@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping
+from typing import Any, Sequence
 
 from .context import MARGIN
 from .errors import TuneWarning

@@ -32,10 +32,11 @@ import os
 import tempfile
 import threading
 import warnings
+from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from . import inputs, jsondata
 from .errors import ProviderError, SummaryWarning

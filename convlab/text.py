@@ -24,7 +24,8 @@ import json
 import re
 import unicodedata
 from collections import Counter
-from typing import Any, Iterable, Mapping
+from collections.abc import Mapping
+from typing import Any, Iterable
 
 import networkx as nx
 

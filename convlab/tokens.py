@@ -17,9 +17,10 @@ import hashlib
 import json
 import math
 import threading
+from collections.abc import Mapping
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable
 
 from .errors import TokenizerError
 
@@ -134,9 +135,10 @@ def count_tokens(text_or_messages: str | Iterable[Mapping[str, Any]], encoding: 
         return _count_text(text_or_messages, encoding)
     total = 0
     for message in text_or_messages:
-        if not isinstance(message, Mapping):
+        if message.__class__ is not dict and not isinstance(message, Mapping):
             raise TypeError(f"count_tokens takes a string or a list of message dicts, got {type(message).__name__}")
-        text = content_text(message.get("content"))
+        content = message.get("content")
+        text = content if content.__class__ is str else content_text(content)
         if text:
             total += _count_text(text, encoding)
     return total

@@ -14,8 +14,8 @@ tree.
 This module knows nothing of turns, decisions or the engine.
 """
 
-from collections.abc import Sequence
-from typing import Any, Iterable, Iterator, Mapping, NotRequired, TypedDict
+from collections.abc import Mapping, Sequence
+from typing import Any, Iterable, Iterator, NotRequired, TypedDict
 
 import networkx as nx
 
@@ -136,10 +136,12 @@ def message_of(node: Mapping[str, Any], *, with_id: bool = True) -> Message:
     content = node["content"]
     msg: dict[str, Any] = {"id": node["id"]} if with_id else {}
     msg["role"] = node["role"]
-    msg["content"] = content if isinstance(content, str) else jsondata.copy(content)
+    msg["content"] = content if content.__class__ is str else jsondata.copy(content)
+    get = node.get
     for key in MESSAGE_KEYS:
-        if node.get(key) is not None:
-            msg[key] = jsondata.copy(node[key])
+        value = get(key)
+        if value is not None:
+            msg[key] = value if value.__class__ is str else jsondata.copy(value)
     return msg  # type: ignore[return-value]
 
 
@@ -236,6 +238,8 @@ class Tree:
         self._cum: dict[str, int] = {}
         self._last_call: dict[str, str | None] = {}
         self._stated: set[str] = set()  # nodes with worker state: state_at is O(1) without any
+        # id -> the graph's own attribute dict: a walk up the path reads a plain dict, not a NodeView
+        self._node: dict[str, dict[str, Any]] = {}
 
     @property
     def graph(self) -> nx.DiGraph:
@@ -247,16 +251,16 @@ class Tree:
         return node_id in self._graph
 
     def _parent_of(self, node_id: str) -> str | None:
-        return self._graph.nodes[node_id]["parent"]
+        return self._node[node_id]["parent"]
 
     def _attrs(self, node_id: str) -> dict[str, Any]:
-        return self._graph.nodes[node_id]
+        return self._node[node_id]
 
     def _state_of(self, node_id: str) -> Any:
-        return self._graph.nodes[node_id]["state"]
+        return self._node[node_id]["state"]
 
     def _input_of(self, node_id: str) -> int:
-        return input_tokens(self._graph.nodes[node_id]["usage"])
+        return input_tokens(self._node[node_id]["usage"])
 
     # -- reading -------------------------------------------------------
     def __contains__(self, node_id: object) -> bool:
@@ -370,6 +374,7 @@ class Tree:
         self.seq += 1
         attrs = new_node(node, parent=parent, seq=self.seq)
         self._graph.add_node(nid, **attrs)
+        self._node[nid] = stored = self._graph.nodes[nid]
         if parent is None:
             self.roots.append(nid)
         else:
@@ -377,7 +382,7 @@ class Tree:
         self._book(nid, parent, content_chars(attrs["content"]), attrs["role"] == "assistant" and input_tokens(attrs["usage"]) is not None)
         if attrs["state"] is not None:
             self._stated.add(nid)
-        return self._graph.nodes[nid]
+        return stored
 
     def _book(self, nid: str, parent: str | None, chars: int, is_call: bool) -> None:
         self._chars[nid] = chars

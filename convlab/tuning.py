@@ -33,8 +33,9 @@ import os
 import re
 import statistics
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Sequence
 
 from .context import MARGIN, ContextConfig, applies, coerce, load_config, toml_document
 from .conversation import Conversation

@@ -38,7 +38,8 @@ from __future__ import annotations
 import socket
 import time
 import uuid
-from typing import Any, Callable, Iterator, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable, Iterator
 
 import convlab
 

@@ -27,7 +27,8 @@ events they mean, built with ``ag_ui.core``'s own models:
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ag_ui.core import (
     PROTOCOL_VERSION,

@@ -22,7 +22,8 @@ A resume entry with status ``cancelled`` ends the turn (``end_turn``).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import convlab
 

@@ -25,7 +25,8 @@ silent):
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import convlab
 

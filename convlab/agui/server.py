@@ -38,9 +38,10 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from ag_ui.core import RunAgentInput
 from ag_ui.encoder import EventEncoder

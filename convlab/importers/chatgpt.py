@@ -11,11 +11,20 @@ tool output): ``metadata.hidden`` says which ones ChatGPT does not show.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from collections.abc import Mapping
+from typing import Any, Iterator
 
 from ..conversation import Conversation
-from .records import Problems, Record, conversation, fields, role_of, text_or_parts, to_time
 from .documents import Document
+from .records import (
+    Problems,
+    Record,
+    conversation,
+    fields,
+    role_of,
+    text_or_parts,
+    to_time,
+)
 
 NAME = "chatgpt"
 

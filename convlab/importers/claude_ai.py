@@ -12,11 +12,20 @@ given; a message with no blocks reads its ``text``. An empty conversation
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from collections.abc import Mapping
+from typing import Any, Iterator
 
 from ..conversation import Conversation
-from .records import Problems, Record, conversation, fields, role_of, text_or_parts, to_time
 from .documents import Document
+from .records import (
+    Problems,
+    Record,
+    conversation,
+    fields,
+    role_of,
+    text_or_parts,
+    to_time,
+)
 
 NAME = "claude_ai"
 ROOT_IDS = (None, "", "00000000-0000-4000-8000-000000000000", "00000000-0000-0000-0000-000000000000")

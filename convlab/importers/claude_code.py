@@ -27,12 +27,13 @@ system, snapshots) are links in the chain and are walked through.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from ..conversation import Conversation
-from .records import Problems, Record, conversation, to_time, usage_of
 from .documents import Document
+from .records import Problems, Record, conversation, to_time, usage_of
 
 NAME = "claude_code"
 _ROW_TYPES = {"user", "assistant", "summary", "system", "progress", "file-history-snapshot", "queue-operation"}

@@ -14,12 +14,23 @@ becomes its ``usage.input_tokens``.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from collections.abc import Mapping
+from typing import Any, Iterator
 
 from ..conversation import Conversation
 from ..tree import Tree
-from .records import Problems, Record, conversation, fields, descend, role_of, text_or_parts, to_time, usage_of
 from .documents import Document
+from .records import (
+    Problems,
+    Record,
+    conversation,
+    descend,
+    fields,
+    role_of,
+    text_or_parts,
+    to_time,
+    usage_of,
+)
 
 NAME = "librechat"
 ROOT_IDS = (None, "", "00000000-0000-0000-0000-000000000000")

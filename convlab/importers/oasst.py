@@ -10,12 +10,13 @@ in order) from the prompt down to a leaf. ``rank``, ``lang``, ``synthetic``,
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from collections.abc import Mapping
+from typing import Any, Iterator
 
 from ..conversation import Conversation
 from ..tree import Tree
-from .records import Problems, Record, conversation, fields, descend, role_of
 from .documents import Document
+from .records import Problems, Record, conversation, descend, fields, role_of
 
 NAME = "oasst"
 _META = ("rank", "lang", "synthetic", "model_name", "review_count", "review_result", "emojis", "deleted")

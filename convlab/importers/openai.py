@@ -12,13 +12,14 @@ the list is one branch, its last message the head. ``developer`` reads as
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import PurePath
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable
 
 from ..conversation import Conversation
 from ..tree import MESSAGE_KEYS
-from .records import Problems, Record, conversation, fields, role_of, to_time, usage_of
 from .documents import Document
+from .records import Problems, Record, conversation, fields, role_of, to_time, usage_of
 
 NAME = "openai"
 

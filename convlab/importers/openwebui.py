@@ -8,11 +8,21 @@ list each item wraps the chat as ``{"id", "title", "chat": {...}}``.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from collections.abc import Mapping
+from typing import Any, Iterator
 
 from ..conversation import Conversation
-from .records import Problems, Record, conversation, fields, role_of, text_or_parts, to_time, usage_of
 from .documents import Document
+from .records import (
+    Problems,
+    Record,
+    conversation,
+    fields,
+    role_of,
+    text_or_parts,
+    to_time,
+    usage_of,
+)
 
 NAME = "openwebui"
 

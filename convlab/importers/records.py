@@ -34,8 +34,9 @@ import datetime as _dt
 import math
 import sys
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Union
+from typing import Any, Callable, Iterable, Union
 
 from ..conversation import Conversation
 from ..errors import ReadError, ReadWarning

@@ -11,13 +11,14 @@ from __future__ import annotations
 import io
 import os
 import warnings
-from typing import Iterator, Mapping
+from collections.abc import Mapping
+from typing import Iterator
 
 from ..conversation import Conversation
 from ..errors import LogError, LogWarning, ReadError
 from ..tree import Tree
-from .records import warn
 from .documents import Document
+from .records import warn
 
 NAME = "convlab"
 

@@ -26,7 +26,8 @@ module of their SDK, which is imported only when one is made.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable, Iterable
 
 from ..errors import ProviderError
 from ..inputs import reply_from

@@ -13,7 +13,8 @@ imported when the first ``AnthropicChat`` is made, never by ``import convlab``.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Mapping
+from collections.abc import Mapping
+from typing import Any, Iterator
 
 from ..errors import ProviderError
 from .sdk import SDKChat

@@ -7,7 +7,8 @@ What a provider is (``complete``, ``stream``, ``latency``, refusing with
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import ProviderError
 from ..tokens import content_text, count_tokens, get_encoding

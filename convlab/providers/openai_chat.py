@@ -10,7 +10,8 @@ imported when the first ``OpenAIChat`` is made, never by ``import convlab``.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from collections.abc import Mapping
+from typing import Any, Iterator
 
 from ..errors import ProviderError
 from .sdk import SDKChat

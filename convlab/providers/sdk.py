@@ -13,7 +13,8 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from typing import Any, Iterator, Mapping
+from collections.abc import Mapping
+from typing import Any, Iterator
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import ProviderError

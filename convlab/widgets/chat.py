@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import html
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import ipywidgets as w
 from ipywidgets.widgets.widget_string import HTMLStyle, LabelStyle

@@ -9,13 +9,14 @@ page: "Do not show its text as an answer").
 from __future__ import annotations
 
 import copy
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import ipywidgets as w
 
 from .. import kept, readable
-from .chat import STYLE, esc, role_badge
 from . import intents
+from .chat import STYLE, esc, role_badge
 from .live import INTERVAL, Live, close_inside, hold
 from .source import source_of
 

@@ -14,7 +14,8 @@ it, the log does not.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import ipywidgets as w
 from ipywidgets.widgets.widget_string import HTMLStyle

@@ -38,7 +38,8 @@ under the clicked message, and every input that would change it says so.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .. import Refused, newest_leaf
 from .source import REPLAY_HINT, ReadOnly

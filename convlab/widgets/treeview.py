@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import pathlib
 from collections import ChainMap, deque
-from typing import Any, Iterable, Mapping
+from collections.abc import Mapping
+from typing import Any, Iterable
 
 import anywidget
 import traitlets
