@@ -36,6 +36,7 @@ class LogWriter:
                     f.seek(-1, os.SEEK_END)
                     if f.read(1) != b"\n":
                         self._file.write("\n")
+                        self._file.flush()
         except OSError as err:
             raise LogError(f"cannot write the session log {self.path}: {err.strerror or err}") from err
 
