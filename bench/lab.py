@@ -150,7 +150,7 @@ def measure(smoke: bool) -> dict[str, Any]:
         kernel.run("new(True)\ndrive(20)")  # warm up: imports, tiktoken, the widgets
         kernel.value("done()")
         out: dict[str, Any] = {"sizes": [small, big]}
-        for turns, repeats in ((small, 2 if smoke else 3), (big, 2)):
+        for turns, repeats in ((small, 2 if smoke else 3), (big, 2 if smoke else 4)):
             seen: dict[str, list] = {}
             with_, without, a, b = paired(lambda: _sample(kernel, turns, True, seen),
                                           lambda: _sample(kernel, turns, False, seen), repeats)
