@@ -17,15 +17,7 @@ from typing import Any, Iterator
 
 from ..conversation import Conversation
 from .documents import Document
-from .records import (
-    Problems,
-    Record,
-    conversation,
-    fields,
-    role_of,
-    text_or_parts,
-    to_time,
-)
+from .records import Problems, Record, conversation, fields, role_of, text_or_parts, to_time
 
 NAME = "claude_ai"
 ROOT_IDS = (None, "", "00000000-0000-4000-8000-000000000000", "00000000-0000-0000-0000-000000000000")

@@ -20,17 +20,7 @@ from typing import Any, Iterator
 from ..conversation import Conversation
 from ..tree import Tree
 from .documents import Document
-from .records import (
-    Problems,
-    Record,
-    conversation,
-    descend,
-    fields,
-    role_of,
-    text_or_parts,
-    to_time,
-    usage_of,
-)
+from .records import Problems, Record, conversation, descend, fields, role_of, text_or_parts, to_time, usage_of
 
 NAME = "librechat"
 ROOT_IDS = (None, "", "00000000-0000-0000-0000-000000000000")

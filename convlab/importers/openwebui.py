@@ -13,16 +13,7 @@ from typing import Any, Iterator
 
 from ..conversation import Conversation
 from .documents import Document
-from .records import (
-    Problems,
-    Record,
-    conversation,
-    fields,
-    role_of,
-    text_or_parts,
-    to_time,
-    usage_of,
-)
+from .records import Problems, Record, conversation, fields, role_of, text_or_parts, to_time, usage_of
 
 NAME = "openwebui"
 
