@@ -19,7 +19,7 @@ from typing import Any, Iterable
 from ..conversation import Conversation
 from ..tree import MESSAGE_KEYS
 from .documents import Document
-from .records import Problems, Record, conversation, fields, role_of, to_time, usage_of
+from .records import Problems, Record, conversation, role_of, to_time, usage_of
 
 NAME = "openai"
 
@@ -89,5 +89,5 @@ def parse_one(item: Any, source: str, default_id: str) -> Conversation:
                 node[key] = m[key]
         records.append(Record(mid, previous, node))
         previous = mid
-    return conversation(records, problems, id=cid, title=fields(item, "title").get("title"), format=NAME,
-                        source=source, head=previous)
+    return conversation(records, problems, id=cid, title=item.get("title") if isinstance(item, Mapping) else None,
+                        format=NAME, source=source, head=previous)

@@ -334,7 +334,7 @@ def conversation(
     of the tree, the head is the newest leaf and the repair is reported), a
     rule called with the built tree (a format that records no current node:
     follow the latest reply, the best-ranked one, ...), or None: the newest leaf.
-A ``title`` that is not a string (a damaged export) is no title.
+    A ``title`` that is not a string (a damaged export) is no title.
 
     >>> c = conversation([Record("q", None, {"role": "user", "content": "hi"}),
     ...                   Record("a", "q", {"role": "assistant", "content": "hello"})],
