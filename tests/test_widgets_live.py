@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import convlab
 from convlab.widgets import ChatView, EventLog, Lab, TreeView, intents, layout, live
 from convlab.widgets.chat import _MessageRow
+from test_widgets import branched
 
 SUMMARIZE = """
 [agent.bot.context]
@@ -328,16 +329,6 @@ def test_a_view_that_missed_patches_gets_the_whole_layout(wire):
     tv._on_msg(tv, {"type": "sync", "version": 1}, [])
     (snap,) = wire.custom(tv, mark)
     assert snap == {"type": "snapshot", "data": tv.data}
-
-
-def branched():
-    """u1 -> e1 -> u2 -> e2, then an edit of u1 (e3 -> e4) and a second reply e5 beside e4."""
-    s = convlab.Session()
-    say(s, "weather in NYC?", "u1")
-    say(s, "and tomorrow?", "u2")
-    intents.edit(s, 0, "weather in LA instead")
-    intents.regenerate(s, 1)
-    return s
 
 
 def test_the_selection_follows_the_head_when_it_moves():

@@ -26,7 +26,7 @@ from ipywidgets.widgets.widget_string import HTMLStyle, LabelStyle
 from .. import readable
 from . import intents
 from .live import INTERVAL, Live, close_inside, hold
-from .source import REPLAY_HINT, ReadOnly, source_of
+from .source import REPLAY_HINT, source_of
 
 __all__ = ["ChatView", "ROLE_COLORS", "STYLE"]
 
@@ -217,13 +217,7 @@ class ChatView(Live, w.VBox):
 
     def __init__(self, session: Any, *, limit: int = 40, interval: float = INTERVAL) -> None:
         source = source_of(session, "ChatView")  # a wrong argument raises before anything is built
-        self._unsubscribe: Any = None
-        self.source = source
-        self.readonly = isinstance(source, ReadOnly)
-        #: The Session shown (None for an imported conversation).
-        self.session = None if self.readonly else source
-        #: The imported Conversation shown (None for a Session).
-        self.conversation = source.conversation if self.readonly else None
+        self._bind(source)
         self.limit = limit
         self.status = ""
         self.last: dict[str, Any] | None = None

@@ -79,8 +79,7 @@ class DecisionPanel(Live, w.VBox):
 
     def __init__(self, session: Any, *, interval: float = INTERVAL) -> None:
         session = source_of(session, "DecisionPanel", needs_session=True)  # raises before anything is built
-        self._unsubscribe: Any = None
-        self.session = session
+        self._bind(session)
         self.status = ""
         self.last: dict[str, Any] | None = None
         self._shown: Any = ()

@@ -120,8 +120,7 @@ class EventLog(Live, w.VBox):
 
     def __init__(self, session: Any, *, limit: int = 200, interval: float = INTERVAL) -> None:
         source = source_of(session, "EventLog", needs_session=True)  # a wrong argument raises before anything is built
-        self._unsubscribe: Any = None
-        self.session = source
+        self._bind(source)
         self.limit = limit
         self.filter = w.Dropdown(options=["all"], value="all", description="type",
                                  layout=w.Layout(width="260px"), style={"description_width": "34px"})

@@ -20,7 +20,7 @@ import ipywidgets as w
 from .. import count_tokens
 from .chat import STYLE, esc
 from .live import INTERVAL, Live
-from .source import REPLAY_HINT, ReadOnly, source_of
+from .source import REPLAY_HINT, source_of
 
 __all__ = ["ContextGauge", "gauge_marks"]
 
@@ -75,13 +75,7 @@ class ContextGauge(Live, w.VBox):
 
     def __init__(self, session: Any, *, interval: float = INTERVAL) -> None:
         source = source_of(session, "ContextGauge")  # a wrong argument raises before anything is built
-        self._unsubscribe: Any = None
-        self.source = source
-        self.readonly = isinstance(source, ReadOnly)
-        #: The Session shown (None for an imported conversation).
-        self.session = None if self.readonly else source
-        #: The imported Conversation shown (None for a Session).
-        self.conversation = source.conversation if self.readonly else None
+        self._bind(source)
         self.tokens = 0
         self.exact = 0
         self.idle: float | None = None

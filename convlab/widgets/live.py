@@ -52,6 +52,8 @@ from typing import Any, Callable, Iterator
 
 from ipywidgets import Widget
 
+from .source import ReadOnly
+
 __all__ = ["Redraw", "INTERVAL", "RATIO", "DECAY", "SLOWEST", "QUIET", "ENDS", "hold", "flush", "register",
            "close_inside"]
 
@@ -243,6 +245,21 @@ class Live:
     kit) names them in ``_held()``."""
 
     redraw: Redraw
+
+    def _bind(self, source: Any) -> None:
+        """What the widget shows: ``source`` (what ``source_of`` gave), ``session`` (the live
+        Session; None for an imported conversation) and ``conversation`` (the imported
+        Conversation; None for a Session). Nothing is followed yet (``_start``)."""
+        self._unsubscribe: Any = None
+        self.source = source
+        readonly = isinstance(source, ReadOnly)
+        self.session = None if readonly else source
+        self.conversation = source.conversation if readonly else None
+
+    @property
+    def readonly(self) -> bool:
+        """An imported conversation: look and switch branches, never submit."""
+        return self.conversation is not None
 
     def _follow(self, source: Any, interval: float) -> None:
         self.redraw = Redraw(self._draw, interval)  # type: ignore[attr-defined]

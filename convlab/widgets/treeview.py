@@ -37,7 +37,7 @@ import traitlets
 from .. import brief
 from . import intents
 from .live import INTERVAL, Live, hold
-from .source import ReadOnly, source_of
+from .source import source_of
 
 __all__ = ["TreeView", "layout", "PREVIEW_CHARS"]
 
@@ -271,12 +271,7 @@ class TreeView(Live, anywidget.AnyWidget):
         self._unsubscribe: Any = None
         super().__init__(**kwargs)
         try:
-            self.source = source
-            readonly = isinstance(source, ReadOnly)
-            #: The Session shown (None for an imported conversation).
-            self.session = None if readonly else source
-            #: The imported Conversation shown (None for a Session).
-            self.conversation = source.conversation if readonly else None
+            self._bind(source)
             self.max_depth = max_depth
             self.budget = budget
             self.expanded: set[str | None] = set()
@@ -286,7 +281,7 @@ class TreeView(Live, anywidget.AnyWidget):
             self.last: dict[str, Any] | None = None  # the outcome of the last intent
             self._acting = False  # inside this view's own intent: the selection stays
             self._anchor = source.head  # the head the selection was made against
-            self._status: dict[str, str] = {} if readonly else {
+            self._status: dict[str, str] = {} if self.readonly else {
                 t["id"]: t["status"] for t in source.turns if t.get("status") in ("cancelled", "failed", "running")}
             self._added: list[str] = []  # messages recorded since the last draw
             self._turns: set[str] = set()  # turns whose status changed since the last draw
@@ -316,10 +311,6 @@ class TreeView(Live, anywidget.AnyWidget):
         """The layout as drawn (the snapshot with every patch applied): ``layout``'s dict and its ``version``."""
         return {**self._meta, "nodes": sorted(self._rows.values(), key=lambda n: n["row"]),
                 "markers": self._markers, "links": self._links, "version": self._version}
-
-    @property
-    def readonly(self) -> bool:
-        return self.conversation is not None
 
     # -- following the session ---------------------------------------------------
     def _on_event(self, event: dict[str, Any]) -> None:
