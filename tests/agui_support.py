@@ -195,19 +195,6 @@ import sys  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 
 
-def in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
-
-
-def cannot_run(reason: str) -> None:
-    """Skip, or under CI=true fail: a test of a real part that did not run proved nothing."""
-    import pytest
-
-    if in_ci():
-        pytest.fail(f"CI=true: the test cannot run: {reason}", pytrace=False)
-    pytest.skip(reason)
-
-
 @dataclass
 class Serve:
     url: str

@@ -10,10 +10,10 @@ their skips into failures in CI as well).
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
+from ci_support import in_ci
 
 #: ../shared/data/real relative to the project root, found from this file.
 REAL = Path(__file__).parents[1] / ".." / "shared" / "data" / "real"
@@ -22,10 +22,6 @@ REAL = Path(__file__).parents[1] / ".." / "shared" / "data" / "real"
 NOT_LOGS = ("README.md", "MANIFEST.json", "STATS.json")
 
 MISSING = "<../shared/data/real is missing>"
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 def available() -> bool:

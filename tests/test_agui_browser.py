@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 import convlab
-from agui_support import CHROMIUM, REPO, Chromium, SlowLLM, cannot_run, served
+from agui_support import CHROMIUM, REPO, Chromium, SlowLLM, served
+from ci_support import cannot_run
 from screenshots import stable_png
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]

@@ -11,7 +11,8 @@ import socket
 import pytest
 
 import convlab
-from agui_support import REPO, SUMMARIZE_AT_60, U1, U2, client, in_ci, served, sse
+from agui_support import REPO, SUMMARIZE_AT_60, U1, U2, client, served, sse
+from ci_support import in_ci
 
 pytestmark = pytest.mark.timeout(60)
 

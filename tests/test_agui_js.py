@@ -11,7 +11,8 @@ import subprocess
 
 import pytest
 
-from agui_support import REPO, SUMMARIZE_AT_60, SlowLLM, cannot_run, path_ids, served, serving, wait_for
+from agui_support import REPO, SUMMARIZE_AT_60, SlowLLM, path_ids, served, serving, wait_for
+from ci_support import cannot_run
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -29,23 +29,13 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import pytest
+from ci_support import cannot_run
 
 CHROMIUM = os.environ.get("CONVLAB_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
 REPO = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "artifacts"
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
-
-
-def cannot_run(reason: str) -> None:
-    """Skip, or under CI=true fail: a browser test that did not run proved nothing."""
-    if in_ci():
-        pytest.fail(f"CI=true: the browser test cannot run: {reason}", pytrace=False)
-    pytest.skip(reason)
 
 
 def _free_port() -> int:

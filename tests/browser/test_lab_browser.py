@@ -12,7 +12,7 @@ import pathlib
 
 import pytest
 
-from .conftest import cannot_run
+from ci_support import cannot_run
 from screenshots import stable_png
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
