@@ -26,15 +26,17 @@ module of their SDK, which is imported only when one is made.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, Callable, Iterable
 
-from ..errors import ProviderError
+from ..errors import CallCancelled, ProviderError
 from ..inputs import reply_from
 from ..tokens import content_text
 from .fakes import EchoLLM, ReplayLLM, ScriptedLLM, chunks
+from .sdk import redact
 
-__all__ = ["EchoLLM", "ScriptedLLM", "ReplayLLM", "ProviderError", "chunks", "provider", "named", "call"]
+__all__ = ["EchoLLM", "ScriptedLLM", "ReplayLLM", "ProviderError", "chunks", "provider", "named", "call", "secrets_of"]
 
 SPECS = "echo, openai:<model> or anthropic:<model>"
 
@@ -111,24 +113,62 @@ def call(provider: Any, request: Mapping[str, Any], on_delta: Callable[[str], No
     provider with ``stream(request)`` gives its deltas as they come; any other
     gives one delta with the whole reply, once it is checked.
 
+    This is the one place a model call can fail: whatever the provider raises
+    (an SDK's ``AssertionError`` on a malformed reply, an ``AttributeError``,
+    a transport's ``RuntimeError``) comes out as ``ProviderError("failed")``
+    naming it, and every error's text is redacted (``redact``) so that no
+    credential leaves it. Only ``CallCancelled`` (a call stopped on purpose)
+    passes as it is.
+
     >>> seen = []
     >>> call(EchoLLM(), {"model": None, "messages": [{"role": "user", "content": "hi"}]}, seen.append)["content"]
     'echo: hi'
     >>> "".join(seen)
     'echo: hi'
+    >>> class Broken:
+    ...     def complete(self, request):
+    ...         raise RuntimeError("transport closed (Authorization: Bearer sk-live-0123456789)")
+    >>> call(Broken(), {"model": None, "messages": []})
+    Traceback (most recent call last):
+    ...
+    convlab.errors.ProviderError: RuntimeError: transport closed (Authorization: Bearer ***)
     """
     streams = on_delta is not None and hasattr(provider, "stream")
     try:
-        result = _streamed(provider.stream(request), on_delta) if streams else provider.complete(request)
-    finally:
-        if took is not None:
-            took(float(getattr(provider, "latency", 0.0) or 0.0))
-    reply = reply_from(result)
+        try:
+            result = _streamed(provider.stream(request), on_delta) if streams else provider.complete(request)
+        finally:
+            if took is not None:
+                took(_latency(provider))
+        reply = reply_from(result)
+    except CallCancelled:
+        raise
+    except ProviderError as err:
+        raise ProviderError(err.kind, redact(str(err), secrets_of(provider))) from None
+    except Exception as err:
+        raise ProviderError("failed", redact(f"{type(err).__name__}: {err}", secrets_of(provider))) from None
     if on_delta is not None and not streams:
         text = content_text(reply["content"])
         if text:
             on_delta(text)
     return reply
+
+
+def secrets_of(provider: Any) -> list[str]:
+    """The credentials a provider holds (its ``secrets()``), to keep out of every text; [] when it says none."""
+    secrets = getattr(provider, "secrets", None)
+    if not callable(secrets):
+        return []
+    try:
+        found = secrets()
+    except Exception:
+        return []
+    return [s for s in found if isinstance(s, str)] if isinstance(found, (list, tuple)) else []
+
+
+def _latency(provider: Any) -> float:
+    latency = getattr(provider, "latency", 0.0) or 0.0
+    return float(latency) if isinstance(latency, (int, float)) and math.isfinite(latency) and latency > 0 else 0.0
 
 
 def _streamed(items: Iterable[Any], on_delta: Callable[[str], None]) -> Any:

@@ -25,17 +25,26 @@ __all__ = ["SDKChat", "redact", "public_url"]
 # masked key on a 401: "Incorrect API key provided: sk-proj-****abcd"; both
 # OpenAI's and Anthropic's keys start with sk-)
 _KEYLIKE = re.compile(r"\bsk-[A-Za-z0-9_\-*]{4,}")
+# a credential as a transport prints a request's headers ("Authorization:
+# Bearer ...", "x-api-key: ...", "api_key=..."): the value goes, the name stays
+_HEADERLIKE = re.compile(r"(?i)\b(bearer)(\s+)[A-Za-z0-9._~+/=\-]{8,}")
+_ASSIGNLIKE = re.compile(r"(?i)\b(x-api-key|api[-_]?key|auth[-_]?token|password)(['\"]?\s*[:=]\s*['\"]?)[^\s'\",;&]{4,}")
 
 
 def redact(text: str, secrets: list[str]) -> str:
-    """``text`` with every secret, and anything shaped like an API key, replaced by ``***``.
+    """``text`` with every secret, and anything shaped like an API key or a
+    credential header's value, replaced by ``***``.
 
     >>> redact("Incorrect API key provided: sk-proj-****wxyz. Key sk-abcdef123456 used", ["sk-abcdef123456"])
     'Incorrect API key provided: ***. Key *** used'
+    >>> redact("headers={'Authorization': 'Bearer abc.def-ghi_jkl', 'x-api-key': 'k3y-value'}", [])
+    "headers={'Authorization': 'Bearer ***', 'x-api-key': '***'}"
     """
     for secret in secrets:
         if secret:
             text = text.replace(secret, "***")
+    text = _HEADERLIKE.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
+    text = _ASSIGNLIKE.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
     return _KEYLIKE.sub("***", text)
 
 
