@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 
-from .errors import (ConfigError, LogError, LogWarning, ProviderError, ReadError, ReadWarning, Refused, SummaryWarning,
+from .errors import (CallCancelled, ConfigError, LogError, LogWarning, ProviderError, ReadError, ReadWarning, Refused, SummaryWarning,
                      TokenizerError, TuneWarning)
 
 __version__ = "0.1.0"
@@ -55,7 +55,7 @@ _LAZY = {
 }
 
 __all__ = sorted(
-    ["ConfigError", "LogError", "LogWarning", "ProviderError", "ReadError", "ReadWarning", "Refused", "SummaryWarning",
+    ["CallCancelled", "ConfigError", "LogError", "LogWarning", "ProviderError", "ReadError", "ReadWarning", "Refused", "SummaryWarning",
      "TokenizerError", "TuneWarning", *_LAZY]
 )
 

@@ -21,7 +21,7 @@ import convlab
 PACKAGE = Path(convlab.__file__).parent
 
 PUBLIC = [
-    "AnthropicChat", "OpenAIChat", "provider",
+    "AnthropicChat", "OpenAIChat", "provider", "CallCancelled",
     "input_tokens",
     "ChatView", "ConfigError", "ContextConfig", "ContextGauge", "Conversation", "DecisionPanel", "EchoLLM", "EventLog", "Lab",
     "LogError", "LogWarning", "ProviderError", "ReadError", "ReadWarning", "Refused", "Replay", "ReplayLLM", "ScriptedLLM",

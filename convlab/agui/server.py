@@ -14,7 +14,7 @@ Why it is built this way:
 - A client that goes away stops its run: between steps the turn is
   interrupted (``turn.cancelled``), and a streamed model call stops at its next
   chunk and records nothing (the provider is wrapped so its stream raises
-  ``_Stopped``, which the run catches before it interrupts the turn).
+  ``convlab.CallCancelled``, and the engine cancels the turn).
 - A served session's clock is the wall clock, moved to now before each run,
   so ``idle_secs`` means real seconds.
 - One server per log dir: the app holds an exclusive ``flock`` on
@@ -55,6 +55,7 @@ from starlette.routing import Route
 
 import convlab
 
+from ..providers import secrets_of
 from .events import RunEvents
 from .interrupts import ResumeError, actions_for, interrupt_of
 from .messages import from_agui
@@ -93,10 +94,6 @@ def check_thread_id(thread_id: Any) -> str:
     return thread_id
 
 
-class _Stopped(Exception):
-    """Raised inside a streamed model call whose client went away."""
-
-
 class _Refusal(Exception):
     def __init__(self, message: str, code: str, **metadata: Any):
         super().__init__(message)
@@ -118,6 +115,9 @@ class _Stoppable:
     def latency(self) -> float:
         return float(getattr(self.provider, "latency", 0.0) or 0.0)
 
+    def secrets(self) -> list[str]:
+        return secrets_of(self.provider)
+
     def complete(self, request: Mapping[str, Any]) -> Any:
         return self.provider.complete(request)
 
@@ -127,7 +127,7 @@ class _Stoppable:
             for chunk in chunks:
                 run = self.thread.current
                 if run is not None and run.stop.is_set():
-                    raise _Stopped()
+                    raise convlab.CallCancelled("interrupted: the client went away")
                 yield chunk
         finally:
             close = getattr(chunks, "close", None)
@@ -534,9 +534,6 @@ class AGUIApp:
                 elif not s.step():
                     run.events.failed(f"turn {run.turn} cannot go on (its work in flight was lost)", "internal_error")
                     run.done = True
-            except _Stopped:
-                s.submit({"type": "client.interrupt", "agent_id": s.agent})
-                run.done = True
             finally:
                 thread.current = None
             if run.done:
