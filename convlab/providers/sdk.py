@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import ProviderError
 
-__all__ = ["SDKChat", "redact", "public_url"]
+__all__ = ["SDKChat", "redact", "public_url", "SECRET_MIN"]
 
 # what looks like an API key in a provider's own error text (OpenAI echoes a
 # masked key on a 401: "Incorrect API key provided: sk-proj-****abcd"; both
@@ -27,14 +27,22 @@ __all__ = ["SDKChat", "redact", "public_url"]
 _KEYLIKE = re.compile(r"\bsk-[A-Za-z0-9_\-*]{4,}")
 
 
+#: a key shorter than this is no secret (a local server's ``api_key="-"``, ``"none"``,
+#: ``"EMPTY"``): replacing it would mangle every text it occurs in (``chatcmpl***abc``)
+SECRET_MIN = 8
+
+
 def redact(text: str, secrets: list[str]) -> str:
-    """``text`` with every secret, and anything shaped like an API key, replaced by ``***``.
+    """``text`` with every secret of ``SECRET_MIN`` characters or more, and anything
+    shaped like an API key, replaced by ``***``.
 
     >>> redact("Incorrect API key provided: sk-proj-****wxyz. Key sk-abcdef123456 used", ["sk-abcdef123456"])
     'Incorrect API key provided: ***. Key *** used'
+    >>> redact("no choices in chatcmpl-abc", ["-"])
+    'no choices in chatcmpl-abc'
     """
     for secret in secrets:
-        if secret:
+        if len(secret) >= SECRET_MIN:
             text = text.replace(secret, "***")
     return _KEYLIKE.sub("***", text)
 
