@@ -88,6 +88,8 @@ def test_a_cut_reply_keeps_a_long_chat_going_through_overflow_and_summary():
     s.submit(say("Second question?", "u2"))
     assert [t["status"] for t in s.turns] == ["completed", "completed"]
     assert [e["error"] for e in of(s, "llm.failed")] == ["too_long"] and of(s, "context.replaced")
+    assert of(s, "llm.failed")[0]["message"] == ("openai gpt-4.1-mini: HTTP 400 exceed_context_size_error: request (9412 tokens) "
+                                                 "exceeds the available context size (8192 tokens), try increasing it")
     assert s.path()[0]["kind"] == "summary" and s.path()[0]["content"].endswith("The user asked twice.")
     assert s.path()[-1]["content"] == "Short." and s.path()[-1]["metadata"]["finish_reason"] == "stop"
 

@@ -206,7 +206,7 @@ class OpenAIChat(SDKChat):
         body = getattr(err, "body", None)
         message = body.get("message") if isinstance(body, dict) and isinstance(body.get("message"), str) else getattr(err, "message", str(err))
         code = getattr(err, "code", None)
-        code = code if isinstance(code, str) else None  # llama.cpp's server repeats the HTTP status as its code
+        code = None if code is None or str(code).isdigit() else code  # llama.cpp's server repeats the HTTP status as its code
         kind = getattr(err, "type", None)
         too_long = code in TOO_LONG_CODES or kind in TOO_LONG_CODES or any(w in message.lower() for w in TOO_LONG_WORDS)
         label = " ".join(str(x) for x in (f"HTTP {status}" if status and status >= 400 else None, code or kind) if x)
