@@ -28,6 +28,7 @@ _LAZY = {
     "ReplayLLM": "convlab.providers",
     "OpenAIChat": "convlab.providers.openai_chat",
     "AnthropicChat": "convlab.providers.anthropic_chat",
+    "LocalChat": "convlab.providers.local_chat",
     "provider": "convlab.providers",
     "count_tokens": "convlab.tokens",
     "content_text": "convlab.tokens",

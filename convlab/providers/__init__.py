@@ -38,11 +38,13 @@ from .sdk import redact
 
 __all__ = ["EchoLLM", "ScriptedLLM", "ReplayLLM", "ProviderError", "chunks", "provider", "named", "call", "secrets_of"]
 
-SPECS = "echo, openai:<model> or anthropic:<model>"
+SPECS = "echo, local, local:<model.gguf>, openai:<model> or anthropic:<model>"
 
 
 def provider(spec: str) -> Any:
-    """The provider a spec names: ``echo``, ``openai:<model>`` or ``anthropic:<model>``.
+    """The provider a spec names: ``echo``, ``local`` (``LocalChat``: a real small
+    model on this machine; ``local:<path>`` another GGUF file), ``openai:<model>``
+    or ``anthropic:<model>``.
 
     One syntax for every CLI and notebook. Base URLs and keys come from the
     SDKs' own environment variables (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``,
@@ -51,10 +53,12 @@ def provider(spec: str) -> Any:
 
     >>> provider("echo")
     EchoLLM(window=None, latency=0.0)
+    >>> provider("local")
+    LocalChat('SmolLM2-135M-Instruct.Q4_1', n_ctx=8192, threads=1)
     >>> provider("gpt-4.1-mini")
     Traceback (most recent call last):
     ...
-    ValueError: provider spec 'gpt-4.1-mini': unknown; use echo, openai:<model> or anthropic:<model>
+    ValueError: provider spec 'gpt-4.1-mini': unknown; use echo, local, local:<model.gguf>, openai:<model> or anthropic:<model>
     """
     if not isinstance(spec, str):
         raise ValueError(f"provider spec must be a string ({SPECS}), got {spec!r}")
@@ -63,6 +67,12 @@ def provider(spec: str) -> Any:
         if colon:
             raise ValueError(f"provider spec {spec!r}: echo takes no model; use echo")
         return EchoLLM()
+    if kind == "local":
+        if colon and not model.strip():
+            raise ValueError(f"provider spec {spec!r}: names no model file; use local, or local:<path to a GGUF file>")
+        from .local_chat import LocalChat
+
+        return LocalChat(model_path=model or None)
     if kind not in ("openai", "anthropic"):
         raise ValueError(f"provider spec {spec!r}: unknown; use {SPECS}")
     if not model.strip():
