@@ -263,6 +263,7 @@ class _Start:
     stand_ins: int
     map: dict[str, str]
     compactions: tuple[tuple[str, int], ...]
+    clock: float  # the session's clock (a loaded session's starts at 0 at the least: a log's times may be earlier)
 
 
 #: Event types a fork leaves out: between turns no decision waits, so they change nothing.
@@ -397,10 +398,12 @@ class Replayer:
         at = self.starts[turn]
         events = self.session.events
         for ev in events[len(self._lines):at.events]:
+            # ASCII: a lone surrogate (a log may hold one, JSON escapes it) goes through as its escape
             self._lines.append(b"" if ev["type"] in _NOT_FORKED else
-                               json.dumps(ev, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+                               json.dumps(ev, separators=(",", ":")).encode() + b"\n")
         new = Replayer(self.plan, config, counts=self.counts, agent=self.agent, summarize=self.summarize,
                        log=io.BytesIO(b"".join(self._lines[:at.events])), **self.knobs)
+        new.session.clock = at.clock
         new.stand_ins = at.stand_ins
         new.map.update(at.map)
         new.compactions.update(at.compactions)
@@ -508,7 +511,7 @@ class Replayer:
             self.turn = k
             self.starts[k] = _Start(len(self.session.events), len(self.trace), len(self.llm.summaries), len(self.limits),
                                     len(self.stale), len(self.consulted), self.stand_ins, dict(self.map),
-                                    tuple(self.compactions.items()))
+                                    tuple(self.compactions.items()), self.session.clock)
             self._run_turn(self.plan.turns[k])
         return self
 

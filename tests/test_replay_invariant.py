@@ -13,7 +13,7 @@ import math
 import warnings
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import convlab
@@ -94,6 +94,23 @@ def logs(draw) -> Conversation:
 @given(logs())
 def test_a_generated_log_replays_exactly(c):
     assert_replays_exactly(c)
+
+
+@settings(max_examples=100)
+@given(logs(), st.data())
+def test_a_fork_of_a_generated_log_goes_on_as_the_replay_did(c, data):
+    """A sweep forks replays between turns (through the session log's lines): what it goes on from holds the
+    log's hostile values (lone surrogates, NaN) as they were, and the fork ends as the whole replay did."""
+    from convlab.replaying import Replayer
+
+    p = plan(c)
+    whole = Replayer(p, "").run()
+    k = data.draw(st.integers(0, len(p.turns) - 1))
+    forked = whole.fork(k, "").run(k)
+    a, b = whole.result(), forked.result()
+    assert (b.map, b.stale, b.calls, b.compactions) == (a.map, a.stale, a.calls, a.compactions)
+    assert json.dumps(b.session.snapshot()["nodes"]) == json.dumps(a.session.snapshot()["nodes"])
+    assert_replays_exactly(c, b)
 
 
 # -- the issue's case ---------------------------------------------------------------
