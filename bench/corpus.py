@@ -386,7 +386,8 @@ def write_log(turns: list[Turn], path: str | os.PathLike, *, agent: str = "bot")
                 llm += 1
                 cid = f"llm-{llm}"
                 seq += 1
-                emit({"seq": seq, "time": clock, "type": "llm.started", "turn_id": tid, "call_id": cid, "summary": False, "llm": "default", "model": None})
+                emit({"seq": seq, "time": clock, "type": "llm.started", "turn_id": tid, "call_id": cid, "summary": False, "llm": "default",
+                      "model": None, "message_id": f"e{llm}"})
                 clock += LATENCY
                 seq += 1
                 emit({"seq": seq, "time": clock, "type": "llm.completed", "turn_id": tid, "call_id": cid, "usage": usage})

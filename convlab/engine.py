@@ -166,7 +166,7 @@ class Session:
         self.llms = providers.named(llm)
         self.worker = worker
         self.autorun = bool(autorun)
-        self.clock = _seconds(clock or 0.0, "clock")
+        self.clock = _time(clock or 0.0, "clock")
         self._tree: Tree = Tree()
         self.events: list[Event] = []
         self.turns: list[Turn] = []
@@ -1058,8 +1058,15 @@ def _replaces(actions: list[Mapping[str, Any]]) -> bool:
     return False
 
 
+def _time(value: Any, what: str) -> float:
+    """A clock reading: a finite number of seconds (a log cannot hold NaN or infinities)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        raise ValueError(f"{what} takes a finite number of seconds, got {value!r}")
+    return float(value)
+
+
 def _seconds(value: Any, what: str) -> float:
-    """A clock reading or a step of it: a finite, non-negative number (a log cannot hold NaN)."""
+    """A step of the clock: a finite, non-negative number of seconds."""
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
         raise ValueError(f"{what} takes a finite, non-negative number of seconds, got {value!r}")
     return float(value)

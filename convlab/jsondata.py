@@ -13,7 +13,7 @@ import math
 import re
 from typing import Any
 
-__all__ = ["copy", "problem", "MAX_DEPTH", "MAX_INT"]
+__all__ = ["copy", "problem", "repaired", "MAX_DEPTH", "MAX_INT"]
 
 def copy(value: Any) -> Any:
     """A copy of JSON data that shares nothing mutable with ``value``.
@@ -65,44 +65,58 @@ def problem(value: Any, where: str) -> str | None:
     >>> problem([1.0, float("nan")], "metadata")
     'metadata[1]: nan is not a JSON number'
     """
-    stack: list[tuple[Any, str, int]] = [(value, where, 0)]
-    while stack:
-        v, at, depth = stack.pop()
-        t = type(v)
-        if t is str:
-            found = _text_problem(v)
-            if found:
-                return f"{at}: {found}"
-        elif t is dict or t is list or t is tuple or isinstance(v, (dict, list, tuple)):
-            if depth >= MAX_DEPTH:
-                return f"{at}: nested deeper than {MAX_DEPTH} levels"
-            if isinstance(v, dict):
-                items = []
-                for k, x in v.items():
-                    if not isinstance(k, str):
-                        return f"{at}: key {k!r} is not a string"
-                    found = _text_problem(k)
+    return _problem(value, where, 0)
+
+
+def _problem(v: Any, at: str, depth: int) -> str | None:
+    # recursive, but never deeper than MAX_DEPTH: deeper data is refused where it starts
+    t = type(v)
+    if t is str:
+        return None if v.isascii() else _located(at, _text_problem(v))
+    if t is dict or (t is not list and t is not tuple and isinstance(v, dict)):
+        if depth >= MAX_DEPTH:
+            return f"{at}: nested deeper than {MAX_DEPTH} levels"
+        for k, x in v.items():
+            if type(k) is not str and not isinstance(k, str):
+                return f"{at}: key {k!r} is not a string"
+            if not k.isascii():
+                found = _text_problem(k)
+                if found:
+                    return f"{at}: key {ascii(k)}: {found}"
+            tx = type(x)
+            if tx is str:
+                if not x.isascii():
+                    found = _text_problem(x)
                     if found:
-                        return f"{at}: key {ascii(k)}: {found}"
-                    items.append((x, f"{at}.{k}", depth + 1))
+                        return f"{at}.{k}: {found}"
+            elif tx is bool or x is None or (tx is int and -MAX_INT <= x < MAX_INT):
+                continue
             else:
-                items = [(x, f"{at}[{i}]", depth + 1) for i, x in enumerate(v)]
-            stack.extend(reversed(items))  # depth first, in order: the first problem is named
-        elif t is bool or v is None:
-            continue
-        elif isinstance(v, float):
-            if not math.isfinite(v):
-                return f"{at}: {v!r} is not a JSON number"
-        elif isinstance(v, int):
-            if not -MAX_INT <= v < MAX_INT:
-                return f"{at}: an integer of {v.bit_length()} bits is not a JSON number (at most 64 bits)"
-        elif isinstance(v, str):
-            found = _text_problem(v)
+                found = _problem(x, f"{at}.{k}", depth + 1)
+                if found:
+                    return found
+        return None
+    if t is list or t is tuple or isinstance(v, (list, tuple)):
+        if depth >= MAX_DEPTH:
+            return f"{at}: nested deeper than {MAX_DEPTH} levels"
+        for i, x in enumerate(v):
+            found = _problem(x, f"{at}[{i}]", depth + 1)
             if found:
-                return f"{at}: {found}"
-        else:
-            return f"{at}: a {type(v).__name__} is not JSON data"
-    return None
+                return found
+        return None
+    if t is bool or v is None:
+        return None
+    if isinstance(v, float):
+        return None if math.isfinite(v) else f"{at}: {v!r} is not a JSON number"
+    if isinstance(v, int):
+        return None if -MAX_INT <= v < MAX_INT else f"{at}: an integer of {v.bit_length()} bits is not a JSON number (at most 64 bits)"
+    if isinstance(v, str):
+        return _located(at, _text_problem(v))
+    return f"{at}: a {type(v).__name__} is not JSON data"
+
+
+def _located(at: str, found: str | None) -> str | None:
+    return None if found is None else f"{at}: {found}"
 
 
 def _text_problem(text: str) -> str | None:
@@ -110,3 +124,48 @@ def _text_problem(text: str) -> str | None:
         return None
     m = _SURROGATE.search(text)
     return None if m is None else f"a lone surrogate (U+{ord(m.group()):04X}) is not text JSON can carry"
+
+
+def repaired(value: Any) -> tuple[Any, int]:
+    """``value`` made JSON data every reader can carry, and how many values that
+    changed (0: ``value`` itself comes back). For what is read from outside files
+    (Python's ``json`` reads ``NaN``, and ``\\udXXX`` escapes can hold what UTF-8
+    cannot): a lone surrogate becomes U+FFFD, ``NaN`` and infinities become None,
+    an integer past 64 bits becomes its digits as a string, and what nests past
+    ``MAX_DEPTH`` becomes the string ``"[nested deeper than 100 levels]"``.
+
+    >>> repaired({"content": "ok \\ud800", "n": [1, float("nan"), 2**70]})
+    ({'content': 'ok \ufffd', 'n': [1, None, '1180591620717411303424']}, 3)
+    """
+    count = 0
+
+    def fix(v: Any, depth: int) -> Any:
+        nonlocal count
+        if isinstance(v, str):
+            if v.isascii() or _SURROGATE.search(v) is None:
+                return v
+            count += 1
+            return _SURROGATE.sub("\ufffd", v)
+        if isinstance(v, bool) or v is None:
+            return v
+        if isinstance(v, float):
+            if math.isfinite(v):
+                return v
+            count += 1
+            return None
+        if isinstance(v, int):
+            if -MAX_INT <= v < MAX_INT:
+                return v
+            count += 1
+            return str(v) if v.bit_length() < 14000 else f"[an integer of {v.bit_length()} bits]"
+        if isinstance(v, (dict, list, tuple)) and depth >= MAX_DEPTH:
+            count += 1
+            return f"[nested deeper than {MAX_DEPTH} levels]"
+        if isinstance(v, dict):
+            return {fix(k, depth) if isinstance(k, str) else k: fix(x, depth + 1) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [fix(x, depth + 1) for x in v]
+        return v
+
+    fixed = fix(value, 0)
+    return (fixed, count) if count else (value, 0)

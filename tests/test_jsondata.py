@@ -8,7 +8,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from convlab.jsondata import MAX_DEPTH, copy, problem
+from convlab.jsondata import MAX_DEPTH, copy, problem, repaired
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
@@ -83,3 +83,46 @@ def test_problem_refuses_deep_nesting_without_recursing():
     for _ in range(MAX_DEPTH):
         ok = {"a": ok}
     assert problem(ok, "s") is None and copy(ok) == ok
+
+
+def test_repaired_makes_what_json_cannot_carry_carryable_and_counts_it():
+    deep: object = "x"
+    for _ in range(150):
+        deep = [deep]
+    value = {"text": "ok \udc80 end", "n": [math.nan, -math.inf, 2**70, 7], "\ud800k": deep, "fine": "é😀"}
+    fixed, count = repaired(value)
+    assert problem(fixed, "v") is None and count == 6
+    assert fixed["text"] == "ok \ufffd end" and fixed["n"] == [None, None, str(2**70), 7] and fixed["fine"] == "é😀"
+    assert "\ufffdk" in fixed and "nested deeper than 100 levels" in json.dumps(fixed["\ufffdk"])
+    clean = {"a": [1, 2.5, "b"]}
+    assert repaired(clean) == (clean, 0) and repaired(clean)[0] is clean
+
+
+def test_a_file_that_holds_what_json_cannot_carry_is_read_repaired_and_says_so(tmp_path):
+    import warnings
+
+    import convlab
+
+    def row(kind, uuid, parent, second, message):
+        return ('{"type": "%s", "uuid": "%s", "parentUuid": %s, "sessionId": "s", "timestamp": "2025-01-01T00:00:0%dZ", '
+                '"message": %s}' % (kind, uuid, "null" if parent is None else f'"{parent}"', second, message))
+
+    lines = [
+        row("user", "u1", None, 0, '{"role": "user", "content": "lone \\udc00 here"}'),
+        row("assistant", "a1", "u1", 1, '{"role": "assistant", "id": "m1", "content": [{"type": "tool_use", "id": "t1", '
+            '"name": "run", "input": {"n": 123456789012345678901234567890, "x": NaN}}], '
+            '"usage": {"input_tokens": 10, "output_tokens": 1}}'),
+    ]
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="ascii")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        [c] = convlab.read(path)
+    said = " ".join(str(w.message) for w in caught if issubclass(w.category, convlab.ReadWarning))
+    assert "JSON cannot carry" in said, said
+    first, reply = c.path()
+    assert first["content"] == "lone \ufffd here"
+    assert reply["content"][0]["input"] == {"n": "123456789012345678901234567890", "x": None}
+    assert all(problem(n, "node") is None for _, n in c.tree.nodes(data=True))
+    r = convlab.replay(c)  # the engine takes every message of it
+    assert r.stale == [] and r.session.path()[0]["content"] == "lone \ufffd here"

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 import convlab
 from convlab.conversation import Conversation
 from convlab.importers import FORMATS
+from convlab.jsondata import repaired
 from convlab.replaying import plan, replay
 from convlab.tree import Tree
 
@@ -42,7 +43,8 @@ MOVES = ("reply", "reply", "reply", "user", "user", "tool", "tool", "regenerate"
 
 @st.composite
 def logs(draw) -> Conversation:
-    """A log as an importer builds one: messages in creation order, parents before children."""
+    """A log as an importer builds one: messages in creation order, parents before children; the hostile
+    values drawn are read as the importers read them (``jsondata.repaired``)."""
     t = Tree()
     ids: list[str] = []
     last_summary: str | None = None
@@ -85,7 +87,7 @@ def logs(draw) -> Conversation:
                 parent = t.node(draw(earlier))["parent"] if ids else None
             node |= {"role": role, "content": draw(st.one_of(TEXT, st.lists(st.builds(lambda s: {"type": "text", "text": s}, TEXT),
                                                                             max_size=2)))}
-        t.add(node, parent)
+        t.add(repaired(node)[0], parent)  # as every importer's builder does (rev 4: nothing JSON cannot carry)
         ids.append(nid)
     t.head = draw(st.sampled_from(ids)) if draw(st.booleans()) else ids[-1]
     return Conversation(t, id="generated")
@@ -100,7 +102,7 @@ def test_a_generated_log_replays_exactly(c):
 @given(logs(), st.data())
 def test_a_fork_of_a_generated_log_goes_on_as_the_replay_did(c, data):
     """A sweep forks replays between turns (through the session log's lines): what it goes on from holds the
-    log's hostile values (lone surrogates, NaN) as they were, and the fork ends as the whole replay did."""
+    log's values as they were read, and the fork ends as the whole replay did."""
     from convlab.replaying import Replayer
 
     p = plan(c)

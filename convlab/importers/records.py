@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Union
 
+from .. import jsondata
 from ..conversation import Conversation
 from ..errors import ReadError, ReadWarning
 from ..tree import Tree, newest_leaf
@@ -236,6 +237,7 @@ def build(records: list[Record], problems: Problems) -> Tree:
     by_id: dict[str, Record] = {}
     order: list[Record] = []
     for r in records:
+        _repair_text(r, problems)
         if r.id in by_id:
             problems.add(r.id, "id used twice; the later message left out")
             continue
@@ -295,6 +297,19 @@ def build(records: list[Record], problems: Problems) -> Tree:
     return tree
 
 
+def _repair_text(r: Record, problems: Problems) -> None:
+    """What a file holds that JSON cannot carry on (``jsondata.repaired``: a lone
+    surrogate, which no UTF-8 text holds, NaN, a 70-bit integer) is read repaired,
+    and said: the engine refuses such values, and a terminal cannot print a
+    surrogate, so a conversation holds only what every layer can carry."""
+    (r.id, r.parent), ids = jsondata.repaired([r.id, r.parent])
+    r.node, fixed = jsondata.repaired(r.node)
+    fixed += ids
+    if fixed:
+        problems.add(r.id, f"{fixed} value{'s' if fixed > 1 else ''} JSON cannot carry (a lone surrogate, NaN, an integer "
+                           "past 64 bits, nesting past 100 levels), read repaired")
+
+
 #: How a conversation's head is chosen: the id of the log's current node, a
 #: rule over the built tree (for formats that record none), or None: the newest leaf.
 Head = Union[str, Callable[[Tree], Union[str, None]], None]
@@ -349,9 +364,12 @@ def conversation(
         problems.add(None, f"current node {head!r} is not a message of the conversation; head set to the newest leaf")
         head = None
     tree.head = head if head is not None else newest_leaf(tree.graph)
+    (id, title), fixed = jsondata.repaired([id, title if isinstance(title, str) else None])
+    metadata, more = jsondata.repaired(metadata)
+    if fixed or more:
+        problems.add(None, "its id, title or metadata held what JSON cannot carry; read repaired (jsondata.repaired)")
     problems.warn()
-    return Conversation(tree, id=id, title=title if isinstance(title, str) else None, format=format, source=source,
-                        metadata=metadata)
+    return Conversation(tree, id=id, title=title, format=format, source=source, metadata=metadata)
 
 
 def fields(item: Any, *keys: str) -> dict[str, Any]:
