@@ -61,7 +61,15 @@ __all__ = sorted(
 )
 
 
+#: public modules, imported on first attribute access (``convlab.compact.sliding_window(...)``)
+_MODULES = ("compact",)
+
+
 def __getattr__(name: str):
+    if name in _MODULES:
+        value = importlib.import_module(f"convlab.{name}")
+        globals()[name] = value
+        return value
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'convlab' has no attribute {name!r}")

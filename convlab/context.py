@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable
 
-from . import jsondata
+from . import jsondata, toolcalls
 from .errors import ConfigError
 
 __all__ = [
@@ -388,8 +388,9 @@ def kept(up: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     ``up`` is the path's messages (or nodes) from the head up to the root:
     ``reversed(path)``, or a tree's walk up from its head. ``kept`` is what
     comes after the last assistant message; when the first of it is a tool
-    result, it starts at that assistant message instead, so a result never
-    loses its call (gap). Reads ``up`` only as far as that message.
+    result (a ``tool`` message, or a user message of ``tool_result`` parts:
+    ``convlab.toolcalls``), it starts at that assistant message instead, so a
+    result never loses its call (gap). Reads ``up`` only as far as that message.
 
     >>> path = [{"id": "u1", "role": "user"}, {"id": "a1", "role": "assistant"}, {"id": "u2", "role": "user"},
     ...         {"id": "a2", "role": "assistant"}, {"id": "r2", "role": "tool"}]
@@ -404,6 +405,6 @@ def kept(up: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
             break
         out.append(m)
     out.reverse()
-    if out and last_assistant is not None and out[0]["role"] == "tool":
+    if out and last_assistant is not None and toolcalls.is_result(out[0]):
         out.insert(0, last_assistant)
     return out
