@@ -215,6 +215,9 @@ def test_a_long_folder_read_counts_files(monkeypatch):
         ({"history": {"messages": {}, "currentId": None}}, False, "openwebui"),
         ([{"id": "x", "chat": {"history": {"messages": {}}}}], False, "openwebui"),
         ({"conversationId": "c", "messages": [{"messageId": "m", "parentMessageId": None}]}, False, "librechat"),
+        ({"conversationId": "c", "messages": [{"id": "m", "parentMessageId": None, "role": "user"}]}, False, "generic"),
+        ([{"id": "m", "parentId": None, "role": "user", "content": "hi"}], False, "generic"),
+        ([{"id": "m", "parentId": None, "role": "user", "content": "hi"}], True, "generic"),
         ({"message_tree_id": "t", "prompt": {"message_id": "p", "role": "prompter", "text": "q"}}, False, "oasst"),
         ([{"role": "user", "content": "hi"}], False, "openai"),
         ({"messages": [{"role": "user", "content": "hi"}]}, False, "openai"),
@@ -299,7 +302,7 @@ def test_a_forced_format_that_does_not_fit_is_a_read_error(format):
 
 
 #: Real files that fit a second format too, and what that format reads.
-ALSO_FITS = {("openwebui/webui-goldwater.owi.json", "openai")}
+ALSO_FITS = {("openwebui/webui-goldwater.owi.json", "openai"), ("openwebui/webui-goldwater.owi.json", "generic")}
 
 
 @pytest.mark.realdata

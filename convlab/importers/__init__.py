@@ -37,14 +37,14 @@ from typing import Any, BinaryIO
 
 from ..conversation import Conversation
 from ..errors import ReadError
-from . import agui, chatgpt, claude_ai, claude_code, librechat, oasst, openai, openwebui, session_log
+from . import agui, chatgpt, claude_ai, claude_code, generic, librechat, oasst, openai, openwebui, session_log
 from .records import read_error, warn
 from .documents import Document, NotJSON, Restart, bar, gunzip, parse_bytes, stream_array
 
 __all__ = ["read", "detect", "FORMATS"]
 
 #: Importers in the order detection tries them (most specific shape first).
-_IMPORTERS: tuple[ModuleType, ...] = (session_log, agui, claude_code, chatgpt, claude_ai, openwebui, librechat, oasst, openai)
+_IMPORTERS: tuple[ModuleType, ...] = (session_log, agui, claude_code, chatgpt, claude_ai, openwebui, librechat, generic, oasst, openai)
 
 #: The format names ``read`` can return (``Conversation.format``) and accepts as ``format=``.
 FORMATS: tuple[str, ...] = tuple(m.NAME for m in _IMPORTERS)
@@ -104,11 +104,26 @@ def _convert(doc: Document, format: str | None) -> list[Conversation]:
         return []
     module = _importer(doc, format)
     try:
-        return list(module.parse(doc))
+        convs = list(module.parse(doc))
     except (ReadError, Restart):
         raise
     except _GAPS as err:  # pragma: no cover - a gap in an importer
         raise read_error(doc.source, f"could not be read as {module.NAME}: {type(err).__name__}: {err}") from None
+    if not any(len(c) for c in convs):  # a shape detected, and nothing in it read: never an empty result
+        raise read_error(doc.source, f"read as {module.NAME}, {_records(doc)} gave no message convlab can read")
+    return convs
+
+
+def _records(doc: Document) -> str:
+    """What a document's items are, counted: ``its 3 lines``, ``its 12 items``, ``its 175 'messages'``."""
+    if doc.kind != "object":
+        n = doc.given
+        return f"its {n} {'line' if doc.kind == 'lines' else 'item'}{'s' if n != 1 else ''}"
+    sizes = [(len(v), k) for k, v in doc.first.items() if isinstance(v, (list, dict))] if isinstance(doc.first, dict) else []
+    if not sizes:
+        return "the document"
+    n, key = max(sizes)
+    return f"its {n} {key!r}"
 
 
 # -- files, archives, folders ----------------------------------------------------
@@ -195,9 +210,12 @@ def read(path: str | os.PathLike, *, progress: bool = True, format: str | None =
 
     The format is detected from the content: ChatGPT export (``conversations.json``
     or its .zip), Claude Code transcript (``.jsonl``, ``.jsonl.gz``), Claude.ai
-    export, Open WebUI, LibreChat, OpenAssistant trees, plain OpenAI message
-    lists (JSON or JSONL), a recorded AG-UI event stream (JSONL) and convlab's
-    own session log. ``format`` (one of
+    export, Open WebUI, LibreChat, the generic message tree of records keyed
+    ``id`` and ``parentMessageId``/``parentId`` (``generic``), OpenAssistant
+    trees, plain OpenAI message lists (JSON or JSONL), a recorded AG-UI event
+    stream (JSONL) and convlab's own session log. A file whose format is
+    detected but that gives no message is a ``ReadError`` naming that format,
+    never an empty result. ``format`` (one of
     ``FORMATS``) skips detection; a file that is not in that format is a
     ``ReadError`` saying what it reads as. A folder is read recursively,
     every file it recognises.

@@ -70,7 +70,8 @@ class Document:
     ``kind`` is ``"array"`` (the items are the array's elements), ``"object"``
     (one JSON value, the only item) or ``"lines"`` (JSON lines: the records).
     ``head`` is the first ``HEAD`` items (what ``detect`` looks at) and
-    ``first`` the first of them; ``items`` yields every item, once. ``raw``
+    ``first`` the first of them; ``items`` yields every item, once (``given``
+    counts them). ``raw``
     holds the file's bytes where they were read whole (JSON lines, one object).
     """
 
@@ -89,6 +90,7 @@ class Document:
         self.head = list(islice(rest, HEAD))
         self._rest = rest
         self._taken = False
+        self.given = 0  # items given out by ``items`` so far
 
     @property
     def first(self) -> Any:
@@ -101,7 +103,12 @@ class Document:
         self._taken = True
         if self._problem:
             warn(self._problem)
-        return chain(self.head, self._rest)
+        return self._counted(chain(self.head, self._rest))
+
+    def _counted(self, items: Iterator[Any]) -> Iterator[Any]:
+        for item in items:
+            self.given += 1
+            yield item
 
     def each(self, parse_one: Callable[[Any, str, int], Conversation]) -> Iterator[Conversation]:
         """``parse_one(item, source, index)`` for every item: a format whose items are conversations."""
