@@ -14,7 +14,12 @@ import networkx as nx
 
 from .tree import Tree
 
-__all__ = ["Conversation"]
+__all__ = ["Conversation", "LOST_PARENT"]
+
+#: The metadata key of an imported message whose log names a parent the file does not hold (a lost line, or a
+#: parent chain that loops back to it): kept as a top-level message, it names that parent. The history under it
+#: is not whole: what the log's model read before it is not in the file.
+LOST_PARENT = "lost_parent"
 
 
 class Conversation:

@@ -264,21 +264,82 @@ def sweep_pareto(ranked: Any, *, title: str | None = None):
                label=f"Pareto configs: {len(front)}")
     names = short_keys(keys)
     right = data["rewrites"].max() if len(data) else 0
+    labels = []
     for (x, y), same in front.groupby(["rewrites", "percent"], sort=False):
         text = "\n".join(config_label(row, keys, names) for _, row in same.iterrows())
-        left = right and x > right / 2  # a point on the right half: its label to its left
-        ax.annotate(text, (x, y), xytext=(-8 if left else 8, 0), textcoords="offset points", fontsize="small",
-                    ha="right" if left else "left", va="center", zorder=4,
-                    bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.85})
+        labels.append(ax.annotate(text, (x, y), xytext=(8, 0), textcoords="offset points", fontsize="small",
+                                  ha="left", va="center", zorder=4, annotation_clip=False,
+                                  arrowprops={"arrowstyle": "-", "color": "0.55", "lw": 0.6, "shrinkA": 0, "shrinkB": 5},
+                                  bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.85}))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.yaxis.set_major_formatter(PercentFormatter(decimals=None))
     ax.set_xlabel("summaries + resets (the history rewritten), all conversations")
     ax.set_ylabel("tokens read, saved against the baseline")
     ax.margins(x=0.08, y=0.12)
     ax.set_xlim(left=-max(0.5, 0.04 * right))
-    ax.legend(loc="lower right", fontsize="small")
+    legend = ax.legend(loc="lower right", fontsize="small")
     ax.set_title(title or "what each config saves, against how often it rewrites")
+    _place(ax, labels, list(zip(data["rewrites"], data["percent"])), legend)
     return fig
+
+
+#: Where a point's label may go, in offset points from the point, tried in order: beside it, then above or
+#: below it further and further (a leader line joins a label to its point).
+_SPOTS = [(8, 0), (-8, 0)] + [(dx, dy) for step in range(1, 9) for dy in (14 * step, -14 * step) for dx in (8, -8)]
+
+
+def _place(ax: Any, labels: list[Any], points: list[tuple[float, float]], legend: Any) -> None:
+    """Move each label to the first spot (``_SPOTS``) where it overlaps no label placed before it, no
+    point but its own and not the legend, inside the axes; the spot that overlaps least when none is free.
+
+    Labels are kept out of the layout (it is drawn once, then the labels placed in it), so placing
+    them moves nothing else."""
+    fig = ax.figure
+    for label in labels:
+        label.set_in_layout(False)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    r = 5 * fig.dpi / 72  # a marker's half width, in pixels
+    dots = [ax.transData.transform(p) for p in points]
+    taken = [legend.get_window_extent(renderer)]
+
+    def cost(box: Any, own: Any) -> float:
+        inside = box.x0 >= frame.x0 and box.x1 <= frame.x1 and box.y0 >= frame.y0 and box.y1 <= frame.y1
+        hits = sum(_overlap(box, t) for t in taken)
+        hits += sum(_overlap(box, _dot(d, r)) for d in dots if abs(d[0] - own[0]) > 1e-6 or abs(d[1] - own[1]) > 1e-6)
+        return hits + (0 if inside else box.width * box.height)
+
+    for label in sorted(labels, key=lambda a: -a.xy[1]):  # the top of the plot first
+        own = ax.transData.transform(label.xy)
+        best = None
+        for dx, dy in _SPOTS:
+            label.set_position((dx, dy))
+            label.set_horizontalalignment("left" if dx > 0 else "right")
+            box = label.get_window_extent(renderer)
+            c = cost(box, own)
+            if best is None or c < best[0]:
+                best = (c, dx, dy, box)
+            if c == 0:
+                break
+        _, dx, dy, box = best
+        label.set_position((dx, dy))
+        label.set_horizontalalignment("left" if dx > 0 else "right")
+        label.arrow_patch.set_visible(dy != 0)  # beside its point a label needs no leader
+        taken.append(box)
+
+
+def _dot(center: Any, r: float) -> Any:
+    from matplotlib.transforms import Bbox
+
+    return Bbox([[center[0] - r, center[1] - r], [center[0] + r, center[1] + r]])
+
+
+def _overlap(a: Any, b: Any) -> float:
+    """The area two display boxes share (0 when they do not touch)."""
+    w = min(a.x1, b.x1) - max(a.x0, b.x0)
+    h = min(a.y1, b.y1) - max(a.y0, b.y0)
+    return w * h if w > 0 and h > 0 else 0.0
 
 
 def _cells(data):

@@ -124,7 +124,8 @@ def rank(df: Any):
       ``threshold`` (its ``over_tokens``, or ``window - 16000``) below the
       conversation's hidden ``overhead``: the system prompt and tool
       definitions the provider reads at every call, which no log line
-      holds. Right after a summary the count is small, but the next call's
+      holds (the warning says how many calls it was measured at:
+      ``overhead_calls``). Right after a summary the count is small, but the next call's
       usage holds the whole overhead, so the count passes the threshold
       again and again: the config summarizes at nearly every other call,
       whatever the conversation says;
@@ -139,14 +140,14 @@ def rank(df: Any):
     ...                    "threshold": [20000, 112000, 184000], "calls": [200] * 3, "limits_full": [120, 2, 0],
     ...                    "limits_idle": [0] * 3, "limits_overflow": [0] * 3, "summaries": [120, 2, 0], "resets": [0] * 3,
     ...                    "stale": [190, 40, 0], "tokens_read": [4e6, 7.5e6, 10e6], "baseline_tokens_read": [10e6] * 3,
-    ...                    "failed_turns": [0] * 3, "overhead": [30000] * 3})
+    ...                    "failed_turns": [0] * 3, "overhead": [30000] * 3, "overhead_calls": [180] * 3})
     >>> with warnings.catch_warnings(record=True) as said:
     ...     warnings.simplefilter("always")
     ...     ranked = rank(df)
     >>> ranked[["config", "saved", "summaries", "pareto"]].values.tolist()
     [[0, 0.6, 120, True], [1, 0.25, 2, True], [2, 0.0, 0, True]]
     >>> print(said[0].message)
-    config 0 (window=64000): fires at most model calls: 120 context limits in 200 calls; its threshold (over_tokens = 20,000) is below the hidden prompt of c (30,000 tokens), which the provider reads at every call: each call after a summary passes it again (120 summaries in 200 calls there)
+    config 0 (window=64000): fires at most model calls: 120 context limits in 200 calls; its threshold (over_tokens = 20,000) is below the hidden prompt of c (30,000 tokens, measured at 180 calls), which the provider reads at every call: each call after a summary passes it again (120 summaries in 200 calls there)
     """
     import pandas as pd
 
@@ -208,7 +209,7 @@ def _warning(config: Any, rows: Any) -> str:
         if len(below):
             window = config["window"]
             what = f"window - {MARGIN} =" if not pd.isna(window) and threshold == window - MARGIN else "over_tokens ="
-            which = _which(below, lambda r: f" ({int(r['overhead']):,} tokens)")
+            which = _which(below, _hidden)
             said.append(f"its threshold ({what} {int(threshold):,}) is below the hidden prompt of {which}, which the "
                         f"provider reads at every call: each call after a summary passes it again "
                         f"({int(below['summaries'].sum()):,} summaries in {int(below['calls'].sum()):,} calls there)")
@@ -217,6 +218,16 @@ def _warning(config: Any, rows: Any) -> str:
         said.append(f"{_count(config['failed_turns'], 'turn')} failed in {_which(failed)} (the provider refused a call "
                     f"as too long and nothing made room): a failed turn's calls read nothing, and saved counts them as saved")
     return "; ".join(said)
+
+
+def _hidden(row: Any) -> str:
+    """`` (30,000 tokens, measured at 180 calls)``: a conversation's hidden prompt and what it rests on."""
+    import pandas as pd
+
+    n = row.get("overhead_calls", "")  # a frame from before the column: the tokens alone
+    rests = ("" if isinstance(n, str) else ", as given" if pd.isna(n)
+             else ", measured only at calls whose history the file lost part of" if n == 0 else f", measured at {_count(n, 'call')}")
+    return f" ({int(row['overhead']):,} tokens{rests})"
 
 
 def _which(rows: Any, detail: Any = lambda r: "") -> str:

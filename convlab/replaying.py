@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from .context import ContextConfig, coerce
-from .conversation import Conversation
+from .conversation import LOST_PARENT, Conversation
 from .engine import SUMMARY_PREFIX, Session
 from .providers import ReplayLLM
 from .summaries import summaries_for
@@ -138,6 +138,8 @@ class Plan:
     turns: list[PlannedTurn]
     head: str | None
     nodes: dict[str, dict[str, Any]]
+    #: ids of the messages whose history is not whole: at or under a message whose parent the file lost
+    lost: frozenset[str] = frozenset()
 
     @property
     def calls(self) -> list[str]:
@@ -202,7 +204,17 @@ def plan(conversation: Any) -> Plan:
     head = getattr(conversation, "head", None)
     if head is not None and head != vhead:
         turns.append(PlannedTurn("move", head))
-    return Plan(str(getattr(conversation, "id", "")), turns, head, by_id)
+    return Plan(str(getattr(conversation, "id", "")), turns, head, by_id, _lost(nodes))
+
+
+def _lost(nodes: list[dict[str, Any]]) -> frozenset[str]:
+    """The messages (in creation order) at or under one whose parent the file lost (``LOST_PARENT``)."""
+    lost: set[str] = set()
+    for n in nodes:
+        meta = n.get("metadata")
+        if n["parent"] in lost or (n["parent"] is None and isinstance(meta, Mapping) and meta.get(LOST_PARENT) is not None):
+            lost.add(n["id"])
+    return frozenset(lost)
 
 
 # ----------------------------------------------------------------------
@@ -369,7 +381,8 @@ class Replayer:
         for nid in plan.calls:
             node = nodes[nid]
             keys = {k: node[k] for k in ("tool_calls", "name", "metadata") if node.get(k) is not None}
-            replies.append({"id": nid, "content": node["content"], "usage": node.get("usage"), "time": node.get("time"), **keys})
+            replies.append({"id": nid, "content": node["content"], "usage": node.get("usage"), "time": node.get("time"),
+                            "whole": nid not in plan.lost, **keys})
         start = next((n.get("time") for n in nodes.values() if n.get("time") is not None), None)
         self.llm = ReplayLLM(
             replies,
@@ -601,6 +614,7 @@ class Replayer:
                 adds.append(nid)
                 continue
             actions.append({"type": "llm.call", "llm": "replay"})
+            self.llm.expect(nid)  # by id: a reply its failed turn never gave shifts no later call
             self._answer(actions, adds)
             waiting = s.decision
             if waiting is not None and waiting["type"] == "llm.result":

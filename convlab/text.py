@@ -304,7 +304,9 @@ class _Labels:
         if a.get("role") == "tool":
             name = self.tools.get(str(a.get("tool_call_id")))
             size = _size(len(content_text(content)) if isinstance(content, (str, list)) else 0)
-            text = f"[tool_result {_clean(name) + ' ' if name else ''}{size}] {text}"
+            meta = a.get("metadata")
+            error = "error " if isinstance(meta, Mapping) and meta.get("is_error") is True else ""  # the tool failed
+            text = f"[tool_result {_clean(name) + ' ' if name else ''}{error}{size}] {text}"
         calls = a.get("tool_calls") or ()
         if calls and "[tool_use " not in text:
             labels = []

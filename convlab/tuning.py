@@ -70,6 +70,7 @@ COLUMNS = (
     "baseline_tokens_read",
     "saved",
     "overhead",
+    "overhead_calls",
     "err_exact_mean",
     "err_exact_p95",
     "err_usage_mean",
@@ -281,9 +282,14 @@ def _baseline(r: Replayer, row: Mapping[str, Any]) -> dict[str, Any]:
     """What every row of a conversation carries from its baseline replay ``r`` (no config: the log
     as it was), whose measures are ``row``."""
     given = r.knobs["overhead"]
-    observed = [x["overhead"] for x in r.llm.seen if x["applies"] and x["logged"] is not None]
-    overhead = given if given is not None else (statistics.median_low(observed) if observed else 0)
-    return {"baseline_tokens_read": row["tokens_read"], "overhead": overhead}
+    observed = [x for x in r.llm.seen if x["applies"] and x["logged"] is not None]
+    whole = [x["overhead"] for x in observed if x["whole"]]
+    if given is not None:
+        return {"baseline_tokens_read": row["tokens_read"], "overhead": given, "overhead_calls": None}
+    # the calls whose history is whole; only when there are none, the others (whose usage counts lost messages)
+    rests_on = whole or [x["overhead"] for x in observed]
+    overhead = statistics.median_low(rests_on) if rests_on else 0
+    return {"baseline_tokens_read": row["tokens_read"], "overhead": overhead, "overhead_calls": len(whole)}
 
 
 def _rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, ContextConfig]], agent: str, *,
@@ -389,9 +395,13 @@ def tune(
     did not read; negative when its summary calls read more than it saved;
     NaN when the baseline read nothing); ``overhead`` (the
     conversation's hidden prompt: the median, over the baseline's calls
-    whose logged usage applies, of the logged input minus the exact count
-    of the transcript, 0 for a log with no usage; the ``overhead`` given,
-    when given); and the count's error in
+    whose logged usage applies and whose history is whole, of the logged
+    input minus the exact count of the transcript, 0 for a log with no
+    usage; the ``overhead`` given, when given) and ``overhead_calls`` (how
+    many calls that estimate rests on; NA when given; 0 when the log has
+    no usage, or no call whose history is whole: then the estimate comes
+    from the calls whose history the file lost part of, a parent not in the
+    file, and leans high); and the count's error in
     tokens (count minus reference, per model call, summary calls not
     included): ``err_exact_*`` against the exact o200k_base count of the
     transcript the model read (every call; it holds no hidden prompt, so on

@@ -304,6 +304,22 @@ def test_a_folder_with_nothing_readable_is_an_input_error(tmp_path, capsys):
     assert err.endswith(f"convlab: no conversations in {tmp_path}\n")
 
 
+@pytest.mark.parametrize("command", [["show"], ["tune", "--no-progress"]])
+@pytest.mark.parametrize("content, said", [
+    ({"conversationId": "c", "messages": [{"messageId": None, "text": f"m{i}"} for i in range(3)]},
+     "read as librechat, its 3 'messages' gave no message convlab can read"),
+    ([], "no conversations in"),
+    ({"messages": [{"role": "wizard", "content": "x"}]}, "read as openai, its 1 'messages' gave no message"),
+])
+def test_show_and_tune_of_a_file_that_yields_nothing_exit_2(tmp_path, capsys, command, content, said):
+    """Issue 20: "On the command line, show and tune of a file that yields nothing exit 2"."""
+    p = tmp_path / "export.json"
+    p.write_text(json.dumps(content))
+    assert main([command[0], str(p), *command[1:]]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and said in err.splitlines()[-1] and "Traceback" not in err
+
+
 def test_a_torn_session_log_is_said(session_log, capsys):
     """A session log with a torn last line is read (LogWarning, as a ReadWarning naming the file): said on stderr."""
     with open(session_log, "a") as f:
@@ -543,7 +559,7 @@ def test_tune_ranks_the_configs_and_warns_when_a_threshold_sits_below_the_hidden
     assert err == (
         "convlab: 1 TuneWarning while ranking:\n"
         "  config 0 (window=200000, strategy[0].over_tokens=6000): fires at most model calls: 11 context limits in 12 calls; "
-        "its threshold (over_tokens = 6,000) is below the hidden prompt of hidden (8,000 tokens), which the provider reads "
+        "its threshold (over_tokens = 6,000) is below the hidden prompt of hidden (8,000 tokens, measured at 12 calls), which the provider reads "
         "at every call: each call after a summary passes it again (11 summaries in 12 calls there)\n")
     assert main([*argv, "--quiet"]) == 0
     assert capsys.readouterr().err == ""
@@ -630,7 +646,7 @@ def test_tune_warns_on_the_real_session_where_over_tokens_40000_fires_67_summari
     assert main(argv) == 0
     out, err = capsys.readouterr()
     assert "its threshold (over_tokens = 40,000) is below the hidden prompt of ae4a77f8-aedd-4bc1-888f-c94edc91af04 " \
-           "(42,465 tokens)" in err and "(67 summaries in 217 calls there)" in err
+           "(42,465 tokens, measured at 217 calls)" in err and "(67 summaries in 217 calls there)" in err
     assert err.count("config ") == 1  # over_tokens=100000 is above it: nothing to say
 
 

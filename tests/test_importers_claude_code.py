@@ -277,3 +277,37 @@ def test_no_function_of_the_claude_code_importer_is_over_80_lines():
     assert len(functions) >= 10
     long = {f"{f.name} (line {f.lineno})": f.end_lineno - f.lineno + 1 for f in functions if f.end_lineno - f.lineno + 1 > 80}
     assert not long, f"{path.name}: functions over 80 lines: {long}"
+
+
+def test_integer_uuids_read_as_their_decimal_strings(tmp_path):
+    """Issue 20: "A Claude Code file whose uuids are integers reads as 0 conversations with no warning. Read it, or warn"."""
+    rows = [
+        {"uuid": 1, "parentUuid": None, "sessionId": "s", "type": "user", "message": {"role": "user", "content": "hi"}},
+        {"uuid": 2, "parentUuid": 1, "sessionId": "s", "type": "assistant",
+         "message": {"id": "m1", "role": "assistant", "content": [{"type": "text", "text": "hello"}]}},
+        {"uuid": 3, "parentUuid": None, "logicalParentUuid": 2, "sessionId": "s", "type": "system",
+         "subtype": "compact_boundary", "content": "Conversation compacted"},
+        {"uuid": 4, "parentUuid": 3, "sessionId": "s", "type": "user", "message": {"role": "user", "content": "again"}},
+        {"type": "summary", "summary": "Greetings", "leafUuid": 4},
+    ]
+    p = tmp_path / "ints.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in rows))
+    [c] = convlab.read(p, progress=False)
+    assert [m["id"] for m in c.path()] == ["3", "4"] and c.tree.nodes["2"]["parent"] == "1"
+    assert c.tree.nodes["3"]["replaces"] == "2" and c.title == "Greetings"
+
+
+def test_a_summary_row_about_a_leaf_elsewhere_does_not_title_the_session(tmp_path):
+    """Issue 20: "a Claude Code summary row whose leafUuid is not in the file says nothing about this file. Today one
+    such row titles a session 'API Error: 401 …'"."""
+    rows = [
+        {"type": "summary", "summary": "API Error: 401 {\"type\":\"error\"}", "leafUuid": "elsewhere"},
+        {"uuid": "u1", "parentUuid": None, "sessionId": "s", "type": "user", "message": {"role": "user", "content": "hi"}},
+        {"type": "summary", "summary": "Saying hi", "leafUuid": "u1"},
+    ]
+    p = tmp_path / "s.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in rows))
+    [c] = convlab.read(p, progress=False)
+    assert c.title == "Saying hi"
+    p.write_text("\n".join(json.dumps(r) for r in rows[:2]))
+    assert convlab.read(p, progress=False)[0].title is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import warnings
 
 import pytest
@@ -251,3 +252,70 @@ def test_session_log_in_an_archive_is_loaded_from_memory_naming_the_member(tmp_p
     assert (c.format, c.id, c.source) == ("convlab", "session", f"{archive}!logs/session.jsonl")
     assert c.path() == s.path()
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+# -- the generic id/parentMessageId tree (issue 20) -----------------------------------
+
+
+def generic_export(n=175, key="parentMessageId"):
+    """An export of the shape several chat apps write: LibreChat's, keyed id/parentMessageId; every sixth
+    message is a regeneration or an edit (a second child of an earlier message)."""
+    messages = []
+    for i in range(n):
+        parent = None if i == 0 else f"m{i - 1}" if i % 6 else f"m{i - 3}"
+        messages.append({"id": f"m{i}", key: parent, "isCreatedByUser": i % 2 == 0, "sender": "User" if i % 2 == 0 else "GPT-4",
+                         "text": f"message {i}", "createdAt": f"2024-05-01T10:{i // 60:02d}:{i % 60:02d}Z"})
+    return {"conversationId": "conv-1", "title": "A branched chat", "messages": messages}
+
+
+@pytest.mark.parametrize("key", ["parentMessageId", "parentId"])
+def test_an_id_parent_export_reads_as_its_tree(tmp_path, key):
+    """Issue 20: "An export shaped like LibreChat's but keyed id/parentMessageId (175 messages, 29 branch points)
+    is detected as LibreChat today ... the result is 0 messages with exit status 0". Read it."""
+    p = tmp_path / "export.json"
+    p.write_text(json.dumps(generic_export(key=key)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        [c] = convlab.read(p, progress=False)
+    assert (c.format, c.id, c.title, len(c)) == ("generic", "conv-1", "A branched chat", 175)
+    forks = [n for n in c.tree.nodes if c.tree.out_degree(n) > 1]
+    assert len(forks) == 29
+    assert c.tree.nodes["m7"]["parent"] == "m6" and c.tree.nodes["m6"]["parent"] == "m3"
+    assert [c.tree.nodes[n]["role"] for n in ("m0", "m1")] == ["user", "assistant"]
+    assert c.tree.nodes["m1"]["content"] == "message 1" and c.tree.nodes["m1"]["time"] == 1714557601.0
+    # no current node recorded: the latest reply at every fork, as such a UI shows it
+    assert c.head == "m174"
+
+
+def test_a_bare_list_of_id_parent_records_keeps_its_branches(tmp_path):
+    """A list of messages with parentId would read as one OpenAI branch, its forks lost: it is the generic tree."""
+    records = [{"id": "q", "parentId": None, "role": "user", "content": "hi"},
+               {"id": "a1", "parentId": "q", "role": "assistant", "content": "hello"},
+               {"id": "a2", "parentId": "q", "role": "assistant", "content": "hey"}]
+    for name, text in [("list.json", json.dumps(records)), ("lines.jsonl", "\n".join(map(json.dumps, records)))]:
+        p = tmp_path / name
+        p.write_text(text)
+        [c] = convlab.read(p, progress=False)
+        assert c.format == "generic" and sorted(c.tree.successors("q")) == ["a1", "a2"] and c.head == "a2"
+
+
+def test_a_detected_format_that_yields_nothing_is_a_read_error_naming_it(tmp_path):
+    """Issue 20: "A detected format that yields no message from N records must be a ReadError naming the format it
+    tried, never an empty result"."""
+    p = tmp_path / "broken.json"
+    p.write_text(json.dumps({"conversationId": "c", "messages": [{"messageId": None, "text": f"m{i}"} for i in range(175)]}))
+    with pytest.warns(convlab.ReadWarning, match="has no messageId"):
+        with pytest.raises(convlab.ReadError, match=r"broken\.json: read as librechat, its 175 'messages' gave no message"):
+            convlab.read(p, progress=False)
+    q = tmp_path / "junk.jsonl"
+    q.write_text("\n".join(json.dumps({"type": "progress", "uuid": f"u{i}", "parentUuid": None, "sessionId": "s"}) for i in range(4)))
+    with pytest.raises(convlab.ReadError, match=r"junk\.jsonl: read as claude_code, its 4 lines gave no message"):
+        convlab.read(q, progress=False)
+    # in a folder: that file is named and passed over, the others read
+    (tmp_path / "good.json").write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    with pytest.warns(convlab.ReadWarning) as caught:
+        convs = convlab.read(tmp_path, progress=False)
+    assert [c.format for c in convs] == ["openai"]
+    said = [str(w.message) for w in caught]
+    assert any(re.search(r"broken\.json: read as librechat, its 175 'messages' gave no message.*; passed over", t) for t in said)
+    assert any(re.search(r"junk\.jsonl: read as claude_code, its 4 lines gave no message.*; passed over", t) for t in said)

@@ -258,3 +258,81 @@ def test_sweep_pareto_of_a_tune_frame_ranks_it_and_shares_labels():
     assert any(t.get_text() == "config 2 (window=200000)" for t in ax.texts)
     with pytest.raises(KeyError, match="sweep_pareto takes what convlab.rank returns"):
         plots.sweep_pareto(pd.DataFrame({"pareto": [True]}))
+
+
+def _label_boxes(ax):
+    ax.figure.canvas.draw()
+    renderer = ax.figure.canvas.get_renderer()
+    return [t.get_window_extent(renderer) for t in ax.texts]
+
+
+def test_sweep_pareto_labels_never_overlap():
+    """Issue 20: "the Pareto plot's labels must not overlap (configs 0 and 1 sat on each other)": six Pareto
+    configs in three close pairs; every label clear of the others, of the other points and of the legend,
+    inside the axes."""
+    ranked = pd.DataFrame({
+        "config": [0, 1, 2, 3, 4, 5], "strategy[0].idle_secs": [600, 3600, 600, 3600, 600, 3600],
+        "window": [64000, 64000, 96000, 96000, 128000, 200000], "summaries": [13, 14, 3, 4, 1, 0], "resets": [0] * 6,
+        "saved": [0.44, 0.435, 0.19, 0.185, 0.10, 0.0], "pareto": [True] * 6})
+    fig = plots.sweep_pareto(ranked)
+    ax = fig.axes[0]
+    boxes = _label_boxes(ax)
+    assert len(boxes) == 6
+    pairs = [(i, j) for i in range(6) for j in range(i + 1, 6) if boxes[i].overlaps(boxes[j])]
+    assert pairs == []
+    frame, legend = ax.get_window_extent(), ax.get_legend().get_window_extent()
+    (red,) = [c for c in ax.collections if len(c.get_offsets()) == 6]
+    dots = [ax.transData.transform(p) for p in red.get_offsets()]
+    for text, box in zip(ax.texts, boxes):
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1, text.get_text()
+        assert not box.overlaps(legend), text.get_text()
+        own = ax.transData.transform(text.xy)
+        assert not any(box.contains(*d) for d in dots if tuple(d) != tuple(own)), text.get_text()
+    assert _inside(fig)
+
+
+@pytest.mark.realdata
+def test_the_pareto_plot_of_the_real_session_has_no_overlapping_label(tmp_path):
+    """What `convlab tune` with no config draws for the real Claude Code session: its labels apart."""
+    import convlab
+    from realdata import REAL, require
+
+    require()
+    c = convlab.read(REAL / "claude_code" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl.gz", progress=False)[0]
+    base = "[agent.bot.context]\n[[agent.bot.context.strategy]]\nuse = 'reset'\nidle_secs = 600\n[[agent.bot.context.strategy]]\nuse = 'summarize'\n"
+    df = convlab.tune([c], base, grid={"window": [64000, 80000, 96000, 128000], "strategy[0].idle_secs": [600, 3600]}, progress=False)
+    ax = plots.sweep_pareto(convlab.rank(df)).axes[0]
+    boxes = _label_boxes(ax)
+    assert [(i, j) for i in range(len(boxes)) for j in range(i + 1, len(boxes)) if boxes[i].overlaps(boxes[j])] == []
+
+
+def test_count_per_call_legend_counts_what_it_marks():
+    """Issue 20: "the count-per-call plot's legend counts what it marks (it drew 6 ✖ under "overflow: 3")": on a
+    replay with limits of every reason (full, idle, and overflows whose turns failed), each legend entry's number
+    is the number of its markers, one per context.limit of that reason, each at its own call."""
+    import re
+
+    t = Tree()
+    parent = None
+    for i in range(10):
+        time = 10.0 * i + (5000.0 if i >= 3 else 0.0)  # idle once, before the fourth turn
+        t.add({"id": f"u{i}", "role": "user", "content": "x" * 3000, "time": time}, parent if i != 6 else None)
+        big = 30_000 if i >= 6 else 1000 * (i + 1)  # from u6 on, a new root whose logged reads pass the window
+        t.add({"id": f"a{i}", "role": "assistant", "content": f"answer {i}", "time": time + 1,
+               "usage": {"input_tokens": big, "output_tokens": 2}}, f"u{i}")
+        parent = f"a{i}"
+    t.head = parent
+    cfg = "[agent.bot.context]\nwindow = 20000\n[[agent.bot.context.strategy]]\nuse = 'reset'\nidle_secs = 4000\n" \
+          "[[agent.bot.context.strategy]]\nuse = 'summarize'\nover_tokens = 2500\n"
+    r = replay(Conversation(t, id="c"), cfg)
+    reasons = {x["reason"] for x in r.limits}
+    assert reasons == {"full", "idle", "overflow"}, r.limits
+    ax = plots.count_per_call(r).axes[0]
+    legend = ax.get_legend()
+    entries = {text.get_text(): handle for text, handle in zip(legend.get_texts(), legend.legend_handles)}
+    for reason in reasons:
+        (label,) = [k for k in entries if k.startswith(f"context.limit ({reason})")]
+        n = int(re.search(r": (\d+)$", label).group(1))
+        (marks,) = [c for c in ax.collections if c.get_label() == label]
+        offsets = [tuple(p) for p in marks.get_offsets()]
+        assert n == len(offsets) == len(set(offsets)) == sum(1 for x in r.limits if x["reason"] == reason), (reason, n, offsets)

@@ -69,7 +69,7 @@ def test_rank_warns_when_a_threshold_sits_below_the_hidden_prompt():
     (warning,) = said
     assert str(warning.message) == (
         "config 0 (window=200000, strategy[1].over_tokens=6000): fires at most model calls: 15 context limits in 16 calls; "
-        "its threshold (over_tokens = 6,000) is below the hidden prompt of big (8,000 tokens), which the provider reads at "
+        "its threshold (over_tokens = 6,000) is below the hidden prompt of big (8,000 tokens, measured at 16 calls), which the provider reads at "
         "every call: each call after a summary passes it again (15 summaries in 16 calls there)")
     assert warning.filename == __file__  # said where rank was called
     assert ranked.set_index("config")["warning"].astype(bool).to_dict() == {0: True, 1: False, 2: False}
@@ -114,7 +114,7 @@ def test_rank_warns_on_the_real_session_whose_hidden_prompt_is_over_40000_tokens
         ranked = convlab.rank(df)
     assert [str(w.message) for w in said] == [
         "config 0 (window=200000, strategy[1].over_tokens=40000): its threshold (over_tokens = 40,000) is below the hidden "
-        "prompt of ae4a77f8-aedd-4bc1-888f-c94edc91af04 (42,465 tokens), which the provider reads at every call: each call "
+        "prompt of ae4a77f8-aedd-4bc1-888f-c94edc91af04 (42,465 tokens, measured at 217 calls), which the provider reads at every call: each call "
         "after a summary passes it again (67 summaries in 217 calls there)"]
     assert ranked["config"].tolist() == [0, 1] and ranked["pareto"].all()
 

@@ -24,7 +24,7 @@ from convlab.replaying import plan, replay
 from convlab.tree import Tree
 
 from realdata import REAL, log_files, require
-from replay_invariant import assert_replays_exactly
+from replay_invariant import assert_replays_exactly, same
 
 # -- generated logs ---------------------------------------------------------------
 
@@ -67,7 +67,8 @@ def logs(draw) -> Conversation:
                 st.builds(lambda s: {"type": "text", "text": s}, TEXT),
                 st.builds(lambda k, x: {"type": "tool_use", "id": f"t{k}", "name": "run", "input": x}, st.integers(0, 3), JSON),
             ), min_size=1, max_size=3)))
-            usage = draw(st.one_of(st.none(), st.builds(lambda n: {"input_tokens": n, "output_tokens": 1}, st.integers(0, 10**6))))
+            tokens = st.one_of(st.integers(0, 10**6), st.sampled_from([25_000, 900_000]))  # past a small window, or any
+            usage = draw(st.one_of(st.none(), st.builds(lambda n: {"input_tokens": n, "output_tokens": 1}, tokens)))
             node |= {"role": "assistant", "content": content, "usage": usage}
         elif move == "tool":
             result = draw(TEXT)
@@ -113,6 +114,33 @@ def test_a_fork_of_a_generated_log_goes_on_as_the_replay_did(c, data):
     assert (b.map, b.stale, b.calls, b.compactions) == (a.map, a.stale, a.calls, a.compactions)
     assert json.dumps(b.session.snapshot()["nodes"]) == json.dumps(a.session.snapshot()["nodes"])
     assert_replays_exactly(c, b)
+
+
+CONFIGS = st.builds(
+    lambda window, over, idle, use: "\n".join(
+        ["[agent.bot.context]"] + ([f"window = {window}"] if window else [])
+        + ["[[agent.bot.context.strategy]]", f'use = "{use}"'] + ([f"over_tokens = {over}"] if over else [])
+        + ([f"idle_secs = {idle}"] if idle else [])),
+    st.sampled_from([None, 16001, 20000, 10**6]), st.sampled_from([None, 1, 30, 2000]), st.sampled_from([None, 1, 20]),
+    st.sampled_from(["summarize", "reset"]))
+
+
+@settings(max_examples=150)
+@given(logs(), CONFIGS)
+def test_under_any_config_every_reply_given_is_the_logs_own(c, config):
+    """Where a strategy fires, or the window refuses calls and turns fail, the replay goes on from its new
+    history; still no call is answered with another reply than its own: every logged reply the replay maps
+    a call gets is recorded with that reply's content, each once, and a reply not given is stale."""
+    r = replay(c, config)
+    events = r.session.events
+    recorded = [events[i + 1]["message"] for i, e in enumerate(events[:-1])
+                if e["type"] == "llm.completed" and not e.get("summary") and events[i + 1]["type"] == "message.new"]
+    given = [x["reply"] for x in r.calls if not x["refused"]]
+    assert len(recorded) == len(given)
+    for reply, m in zip(given, recorded):
+        assert same(m["content"], c.tree.nodes[reply]["content"]), (reply, config)
+    assert len(given) == len(set(given)), "a logged reply given twice"
+    assert set(plan(c).calls) <= set(given) | set(r.stale), "a logged reply neither given nor stale"
 
 
 # -- the issue's case ---------------------------------------------------------------
@@ -248,14 +276,21 @@ def session_log_sample(tmp_path):
 
 
 def test_each_format_s_output_replays_exactly(tmp_path):
-    """The formats the real data has no file of (OpenAI lists, AG-UI recordings, convlab's own log with
-    summaries a strategy made), each read and replayed through the invariant."""
+    """The formats the real data has no file of (OpenAI lists, AG-UI recordings, the generic id/parent tree,
+    convlab's own log with summaries a strategy made), each read and replayed through the invariant."""
     path, msgs = openai_sample(tmp_path)
     path.write_text(json.dumps(msgs))
     conversations = {"openai": convlab.read(path, progress=False)}
     conversations["openai jsonl"] = convlab.read(_lines(tmp_path / "train.jsonl", [{"messages": msgs}, {"messages": msgs[1:]}]),
                                                  progress=False)
     conversations["agui"] = convlab.read(agui_sample(tmp_path), progress=False)
+    generic = tmp_path / "tree.json"
+    generic.write_text(json.dumps({"title": "t", "messages": [
+        {"id": "q", "parentMessageId": None, "role": "user", "content": "hi"},
+        {"id": "a1", "parentMessageId": "q", "role": "assistant", "content": "hello"},
+        {"id": "a2", "parentMessageId": "q", "role": "assistant", "content": "hey", "usage": {"input_tokens": 9}},
+        {"id": "q2", "parentMessageId": "a1", "role": "user", "content": "and?"}]}))
+    conversations["generic"] = convlab.read(generic, progress=False)
     conversations["convlab"] = convlab.read(session_log_sample(tmp_path), progress=False)
     # with the formats the real logs are in (test_every_real_log_replays_exactly), every importer
     formats = {c.format for convs in conversations.values() for c in convs}

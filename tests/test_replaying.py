@@ -479,3 +479,17 @@ def test_an_idle_strategy_at_the_first_call_after_the_logs_summary_keeps_the_cal
     assert (after["reason"], after["replaced"]) == ("idle", False)
     assert {x["reply"]: x["applies"] for x in r.calls}["a4"] is True
     assert "a4" not in r.stale
+
+
+def test_a_reply_whose_turn_failed_shifts_no_later_call_onto_it():
+    """A call the window refuses twice fails its turn, and its logged reply is never given: the next turn's call
+    still gets its own reply (ReplayLLM.expect), not the one left over (a real damaged session replayed every
+    later call with the reply before it)."""
+    rows = [("u1", None, "user", "q1"), ("a1", "u1", "assistant", "r1", {"usage": usage(10)}),
+            ("u2", "a1", "user", "q2"), ("a2", "u2", "assistant", "r2", {"usage": usage(900000)}),
+            ("u3", None, "user", "q3"), ("a3", "u3", "assistant", "r3", {"usage": usage(30)})]
+    r = replay(conv(rows), config(20000, {"use": "summarize"}))
+    assert [t["status"] for t in r.session.turns] == ["completed", "failed", "completed"]
+    assert [(x["reply"], x["refused"]) for x in r.calls] == [("a1", False), ("a2", True), ("a2", True), ("a3", False)]
+    assert r.stale == ["a2"]
+    assert r.session.tree.nodes[r.map["a3"]]["content"] == "r3" and r.session.path()[-1]["content"] == "r3"

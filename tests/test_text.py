@@ -136,6 +136,9 @@ def test_tool_messages_and_tool_calls_name_the_tool():
         "● a1 assistant: [tool_call shell: ls]",
         "● r1 tool: [tool_result shell 11 chars] a.txt b.txt  ◀ head",
     ]
+    # issue 20: a result whose is_error is true says so ("[tool_result Bash error 89 chars]")
+    t.add({"id": "r2", "role": "tool", "content": "Exit code 1", "tool_call_id": "call_1", "metadata": {"is_error": True}}, "a1")
+    assert render_tree(t.graph, "r2", width=80).splitlines()[-1] == "● r2 tool: [tool_result shell error 11 chars] Exit code 1  ◀ head"
 
 
 def test_text_is_one_clean_line():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pandas as pd
@@ -663,3 +664,59 @@ def test_summarizer_arguments_that_cannot_work_say_so():
         tune(CONVS, BASE, progress=False, summarizer=Counting(), scheduler="dask")
     with pytest.raises(TypeError, match="summarizer must be a provider"):
         tune(CONVS, BASE, progress=False, summarizer="echo")
+
+
+def claude_code_lines(n_turns, hidden=HIDDEN, chars=2000):
+    """A Claude Code transcript whose every logged input is the exact count of the transcript plus ``hidden``."""
+    from convlab.tokens import count_tokens
+
+    rows, parent, read = [], None, 0
+    for i in range(n_turns):
+        question, answer = f"question {i} " + "x" * chars, f"answer {i}"
+        read += count_tokens(question)
+        stamp = f"2025-01-01T00:{i:02d}:00Z"
+        rows.append({"type": "user", "uuid": f"u{i}", "parentUuid": parent, "sessionId": "s", "timestamp": stamp,
+                     "message": {"role": "user", "content": question}})
+        rows.append({"type": "assistant", "uuid": f"a{i}", "parentUuid": f"u{i}", "sessionId": "s", "timestamp": stamp,
+                     "message": {"id": f"m{i}", "role": "assistant", "content": [{"type": "text", "text": answer}],
+                                 "usage": {"input_tokens": read + hidden, "output_tokens": 3}}})
+        read += count_tokens(answer)
+        parent = f"a{i}"
+    return [json.dumps(r) for r in rows]
+
+
+def test_the_hidden_prompt_estimate_is_not_thrown_off_by_broken_lines(tmp_path):
+    """Issue 20: "On a file with 28 broken lines the estimate is 71k against ~24k on clean sessions ... Estimate from
+    the calls whose parents are whole, and say in the frame (and the warning) how many calls the estimate rests on"."""
+    lines = claude_code_lines(20)
+    for k in (10, 25):  # the lines of u5 and a12: what the log's model read from there on is not all in the file
+        lines[k] = '{"type": "user", "uuid": "u5", "mess'
+    p = tmp_path / "damaged.jsonl"
+    p.write_text("\n".join(lines))
+    with pytest.warns(convlab.ReadWarning) as said:
+        [c] = convlab.read(p, progress=False)
+    assert any("not valid JSON" in str(w.message) for w in said) and any("'u5' is not in the file" in str(w.message) for w in said)
+    assert c.tree.nodes["a5"]["metadata"]["lost_parent"] == "u5" and c.tree.nodes["a5"]["parent"] is None
+    cfg = "[agent.bot.context]\n[[agent.bot.context.strategy]]\nuse = 'summarize'\nover_tokens = 4000\n"
+    df = tune([c], cfg, progress=False)
+    # five calls (a0..a4) have their whole history in the file: the estimate rests on them, and is the hidden prompt
+    assert df[["overhead", "overhead_calls"]].values.tolist() == [[HIDDEN, 5]]
+    # a call that no longer applies reads the transcript plus that hidden prompt, not the lost lines' tokens too
+    r = replay(c, cfg)
+    stale = [x for x in r.calls if not x["applies"]]
+    assert stale and all(x["read"] == x["exact"] + HIDDEN for x in stale)
+    # the clean file: every call
+    clean = tmp_path / "clean.jsonl"
+    clean.write_text("\n".join(claude_code_lines(20)))
+    assert tune(convlab.read(clean, progress=False), cfg, progress=False)[["overhead", "overhead_calls"]].values.tolist() == [[HIDDEN, 20]]
+
+
+def test_an_estimate_with_no_whole_call_says_so():
+    """A given overhead rests on no call (NA); a log whose every call lost part of its history: 0 calls."""
+    c = hidden_prompt_conv("h", 6)
+    given = tune([c], BASE, progress=False, overhead=500)
+    assert given["overhead"].tolist() == [500] and given["overhead_calls"].isna().all()
+    first = c.tree.nodes["hu0"]
+    first["metadata"] = {"lost_parent": "gone"}
+    df = tune([c], BASE, progress=False)
+    assert df["overhead"].tolist() == [HIDDEN] and df["overhead_calls"].tolist() == [0]

@@ -31,20 +31,22 @@ import os
 import warnings
 import zipfile
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Callable
 
 from ..conversation import Conversation
 from ..errors import ReadError
-from . import agui, chatgpt, claude_ai, claude_code, librechat, oasst, openai, openwebui, session_log
+from . import agui, chatgpt, claude_ai, claude_code, generic, librechat, oasst, openai, openwebui, session_log
 from .records import read_error, warn
-from .documents import Document, NotJSON, Restart, bar, gunzip, parse_bytes, stream_array
+from .documents import MAX_DEPTH, Document, Limits, NotJSON, Restart, bar, gunzip, parse_bytes, stream_array
+from .jsontext import SHALLOW
 
-__all__ = ["read", "detect", "FORMATS"]
+__all__ = ["read", "detect", "FORMATS", "MAX_DEPTH"]
 
 #: Importers in the order detection tries them (most specific shape first).
-_IMPORTERS: tuple[ModuleType, ...] = (session_log, agui, claude_code, chatgpt, claude_ai, openwebui, librechat, oasst, openai)
+_IMPORTERS: tuple[ModuleType, ...] = (session_log, agui, claude_code, chatgpt, claude_ai, openwebui, librechat, generic, oasst, openai)
 
 #: The format names ``read`` can return (``Conversation.format``) and accepts as ``format=``.
 FORMATS: tuple[str, ...] = tuple(m.NAME for m in _IMPORTERS)
@@ -104,11 +106,28 @@ def _convert(doc: Document, format: str | None) -> list[Conversation]:
         return []
     module = _importer(doc, format)
     try:
-        return list(module.parse(doc))
+        convs = list(module.parse(doc))
     except (ReadError, Restart):
         raise
+    except RecursionError:  # an importer's own walk of a message that nests deeper than Python recurses
+        raise read_error(doc.source, f"a message nests more than {SHALLOW} levels deep: convlab reads messages that deep at most") from None
     except _GAPS as err:  # pragma: no cover - a gap in an importer
         raise read_error(doc.source, f"could not be read as {module.NAME}: {type(err).__name__}: {err}") from None
+    if not any(len(c) for c in convs):  # a shape detected, and nothing in it read: never an empty result
+        raise read_error(doc.source, f"read as {module.NAME}, {_records(doc)} gave no message convlab can read")
+    return convs
+
+
+def _records(doc: Document) -> str:
+    """What a document's items are, counted: ``its 3 lines``, ``its 12 items``, ``its 175 'messages'``."""
+    if doc.kind != "object":
+        n = doc.given
+        return f"its {n} {'line' if doc.kind == 'lines' else 'item'}{'s' if n != 1 else ''}"
+    sizes = [(len(v), k) for k, v in doc.first.items() if isinstance(v, (list, dict))] if isinstance(doc.first, dict) else []
+    if not sizes:
+        return "the document"
+    n, key = max(sizes)
+    return f"its {n} {key!r}"
 
 
 # -- files, archives, folders ----------------------------------------------------
@@ -122,25 +141,34 @@ def _starts_array(f: BinaryIO) -> bool:
     return head[:1] == b"["
 
 
-def _read_stream(f: BinaryIO, source: str, size: int | None, progress: bool, format: str | None) -> list[Conversation]:
+@dataclass(frozen=True)
+class _How:
+    """How a read goes, the same for every file, member and stream of it."""
+
+    progress: bool
+    format: str | None
+    limits: Limits
+
+
+def _read_stream(f: BinaryIO, source: str, size: int | None, how: _How, progress: bool) -> list[Conversation]:
     """The conversations in a seekable binary file: a zip archive, gzip data, a JSON array (streamed), or JSON."""
     magic = f.read(4)
     f.seek(0)
     if magic == b"PK\x03\x04":
-        return _read_zip(f, source, progress, format)
+        return _read_zip(f, source, how)
     if magic[:2] == b"\x1f\x8b":
-        raw = gunzip(f.read(), source)
-        return _read_stream(io.BytesIO(raw), source, len(raw), progress, format)
+        raw = gunzip(f.read(), source, how.limits)
+        return _read_stream(io.BytesIO(raw), source, len(raw), how, progress)
     if _starts_array(f):
-        return _read_streamed(f, source, size, progress, format)
+        return _read_streamed(f, source, size, how, progress)
     try:
-        doc = parse_bytes(f.read(), source, progress)
+        doc = parse_bytes(f.read(), source, progress, how.limits)
     except NotJSON as err:
         raise _NotALog(str(err)) from None
-    return _convert(doc, format)
+    return _convert(doc, how.format)
 
 
-def _read_streamed(f: BinaryIO, source: str, size: int | None, progress: bool, format: str | None) -> list[Conversation]:
+def _read_streamed(f: BinaryIO, source: str, size: int | None, how: _How, progress: bool) -> list[Conversation]:
     """A JSON array built item by item; read whole instead where ``json`` may read on (``documents.Restart``).
 
     The warnings of a streamed read are held until it is through, so a read
@@ -148,56 +176,87 @@ def _read_streamed(f: BinaryIO, source: str, size: int | None, progress: bool, f
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            convs = _convert(stream_array(f, source, size, progress), format)
+            convs = _convert(stream_array(f, source, size, progress, how.limits), how.format)
         except Restart:
             convs = None
     if convs is None:
         f.seek(0)
-        return _convert(parse_bytes(f.read(), source, progress), format)
+        return _convert(parse_bytes(f.read(), source, progress, how.limits), how.format)
     for w in caught:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
     return convs
 
 
-def _read_zip(f: BinaryIO, source: str, progress: bool, format: str | None) -> list[Conversation]:
+class _Capped:
+    """A zip member read no further than ``cap`` bytes (a ``ReadError`` beyond): a member may say it is
+    small and inflate without end."""
+
+    def __init__(self, f: BinaryIO, cap: int, too_big: Callable[[], Exception]) -> None:
+        self._f, self._cap, self._too_big = f, cap, too_big
+
+    def read(self, n: int = -1) -> bytes:
+        room = self._cap + 1 - self._f.tell()
+        data = self._f.read(room if n < 0 or n > room else n)
+        if self._f.tell() > self._cap:
+            raise self._too_big()
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._f.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._f.tell()
+
+
+def _read_zip(f: BinaryIO, source: str, how: _How) -> list[Conversation]:
     try:
         archive = zipfile.ZipFile(f)
         members = sorted((i for i in archive.infolist() if not i.is_dir()), key=lambda i: i.filename)
     except (zipfile.BadZipFile, OSError) as err:
         raise read_error(source, f"not a readable zip archive ({err})") from None
     out: list[Conversation] = []
+    refused: list[str] = []  # members that are logs convlab refuses: said with the archive's error, or warned
     found = False
     for info in members:
         name = info.filename
         if name.startswith("__MACOSX/") or os.path.basename(name).startswith("."):
             continue
         member = f"{source}!{name}"
+        cap = how.limits.inflate_cap(info.compress_size)
         try:
             with archive.open(info) as m:
-                convs = _read_stream(m, member, info.file_size, progress, format)
+                capped = _Capped(m, cap, lambda: how.limits.too_big(member, info.compress_size))
+                convs = _read_stream(capped, member, min(info.file_size, cap), how, how.progress)  # type: ignore[arg-type]
         except (zipfile.BadZipFile, OSError, zlib.error, EOFError, NotImplementedError, RuntimeError) as err:
             warn(f"{member}: cannot be unpacked ({err}); passed over")
             continue
         except _NotALog:
             continue
         except ReadError as err:
-            warn(f"{err}; passed over")
+            refused.append(str(err))
             continue
         found = found or bool(convs) or name.endswith("conversations.json")
         out.extend(convs)
     if not found:
-        raise read_error(source, f"the archive holds no chat log convlab can read{f' as format={format!r}' if format else ''}")
+        why = f" ({refused[0]}{f'; and {len(refused) - 1} more' if len(refused) > 1 else ''})" if refused else ""
+        raise read_error(source, f"the archive holds no chat log convlab can read{f' as format={how.format!r}' if how.format else ''}{why}")
+    for text in refused:
+        warn(f"{text}; passed over")
     return out
 
 
-def read(path: str | os.PathLike, *, progress: bool = True, format: str | None = None) -> list[Conversation]:
+def read(path: str | os.PathLike, *, progress: bool = True, format: str | None = None, max_depth: int = MAX_DEPTH,
+         max_inflated: int | None = None) -> list[Conversation]:
     """Read the conversations of a chat log file, archive or folder.
 
     The format is detected from the content: ChatGPT export (``conversations.json``
     or its .zip), Claude Code transcript (``.jsonl``, ``.jsonl.gz``), Claude.ai
-    export, Open WebUI, LibreChat, OpenAssistant trees, plain OpenAI message
-    lists (JSON or JSONL), a recorded AG-UI event stream (JSONL) and convlab's
-    own session log. ``format`` (one of
+    export, Open WebUI, LibreChat, the generic message tree of records keyed
+    ``id`` and ``parentMessageId``/``parentId`` (``generic``), OpenAssistant
+    trees, plain OpenAI message lists (JSON or JSONL), a recorded AG-UI event
+    stream (JSONL) and convlab's own session log. A file whose format is
+    detected but that gives no message is a ``ReadError`` naming that format,
+    never an empty result. ``format`` (one of
     ``FORMATS``) skips detection; a file that is not in that format is a
     ``ReadError`` saying what it reads as. A folder is read recursively,
     every file it recognises.
@@ -206,6 +265,19 @@ def read(path: str | os.PathLike, *, progress: bool = True, format: str | None =
     takes longer than a second: the files of a folder, the conversations of a
     large export, or its bytes while a huge one is streamed. ``progress=False``
     shows none.
+
+    No file can crash or exhaust the reader. JSON is read however deep it
+    nests, up to ``max_depth`` levels of arrays and objects (default
+    ``MAX_DEPTH``, 10,000: a chain of 5,000 messages in a recursive export);
+    deeper is a ``ReadError`` (a JSON line: left out, with a warning), and so
+    is an integer longer than Python converts (4,300 digits). A deep tree is
+    read, and so is a deep message, with what nests past 100 levels (what the
+    engine carries, ``jsondata.MAX_DEPTH``) cut and said in a ``ReadWarning``,
+    as every value JSON cannot carry on is read repaired (``jsondata.repaired``). Compressed data (gzip, a zip
+    member) inflates to at most ``max_inflated`` bytes (default None: 100
+    times its compressed size, at least 16 MiB and at most 2 GiB); more is a
+    ``ReadError``. In a folder a file that cannot be read is a warning and the
+    others are read.
 
     Damaged input: what is sound is kept and a ``convlab.ReadWarning`` names
     what was repaired; what cannot be read raises ``convlab.ReadError`` naming
@@ -221,16 +293,17 @@ def read(path: str | os.PathLike, *, progress: bool = True, format: str | None =
     """
     if format is not None and format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+    how = _How(progress, format, Limits(max_depth, max_inflated))
     p = Path(path)
     if p.is_dir():
-        return _read_folder(p, progress, format)
+        return _read_folder(p, how)
     try:
-        return _read_file(p, progress, format)
+        return _read_file(p, how, progress)
     except _NotALog as err:
         raise ReadError(f"{err}: not a chat log convlab can read (formats: {', '.join(FORMATS)})") from None
 
 
-def _read_file(p: Path, progress: bool, format: str | None) -> list[Conversation]:
+def _read_file(p: Path, how: _How, progress: bool) -> list[Conversation]:
     try:
         f = open(p, "rb")
     except FileNotFoundError:
@@ -240,25 +313,31 @@ def _read_file(p: Path, progress: bool, format: str | None) -> list[Conversation
     with f:
         try:
             size = os.fstat(f.fileno()).st_size
-            return _read_stream(f, str(p), size, progress, format)
+            return _read_stream(f, str(p), size, how, progress)
         except OSError as err:
             raise ReadError(f"{p}: cannot be read ({err.strerror or err})") from None
+        except (ReadError, _NotALog):
+            raise
+        except MemoryError:
+            raise ReadError(f"{p}: ran out of memory reading it") from None
+        except _GAPS as err:  # pragma: no cover - a gap: a file no test has shown yet still names itself
+            raise ReadError(f"{p}: could not be read ({type(err).__name__}: {err})") from None
 
 
-def _read_folder(folder: Path, progress: bool, format: str | None) -> list[Conversation]:
+def _read_folder(folder: Path, how: _How) -> list[Conversation]:
     files = sorted(
         f for f in folder.rglob("*")
         if f.is_file() and not any(part.startswith(".") for part in f.relative_to(folder).parts)
     )
-    files_bar = bar(total=len(files), unit="file", desc=f"reading {folder.name or folder}", enabled=progress)
+    files_bar = bar(total=len(files), unit="file", desc=f"reading {folder.name or folder}", enabled=how.progress)
     out: list[Conversation] = []
     try:
         for f in files:
             try:
-                out.extend(_read_file(f, False, format))
+                out.extend(_read_file(f, how, False))
             except _NotALog:
                 pass
-            except ReadError as err:
+            except ReadError as err:  # one file that cannot be read never stops the others
                 warn(f"{err}; passed over")
             if files_bar is not None:
                 files_bar.update(1)

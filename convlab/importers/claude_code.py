@@ -23,6 +23,10 @@ system, snapshots) are links in the chain and are walked through.
   is one. Their first message's parent lives in the parent session, so it is
   a root there without a warning.
 - The head is the message of the last message row in the file.
+- Ids are strings; integer ids (a transcript another tool wrote) are read as
+  their decimal strings. The title is the first ``summary`` row whose
+  ``leafUuid`` is a row of the file (a summary row about another session's
+  leaf says nothing about this one).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..conversation import Conversation
+from ..conversation import LOST_PARENT, Conversation
 from .documents import Document
 from .records import Problems, Record, conversation, to_time, usage_of
 
@@ -61,6 +65,16 @@ def parse(doc: Document) -> list[Conversation]:
 
 
 # -- rows ------------------------------------------------------------------------
+
+
+_ID_KEYS = ("uuid", "parentUuid", "logicalParentUuid", "leafUuid")
+
+
+def _text_ids(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The row with integer ids (a transcript some tool wrote) as strings, as Claude Code writes them."""
+    if not any(isinstance(row.get(k), int) and not isinstance(row.get(k), bool) for k in _ID_KEYS):
+        return row
+    return {**row, **{k: str(row[k]) for k in _ID_KEYS if isinstance(row.get(k), int) and not isinstance(row[k], bool)}}
 
 
 def _typed(row: Mapping[str, Any]) -> bool:
@@ -122,7 +136,7 @@ class RowIndex:
 
     def __init__(self, rows: list[Any], source: str) -> None:
         self.source = source
-        rows = [r for r in rows if isinstance(r, Mapping)]
+        rows = [_text_ids(r) for r in rows if isinstance(r, Mapping)]
         session = next((str(r["sessionId"]) for r in rows if r.get("sessionId")), None)
         self.session = session or source.split("!")[-1].rsplit("/", 1)[-1].split(".")[0]
         self.problems = Problems(source, self.session)  # about the file: told with the session
@@ -148,7 +162,9 @@ class RowIndex:
             u = r.get("uuid")
             if _is_message(r) and r.get("isCompactSummary") and isinstance(r.get("parentUuid"), str) and isinstance(u, str) and u in self.node_of:
                 self.summary_under.setdefault(r["parentUuid"], self.node_of[u])
-        self.title = next((str(r["summary"]) for r in self.rows if r.get("type") == "summary" and r.get("summary")), None)
+        # a summary row titles the session it ends in: one whose leafUuid is not in the file says nothing about it
+        self.title = next((str(r["summary"]) for r in self.rows if r.get("type") == "summary" and r.get("summary")
+                           and r.get("leafUuid") in self.by_uuid), None)
 
     def _index_nodes(self) -> None:
         """Node ids for every message row, before any parent is resolved (rows may come out of order)."""
@@ -286,7 +302,7 @@ class _Builder:
             self.problems.add(nid, f"parentUuid {found!r} is not in the file; kept as a top-level message")
         elif kind == "loop":
             self.problems.add(nid, f"parentUuid chain loops at {found!r}; kept as a top-level message")
-        return _Link(None)
+        return _Link(None, meta={LOST_PARENT: found} if kind in ("dangling", "loop") else {})
 
     # -- the handlers, one per kind of row ---------------------------------------------
 

@@ -24,17 +24,22 @@ are streamed. A bar shows only for work that takes longer than
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
+import sys
 import zlib
+from dataclasses import dataclass
 from itertools import chain, islice
 from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 from ..conversation import Conversation
+from ..errors import ReadError
+from . import jsontext
+from .jsontext import MAX_DEPTH, SHALLOW, DepthScanner, TooDeep, TooLong
 from .records import read_error, warn
 
-__all__ = ["Document", "Restart", "NotJSON", "parse_bytes", "stream_array", "gunzip", "bar", "HEAD", "PROGRESS_DELAY"]
+__all__ = ["Document", "Limits", "Restart", "NotJSON", "parse_bytes", "stream_array", "gunzip", "bar", "HEAD",
+           "PROGRESS_DELAY", "MAX_DEPTH", "INFLATE_RATIO", "INFLATE_FLOOR", "INFLATE_CEILING"]
 
 #: How many items detection looks at.
 HEAD = 50
@@ -44,6 +49,42 @@ PROGRESS_DELAY = 1.0
 
 #: Bytes ijson reads at a time.
 _CHUNK = 1 << 16
+
+
+#: How much compressed data (gzip, a zip member) may inflate by default: this many times its compressed size,
+#: at least ``INFLATE_FLOOR`` and at most ``INFLATE_CEILING`` bytes (chat logs inflate 5 to 20 times).
+INFLATE_RATIO = 100
+INFLATE_FLOOR = 16 << 20
+INFLATE_CEILING = 2 << 30
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a read refuses beyond: ``depth``, how deep JSON may nest (``MAX_DEPTH``), and
+    ``inflated``, how many bytes compressed data may inflate to (None: ``INFLATE_RATIO`` times
+    its compressed size, within ``INFLATE_FLOOR`` and ``INFLATE_CEILING``).
+
+    >>> Limits().inflate_cap(1 << 20) == 100 << 20, Limits(inflated=5).inflate_cap(1 << 20)
+    (True, 5)
+    """
+
+    depth: int = MAX_DEPTH
+    inflated: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("depth", "inflated"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                raise ValueError(f"max_{name} must be a positive whole number, got {value!r}")
+
+    def inflate_cap(self, compressed: int) -> int:
+        if self.inflated is not None:
+            return self.inflated
+        return min(INFLATE_CEILING, max(INFLATE_FLOOR, INFLATE_RATIO * compressed))
+
+    def too_big(self, source: str, compressed: int) -> Exception:
+        return read_error(source, f"inflates to more than {self.inflate_cap(compressed):,} bytes from {compressed:,} "
+                                  f"(read(max_inflated=) reads more)")
 
 
 class Restart(Exception):
@@ -70,14 +111,16 @@ class Document:
     ``kind`` is ``"array"`` (the items are the array's elements), ``"object"``
     (one JSON value, the only item) or ``"lines"`` (JSON lines: the records).
     ``head`` is the first ``HEAD`` items (what ``detect`` looks at) and
-    ``first`` the first of them; ``items`` yields every item, once. ``raw``
+    ``first`` the first of them; ``items`` yields every item, once (``given``
+    counts them). ``deep``: the JSON nests deeper than ``SHALLOW``. ``raw``
     holds the file's bytes where they were read whole (JSON lines, one object).
     """
 
     def __init__(self, source: str, kind: str, items: Iterable[Any], *, raw: bytes | None = None, count: int | None = None,
                  size: int | None = None, position: Callable[[], int] | None = None, problem: str | None = None,
-                 progress: bool = False) -> None:
+                 progress: bool = False, deepest: Callable[[], int] | int = 0) -> None:
         self.source = source
+        self._deepest = deepest
         self.kind = kind
         self.raw = raw
         self._count = count  # items, when they are in memory
@@ -89,6 +132,13 @@ class Document:
         self.head = list(islice(rest, HEAD))
         self._rest = rest
         self._taken = False
+        self.given = 0  # items given out by ``items`` so far
+
+    @property
+    def deep(self) -> bool:
+        """Whether the JSON nests deeper than ``SHALLOW`` (so far, for a stream): then a message may too."""
+        deepest = self._deepest() if callable(self._deepest) else self._deepest
+        return deepest > SHALLOW
 
     @property
     def first(self) -> Any:
@@ -101,7 +151,12 @@ class Document:
         self._taken = True
         if self._problem:
             warn(self._problem)
-        return chain(self.head, self._rest)
+        return self._counted(chain(self.head, self._rest))
+
+    def _counted(self, items: Iterator[Any]) -> Iterator[Any]:
+        for item in items:
+            self.given += 1
+            yield item
 
     def each(self, parse_one: Callable[[Any, str, int], Conversation]) -> Iterator[Conversation]:
         """``parse_one(item, source, index)`` for every item: a format whose items are conversations."""
@@ -126,23 +181,61 @@ class Document:
 # -- whole documents ---------------------------------------------------------------
 
 
-def gunzip(raw: bytes, source: str) -> bytes:
-    """Gzip data decompressed; cut short: what decompresses, with a warning."""
-    try:
-        return gzip.decompress(raw)
-    except (EOFError, OSError, zlib.error):
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+def gunzip(raw: bytes, source: str, limits: Limits = Limits()) -> bytes:
+    """Gzip data decompressed (every member), never past ``limits.inflate_cap`` (a ``ReadError`` beyond);
+    cut short: what decompresses, with a warning."""
+    cap = limits.inflate_cap(len(raw))
+    out = bytearray()
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    data = raw
+    while True:
         try:
-            data = d.decompress(raw)
+            out += d.decompress(data, cap + 1 - len(out))
         except zlib.error as err:
-            raise read_error(source, f"not a readable gzip file ({err})") from None
-        if not data:
-            raise read_error(source, "gzip file cut short before any data") from None
-        warn(f"{source}: gzip data cut short; read the {len(data)} bytes before the cut")
-        return data
+            if not out:
+                raise read_error(source, f"not a readable gzip file ({err})") from None
+            break
+        if len(out) > cap:
+            raise limits.too_big(source, len(raw))
+        data = d.unconsumed_tail
+        if d.eof:
+            data = d.unused_data.lstrip(b"\0")
+            if data[:2] != b"\x1f\x8b":  # no other member after this one
+                return bytes(out)
+            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif not data:
+            break
+    if not out:
+        raise read_error(source, "gzip file cut short before any data")
+    warn(f"{source}: gzip data cut short; read the {len(out)} bytes before the cut")
+    return bytes(out)
 
 
-def _array_prefix(text: str, source: str, err: json.JSONDecodeError) -> list[Any]:
+def _loads(text: str, depth: int, fast: bool) -> Any:
+    """``text`` parsed: by ``json`` when it is ``fast`` (known to nest no deeper than ``SHALLOW`` and
+    ``depth``), else without recursion up to ``depth`` (``TooDeep`` beyond); an integer too long for
+    Python is ``TooLong``."""
+    if not fast:
+        return jsontext.loads(text, depth)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except (RecursionError, ValueError):  # an integer too long for Python: jsontext says where
+        return jsontext.loads(text, depth)
+
+
+def _line(line: str, depth: int, deep: bool) -> Any:
+    """One JSON line; in a file that nests deep somewhere, each line measured first."""
+    fast = True
+    if deep:
+        scan = DepthScanner(depth)
+        scan.feed(line.encode("utf-8", "surrogatepass"))
+        fast = scan.deepest <= SHALLOW
+    return _loads(line, depth, fast)
+
+
+def _array_prefix(text: str, source: str, err: json.JSONDecodeError, depth: int, fast: bool) -> list[Any]:
     """The complete items of a JSON array that was cut short (or broken) after them."""
     dec = json.JSONDecoder()
     i = text.index("[") + 1
@@ -154,8 +247,8 @@ def _array_prefix(text: str, source: str, err: json.JSONDecodeError) -> list[Any
         if i >= n or text[i] == "]":
             break
         try:
-            item, i = dec.raw_decode(text, i)
-        except json.JSONDecodeError:
+            item, i = dec.raw_decode(text, i) if fast else jsontext.decode(text, i, depth)
+        except (json.JSONDecodeError, TooDeep, TooLong, RecursionError, ValueError):
             break
         items.append(item)
     if not items:
@@ -165,30 +258,52 @@ def _array_prefix(text: str, source: str, err: json.JSONDecodeError) -> list[Any
     return items
 
 
-def _json_lines(text: str, source: str) -> tuple[list[Any], str | None]:
+def _json_lines(text: str, source: str, depth: int, deep: bool) -> tuple[list[Any], str | None]:
+    """The records of JSON lines (split at line feeds only: a JSON string may hold U+2028), and what was left out."""
     records: list[Any] = []
     bad: list[int] = []
-    lines = text.splitlines()
+    hostile: list[str] = []  # lines refused for what they hold, not for their syntax
+    lines = text.split("\n")
     last = max((k for k, line in enumerate(lines) if line.strip()), default=-1)
     for k, line in enumerate(lines):
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
+            records.append(_line(line, depth, deep))
         except json.JSONDecodeError:
             bad.append(k + 1)
+        except (TooDeep, TooLong) as err:
+            hostile.append(f"line {k + 1} {err}")
     if not records:
-        raise read_error(source, "no line is valid JSON")
-    problem = None
+        raise read_error(source, "no line is valid JSON" + (f" ({'; '.join(hostile[:3])})" if hostile else ""))
+    said = []
     if bad:
         torn = bad == [last + 1]
-        what = f"the last line ({last + 1}) is cut short" if torn else "lines " + ", ".join(map(str, bad[:10])) + (" ..." if len(bad) > 10 else "") + " are not valid JSON"
-        problem = f"{source}: {what}; left out"
-    return records, problem
+        said.append(f"the last line ({last + 1}) is cut short" if torn else
+                    "lines " + ", ".join(map(str, bad[:10])) + (" ..." if len(bad) > 10 else "") + " are not valid JSON")
+    said.extend(hostile[:10])
+    return records, f"{source}: {'; '.join(said)}; left out" if said else None
 
 
-def parse_bytes(raw: bytes, source: str, progress: bool) -> Document:
-    """A file's (decompressed) bytes, parsed whole: one JSON value, JSON lines, or an array's complete items."""
+def _looks_like_lines(text: str, depth: int, deep: bool) -> bool:
+    """JSON lines: more than one line, the first an object (or one convlab refuses for what it holds)."""
+    if "\n" not in text:
+        return False
+    first = text.split("\n", 1)[0].strip()
+    try:
+        return isinstance(_line(first, depth, deep), dict)
+    except json.JSONDecodeError:
+        return False
+    except (TooDeep, TooLong):
+        return first.startswith("{")
+
+
+def parse_bytes(raw: bytes, source: str, progress: bool, limits: Limits = Limits()) -> Document:
+    """A file's (decompressed) bytes, parsed whole: one JSON value, JSON lines, or an array's complete items.
+
+    How deep the bytes nest is measured first (``DepthScanner``, a pass at a few hundred MB/s): JSON
+    no deeper than ``SHALLOW`` is read by ``json``, deeper JSON without recursion, and past
+    ``limits.depth`` a document is refused (a JSON line is left out, with a warning)."""
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
@@ -198,42 +313,51 @@ def parse_bytes(raw: bytes, source: str, progress: bool) -> Document:
         raise read_error(source, "the file is empty")
     if stripped[0] not in "[{":
         raise NotJSON(f"{source}: not a JSON object, array or JSON lines")
+    scan = DepthScanner(sys.maxsize)  # measured only: the parser refuses what is too deep, line by line too
+    scan.feed(raw)
+    depth = limits.depth
+    deep = scan.deepest > min(SHALLOW, depth)
     try:
-        value = json.loads(stripped)
+        value = _loads(stripped, depth, not deep)
     except json.JSONDecodeError as err:
-        first_line = stripped.split("\n", 1)[0]
-        try:
-            jsonl = "\n" in stripped and isinstance(json.loads(first_line), dict)
-        except json.JSONDecodeError:
-            jsonl = False
-        if jsonl:
-            records, problem = _json_lines(stripped, source)
-            return Document(source, "lines", records, raw=raw, count=len(records), problem=problem, progress=progress)
+        if _looks_like_lines(stripped, depth, deep):
+            records, problem = _json_lines(stripped, source, depth, deep)
+            return Document(source, "lines", records, raw=raw, count=len(records), problem=problem, progress=progress,
+                            deepest=scan.deepest)
         if stripped[0] == "[":
-            items = _array_prefix(stripped, source, err)
-            return Document(source, "array", items, count=len(items), progress=progress)
+            items = _array_prefix(stripped, source, err, depth, not deep)
+            return Document(source, "array", items, count=len(items), progress=progress, deepest=scan.deepest)
         raise read_error(source, f"not valid JSON: {err.msg} at line {err.lineno} column {err.colno} (cut short?)") from None
+    except (TooDeep, TooLong) as err:
+        if _looks_like_lines(stripped, depth, deep):
+            records, problem = _json_lines(stripped, source, depth, deep)
+            return Document(source, "lines", records, raw=raw, count=len(records), problem=problem, progress=progress,
+                            deepest=scan.deepest)
+        hint = " (read(max_depth=) reads deeper)" if isinstance(err, TooDeep) else ""
+        raise read_error(source, f"{err}{hint}") from None
     if isinstance(value, list):
-        return Document(source, "array", value, count=len(value), progress=progress)
-    return Document(source, "object", [value], raw=raw, count=1, progress=progress)
+        return Document(source, "array", value, count=len(value), progress=progress, deepest=scan.deepest)
+    return Document(source, "object", [value], raw=raw, count=1, progress=progress, deepest=scan.deepest)
 
 
 # -- a streamed array -----------------------------------------------------------------
 
 
-def stream_array(f: BinaryIO, source: str, size: int | None, progress: bool) -> Document:
+def stream_array(f: BinaryIO, source: str, size: int | None, progress: bool, limits: Limits = Limits()) -> Document:
     """A JSON array read from ``f`` item by item (``f`` starts at the array, maybe after a BOM and white space).
 
     The items are parsed as they are read; reading them raises :class:`Restart`
     where the stream and ``json`` could disagree, and ``ReadError`` when the
-    data ends before the first item is complete.
+    data ends before the first item is complete, or nests deeper than
+    ``limits.depth`` (every chunk is measured before the parser sees it: its
+    memory grows with the square of the depth).
     """
     import ijson
 
     start = f.tell()
     if f.read(3) != b"\xef\xbb\xbf":
         f.seek(start)
-    counter = _Counted(f)
+    counter = _Counted(f, DepthScanner(limits.depth), source)
 
     def items() -> Iterator[Any]:
         n = 0
@@ -248,22 +372,32 @@ def stream_array(f: BinaryIO, source: str, size: int | None, progress: bool) -> 
                 raise read_error(source, "not valid JSON: the data ends before the first item is complete (cut short?)") from None
             warn(f"{source}: JSON ends at byte {counter.position()} inside item {n + 1} (cut short?); "
                  f"kept the {n} complete item(s) before it")
-        except ijson.JSONError as err:
+        except ReadError:  # deeper than the cap (_Counted)
+            raise
+        except (ijson.JSONError, ValueError) as err:  # ValueError: an integer too long for Python (json says so)
             raise Restart(str(err)) from None
 
-    return Document(source, "array", items(), size=size, position=counter.position, progress=progress)
+    return Document(source, "array", items(), size=size, position=counter.position, progress=progress,
+                    deepest=lambda: counter.scan.deepest)
 
 
 class _Counted:
-    """A binary file that counts the bytes read from it (what the progress bar shows)."""
+    """A binary file that counts the bytes read from it (what the progress bar shows), and measures
+    how deep they nest before the parser sees them (a ``ReadError`` past the cap)."""
 
-    def __init__(self, f: BinaryIO) -> None:
+    def __init__(self, f: BinaryIO, scan: DepthScanner, source: str) -> None:
         self._f = f
         self._read = 0
+        self.scan = scan
+        self.source = source
 
     def read(self, n: int = -1) -> bytes:
         data = self._f.read(n)
         self._read += len(data)
+        try:
+            self.scan.feed(data)
+        except TooDeep as err:
+            raise read_error(self.source, f"{err} (read(max_depth=) reads deeper)") from None
         return data
 
     def position(self) -> int:

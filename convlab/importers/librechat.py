@@ -6,8 +6,8 @@ parent when it has one; in the recursive shape a message without one hangs
 from the message that holds it. ``null`` and the all-zero uuid mean the root.
 
 LibreChat records no current node. Its UI shows the latest sibling at every
-fork, so the head is found the same way: from the last top-level message,
-follow the last child down to a leaf. ``tokenCount`` (LibreChat's own count of
+fork, so the head is found the same way (``records.latest``): from the last
+top-level message, follow the last child down to a leaf. ``tokenCount`` (LibreChat's own count of
 the message) is kept in ``metadata``; an assistant message's ``promptTokens``
 becomes its ``usage.input_tokens``.
 """
@@ -18,19 +18,17 @@ from collections.abc import Mapping
 from typing import Any, Iterator
 
 from ..conversation import Conversation
-from ..tree import Tree
 from .documents import Document
-from .records import Problems, Record, conversation, descend, fields, role_of, text_or_parts, to_time, usage_of
+from .records import Problems, Record, conversation, fields, latest, parent_of, role_of, text_or_parts, to_time, usage_of, walk
 
 NAME = "librechat"
-ROOT_IDS = (None, "", "00000000-0000-0000-0000-000000000000")
 
 
 def _is_export(item: Any) -> bool:
     if not isinstance(item, Mapping) or not isinstance(item.get("messages"), list):
         return False
     first = next((m for m in item["messages"] if isinstance(m, Mapping)), None)
-    return first is not None and ("messageId" in first or "parentMessageId" in first)
+    return first is not None and "messageId" in first  # keyed "id": the generic tree (``generic``)
 
 
 def detect(doc: Document) -> bool:
@@ -39,11 +37,6 @@ def detect(doc: Document) -> bool:
 
 def parse(doc: Document) -> Iterator[Conversation]:
     return doc.each(parse_one)
-
-
-def latest(tree: Tree) -> str | None:
-    """LibreChat's UI default: from the last top-level message, the latest reply at every fork."""
-    return descend(tree, tree.roots[-1] if tree.roots else None, lambda node, kids: kids[-1])
 
 
 def content_of(m: Mapping[str, Any]) -> str | list[Any]:
@@ -67,41 +60,22 @@ def parse_one(item: Any, source: str, index: int) -> Conversation:
         problems.add(None, "no messages list; read as empty")
         return conversation([], problems, id=cid, title=None, format=NAME, source=source)
 
-    # iterative walk, in document order (parents before children)
-    stack: list[tuple[Any, str | None, str]] = [(m, None, f"messages[{i}]") for i, m in enumerate(item["messages"])]
-    stack.reverse()
-    while stack:
-        m, holder, where_ = stack.pop()
-        if not isinstance(m, Mapping):
-            problems.add(None, f"{where_} is a {type(m).__name__}, not a message; left out")
-            continue
-        mid = m.get("messageId")
-        if mid is None:
-            problems.add(None, f"{where_} has no messageId; left out with what hangs under it")
-            continue
-        mid = str(mid)
-        if "parentMessageId" in m:
-            parent = m.get("parentMessageId")
-            parent = None if parent in ROOT_IDS else str(parent)
-        else:
-            parent = holder
+    for m, mid, holder in walk(item["messages"], problems, "messageId"):
         by_user = m.get("isCreatedByUser")
         role = "user" if by_user is True else "assistant" if by_user is False else role_of(m.get("role"), problems, mid)
-        if role is not None:
-            meta = {k: m[k] for k in ("sender", "model", "endpoint", "tokenCount", "finish_reason", "error", "unfinished") if m.get(k) is not None}
-            usage = None
-            if role == "assistant" and m.get("promptTokens") is not None:
-                usage = usage_of({"input_tokens": m.get("promptTokens"), "output_tokens": m.get("tokenCount")})
-            records.append(Record(mid, parent, {
-                "role": role,
-                "content": content_of(m),
-                "time": to_time(m.get("createdAt")),
-                "usage": usage,
-                "metadata": meta,
-            }))
-        kids = m.get("children")
-        if isinstance(kids, list):
-            stack.extend(reversed([(k, mid, f"{where_}.children[{j}]") for j, k in enumerate(kids)]))
+        if role is None:
+            continue
+        meta = {k: m[k] for k in ("sender", "model", "endpoint", "tokenCount", "finish_reason", "error", "unfinished") if m.get(k) is not None}
+        usage = None
+        if role == "assistant" and m.get("promptTokens") is not None:
+            usage = usage_of({"input_tokens": m.get("promptTokens"), "output_tokens": m.get("tokenCount")})
+        records.append(Record(mid, parent_of(m, ("parentMessageId",), holder), {
+            "role": role,
+            "content": content_of(m),
+            "time": to_time(m.get("createdAt")),
+            "usage": usage,
+            "metadata": meta,
+        }))
 
     title = item.get("title")
     return conversation(

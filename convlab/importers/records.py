@@ -36,21 +36,26 @@ import sys
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Union
+from typing import Any, Callable, Iterable, Iterator, Union
 
 from .. import jsondata
-from ..conversation import Conversation
+from ..conversation import LOST_PARENT, Conversation
 from ..errors import ReadError, ReadWarning
 from ..tree import Tree, newest_leaf
 
 __all__ = [
     "Record",
     "Problems",
+    "lost",
     "Head",
     "build",
     "conversation",
     "fields",
     "descend",
+    "latest",
+    "walk",
+    "parent_of",
+    "ROOT_IDS",
     "read_error",
     "warn",
     "where",
@@ -225,6 +230,13 @@ def usage_of(raw: Any) -> dict[str, Any] | None:
 # -- the tree ----------------------------------------------------------------
 
 
+def lost(record: Record, parent: str) -> None:
+    """Make ``record`` a top-level message whose parent ``parent`` the file lost (``LOST_PARENT``)."""
+    record.parent = None
+    meta = record.node.get("metadata")
+    record.node["metadata"] = {**(meta if isinstance(meta, Mapping) else {}), LOST_PARENT: parent}
+
+
 def build(records: list[Record], problems: Problems) -> Tree:
     """A sound tree from records in the log's order (its head is not set).
 
@@ -232,6 +244,8 @@ def build(records: list[Record], problems: Problems) -> Tree:
     - a parent id that is not a record: the message becomes a top-level one;
     - a loop of parent ids: broken at the member that comes first in the log,
       which becomes a top-level message;
+    - such a message names the parent it lost in ``metadata["lost_parent"]``
+      (``LOST_PARENT``): the history under it is not whole;
     - parents are recorded before their children (``seq``), otherwise the log's order is kept.
     """
     by_id: dict[str, Record] = {}
@@ -246,10 +260,10 @@ def build(records: list[Record], problems: Problems) -> Tree:
     for r in order:
         if r.parent is not None and r.parent not in by_id:
             problems.add(r.id, f"parent {r.parent!r} is not in the conversation; kept as a top-level message")
-            r.parent = None
+            lost(r, r.parent)
         elif r.parent == r.id:
             problems.add(r.id, "is its own parent; kept as a top-level message")
-            r.parent = None
+            lost(r, r.parent)
 
     tree = Tree()
     waiting: dict[str, list[Record]] = {}
@@ -291,7 +305,7 @@ def build(records: list[Record], problems: Problems) -> Tree:
                 waiting[rec.parent].remove(rec)  # type: ignore[index]
                 if not waiting[rec.parent]:  # type: ignore[index]
                     del waiting[rec.parent]  # type: ignore[arg-type]
-                rec.parent = None
+                lost(rec, rec.parent)  # type: ignore[arg-type]
                 add_with_waiting(rec)
 
     return tree
@@ -330,6 +344,61 @@ def descend(tree: Tree, node: str | None, pick: Callable[[str, list[str]], str])
             break
         node = pick(node, kids)
     return node
+
+
+def latest(tree: Tree) -> str | None:
+    """The head of a log that records none, as chat UIs show it: from the last top-level
+    message, the latest reply at every fork (LibreChat's default, and the generic tree's).
+
+    >>> t = Tree()
+    >>> for nid, parent in [("q", None), ("a1", "q"), ("a2", "q"), ("q2", None), ("b1", "q2"), ("b2", "q2")]:
+    ...     _ = t.add({"id": nid, "role": "user", "content": ""}, parent)
+    >>> latest(t)
+    'b2'
+    """
+    return descend(tree, tree.roots[-1] if tree.roots else None, lambda node, kids: kids[-1])
+
+
+#: Parent ids that mean "no parent" in exports of message records (LibreChat's, the generic tree's).
+ROOT_IDS = (None, "", "00000000-0000-0000-0000-000000000000")
+
+
+def walk(messages: list[Any], problems: Problems, id_key: str) -> Iterator[tuple[Mapping[str, Any], str, str | None]]:
+    """Message records that may hold their replies as ``children``, in document order (parents before
+    the replies they hold), walked without recursion however deep: ``(record, its id, the id of the
+    record holding it or None)``. A record that is not an object, or has no usable ``id_key``, is a
+    problem and left out with what it holds.
+
+    >>> ms = [{"id": "q", "children": [{"id": "a"}, {"text": "no id"}]}, "junk"]
+    >>> problems = Problems("x.json", "c")
+    >>> [(mid, holder) for _, mid, holder in walk(ms, problems, "id")], len(problems.items)
+    ([('q', None), ('a', 'q')], 2)
+    """
+    stack: list[tuple[Any, str | None, str]] = [(m, None, f"messages[{i}]") for i, m in enumerate(messages)]
+    stack.reverse()
+    while stack:
+        m, holder, at = stack.pop()
+        if not isinstance(m, Mapping):
+            problems.add(None, f"{at} is a {type(m).__name__}, not a message; left out")
+            continue
+        mid = m.get(id_key)
+        if mid is None or isinstance(mid, (bool, Mapping, list)):
+            problems.add(None, f"{at} has no {id_key}{'' if mid is None else f' it can use ({mid!r})'}; left out with what hangs under it")
+            continue
+        mid = str(mid)
+        yield m, mid, holder
+        kids = m.get("children")
+        if isinstance(kids, list):
+            stack.extend(reversed([(k, mid, f"{at}.children[{j}]") for j, k in enumerate(kids)]))
+
+
+def parent_of(record: Mapping[str, Any], keys: tuple[str, ...], holder: str | None) -> str | None:
+    """The parent a record names under the first of ``keys`` it has (``ROOT_IDS``: none), else ``holder``."""
+    for key in keys:
+        if key in record:
+            value = record[key]
+            return None if value in ROOT_IDS else str(value)
+    return holder
 
 
 def conversation(

@@ -224,9 +224,11 @@ class ReplayLLM:
 
     ``replies`` is a list, consumed in order, of ``{"content", "usage"?,
     "id"?, "time"?, "error"?}``, and the logged reply's ``tool_calls``,
-    ``name`` and ``metadata``, given back with it. A reply is consumed when it is given out
-    (or its ``error`` raised); a call refused as too long gets the same reply
-    when it runs again.
+    ``name`` and ``metadata``, given back with it. A reply is consumed when
+    it is given out (or its ``error`` raised); a call refused as too long
+    gets the same reply when it runs again. ``expect(id)`` names the reply
+    the next call is for (a replay says it before each call, so a reply no
+    call asked for, its turn failed, never shifts the later ones).
 
     - ``usage``: the logged usage when the reply *applies* (``applies(request)``,
       default always) and the log has it. Otherwise the call is taken to read
@@ -239,8 +241,12 @@ class ReplayLLM:
       tokenizer's surplus over ``count``): at a call whose logged usage
       applies, ``max(0, logged input - count(messages))``, observed; at any
       other call, the overhead of the most recent earlier call whose logged
-      usage applied (``seen[-1]["overhead"]``), 0 when there is none (a log
-      with no usage at all). Not the logged call a stale reply stands in for:
+      usage applied and whose history is whole (``seen[-1]["carry"]``), 0
+      when there is none (a log with no usage at all). A reply marked
+      ``"whole": False`` answered a history the file lost part of (a parent
+      not in the file): the logged input counts messages the transcript no
+      longer holds, so its observed overhead is carried on only while no call
+      with a whole history has been seen (``carry_whole`` says which it is). Not the logged call a stale reply stands in for:
       that call read the log's longer history, and its overhead grows with
       it. The overhead carried past a rewrite still holds the tokenizer's
       surplus on the history the rewrite shortened, so the usage of a stale
@@ -270,7 +276,9 @@ class ReplayLLM:
     ``used`` lists the ids of the replies given out, ``stale`` those given
     out that did not apply, ``seen`` one dict per (non-summary) call: ``reply``,
     ``applies``, ``read`` (the logged input where it applies, else ``exact +
-    overhead``), ``exact``, ``overhead``, ``logged``, ``refused``;
+    overhead``), ``exact``, ``overhead``, ``logged``, ``refused``, ``whole``,
+    ``carry`` and ``carry_whole`` (the overhead later calls carry, and
+    whether a call with a whole history showed it);
     ``summaries`` one dict per summary call: ``read``, ``refused``.
 
     >>> llm = ReplayLLM([{"id": "a1", "content": "hello", "usage": {"input_tokens": 40, "output_tokens": 1}},
@@ -312,6 +320,8 @@ class ReplayLLM:
         self.applies = applies
         self.count = count or count_tokens
         self.used: list[Any] = []
+        self.next = 0  # the index in ``replies`` of the reply the next call gets
+        self._index = {r["id"]: i for i, r in enumerate(self.replies) if r.get("id") is not None}
         self.stale: list[Any] = []
         self.seen: list[dict[str, Any]] = []
         self.summaries: list[dict[str, Any]] = []
@@ -320,11 +330,27 @@ class ReplayLLM:
     def __repr__(self) -> str:
         return f"ReplayLLM({len(self.used)}/{len(self.replies)} replies used)"
 
+    def expect(self, reply_id: Any) -> None:
+        """The next call is for the logged reply ``reply_id`` (and so is a call refused as too long
+        that runs again): what a replay says before each call, so that a reply no call asked for
+        (its turn failed) never shifts a later call onto another reply."""
+        if reply_id not in self._index:
+            raise ValueError(f"ReplayLLM has no logged reply {reply_id!r}")
+        self.next = self._index[reply_id]
+
     def _carried(self) -> int:
         """The hidden overhead of a call the log's usage does not answer."""
         if self.overhead is not None:
             return self.overhead
-        return self.seen[-1]["overhead"] if self.seen else 0
+        return self.seen[-1]["carry"] if self.seen else 0
+
+    def _carry(self, overhead: int, observed: bool, whole: bool) -> tuple[int, bool]:
+        """What later calls carry after this one: its observed overhead if its history is whole (or no
+        earlier call's was), else what the calls before it carried; and whether that came from a whole one."""
+        before = (self.seen[-1]["carry"], self.seen[-1]["carry_whole"]) if self.seen else (overhead, False)
+        if observed and (whole or not before[1]):
+            return overhead, whole
+        return before
 
     def _stand_in(self, messages: list[Mapping[str, Any]]) -> str:
         size = self.summary_size
@@ -348,26 +374,30 @@ class ReplayLLM:
                 raise ProviderError("too_long", f"{read} tokens is more than the window of {self.window}")
             content = self._stand_in(messages)
             return {"content": content, "usage": {"input_tokens": read, "output_tokens": self.count([{"content": content}])}}
-        n = len(self.used)
+        n = self.next
         if n >= len(self.replies):
             raise ProviderError("failed", f"ReplayLLM has no logged reply left for call {n + 1}")
         reply = self.replies[n]
         applies = True if self.applies is None else bool(self.applies(request))
         logged = input_tokens(reply.get("usage"))
         exact = self.count(messages)
-        if applies and logged is not None:
+        whole = reply.get("whole", True) is not False
+        observed = applies and logged is not None
+        if observed:
             overhead = max(0, logged - exact)
             read = logged
         else:
             overhead = self._carried()
             read = exact + overhead
+        carry, carry_whole = self._carry(overhead, observed, whole)
         seen = {"reply": reply.get("id"), "applies": applies, "read": read, "exact": exact, "overhead": overhead,
-                "logged": logged, "refused": False}
+                "logged": logged, "refused": False, "whole": whole, "carry": carry, "carry_whole": carry_whole}
         self.seen.append(seen)
         if self.window is not None and read > self.window:
             seen["refused"] = True
             raise ProviderError("too_long", f"{read} tokens is more than the window of {self.window}")
         self.used.append(reply.get("id"))
+        self.next += 1
         self.last_applied = applies
         if not applies:
             self.stale.append(reply.get("id"))

@@ -1,0 +1,266 @@
+"""Issue 20 (3): no file crashes or exhausts a reader.
+
+Every shape the issue names is a file here: deep but valid trees are read
+(without recursion), a hostile shape is a ``ReadError`` naming the file (or, in
+JSON lines, a line left out with a ``ReadWarning``), one bad file in a folder
+never stops the others, and each is read in a subprocess whose address space
+is capped at 1 GB (``RLIMIT_AS``): its peak memory stays under it, and the
+outcome is the one expected, never a ``MemoryError``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import convlab
+
+GB = 1 << 30
+
+
+# -- the shapes -------------------------------------------------------------------
+
+
+def _chain(depth: int, opening, closing: str) -> str:
+    """JSON text of ``depth`` records each holding the next in a list (built as text: ``json.dumps`` recurses)."""
+    return "".join(opening(i) for i in range(depth)) + closing * depth
+
+
+def librechat_recursive(path: Path, depth: int = 500) -> Path:
+    """A LibreChat export whose messages each hold the next as their child: ``depth`` messages, 2 levels each."""
+    def opening(i):
+        parent = json.dumps(f"m{i - 1}" if i else None)
+        return (f'{{"messageId": "m{i}", "parentMessageId": {parent}, "isCreatedByUser": {json.dumps(i % 2 == 0)}, '
+                f'"text": "message {i}", "children": [')
+    path.write_text('{"conversationId": "deep", "title": "deep", "messages": [' + _chain(depth, opening, "]}") + "]}")
+    return path
+
+
+def oasst_tree(path: Path, depth: int = 900) -> Path:
+    """An OpenAssistant tree (one JSON line) whose replies chain ``depth`` messages deep."""
+    def opening(i):
+        role = "prompter" if i % 2 == 0 else "assistant"
+        return f'{{"message_id": "m{i}", "role": "{role}", "text": "message {i}", "replies": ['
+    tree = '{"message_tree_id": "t1", "tree_state": "ready_for_export", "prompt": ' + _chain(depth, opening, "]}") + "}"
+    small = {"message_tree_id": "t2", "prompt": {"message_id": "p", "role": "prompter", "text": "hi", "replies": []}}
+    path.write_text(tree + "\n" + json.dumps(small) + "\n")
+    return path
+
+
+def deep_object(path: Path, depth: int = 1000) -> Path:
+    path.write_text('{"a": ' * depth + "1" + "}" * depth)
+    return path
+
+
+def deep_message(path: Path, depth: int = 1000) -> Path:
+    """A chat whose tree is shallow but one message's tool input nests ``depth`` levels (the JSON deeper than 400)."""
+    arguments = "[" * depth + "]" * depth
+    path.write_text('[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok", "tool_calls": '
+                    '[{"id": "c1", "type": "function", "function": {"name": "f", "arguments": ' + arguments + "}}]}]")
+    return path
+
+
+def claude_code_rows() -> list[dict]:
+    return [
+        {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s", "message": {"role": "user", "content": "hi"}},
+        {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": "s",
+         "message": {"id": "m1", "role": "assistant", "content": [{"type": "text", "text": "hello"}]}},
+        {"type": "user", "uuid": "u2", "parentUuid": "a1", "sessionId": "s", "message": {"role": "user", "content": "again"}},
+    ]
+
+
+def transcript_with(path: Path, at: int, line: str) -> Path:
+    """A Claude Code transcript with ``line`` as its line ``at + 1``."""
+    rows = [json.dumps(r) for r in claude_code_rows()]
+    rows.insert(at, line)
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def deep_jsonl_line(path: Path, depth: int = 50_000) -> Path:
+    """A Claude Code transcript with one line (a progress row) nested ``depth`` levels deep."""
+    return transcript_with(path, 2, '{"type": "progress", "uuid": "p1", "parentUuid": "a1", "sessionId": "s", "data": '
+                           + "[" * depth + "]" * depth + "}")
+
+
+def long_integer(path: Path, digits: int = 5000) -> Path:
+    path.write_text('{"messages": [{"role": "user", "content": "hi", "n": ' + "9" * digits + "}]}")
+    return path
+
+
+def long_integer_in_a_line(path: Path, digits: int = 5000) -> Path:
+    return transcript_with(path, 1, '{"type": "progress", "uuid": "p1", "sessionId": "s", "n": ' + "9" * digits + "}")
+
+
+def long_integer_in_an_array(path: Path, digits: int = 5000) -> Path:
+    path.write_text('[{"role": "user", "content": "hi", "n": ' + "9" * digits + "}]")
+    return path
+
+
+def nested_arrays(path: Path, size: int = 80_000) -> Path:
+    """80 KB of ``[[[...]]]``: 40,000 levels, streamed (it starts with ``[``)."""
+    path.write_bytes(b"[" * (size // 2) + b"]" * (size // 2))
+    return path
+
+
+def nested_in_an_object(path: Path, depth: int = 40_000) -> Path:
+    path.write_bytes(b'{"messages": ' + b"[" * depth + b"]" * depth + b"}")
+    return path
+
+
+def gzip_bomb(path: Path, inflated: int = 93_000_000) -> Path:
+    """A .gz of about 200 KB that inflates to 93 MB of JSON lines (465 times)."""
+    line = b'{"role": "user", "content": "' + b"x" * 90 + b'"}\n'
+    block = line * 10_000
+    with gzip.open(path, "wb", compresslevel=9) as f:
+        for _ in range(inflated // len(block)):
+            f.write(block)
+    return path
+
+
+def zip_bomb(path: Path, inflated: int = 93_000_000) -> Path:
+    block = (b'{"role": "user", "content": "' + b"x" * 90 + b'"}\n') * 10_000
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+        with z.open("conversations.jsonl", "w") as f:
+            for _ in range(inflated // len(block)):
+                f.write(block)
+    return path
+
+
+# -- what each reads as ----------------------------------------------------------------
+
+#: name -> (make, what reading it gives: ("read", messages, warning or None) or ("refused", the ReadError's text))
+SHAPES = {
+    "librechat 500 deep": (librechat_recursive, ("read", 500, None)),
+    "oasst 900 deep": (oasst_tree, ("read", 901, None)),
+    "object 1,000 deep": (deep_object, ("refused", "no importer knows this shape")),
+    "a message 1,000 deep": (deep_message, ("read", 2, "JSON cannot carry")),  # cut past 100 levels, and said
+    "one JSON line 50,000 deep": (deep_jsonl_line, ("read", 3, "line 3 nests more than 10,000 levels deep (within its first")),
+    "a 5,000-digit integer": (long_integer, ("refused", "holds an integer of 5,000 digits")),
+    "a 5,000-digit integer in a line": (long_integer_in_a_line, ("read", 3, "line 2 holds an integer of 5,000 digits")),
+    "a 5,000-digit integer in an array": (long_integer_in_an_array, ("refused", "holds an integer of 5,000 digits")),
+    "80 KB of nested arrays": (nested_arrays, ("refused", "nests more than 10,000 levels deep")),
+    "10,000 nested arrays (the cap)": (lambda path: nested_arrays(path, 20_000), ("refused", "no importer knows this shape")),
+    "40,000 levels in an object": (nested_in_an_object, ("refused", "nests more than 10,000 levels deep")),
+    "a gzip bomb": (gzip_bomb, ("refused", "inflates to more than")),
+    "a zip bomb": (zip_bomb, ("refused", "the archive holds no chat log convlab can read (")),
+}
+
+SUFFIX = {"oasst 900 deep": ".jsonl", "one JSON line 50,000 deep": ".jsonl", "a 5,000-digit integer in a line": ".jsonl",
+          "a gzip bomb": ".jsonl.gz", "a zip bomb": ".zip"}
+
+
+def make(name: str, folder: Path) -> Path:
+    stem = name.replace(" ", "-").replace(",", "")
+    return SHAPES[name][0](folder / (stem + SUFFIX.get(name, ".json")))
+
+
+READER = textwrap.dedent("""
+    import json, resource, sys, warnings
+    resource.setrlimit(resource.RLIMIT_AS, ({cap}, {cap}))
+    import convlab
+    out = {{}}
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        try:
+            convs = convlab.read(sys.argv[1], progress=False)
+            out["read"] = sum(len(c) for c in convs)
+        except convlab.ReadError as err:
+            out["refused"] = str(err)
+    out["warnings"] = [str(w.message) for w in said]
+    out["peak"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps(out))
+""")
+
+
+def read_capped(path: Path, cap: int = GB) -> dict:
+    """``convlab.read(path)`` in a subprocess whose address space is capped at ``cap`` bytes: what it did."""
+    done = subprocess.run([sys.executable, "-c", READER.format(cap=cap), str(path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("name", SHAPES)
+def test_each_hostile_shape_is_read_or_refused_under_1_gb(name, tmp_path):
+    """Issue 20: "Test that peak memory stays under 1 GB for each hostile shape, in a subprocess with RLIMIT_AS"."""
+    path = make(name, tmp_path)
+    got = read_capped(path)
+    outcome = SHAPES[name][1]
+    assert got["peak"] < GB
+    if outcome[0] == "read":
+        assert got.get("read") == outcome[1], got
+        if outcome[2] is not None:
+            assert any(outcome[2] in w for w in got["warnings"]), got["warnings"]
+    else:
+        assert "refused" in got, got
+        assert got["refused"].startswith(str(path)) and outcome[1] in got["refused"], got["refused"]
+        assert "memory" not in got["refused"]
+
+
+def test_a_folder_of_every_hostile_shape_reads_the_good_files_and_names_the_others(tmp_path):
+    """Issue 20: "In a folder, one bad file never stops the others"."""
+    for name in SHAPES:
+        make(name, tmp_path)
+    (tmp_path / "good.json").write_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]))
+    got = read_capped(tmp_path)
+    readable = sum(outcome[1] for _, outcome in SHAPES.values() if outcome[0] == "read")
+    assert got["read"] == readable + 2 and got["peak"] < GB
+    refused = [n for n, (_, outcome) in SHAPES.items() if outcome[0] == "refused" and "no importer knows" not in outcome[1]]
+    passed_over = [w for w in got["warnings"] if w.endswith("; passed over")]
+    assert len(passed_over) == len(refused), passed_over
+
+
+def test_the_limits_are_parameters(tmp_path):
+    """max_depth and max_inflated: documented defaults, and a parameter (deeper, or less, on request)."""
+    deep = nested_in_an_object(tmp_path / "deep.json", depth=12_000)
+    with pytest.raises(convlab.ReadError, match=r"nests more than 10,000 levels deep .*read\(max_depth=\) reads deeper"):
+        convlab.read(deep, progress=False)
+    with pytest.raises(convlab.ReadError, match="no importer knows this shape"):  # read: it is just not a chat log
+        convlab.read(deep, progress=False, max_depth=20_000)
+    small = librechat_recursive(tmp_path / "chain.json", depth=60)
+    with pytest.raises(convlab.ReadError, match="nests more than 100 levels deep"):
+        convlab.read(small, progress=False, max_depth=100)
+    gz = tmp_path / "chat.jsonl.gz"
+    gz.write_bytes(gzip.compress(b'{"role": "user", "content": "hi"}\n' * 1000))
+    assert len(convlab.read(gz, progress=False)[0]) == 1000
+    with pytest.raises(convlab.ReadError, match=r"chat\.jsonl\.gz: inflates to more than 1,000 bytes from \d+ \(read\(max_inflated=\)"):
+        convlab.read(gz, progress=False, max_inflated=1000)
+    with pytest.raises(ValueError, match="max_depth must be a positive whole number, got 0"):
+        convlab.read(gz, max_depth=0)
+
+
+def test_deep_trees_are_the_trees_they_are(tmp_path):
+    [c] = convlab.read(librechat_recursive(tmp_path / "chain.json", depth=2000), progress=False)
+    assert len(c) == 2000 and c.head == "m1999" and len(c.path()) == 2000
+    assert c.tree.nodes["m1500"]["parent"] == "m1499"
+    deep, small = convlab.read(oasst_tree(tmp_path / "t.jsonl", depth=3000), progress=False)
+    assert len(deep) == 3000 and deep.head == "m2999" and len(small) == 1
+
+    def opening(i):
+        return f'{{"id": "m{i}", "parentMessageId": {json.dumps(f"m{i - 1}" if i else None)}, "role": "user", "content": "{i}", "children": ['
+    generic = tmp_path / "generic.json"
+    generic.write_text('{"messages": [' + _chain(3000, opening, "]}") + "]}")
+    [c] = convlab.read(generic, progress=False)
+    assert (c.format, len(c), c.head) == ("generic", 3000, "m2999")
+
+
+def test_a_json_line_holding_a_line_separator_is_one_line(tmp_path):
+    """JSON lines are split at line feeds only: JSON strings may hold U+2028, U+2029 and U+0085 as they are
+    (json.dumps(ensure_ascii=False) writes them so), and splitting there cut a message in two."""
+    rows = claude_code_rows()
+    rows[0]["message"]["content"] = "one\u2028two\u2029three\x85four\x0cfive"
+    p = tmp_path / "s.jsonl"
+    p.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        [c] = convlab.read(p, progress=False)
+    assert len(c) == 3 and c.tree.nodes["u1"]["content"] == "one\u2028two\u2029three\x85four\x0cfive"
