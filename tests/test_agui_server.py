@@ -431,7 +431,7 @@ def test_bodies_over_the_limit_get_413(tmp_path):
         assert c.post(server.url, json=big).status_code == 413
         def chunks():  # no Content-Length: counted as it comes
             yield json.dumps(big).encode()
-        assert c.post(server.url, content=chunks()).status_code == 413
+        assert c.post(server.url, content=chunks(), headers={"Content-Type": "application/json"}).status_code == 413
         assert run(server.url, "t", [m("u1", "small")])[-1]["type"] == "RUN_FINISHED"
     assert [p.name for p in tmp_path.glob("*.jsonl")] == ["t.jsonl"]
 

@@ -55,11 +55,13 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 
+import time
+
 import convlab
 
 from .messages import to_agui
 
-__all__ = ["RunEvents", "summary_step"]
+__all__ = ["RunEvents", "summary_step", "refusal"]
 
 
 def summary_step(call_id: str) -> str:
@@ -69,6 +71,19 @@ def summary_step(call_id: str) -> str:
     'summary llm-4'
     """
     return f"summary {call_id}"
+
+
+def refusal(message: str, code: str, metadata: Mapping[str, Any] | None = None,
+            at: float | None = None) -> list[BaseEvent]:
+    """A run refused before it began: ``RUN_ERROR`` alone (nothing was written), at
+    ``at`` (seconds; default now).
+
+    >>> [e.model_dump(mode="json", by_alias=True, exclude_none=True) for e in refusal("no", "400", at=1.5)]
+    [{'type': 'RUN_ERROR', 'timestamp': 1500, 'message': 'no', 'code': '400'}]
+    """
+    when = time.time() if at is None else at
+    return [RunErrorEvent(message=message, code=code, metadata=dict(metadata) if metadata else None,
+                          timestamp=int(round(when * 1000)))]
 
 
 class RunEvents:
@@ -245,5 +260,4 @@ class RunEvents:
 
     def refused(self, message: str, code: str, metadata: Mapping[str, Any] | None = None) -> None:
         """The run was refused before it began: ``RUN_ERROR`` alone (nothing was written)."""
-        self.events = [RunErrorEvent(message=message, code=code, metadata=dict(metadata) if metadata else None,
-                                     timestamp=self._now())]
+        self.events = refusal(message, code, metadata, self.session.clock)

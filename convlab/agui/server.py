@@ -15,8 +15,19 @@ Why it is built this way:
   interrupted (``turn.cancelled``), and a streamed model call stops at its next
   chunk and records nothing (the provider is wrapped so its stream raises
   ``_Stopped``, which the run catches before it interrupts the turn).
+- Reads never wait for a turn. Besides its lock each thread has a ``view``
+  lock, held while the engine changes the session and let go while the run
+  waits for its model (the provider is wrapped: ``_Unlocking``). A
+  ``GET /threads/{id}`` takes only ``view``, so it answers from the last
+  applied state in milliseconds, ``running`` set, while a reply streams.
 - A served session's clock is the wall clock, moved to now before each run,
   so ``idle_secs`` means real seconds.
+- No request is answered with a stack trace or an empty 200: every run's
+  stream ends in ``RUN_FINISHED`` or ``RUN_ERROR``. A log that cannot be
+  written (``convlab.LogError``: a full disk, EIO, a read-only file) refuses
+  the input with ``RUN_ERROR`` 507, and a turn it left running is ended by
+  the next run; a log that cannot be read (a damaged line, not a regular
+  file) answers 409 naming the thread and the line (``RUN_ERROR`` on a run).
 - One server per log dir: the app holds an exclusive ``flock`` on
   ``DIR/.convlab-serve.lock`` from ``app()`` until ``close()`` (or the
   process ends), so no two processes ever write one thread's log.
@@ -32,16 +43,16 @@ import asyncio
 import collections
 import contextlib
 import fcntl
-import hmac
-import json
 import logging
 import os
+import stat
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
+from urllib.parse import unquote_to_bytes
 
 from ag_ui.core import RunAgentInput
 from ag_ui.encoder import EventEncoder
@@ -49,17 +60,18 @@ from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 import convlab
 
-from .events import RunEvents
+from .events import RunEvents, refusal
+from .gate import BODY_TIMEOUT, Gate, Guard, Rejected, error, read_json
 from .interrupts import ResumeError, actions_for, interrupt_of
 from .messages import from_agui
 
-__all__ = ["AGUIApp", "app", "check_thread_id", "MAX_BODY", "LOCK_NAME"]
+__all__ = ["AGUIApp", "app", "check_thread_id", "MAX_BODY", "LOCK_NAME", "NAME_MAX", "LOG_FULL", "LOG_DAMAGED"]
 
 log = logging.getLogger("convlab.agui")
 
@@ -68,6 +80,15 @@ MAX_BODY = 10 * 1024 * 1024
 
 #: The lock file that keeps a second server off a log dir.
 LOCK_NAME = ".convlab-serve.lock"
+
+#: Bytes a file name may have (Linux's NAME_MAX): a thread's ``<threadId>.jsonl`` must fit.
+NAME_MAX = 255
+
+#: The status of an input refused because its thread's log could not be written (507 Insufficient Storage).
+LOG_FULL = 507
+
+#: The status of a thread whose log cannot be read (409: the thread's state on disk stands in the way).
+LOG_DAMAGED = 409
 
 _STATIC = Path(__file__).parent / "static"
 
@@ -81,6 +102,10 @@ def check_thread_id(thread_id: Any) -> str:
     Traceback (most recent call last):
     ...
     ValueError: threadId: '../etc/passwd' could leave the log dir (it has '..', '/', a backslash or NUL)
+    >>> check_thread_id("\U0001F600" * 64)
+    Traceback (most recent call last):
+    ...
+    ValueError: threadId: 262 bytes as the file name '<threadId>.jsonl', over the file system's 255 (use a shorter id)
     """
     if not isinstance(thread_id, str) or not thread_id:
         raise ValueError(f"threadId: must be a non-empty string, got {thread_id!r}")
@@ -90,6 +115,14 @@ def check_thread_id(thread_id: Any) -> str:
         raise ValueError(f"threadId: {thread_id!r} could leave the log dir (it has '..', '/', a backslash or NUL)")
     if thread_id.startswith(".") or any(ord(c) < 32 for c in thread_id):
         raise ValueError(f"threadId: {thread_id!r} starts with '.' or has a control character")
+    try:
+        size = len(f"{thread_id}.jsonl".encode("utf-8"))
+    except UnicodeEncodeError as err:
+        raise ValueError(f"threadId: {thread_id!r} is not valid as a file name (a lone surrogate at "
+                         f"{err.start} has no UTF-8)") from None
+    if size > NAME_MAX:
+        raise ValueError(f"threadId: {size} bytes as the file name '<threadId>.jsonl', over the file system's "
+                         f"{NAME_MAX} (use a shorter id)")
     return thread_id
 
 
@@ -104,8 +137,9 @@ class _Refusal(Exception):
         self.metadata = metadata
 
 
-class _Stoppable:
-    """A streaming provider whose stream stops at the next chunk once its run's client is gone."""
+class _Unlocking:
+    """A provider that lets go of its thread's ``view`` lock while it waits for the model,
+    so a read of the thread answers meanwhile."""
 
     def __init__(self, provider: Any, thread: "_Thread"):
         self.provider = provider
@@ -119,12 +153,23 @@ class _Stoppable:
         return float(getattr(self.provider, "latency", 0.0) or 0.0)
 
     def complete(self, request: Mapping[str, Any]) -> Any:
-        return self.provider.complete(request)
+        with self.thread.waiting():
+            return self.provider.complete(request)
+
+
+class _Stoppable(_Unlocking):
+    """A streaming provider whose stream stops at the next chunk once its run's client is gone."""
 
     def stream(self, request: Mapping[str, Any]) -> Any:
-        chunks = self.provider.stream(request)
+        with self.thread.waiting():
+            chunks = self.provider.stream(request)
+            items = iter(chunks)
         try:
-            for chunk in chunks:
+            while True:
+                with self.thread.waiting():
+                    chunk = next(items, _END)
+                if chunk is _END:
+                    return
                 run = self.thread.current
                 if run is not None and run.stop.is_set():
                     raise _Stopped()
@@ -133,6 +178,17 @@ class _Stoppable:
             close = getattr(chunks, "close", None)
             if close is not None:
                 close()
+
+
+_END = object()
+
+
+class _Unreadable(Exception):
+    """A thread whose log cannot be read; the message names the thread, the file and the line."""
+
+    def __init__(self, message: str, line: int | None):
+        super().__init__(message)
+        self.line = line
 
 
 class _Run:
@@ -167,6 +223,12 @@ class _Run:
             return
         self._sent += len(new)
         self.chunks.append("".join(self._encoder.encode(e) for e in new))
+        self._wake()
+
+    def refuse(self, events: list[Any]) -> None:
+        """End the run before it began with these events (a RUN_ERROR), sent at once."""
+        self.chunks.append("".join(self._encoder.encode(e) for e in events))
+        self.done = True
         self._wake()
 
     def close(self) -> None:
@@ -216,28 +278,66 @@ class _FairLock:
 
 
 class _Thread:
-    """One AG-UI thread: its session (loaded on first use), its lock, its runs."""
+    """One AG-UI thread: its session (loaded on first use), its locks, its runs.
+
+    ``lock`` (fair) is held by a run for one engine step at a time; ``view``
+    is held with it while the engine changes the session, and let go while
+    the step waits for its model (``waiting``). ``changing()`` takes both.
+    """
 
     def __init__(self, thread_id: str, app: "AGUIApp"):
         self.id = thread_id
         self.app = app
         self.path = app.log_dir / f"{thread_id}.jsonl"
         self.lock = _FairLock()
+        self.view = threading.Lock()
+        self._changer: int | None = None  # the thread (OS) that holds view through changing()
         self.session: Any = None
         self.current: _Run | None = None  # the run holding the lock
         self.runs: dict[str, _Run] = {}  # turn id -> the run driving it
 
+    @contextlib.contextmanager
+    def changing(self) -> Iterator[None]:
+        """Hold the thread for one engine step: ``lock``, then ``view``."""
+        with self.lock, self.view:
+            self._changer = threading.get_ident()
+            try:
+                yield
+            finally:
+                self._changer = None
+
+    @contextlib.contextmanager
+    def waiting(self) -> Iterator[None]:
+        """Let go of ``view`` while the step waits for its model (a no-op outside ``changing``:
+        a notebook that drives ``app.session(id)`` itself)."""
+        if self._changer != threading.get_ident():
+            yield
+            return
+        self._changer = None
+        self.view.release()
+        try:
+            yield
+        finally:
+            self.view.acquire()
+            self._changer = threading.get_ident()
+
     def exists(self) -> bool:
-        return self.session is not None or self.path.exists()
+        return self.session is not None or os.path.lexists(self.path)
 
     def load(self) -> Any:
-        """The thread's session: loaded from its log, or new (call under ``lock``)."""
+        """The thread's session: loaded from its log, or new (call under ``changing()``).
+        Raises ``_Unreadable`` for a log that cannot be read."""
         if self.session is not None:
             return self.session
         app = self.app
         llm = app.wrap_llm(self)
-        if self.path.exists() and self.path.stat().st_size > 0:
-            s = convlab.Session.load(self.path, llm=llm, worker=app.worker, autorun=False, clock=time.time())
+        if self._readable():
+            try:
+                s = convlab.Session.load(self.path, llm=llm, worker=app.worker, autorun=False, clock=time.time())
+            except convlab.LogError as err:
+                where = f" at line {err.line}" if err.line else ""
+                text = str(err).replace(str(self.path), self.path.name)
+                raise _Unreadable(f"thread {self.id!r}: its log cannot be read{where}: {text}", err.line) from None
             waits = s.pending is not None and s.pending["type"] == "context.limit" and app.worker == "manual"
             if s.running is not None and not waits:
                 s.submit({"type": "client.interrupt", "agent_id": s.agent})  # its work in flight died with the server
@@ -247,6 +347,28 @@ class _Thread:
         s.subscribe(self.on_event)
         self.session = s
         return s
+
+    def _readable(self) -> bool:
+        """Whether the thread has a log to load (False: a new thread); ``_Unreadable`` for a
+        name that is there but no regular file (a directory, a symlink)."""
+        try:
+            info = os.lstat(self.path)
+        except FileNotFoundError:
+            return False
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a symlink" if stat.S_ISLNK(info.st_mode) else "a directory" if stat.S_ISDIR(info.st_mode) else "no file"
+            raise _Unreadable(f"thread {self.id!r}: its log {self.path.name} is {kind}, not a regular file "
+                              "(convlab serve reads and writes only the files of its log dir): move it away", None)
+        return info.st_size > 0
+
+    def read(self) -> dict[str, Any]:
+        """The thread as ``GET /threads/{id}`` shows it: the last applied state (under ``view`` only)."""
+        if self.session is None:
+            with self.changing():
+                self.load()
+        with self.view:
+            s = self.session
+            return {"thread": self.id, **s.snapshot(), "running": s.running, "interrupt": self.interrupt()}
 
     def on_event(self, event: Mapping[str, Any]) -> None:
         run = self.current
@@ -277,13 +399,17 @@ class AGUIApp:
 
     def __init__(self, log_dir: str | os.PathLike, config: Any = None, llm: Any = None,
                  worker: str | Callable[[dict], list] = "chat", token: str | None = None, *,
-                 agent: str = "bot", cors_origins: tuple[str, ...] | list[str] = (), max_body: int = MAX_BODY):
+                 agent: str = "bot", cors_origins: tuple[str, ...] | list[str] = (),
+                 allowed_hosts: tuple[str, ...] | list[str] = (), max_body: int = MAX_BODY,
+                 body_timeout: float = BODY_TIMEOUT):
         if worker not in ("chat", "manual") and not callable(worker):
             raise ValueError(f"worker: must be 'chat', 'manual' or a callable, got {worker!r}")
         if token is not None and (not isinstance(token, str) or not token):
             raise ValueError("token: must be a non-empty string (or None for no token)")
         if not isinstance(max_body, int) or max_body <= 0:
             raise ValueError(f"max_body: must be a positive number of bytes, got {max_body!r}")
+        if not isinstance(body_timeout, (int, float)) or not body_timeout > 0:
+            raise ValueError(f"body_timeout: must be a positive number of seconds, got {body_timeout!r}")
         self.config = convlab.load_config(config, agent)[agent] if config is not None else None
         self.agent = agent
         self.llm = llm if llm is not None else convlab.EchoLLM()
@@ -291,6 +417,7 @@ class AGUIApp:
         self.worker = worker
         self.token = token
         self.max_body = max_body
+        self.body_timeout = float(body_timeout)
         self.log_dir = Path(log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._lock_file = _hold_log_dir(self.log_dir)
@@ -298,18 +425,20 @@ class AGUIApp:
         self._registry = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="agui-run")  # one run each
         self._page = _page()
-        middleware = [Middleware(_Guard, token=token)]
+        middleware = [Middleware(Gate, cors_origins=cors_origins, allowed_hosts=allowed_hosts)]
         if cors_origins:
-            middleware.insert(0, Middleware(CORSMiddleware, allow_origins=list(cors_origins),
-                                            allow_methods=["GET", "POST"],
-                                            allow_headers=["Authorization", "Content-Type", "Accept"]))
+            middleware.append(Middleware(CORSMiddleware, allow_origins=list(cors_origins),
+                                         allow_methods=["GET", "POST"],
+                                         allow_headers=["Authorization", "Content-Type", "Accept"]))
+        if token is not None:
+            middleware.append(Middleware(Guard, token=token))
         self._asgi = Starlette(routes=[
             Route("/", self._run, methods=["POST"]),
             Route("/", self._chat, methods=["GET"]),
             Route("/health", self._health, methods=["GET"]),
             Route("/threads", self._list, methods=["GET"]),
             Route("/threads/{thread_id}", self._snapshot, methods=["GET"]),
-        ], middleware=middleware)
+        ], middleware=middleware, exception_handlers={404: _http_error, 405: _http_error})
 
     def __repr__(self) -> str:
         return f"AGUIApp(log_dir={str(self.log_dir)!r}, worker={self.worker!r}, threads={len(self._threads)})"
@@ -334,12 +463,19 @@ class AGUIApp:
         (True, False)
         """
         thread = self._thread(check_thread_id(thread_id))
-        with thread.lock:
-            return thread.load()
+        with thread.changing():
+            try:
+                return thread.load()
+            except _Unreadable as err:
+                raise convlab.LogError(str(err), err.line) from None
 
     def threads(self) -> list[str]:
-        """The ids of the threads in the log dir (and any started since)."""
-        on_disk = {p.name[: -len(".jsonl")] for p in self.log_dir.glob("*.jsonl") if not p.name.startswith(".")}
+        """The ids of the threads in the log dir (and any started since); a file whose name
+        is no thread id (not UTF-8, say) is left out."""
+        on_disk = set()
+        for p in self.log_dir.glob("*.jsonl"):
+            with contextlib.suppress(ValueError):
+                on_disk.add(check_thread_id(p.name[: -len(".jsonl")]))
         with self._registry:
             live = {tid for tid, t in self._threads.items() if t.session is not None}
         return sorted(on_disk | live)
@@ -351,7 +487,7 @@ class AGUIApp:
             threads = list(self._threads.values())
             self._threads.clear()
         for thread in threads:
-            with thread.lock:  # no run is left half-way
+            with thread.changing():  # no run is left half-way
                 thread.session = None
         self._pool.shutdown(wait=False, cancel_futures=True)
         if self._lock_file is not None:
@@ -359,9 +495,10 @@ class AGUIApp:
             self._lock_file = None
 
     def wrap_llm(self, thread: _Thread) -> Any:
-        """The app's provider(s), each stoppable mid-stream for ``thread``."""
+        """The app's provider(s) for ``thread``: each lets go of the thread's ``view`` while
+        it waits for the model, and a streaming one stops mid-stream when its client is gone."""
         def wrap(p: Any) -> Any:
-            return _Stoppable(p, thread) if hasattr(p, "stream") else p
+            return _Stoppable(p, thread) if hasattr(p, "stream") else _Unlocking(p, thread)
 
         if isinstance(self.llm, Mapping):
             return {name: wrap(p) for name, p in self.llm.items()}
@@ -373,6 +510,16 @@ class AGUIApp:
             if thread is None:
                 thread = self._threads[thread_id] = _Thread(thread_id, self)
             return thread
+
+    def _known(self, thread_id: str) -> _Thread | None:
+        """The thread, if it is live or has a log: a read of a thread that does not exist adds nothing."""
+        with self._registry:
+            thread = self._threads.get(thread_id)
+        if thread is not None and thread.exists():
+            return thread
+        if os.path.lexists(self.log_dir / f"{thread_id}.jsonl"):
+            return self._thread(thread_id)
+        return None
 
     # -- routes ------------------------------------------------------------
     async def _health(self, request: Request) -> Response:
@@ -386,39 +533,36 @@ class AGUIApp:
 
     async def _snapshot(self, request: Request) -> Response:
         try:
+            unquote_to_bytes(request.scope.get("raw_path", b"").decode("latin-1")).decode("utf-8")
             tid = check_thread_id(request.path_params["thread_id"])
+        except UnicodeDecodeError:
+            return error(400, "threadId: the path is not UTF-8 once its %-escapes are decoded")
         except ValueError as err:
-            return _error(400, str(err))
-        thread = self._thread(tid)
-        if not thread.exists():
-            return _error(404, f"no thread {tid!r}")
-
-        def read() -> dict[str, Any]:
-            with thread.lock:
-                s = thread.load()
-                return {"thread": tid, **s.snapshot(), "running": s.running, "interrupt": thread.interrupt()}
-
-        return JSONResponse(await asyncio.to_thread(read))
+            return error(400, str(err))
+        thread = self._known(tid)
+        if thread is None:
+            return error(404, f"no thread {tid!r}")
+        try:
+            return JSONResponse(await asyncio.to_thread(thread.read))
+        except _Unreadable as err:
+            return error(LOG_DAMAGED, str(err), thread=tid, line=err.line)
 
     async def _run(self, request: Request) -> Response:
         try:
-            body = await _body(request, self.max_body)
-        except _TooLarge:
-            return _error(413, f"the request body is over {self.max_body} bytes")
-        except ClientDisconnect:
-            return Response(status_code=400)
-        try:
-            data = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as err:
-            return _error(400, f"the body is not JSON: {err}")
+            data = await read_json(request, self.max_body, self.body_timeout)
+        except Rejected as err:
+            refused = error(err.status, str(err))
+            if err.status in (408, 413):  # a body left unread: this connection cannot carry another request
+                refused.headers["Connection"] = "close"
+            return refused
         try:
             run_input = RunAgentInput.model_validate(data)
         except ValidationError as err:
-            return _error(400, _fields(err))
+            return error(400, _fields(err))
         try:
             check_thread_id(run_input.thread_id)
         except ValueError as err:
-            return _error(400, str(err))
+            return error(400, str(err))
         run = _Run(run_input, data["messages"], asyncio.get_running_loop())
         thread = self._thread(run_input.thread_id)
 
@@ -448,13 +592,16 @@ class AGUIApp:
                 self._step(thread, run)
         except Exception as err:  # a bug must end the run with RUN_ERROR, never a stack trace to the client
             log.exception("run %s on thread %s failed", run.input.run_id, thread.id)
-            with thread.lock:
+            with thread.changing():
+                message = f"internal error: {type(err).__name__}: {err}"
                 if run.events is not None:
-                    run.events.failed(f"internal error: {type(err).__name__}: {err}", "internal_error")
-                    run.flush()
+                    run.events.failed(message, "internal_error")
+                else:
+                    run.refuse(refusal(message, "internal_error"))
+                run.flush()
         finally:
             run.done = True
-            with thread.lock:
+            with thread.changing():
                 if run.turn is not None and thread.runs.get(run.turn) is run:
                     del thread.runs[run.turn]
             run.close()
@@ -462,11 +609,20 @@ class AGUIApp:
     def _begin(self, thread: _Thread, run: _Run) -> None:
         """Take the run's input: the view (``messages``, ``state``) or the ``resume``."""
         inp = run.input
-        with thread.lock:
-            s = thread.load()
+        with thread.changing():
+            try:
+                s = thread.load()
+            except _Unreadable as err:
+                run.refuse(refusal(str(err), str(LOG_DAMAGED), {"status": LOG_DAMAGED, "thread": thread.id,
+                                                                 "line": err.line}))
+                return
+            except convlab.LogError as err:  # a new thread's log cannot be started
+                run.refuse(refusal(_unwritten(thread, err), str(LOG_FULL), {"status": LOG_FULL, "thread": thread.id}))
+                return
             s.advance(max(0.0, time.time() - s.clock))
             thread.current = run
             try:
+                self._orphan(thread)
                 if inp.resume:
                     actions = self._resume(thread, inp)
                     run.events = RunEvents(s, inp, [m.id for m in inp.messages])
@@ -490,11 +646,26 @@ class AGUIApp:
                 run.events = RunEvents(s, inp, [])
                 run.events.refused(str(err), err.code, err.metadata)
                 run.done = True
+            except convlab.LogError as err:  # nothing was applied (the engine writes ahead)
+                run.events = RunEvents(s, inp, [])
+                run.events.refused(_unwritten(thread, err), str(LOG_FULL), {"status": LOG_FULL, "thread": thread.id})
+                run.done = True
             finally:
                 thread.current = None
             if not run.done and run.turn is not None:
                 thread.runs[run.turn] = run
             run.flush()
+
+    def _orphan(self, thread: _Thread) -> None:
+        """End a turn that runs with no run to drive it (a log write failed under it, or
+        its run died), so the thread never answers 409 for good; a decision that waits
+        for a person is left waiting."""
+        s = thread.session
+        if s.running is None or s.running in thread.runs:
+            return
+        if self.worker == "manual" and s.pending is not None and s.pending["type"] == "context.limit":
+            return
+        s.submit({"type": "client.interrupt", "agent_id": s.agent})
 
     def _resume(self, thread: _Thread, inp: RunAgentInput) -> list[dict[str, Any]]:
         """The actions a resume answers the waiting context.limit with; ``_Refusal`` writes nothing."""
@@ -516,7 +687,7 @@ class AGUIApp:
 
     def _step(self, thread: _Thread, run: _Run) -> None:
         """One engine step of the run's turn, or its end."""
-        with thread.lock:
+        with thread.changing():
             s = thread.session
             thread.current = run
             try:
@@ -536,6 +707,11 @@ class AGUIApp:
                     run.done = True
             except _Stopped:
                 s.submit({"type": "client.interrupt", "agent_id": s.agent})
+                run.done = True
+            except convlab.LogError as err:  # the step applied nothing; the turn ends now, or at the next run
+                with contextlib.suppress(convlab.LogError, convlab.Refused):
+                    s.submit({"type": "client.interrupt", "agent_id": s.agent})
+                run.events.failed(_unwritten(thread, err), str(LOG_FULL))
                 run.done = True
             finally:
                 thread.current = None
@@ -565,9 +741,13 @@ def app(log_dir: str | os.PathLike, config: Any = None, llm: Any = None,
     ``context.limit`` ends the run with an AG-UI interrupt; the other
     decisions are answered as the chat worker would) or a callable worker,
     ``token`` the bearer token every route but ``/health`` then needs.
-    Options: ``agent`` (default ``"bot"``), ``cors_origins`` (none: CORS off),
-    ``max_body`` (bytes, default 10 MB). A second app on the same ``log_dir``
-    raises ``convlab.LogError`` until the first is closed.
+    Options: ``agent`` (default ``"bot"``), ``cors_origins`` (the origins of
+    other pages that may use it; none: CORS off and only its own page),
+    ``allowed_hosts`` (Host names it answers to beyond localhost, loopback and
+    its own address), ``max_body`` (bytes, default 10 MB), ``body_timeout``
+    (seconds a run's body may take, default 30); ``convlab.agui.gate`` says
+    why. A second app on the same ``log_dir`` raises ``convlab.LogError``
+    until the first is closed.
 
     >>> import tempfile
     >>> from convlab import agui
@@ -583,7 +763,7 @@ def app(log_dir: str | os.PathLike, config: Any = None, llm: Any = None,
     return AGUIApp(log_dir, config=config, llm=llm, worker=worker, token=token, **options)
 
 
-# -- edges: the log dir's lock, the body, errors, the guard, the page -------------------------------
+# -- edges: the log dir's lock, errors, the page ------------------------------------------------------
 
 def _hold_log_dir(log_dir: Path) -> Any:
     path = log_dir / LOCK_NAME
@@ -604,25 +784,17 @@ def _hold_log_dir(log_dir: Path) -> Any:
     return f
 
 
-class _TooLarge(Exception):
-    pass
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own 404 and 405, as JSON like every other refusal."""
+    status = getattr(exc, "status_code", 404)
+    routes = "POST /, GET /, GET /threads, GET /threads/{id}, GET /health"
+    return error(status, f"{request.method} {request.url.path!r}: no such route (the routes: {routes})")
 
 
-async def _body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise _TooLarge()
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _TooLarge()
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
+def _unwritten(thread: _Thread, err: Exception) -> str:
+    text = str(err).replace(str(thread.path), thread.path.name)
+    return (f"thread {thread.id!r}: its log could not be written, so nothing was taken ({text}); "
+            "free some space (or make the log dir writable) and send it again")
 
 
 def _fields(err: ValidationError) -> str:
@@ -640,36 +812,6 @@ def _camel(part: Any) -> str:
         return str(part)
     head, *rest = part.split("_")
     return head + "".join(w.title() for w in rest)
-
-
-class _Guard:
-    """Every route but ``/health`` needs the token (``Authorization: Bearer``; the chat page may
-    take ``?token=`` once), compared in constant time."""
-
-    def __init__(self, app: Any, token: str | None):
-        self.app = app
-        self.token = token.encode() if token else None
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or self.token is None or scope["path"] == "/health" or self._allowed(scope):
-            await self.app(scope, receive, send)
-            return
-        response = JSONResponse({"error": "this server needs its token: send 'Authorization: Bearer <token>' "
-                                          "(the chat page: open it with ?token=<token>)"},
-                                status_code=401, headers={"WWW-Authenticate": "Bearer"})
-        await response(scope, receive, send)
-
-    def _allowed(self, scope: Any) -> bool:
-        given = b""
-        for name, value in scope.get("headers", []):
-            if name == b"authorization" and value[:7].lower() == b"bearer ":
-                given = value[7:].strip()
-        if not given and scope["path"] == "/" and scope["method"] == "GET":
-            from urllib.parse import parse_qs
-
-            query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-            given = (query.get("token") or [""])[0].encode("latin-1", "replace")
-        return hmac.compare_digest(given, self.token)
 
 
 def _page() -> str:
