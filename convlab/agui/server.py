@@ -14,7 +14,7 @@ Why it is built this way:
 - A client that goes away stops its run: between steps the turn is
   interrupted (``turn.cancelled``), and a streamed model call stops at its next
   chunk and records nothing (the provider is wrapped so its stream raises
-  ``_Stopped``, which the run catches before it interrupts the turn).
+  ``Stopped``, which the run catches before it interrupts the turn).
 - Reads never wait for a turn. Besides its lock each thread has a ``view``
   lock, held while the engine changes the session and let go while the run
   waits for its model (the provider is wrapped: ``_Unlocking``). A
@@ -40,15 +40,12 @@ interrupts that turn, so the next run goes on from the same tree; a
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import fcntl
 import logging
 import os
-import stat
 import threading
 import time
-from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
@@ -68,8 +65,9 @@ import convlab
 
 from .events import RunEvents, refusal
 from .gate import BODY_TIMEOUT, Gate, Guard, Rejected, error, read_json
-from .interrupts import ResumeError, actions_for, interrupt_of
+from .interrupts import ResumeError, actions_for
 from .messages import from_agui
+from .threads import ServedRun, ServedThread, Stopped, Unreadable
 
 __all__ = ["AGUIApp", "app", "check_thread_id", "MAX_BODY", "LOCK_NAME", "NAME_MAX", "LOG_FULL", "LOG_DAMAGED"]
 
@@ -126,267 +124,11 @@ def check_thread_id(thread_id: Any) -> str:
     return thread_id
 
 
-class _Stopped(Exception):
-    """Raised inside a streamed model call whose client went away."""
-
-
 class _Refusal(Exception):
     def __init__(self, message: str, code: str, **metadata: Any):
         super().__init__(message)
         self.code = code
         self.metadata = metadata
-
-
-class _Unlocking:
-    """A provider that lets go of its thread's ``view`` lock while it waits for the model,
-    so a read of the thread answers meanwhile."""
-
-    def __init__(self, provider: Any, thread: "_Thread"):
-        self.provider = provider
-        self.thread = thread
-
-    def __repr__(self) -> str:
-        return repr(self.provider)
-
-    @property
-    def latency(self) -> float:
-        return float(getattr(self.provider, "latency", 0.0) or 0.0)
-
-    def complete(self, request: Mapping[str, Any]) -> Any:
-        with self.thread.waiting():
-            return self.provider.complete(request)
-
-
-class _Stoppable(_Unlocking):
-    """A streaming provider whose stream stops at the next chunk once its run's client is gone."""
-
-    def stream(self, request: Mapping[str, Any]) -> Any:
-        with self.thread.waiting():
-            chunks = self.provider.stream(request)
-            items = iter(chunks)
-        try:
-            while True:
-                with self.thread.waiting():
-                    chunk = next(items, _END)
-                if chunk is _END:
-                    return
-                run = self.thread.current
-                if run is not None and run.stop.is_set():
-                    raise _Stopped()
-                yield chunk
-        finally:
-            close = getattr(chunks, "close", None)
-            if close is not None:
-                close()
-
-
-_END = object()
-
-
-class _Unreadable(Exception):
-    """A thread whose log cannot be read; the message names the thread, the file and the line."""
-
-    def __init__(self, message: str, line: int | None):
-        super().__init__(message)
-        self.line = line
-
-
-class _Run:
-    """One POST: its input, its events, and the chunks its response streams.
-
-    The run's thread appends encoded chunks to ``chunks`` and wakes the
-    response only when it is not awake already: a burst of events costs one
-    hand-over between the threads, not one each.
-    """
-
-    def __init__(self, run: RunAgentInput, messages: list[dict], loop: asyncio.AbstractEventLoop):
-        self.input = run
-        self.messages = messages  # the input's messages as sent (wire dicts, checked by RunAgentInput)
-        self.loop = loop
-        self.ready = asyncio.Event()
-        self.chunks: collections.deque = collections.deque()
-        self.closed = False
-        self.stop = threading.Event()
-        self.turn: str | None = None
-        self.done = False
-        self.events: RunEvents | None = None
-        self._sent = 0
-        self._woken = False
-        self._encoder = EventEncoder()
-
-    def flush(self) -> None:
-        """Encode the events not sent yet and hand them to the response."""
-        if self.events is None:
-            return
-        new = self.events.events[self._sent:]
-        if not new:
-            return
-        self._sent += len(new)
-        self.chunks.append("".join(self._encoder.encode(e) for e in new))
-        self._wake()
-
-    def refuse(self, events: list[Any]) -> None:
-        """End the run before it began with these events (a RUN_ERROR), sent at once."""
-        self.chunks.append("".join(self._encoder.encode(e) for e in events))
-        self.done = True
-        self._wake()
-
-    def close(self) -> None:
-        self.closed = True
-        self._wake()
-
-    def _wake(self) -> None:
-        if self._woken:
-            return
-        self._woken = True
-        with contextlib.suppress(RuntimeError):  # the server's loop is gone: nobody listens
-            self.loop.call_soon_threadsafe(self.ready.set)
-
-    def take(self) -> str:
-        """What is there to send (in the response's loop)."""
-        self.ready.clear()
-        self._woken = False
-        parts = []
-        while self.chunks:
-            parts.append(self.chunks.popleft())
-        return "".join(parts)
-
-
-class _FairLock:
-    """A lock taken in the order it was asked for. A run takes its thread's lock
-    once per engine step; with a plain lock the running run takes it back at
-    once and another client waits for the whole run instead of meeting the
-    turn (and its 409) between two steps."""
-
-    def __init__(self) -> None:
-        self._cv = threading.Condition(threading.Lock())
-        self._next = 0
-        self._serving = 0
-
-    def __enter__(self) -> "_FairLock":
-        with self._cv:
-            ticket = self._next
-            self._next += 1
-            while self._serving != ticket:
-                self._cv.wait()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        with self._cv:
-            self._serving += 1
-            self._cv.notify_all()
-
-
-class _Thread:
-    """One AG-UI thread: its session (loaded on first use), its locks, its runs.
-
-    ``lock`` (fair) is held by a run for one engine step at a time; ``view``
-    is held with it while the engine changes the session, and let go while
-    the step waits for its model (``waiting``). ``changing()`` takes both.
-    """
-
-    def __init__(self, thread_id: str, app: "AGUIApp"):
-        self.id = thread_id
-        self.app = app
-        self.path = app.log_dir / f"{thread_id}.jsonl"
-        self.lock = _FairLock()
-        self.view = threading.Lock()
-        self._changer: int | None = None  # the thread (OS) that holds view through changing()
-        self.session: Any = None
-        self.current: _Run | None = None  # the run holding the lock
-        self.runs: dict[str, _Run] = {}  # turn id -> the run driving it
-
-    @contextlib.contextmanager
-    def changing(self) -> Iterator[None]:
-        """Hold the thread for one engine step: ``lock``, then ``view``."""
-        with self.lock, self.view:
-            self._changer = threading.get_ident()
-            try:
-                yield
-            finally:
-                self._changer = None
-
-    @contextlib.contextmanager
-    def waiting(self) -> Iterator[None]:
-        """Let go of ``view`` while the step waits for its model (a no-op outside ``changing``:
-        a notebook that drives ``app.session(id)`` itself)."""
-        if self._changer != threading.get_ident():
-            yield
-            return
-        self._changer = None
-        self.view.release()
-        try:
-            yield
-        finally:
-            self.view.acquire()
-            self._changer = threading.get_ident()
-
-    def exists(self) -> bool:
-        return self.session is not None or os.path.lexists(self.path)
-
-    def load(self) -> Any:
-        """The thread's session: loaded from its log, or new (call under ``changing()``).
-        Raises ``_Unreadable`` for a log that cannot be read."""
-        if self.session is not None:
-            return self.session
-        app = self.app
-        llm = app.wrap_llm(self)
-        if self._readable():
-            try:
-                s = convlab.Session.load(self.path, llm=llm, worker=app.worker, autorun=False, clock=time.time())
-            except convlab.LogError as err:
-                where = f" at line {err.line}" if err.line else ""
-                text = str(err).replace(str(self.path), self.path.name)
-                raise _Unreadable(f"thread {self.id!r}: its log cannot be read{where}: {text}", err.line) from None
-            waits = s.pending is not None and s.pending["type"] == "context.limit" and app.worker == "manual"
-            if s.running is not None and not waits:
-                s.submit({"type": "client.interrupt", "agent_id": s.agent})  # its work in flight died with the server
-        else:
-            s = convlab.Session(config=app.config, agent=app.agent, llm=llm, worker=app.worker, autorun=False,
-                                log=self.path, clock=time.time())
-        s.subscribe(self.on_event)
-        self.session = s
-        return s
-
-    def _readable(self) -> bool:
-        """Whether the thread has a log to load (False: a new thread); ``_Unreadable`` for a
-        name that is there but no regular file (a directory, a symlink)."""
-        try:
-            info = os.lstat(self.path)
-        except FileNotFoundError:
-            return False
-        if not stat.S_ISREG(info.st_mode):
-            kind = "a symlink" if stat.S_ISLNK(info.st_mode) else "a directory" if stat.S_ISDIR(info.st_mode) else "no file"
-            raise _Unreadable(f"thread {self.id!r}: its log {self.path.name} is {kind}, not a regular file "
-                              "(convlab serve reads and writes only the files of its log dir): move it away", None)
-        return info.st_size > 0
-
-    def read(self) -> dict[str, Any]:
-        """The thread as ``GET /threads/{id}`` shows it: the last applied state (under ``view`` only)."""
-        if self.session is None:
-            with self.changing():
-                self.load()
-        with self.view:
-            s = self.session
-            return {"thread": self.id, **s.snapshot(), "running": s.running, "interrupt": self.interrupt()}
-
-    def on_event(self, event: Mapping[str, Any]) -> None:
-        run = self.current
-        if run is not None and run.events is not None:
-            run.events.on_event(event)
-            if event["type"] in ("llm.delta", "llm.started"):
-                run.flush()  # before a model call, and its text as it comes; the rest at the run's end
-        other = self.runs.get(event.get("turn_id"))
-        if other is not None and other is not run and other.events is not None:
-            other.events.on_event(event)
-
-    def interrupt(self) -> dict[str, Any] | None:
-        """The waiting AG-UI interrupt (a context.limit for a person), or None."""
-        s = self.session
-        if self.app.worker != "manual" or s is None or s.pending is None or s.pending["type"] != "context.limit":
-            return None
-        seq = next(e["seq"] for e in reversed(s.events) if e["type"] == "decision.requested")
-        return interrupt_of(s.pending, seq)
 
 
 class AGUIApp:
@@ -421,7 +163,7 @@ class AGUIApp:
         self.log_dir = Path(log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._lock_file = _hold_log_dir(self.log_dir)
-        self._threads: dict[str, _Thread] = {}
+        self._threads: dict[str, ServedThread] = {}
         self._registry = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="agui-run")  # one run each
         self._page = _page()
@@ -466,7 +208,7 @@ class AGUIApp:
         with thread.changing():
             try:
                 return thread.load()
-            except _Unreadable as err:
+            except Unreadable as err:
                 raise convlab.LogError(str(err), err.line) from None
 
     def threads(self) -> list[str]:
@@ -494,24 +236,14 @@ class AGUIApp:
             self._lock_file.close()
             self._lock_file = None
 
-    def wrap_llm(self, thread: _Thread) -> Any:
-        """The app's provider(s) for ``thread``: each lets go of the thread's ``view`` while
-        it waits for the model, and a streaming one stops mid-stream when its client is gone."""
-        def wrap(p: Any) -> Any:
-            return _Stoppable(p, thread) if hasattr(p, "stream") else _Unlocking(p, thread)
-
-        if isinstance(self.llm, Mapping):
-            return {name: wrap(p) for name, p in self.llm.items()}
-        return wrap(self.llm)
-
-    def _thread(self, thread_id: str) -> _Thread:
+    def _thread(self, thread_id: str) -> ServedThread:
         with self._registry:
             thread = self._threads.get(thread_id)
             if thread is None:
-                thread = self._threads[thread_id] = _Thread(thread_id, self)
+                thread = self._threads[thread_id] = ServedThread(thread_id, self)
             return thread
 
-    def _known(self, thread_id: str) -> _Thread | None:
+    def _known(self, thread_id: str) -> ServedThread | None:
         """The thread, if it is live or has a log: a read of a thread that does not exist adds nothing."""
         with self._registry:
             thread = self._threads.get(thread_id)
@@ -544,7 +276,7 @@ class AGUIApp:
             return error(404, f"no thread {tid!r}")
         try:
             return JSONResponse(await asyncio.to_thread(thread.read))
-        except _Unreadable as err:
+        except Unreadable as err:
             return error(LOG_DAMAGED, str(err), thread=tid, line=err.line)
 
     async def _run(self, request: Request) -> Response:
@@ -563,7 +295,7 @@ class AGUIApp:
             check_thread_id(run_input.thread_id)
         except ValueError as err:
             return error(400, str(err))
-        run = _Run(run_input, data["messages"], asyncio.get_running_loop())
+        run = ServedRun(run_input, data["messages"], asyncio.get_running_loop())
         thread = self._thread(run_input.thread_id)
 
         async def stream():
@@ -585,7 +317,7 @@ class AGUIApp:
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
     # -- a run, in its own thread ------------------------------------------
-    def _drive(self, thread: _Thread, run: _Run) -> None:
+    def _drive(self, thread: ServedThread, run: ServedRun) -> None:
         try:
             self._begin(thread, run)
             while not run.done:
@@ -606,13 +338,13 @@ class AGUIApp:
                     del thread.runs[run.turn]
             run.close()
 
-    def _begin(self, thread: _Thread, run: _Run) -> None:
+    def _begin(self, thread: ServedThread, run: ServedRun) -> None:
         """Take the run's input: the view (``messages``, ``state``) or the ``resume``."""
         inp = run.input
         with thread.changing():
             try:
                 s = thread.load()
-            except _Unreadable as err:
+            except Unreadable as err:
                 run.refuse(refusal(str(err), str(LOG_DAMAGED), {"status": LOG_DAMAGED, "thread": thread.id,
                                                                  "line": err.line}))
                 return
@@ -656,7 +388,7 @@ class AGUIApp:
                 thread.runs[run.turn] = run
             run.flush()
 
-    def _orphan(self, thread: _Thread) -> None:
+    def _orphan(self, thread: ServedThread) -> None:
         """End a turn that runs with no run to drive it (a log write failed under it, or
         its run died), so the thread never answers 409 for good; a decision that waits
         for a person is left waiting."""
@@ -667,7 +399,7 @@ class AGUIApp:
             return
         s.submit({"type": "client.interrupt", "agent_id": s.agent})
 
-    def _resume(self, thread: _Thread, inp: RunAgentInput) -> list[dict[str, Any]]:
+    def _resume(self, thread: ServedThread, inp: RunAgentInput) -> list[dict[str, Any]]:
         """The actions a resume answers the waiting context.limit with; ``_Refusal`` writes nothing."""
         waiting = thread.interrupt()
         if waiting is None:
@@ -685,7 +417,7 @@ class AGUIApp:
         except ResumeError as err:
             raise _Refusal(str(err), "400") from None
 
-    def _step(self, thread: _Thread, run: _Run) -> None:
+    def _step(self, thread: ServedThread, run: ServedRun) -> None:
         """One engine step of the run's turn, or its end."""
         with thread.changing():
             s = thread.session
@@ -705,7 +437,7 @@ class AGUIApp:
                 elif not s.step():
                     run.events.failed(f"turn {run.turn} cannot go on (its work in flight was lost)", "internal_error")
                     run.done = True
-            except _Stopped:
+            except Stopped:
                 s.submit({"type": "client.interrupt", "agent_id": s.agent})
                 run.done = True
             except convlab.LogError as err:  # the step applied nothing; the turn ends now, or at the next run
@@ -719,7 +451,7 @@ class AGUIApp:
                 run.flush()
 
     @staticmethod
-    def _ended(s: Any, run: _Run) -> None:
+    def _ended(s: Any, run: ServedRun) -> None:
         turn = next(t for t in reversed(s.turns) if t["id"] == run.turn)
         if turn["status"] == "completed":
             run.events.finished("success")
@@ -791,7 +523,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error(status, f"{request.method} {request.url.path!r}: no such route (the routes: {routes})")
 
 
-def _unwritten(thread: _Thread, err: Exception) -> str:
+def _unwritten(thread: ServedThread, err: Exception) -> str:
     text = str(err).replace(str(thread.path), thread.path.name)
     return (f"thread {thread.id!r}: its log could not be written, so nothing was taken ({text}); "
             "free some space (or make the log dir writable) and send it again")
