@@ -68,13 +68,20 @@ def _read_ranks(name: str, expected_hash: str | None) -> dict[bytes, int]:
     return ranks
 
 
-@lru_cache(maxsize=None)
+_encodings: dict[str, Any] = {}
+
+
 def get_encoding(name: str = "o200k_base"):
-    """The tiktoken ``Encoding`` ``name``, built from shipped files, never fetched.
+    """The tiktoken ``Encoding`` ``name``, built from shipped files, never fetched,
+    once per process: threads that ask at the same time wait for the one build
+    (twenty server threads each building it on their first count took seconds).
 
     >>> get_encoding("o200k_base").encode_ordinary("hello world")
     [24912, 2375]
     """
+    encoding = _encodings.get(name)
+    if encoding is not None:
+        return encoding
     if name not in ENCODINGS:
         raise ValueError(f"unknown encoding {name!r}: convlab ships {', '.join(ENCODINGS)}")
     import tiktoken
@@ -84,13 +91,17 @@ def get_encoding(name: str = "o200k_base"):
         return _read_ranks(name, expected_hash)
 
     with _lock:  # tiktoken's constructor reads its loader from the module
+        encoding = _encodings.get(name)
+        if encoding is not None:
+            return encoding
         original = openai_public.load_tiktoken_bpe
         openai_public.load_tiktoken_bpe = load_shipped
         try:
             spec = getattr(openai_public, name)()
         finally:
             openai_public.load_tiktoken_bpe = original
-    return tiktoken.Encoding(**spec)
+        encoding = _encodings[name] = tiktoken.Encoding(**spec)
+    return encoding
 
 
 def content_text(content: Any) -> str:

@@ -303,8 +303,7 @@ class AGUIApp:
             try:
                 while True:
                     await run.ready.wait()
-                    closed = run.closed  # read before taking: a chunk put before close is taken too
-                    text = run.take()
+                    text, closed = run.take()
                     if text:
                         yield text
                     if closed:

@@ -158,14 +158,20 @@ class ServedRun:
         with contextlib.suppress(RuntimeError):  # the server's loop is gone: nobody listens
             self.loop.call_soon_threadsafe(self.ready.set)
 
-    def take(self) -> str:
-        """What is there to send (in the response's loop)."""
+    def take(self) -> tuple[str, bool]:
+        """What is there to send, and whether the run is over (in the response's loop).
+
+        The wake-up is re-armed first, then ``closed`` is read, then the chunks: a
+        chunk or a close that comes after re-arming wakes the response again, and
+        one that came before is seen here (reading ``closed`` before re-arming lost
+        a close that fell between the two, and the response waited for ever)."""
         self.ready.clear()
         self._woken = False
+        closed = self.closed
         parts = []
         while self.chunks:
             parts.append(self.chunks.popleft())
-        return "".join(parts)
+        return "".join(parts), closed
 
 
 class _FairLock:
