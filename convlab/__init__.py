@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 
-from .errors import (ConfigError, LogError, LogWarning, ProviderError, ReadError, ReadWarning, Refused, SummaryWarning,
+from .errors import (CallCancelled, ConfigError, LogError, LogWarning, ProviderError, ReadError, ReadWarning, Refused, SummaryWarning,
                      TokenizerError, TuneWarning)
 
 __version__ = "0.1.0"
@@ -28,6 +28,7 @@ _LAZY = {
     "ReplayLLM": "convlab.providers",
     "OpenAIChat": "convlab.providers.openai_chat",
     "AnthropicChat": "convlab.providers.anthropic_chat",
+    "LocalChat": "convlab.providers.local_chat",
     "provider": "convlab.providers",
     "count_tokens": "convlab.tokens",
     "content_text": "convlab.tokens",
@@ -55,7 +56,7 @@ _LAZY = {
 }
 
 __all__ = sorted(
-    ["ConfigError", "LogError", "LogWarning", "ProviderError", "ReadError", "ReadWarning", "Refused", "SummaryWarning",
+    ["CallCancelled", "ConfigError", "LogError", "LogWarning", "ProviderError", "ReadError", "ReadWarning", "Refused", "SummaryWarning",
      "TokenizerError", "TuneWarning", *_LAZY]
 )
 

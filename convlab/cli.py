@@ -118,8 +118,8 @@ def _add_tune(sub: Any) -> None:
     tune.add_argument("--value", default="tokens_read", help="the column the heatmap shows (default tokens_read)")
     tune.add_argument("--width", type=_width, help="fit the tables to this many columns (default: the terminal's)")
     tune.add_argument("--summarizer", metavar="SPEC",
-                      help="send summary calls to this model (replies still come from the logs): echo, openai:MODEL or "
-                           "anthropic:MODEL (convlab.provider); summaries are cached in $XDG_CACHE_HOME/convlab/summaries")
+                      help="send summary calls to this model (replies still come from the logs): echo, local (a real small "
+                           "model on this machine), openai:MODEL or anthropic:MODEL (convlab.provider); summaries are cached in $XDG_CACHE_HOME/convlab/summaries")
     tune.add_argument("--dry-run", action="store_true",
                       help="with --summarizer: say how many summary calls and input tokens the sweep needs, and how many "
                            "the cache holds; call nothing")
@@ -164,7 +164,8 @@ def _add_serve(sub: Any) -> None:
     serve.add_argument("--config", metavar="agent.toml", help="the context config of new threads")
     serve.add_argument("--agent", default="bot", help="the agent whose [agent.<id>.context] to use (default bot)")
     serve.add_argument("--llm", default="echo", metavar="SPEC",
-                       help="the model: echo (default, offline), openai:MODEL or anthropic:MODEL (convlab.provider)")
+                       help="the model: echo (default, offline), local (a real small model on this machine, offline), "
+                            "openai:MODEL or anthropic:MODEL (convlab.provider)")
     serve.add_argument("--worker", choices=("chat", "manual"), default="chat",
                        help="manual: a context.limit waits for a person (an AG-UI interrupt)")
     serve.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1; any other address needs --token")
@@ -688,8 +689,16 @@ def _serve(args: argparse.Namespace, out: TextIO, notes: "_Notes") -> None:
             raise _Usage(f"--allowed-host {name}: a host name or address, e.g. chat.example.com (no scheme, no path)")
     try:
         llm = convlab.provider(args.llm)
-    except ValueError as err:
+        if hasattr(llm, "start"):  # a local model: one that does not load says so now, not at the first run
+            llm.start()
+    except (ValueError, ImportError, convlab.ProviderError) as err:
         raise _Usage(f"--llm: {err}") from None
+    with contextlib.closing(llm) if hasattr(llm, "close") else contextlib.nullcontext():  # LocalChat's server stops with it
+        _listen(args, llm, server, serving, out)
+
+
+def _listen(args: argparse.Namespace, llm: Any, server: Any, serving: Any, out: TextIO) -> None:
+    """The AG-UI app on --host/--port until Ctrl-C."""
     served = server.app(args.log_dir, config=args.config, llm=llm, worker=args.worker, token=args.token,
                         agent=args.agent, cors_origins=args.cors_origin, allowed_hosts=args.allowed_host,
                         max_body=args.max_body)

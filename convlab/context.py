@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable
 
+from . import jsondata
 from .errors import ConfigError
 
 __all__ = [
@@ -41,11 +42,12 @@ def _unknown_key(key: str, use: str) -> ConfigError:
 
 
 def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    """A number a log can carry: finite, and an integer within 64 bits (``jsondata``)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and jsondata.problem(v, "") is None
 
 
 def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+    return isinstance(v, int) and not isinstance(v, bool) and jsondata.problem(v, "") is None
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,9 @@ class Strategy:
             v = getattr(self, key)
             if v is not None and (not isinstance(v, str) or not v):
                 raise ConfigError(key, f"must be a non-empty string, got {v!r}")
+            found = v is not None and jsondata.problem(v, key)
+            if found:
+                raise ConfigError(key, found.split(": ", 1)[1])
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}

@@ -12,14 +12,25 @@ that ends mid-answer loses it (PROTOCOL.md 8), except a decision that was
 waiting, which the log holds whole. What the events say about model calls
 (ids taken, calls held, the open ``context.limit``) lives in one ``_CallBook``.
 
+Failures stay small (PROTOCOL.md rev 4). An event is written to the log
+before ``_apply`` sees it, and each entry point (``submit``, ``decide``,
+``step``, ``run``) happens whole or not at all: when a write fails, the log is
+cut back and the session returns to where the entry point found it
+(``_atomic``), so memory always equals the log and a refused input wrote
+nothing. Whatever a provider raises is a failed call (``providers.call``);
+whatever else goes wrong inside a step fails that turn only (``step``).
+
 Rules are PROTOCOL.md's; where it is silent this module decides, and the
 docstring of the method says so ("gap").
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import math
 import os
+import warnings
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,7 +39,7 @@ from typing import Any, BinaryIO, Callable, Iterable
 
 from . import inputs, jsondata, providers
 from .context import DEFAULT_PROMPT, ContextConfig, Strategy, applies, coerce, kept
-from .errors import LogError, ProviderError, Refused
+from .errors import CallCancelled, LogError, ProviderError, Refused
 from .lazy import LazyEvents, LazyTree
 from .log import LogWriter, event_at, read_lines
 from .tokens import content_chars, content_text, estimate
@@ -86,17 +97,24 @@ class _CallBook:
     turn fails). ``open_limit``: the held call whose ``context.limit`` is not
     settled yet by ``context.replaced`` or ``context.kept``. ``called``: the
     running turn has made a model call (``idle_secs`` applies only before).
+    ``announced``: the id each streamed call announced for its reply
+    (``llm.started``'s ``message_id``) that no message holds yet: a call that
+    failed or was cancelled keeps its id for good (PROTOCOL.md rev 4), so
+    no other message ever takes it.
     """
 
     ids: set[str] = field(default_factory=set)
     held: dict[str, dict[str, Any]] = field(default_factory=dict)
     open_limit: str | None = None
     called: bool = False
+    announced: dict[str, str | None] = field(default_factory=dict)  # streamed reply id -> its turn, until recorded
 
     def started(self, ev: Mapping[str, Any]) -> None:
         self.ids.add(ev["call_id"])
         if not ev.get("summary"):
             self.called = True
+        if ev.get("message_id"):
+            self.announced[ev["message_id"]] = ev.get("turn_id")
 
     def limited(self, ev: Mapping[str, Any]) -> None:
         call_id = ev["call_id"]
@@ -148,7 +166,7 @@ class Session:
         self.llms = providers.named(llm)
         self.worker = worker
         self.autorun = bool(autorun)
-        self.clock = float(clock or 0.0)
+        self.clock = _seconds(clock or 0.0, "clock")
         self._tree: Tree = Tree()
         self.events: list[Event] = []
         self.turns: list[Turn] = []
@@ -165,6 +183,7 @@ class Session:
         self._llm_next = 1
         self._subscribers: list[Callable[[dict], None]] = []
         self._log: LogWriter | None = None
+        self._atomic_depth = 0
 
     def __repr__(self) -> str:
         return (
@@ -270,27 +289,90 @@ class Session:
 
     def advance(self, seconds: float) -> None:
         """Move the simulated clock forward."""
-        if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or seconds < 0:
-            raise ValueError(f"advance takes a non-negative number of seconds, got {seconds!r}")
-        self.clock += float(seconds)
+        self.clock += _seconds(seconds, "advance")
 
     # ------------------------------------------------------------------
     # events: the one way the model changes
     # ------------------------------------------------------------------
     def _emit(self, type_: str, turn_id: str | None = None, **fields: Any) -> Event:
-        """Record an event. Its fields are trusted: checked and copied at the edge
-        (``inputs``), or built here; nothing keeps a reference to change them."""
+        """Record an event: written to the log (and flushed) first, then applied,
+        then shown to subscribers (PROTOCOL.md rev 4: written before applied). A
+        write that fails raises ``LogError`` with nothing applied; the entry
+        point that emitted it then undoes what it had applied (``_atomic``).
+        Its fields are trusted: checked and copied at the edge (``inputs``), or
+        built here; nothing keeps a reference to change them."""
         event: dict[str, Any] = {"seq": len(self.events) + 1, "time": self.clock, "type": type_}
         if turn_id is not None:
             event["turn_id"] = turn_id
         event.update(fields)
-        self._apply(event)
-        self.events.append(event)
         if self._log is not None:
             self._log.write(event)
-        for fn in list(self._subscribers):
-            fn(event)
+        self._apply(event)
+        self.events.append(event)
+        self._tell(event)
         return event
+
+    def _tell(self, event: Mapping[str, Any]) -> None:
+        """Show an event (or a notice: ``llm.delta``, ``session.restored``) to every
+        subscriber. A subscriber that raises is its own bug: it is named in a
+        ``RuntimeWarning`` and the session goes on."""
+        for fn in list(self._subscribers):
+            try:
+                fn(event)
+            except CallCancelled:
+                raise
+            except Exception as err:
+                warnings.warn(f"a subscriber ({getattr(fn, '__qualname__', fn)!s}) raised on {event['type']}: "
+                              f"{type(err).__name__}: {err}", RuntimeWarning, stacklevel=3)
+
+    @contextlib.contextmanager
+    def _atomic(self) -> Iterable[None]:
+        """An entry point (``submit``, ``decide``, ``step``, ``run``) happens whole or
+        not at all. When a log write fails inside it, the log is cut back to where
+        the entry point found it and the session returns to that state (its answer
+        in flight included); subscribers are told with ``session.restored`` (not an
+        event: no ``seq`` of its own, never logged), and the ``LogError`` is raised.
+        Called again once the log takes writes, it goes on. Nested entry points
+        (``submit`` running ``run``) are one."""
+        if self._atomic_depth:
+            yield
+            return
+        answer = None if self._answer is None else (list(self._answer.actions), self._answer.reply)
+        mark = (len(self.events), self.clock, answer, self._log.size if self._log is not None else 0)
+        self._atomic_depth = 1
+        try:
+            yield
+        except LogError as err:
+            self._restore(*mark)
+            self._tell({"time": self.clock, "type": "session.restored", "seq": mark[0], "error": str(err)})
+            raise
+        finally:
+            self._atomic_depth = 0
+
+    def _restore(self, n_events: int, clock: float, answer: tuple[list, Any] | None, log_size: int) -> None:
+        """The session as its first ``n_events`` events make it (the log cut back to
+        them), the clock and the answer in flight as they were."""
+        if len(self.events) > n_events:
+            kept_events = self.events[:n_events]
+            log, subscribers = self._log, self._subscribers
+            lazy = isinstance(self._tree, LazyTree)
+            self._setup(self.agent, self.config, self.llms, self.worker, self.autorun, None)
+            self._log, self._subscribers = log, subscribers
+            if lazy and log is not None:  # a lazy session reads its contents from the log: read it again
+                log.cut(log_size)
+                self._tree, self.events = LazyTree(log.path), LazyEvents(log.path)
+                lines = read_lines(log.path)
+                self._replay_log(str(log.path), next(lines), lines, lazy=True)
+                self._tree.offset = -1
+                self._tree.warm(self._tree.path_ids())
+            else:
+                for ev in kept_events:
+                    self._apply(ev)
+                    self.events.append(ev)
+        if self._log is not None:
+            self._log.cut(log_size)
+        self.clock = clock
+        self._answer = None if answer is None else _Answer(deque(answer[0]), answer[1])
 
     def _apply(self, ev: Mapping[str, Any]) -> None:
         """The reducer: change the model by one event (live, or read from a log)."""
@@ -300,6 +382,7 @@ class Session:
             self._tree.add(msg, msg["parent"])
             self._tree.head = msg["id"]
             self._waiting_ids.discard(msg["id"])
+            self._calls.announced.pop(msg["id"], None)
         elif t == "head.moved":
             self._tree.head = ev["to"]
         elif t == "state.changed":
@@ -366,16 +449,16 @@ class Session:
         Nothing is reserved: an id is taken once its message is recorded, so a
         loaded session hands out the same ids as the live one would have.
         """
-        taken, waiting, given = self._tree, self._waiting_ids, set(given)
+        taken, waiting, announced, given = self._tree, self._waiting_ids, self._calls.announced, set(given)
         k = self._e_next
-        while f"e{k}" in taken or f"e{k}" in waiting:
+        while f"e{k}" in taken or f"e{k}" in waiting or f"e{k}" in announced:
             k += 1
         self._e_next = k  # every id below k is taken for good
         out: list[str] = []
         while len(out) < n:
             cand = f"e{k}"
             k += 1
-            if cand not in taken and cand not in waiting and cand not in given:
+            if cand not in taken and cand not in waiting and cand not in announced and cand not in given:
                 out.append(cand)
         return out
 
@@ -392,8 +475,9 @@ class Session:
         return f"llm-{k}"
 
     def _known(self, message_id: str | None) -> bool:
-        """Recorded, or waiting in a queued turn."""
-        return message_id is not None and (message_id in self._tree or message_id in self._waiting_ids)
+        """Recorded, waiting in a queued turn, or announced for a streamed reply."""
+        return message_id is not None and (message_id in self._tree or message_id in self._waiting_ids
+                                           or message_id in self._calls.announced)
 
     # ------------------------------------------------------------------
     # client input (PROTOCOL.md 2 and 3)
@@ -404,15 +488,41 @@ class Session:
         emits nothing."""
         inp = inputs.validate(message, self.agent)
         kind = inp["type"]
-        if kind == "client.interrupt":
-            taken = self._interrupt()
-        elif kind == "client.messages":
-            taken = self._submit_view(inp)
-        else:
-            taken = self._submit_messages(inp)
-        if self.autorun:
-            self.run()
+        left_out = self._leave_out(inp) if "messages" in inp else []
+        with self._atomic():
+            if kind == "client.interrupt":
+                taken = self._interrupt()
+            elif kind == "client.messages":
+                taken = self._submit_view(inp)
+            else:
+                taken = self._submit_messages(inp)
+            if self.autorun:
+                self.run()
+        if left_out:
+            taken["left_out"] = left_out
         return taken
+
+    def _leave_out(self, inp: dict[str, Any]) -> list[str]:
+        """Take out of the input's messages every reply whose id a streamed call
+        announced and no message holds (a stopped reply a client kept, PROTOCOL.md
+        rev 4, gap): it is not an answer, so the view goes on from its parent.
+        Returns their ids. Another role under such an id is refused (400)."""
+        announced = self._calls.announced
+        if not announced:
+            return []
+        out = []
+        for i, m in enumerate(inp["messages"]):
+            if m.get("id") in announced:
+                if m["role"] != "assistant":
+                    raise Refused(400, f"messages[{i}].id: {m['id']!r} is the id of a streamed reply that was stopped; "
+                                       "give this message another id")
+                out.append(m["id"])
+        inp["left_out"] = out
+        if out:
+            inp["messages"] = [m for m in inp["messages"] if m.get("id") not in announced]
+            if not inp["messages"] and inp["type"] == "client.messages":
+                raise Refused(400, f"messages: every message is a stopped reply ({', '.join(out)}); the view is empty")
+        return out
 
     def _refuse_busy(self) -> None:
         raise Refused(409, f"turn {self._running} is running: send queue: true to wait, or interrupt it first", turn_id=self._running)
@@ -421,7 +531,8 @@ class Session:
         kind, msgs, queue = inp["type"], inp["messages"], inp.get("queue")
         fresh = [m for m in msgs if not self._known(m.get("id"))]
         if not fresh:  # a retry: every message already recorded or waiting (checked before 409)
-            return receipt(200, self._turn_that_took(msgs[0]["id"]), duplicate=True)
+            first = msgs[0]["id"] if msgs else inp["left_out"][0]
+            return receipt(200, self._turn_that_took(first), duplicate=True)
         if self._running is not None and queue is None:
             self._refuse_busy()
         if queue is not None and (self._running is not None or self._queue):
@@ -440,6 +551,8 @@ class Session:
     def _turn_that_took(self, mid: str) -> str | None:
         if mid in self._tree:
             return self._tree.node(mid)["turn_id"]
+        if mid in self._calls.announced:
+            return self._calls.announced[mid]
         return next((tid for tid in self._queue if any(m.get("id") == mid for m in self._turn_of[tid]["messages"])), None)
 
     def _new_turn(self, trigger: dict[str, Any], inp: Mapping[str, Any], messages: list, queue: str | None = None) -> Turn:
@@ -529,14 +642,42 @@ class Session:
     # ------------------------------------------------------------------
     def run(self) -> None:
         """Run until no turn runs or waits in the queue, or a decision waits."""
-        for _ in range(MAX_STEPS):
-            if not self.step():
-                return
+        with self._atomic():
+            for _ in range(MAX_STEPS):
+                if not self.step():
+                    return
         raise RuntimeError(f"run() took more than {MAX_STEPS} steps: does the worker ever end its turns?")
 
     def step(self) -> bool:
         """One engine step: answer a decision, or run one action. Returns False
-        when there is nothing to do (or a decision waits for ``decide``)."""
+        when there is nothing to do (or a decision waits for ``decide``).
+
+        The turn's runner: whatever goes wrong inside a step fails that turn
+        and only it (PROTOCOL.md rev 4). A provider's exception is already a
+        failed call (``providers.call``); a call stopped on purpose
+        (``CallCancelled``) cancels the turn; anything else (a bug) fails the
+        turn with ``internal error`` and a ``RuntimeWarning``. Only ``LogError``
+        leaves a step, which then applied nothing (``_atomic``)."""
+        with self._atomic():
+            try:
+                return self._step()
+            except LogError:
+                raise
+            except CallCancelled as err:
+                if self._running is None:
+                    raise
+                self._end_turn("turn.cancelled", reason=str(err) or "the call was cancelled")
+                return True
+            except Exception as err:
+                if self._running is None:
+                    raise
+                error = f"internal error: {type(err).__name__}: {err}"
+                warnings.warn(f"turn {self._running} failed on a bug in the engine or a callback: {error}", RuntimeWarning,
+                              stacklevel=2)
+                self._end_turn("turn.failed", error=error)
+                return True
+
+    def _step(self) -> bool:
         if self._running is None:
             return self._start_next()  # only a log written before rev 3 can leave a queue waiting
         if self._asked is not None:
@@ -557,7 +698,15 @@ class Session:
         if self.worker == "chat":  # it reads only the path's last message: a view, not a copy of the path
             actions = chat_worker({**self._asked, "messages": PathView(self._tree, self._asked["head"])})
         else:
-            actions = self.worker(self.pending)
+            try:
+                actions = self.worker(self.pending)
+            except (CallCancelled, LogError):
+                raise
+            except Exception as err:  # the worker's bug fails its turn, never the session
+                self._emit("decision.answered", turn_id=self._running, actions=[])
+                name = getattr(self.worker, "__qualname__", None) or type(self.worker).__name__
+                self._fail(f"the worker {name} raised {type(err).__name__}: {err}")
+                return True
         try:
             actions = inputs.validate_actions(actions)
         except Refused as err:
@@ -582,9 +731,10 @@ class Session:
         for i, a in enumerate(actions):
             if a["type"] == "llm.call" and a.get("llm") is not None and a["llm"] not in self.llms:
                 raise Refused(400, f"actions[{i}].llm: no provider named {a['llm']!r} (known: {', '.join(self.llms)})")
-        self._on_answer(actions)
-        if self.autorun:
-            self.run()
+        with self._atomic():
+            self._on_answer(actions)
+            if self.autorun:
+                self.run()
 
     def _request(self, kind: str, **extra: Any) -> None:
         """Ask the worker. The event names the head instead of holding the path
@@ -672,8 +822,9 @@ class Session:
             if limit is not None:
                 self._hold(call, limit.reason, limit.strategy, tokens)
                 return
-        self._emit("llm.started", turn_id=tid, call_id=call_id, summary=False, llm=llm_name, model=model)
         (mid,) = self._new_ids(1)  # exact: nothing else is recorded while the call runs
+        announce = {"message_id": mid} if stream else {}  # streamed: llm.delta shows the id, so it is taken for good
+        self._emit("llm.started", turn_id=tid, call_id=call_id, summary=False, llm=llm_name, model=model, **announce)
         messages = jsondata.copy(given) if given is not None else self._tree.messages()  # the provider's to keep
         request = {"model": model, "messages": messages, "stream": stream, "summary": False}
         try:
@@ -697,10 +848,8 @@ class Session:
         subscribers only, never to ``events`` or the log, so it has no ``seq``."""
 
         def on_delta(text: str) -> None:
-            event = {"time": self.clock, "type": "llm.delta", "turn_id": turn_id, "call_id": call_id,
-                     "message_id": message_id, "text": text}
-            for fn in list(self._subscribers):
-                fn(event)
+            self._tell({"time": self.clock, "type": "llm.delta", "turn_id": turn_id, "call_id": call_id,
+                        "message_id": message_id, "text": text})
 
         return on_delta
 
@@ -798,6 +947,8 @@ class Session:
         for m in messages:
             if m.get("id") and m["id"] in self._tree:
                 nodes.append({**message_of(self._tree.node(m["id"]), with_id=False), "copied_from": m["id"]})
+            elif m.get("id") in self._calls.announced:  # a stopped reply's id stays its own: a new message
+                nodes.append({k: v for k, v in m.items() if k != "id"})
             else:
                 nodes.append(m)
         first = {"replaces": old_head, "state": self._tree.state_at() or None}
@@ -905,3 +1056,10 @@ def _replaces(actions: list[Mapping[str, Any]]) -> bool:
         if a["type"] == "context.replace":
             return True
     return False
+
+
+def _seconds(value: Any, what: str) -> float:
+    """A clock reading or a step of it: a finite, non-negative number (a log cannot hold NaN)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{what} takes a finite, non-negative number of seconds, got {value!r}")
+    return float(value)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["Refused", "ConfigError", "LogError", "LogWarning", "ProviderError", "ReadError", "ReadWarning", "SummaryWarning",
+__all__ = ["CallCancelled", "Refused", "ConfigError", "LogError", "LogWarning", "ProviderError", "ReadError", "ReadWarning", "SummaryWarning",
            "TokenizerError", "TuneWarning"]
 
 
@@ -60,6 +60,14 @@ class ProviderError(Exception):
             raise ValueError(f"ProviderError kind must be one of {self.KINDS}, got {kind!r}")
         super().__init__(message or kind)
         self.kind = kind
+
+
+class CallCancelled(Exception):
+    """Raised by a provider (or a wrapper around one) to stop a model call on
+    purpose, e.g. because the client that asked for it went away. The engine
+    cancels the running turn (``turn.cancelled`` with this text as its
+    ``reason``) and records nothing of the call; any other exception out of a
+    provider fails the call instead (``ProviderError("failed")``)."""
 
 
 class ReadError(ValueError):

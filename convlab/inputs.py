@@ -158,6 +158,9 @@ def validate_actions(actions: Any) -> list[dict[str, Any]]:
             if found:
                 raise Refused(400, found)
             clean["state"] = jsondata.copy(dict(a["state"]))
+        found = jsondata.problem(clean, where)  # ids, names, a summary: text JSON can carry
+        if found:
+            raise Refused(400, found)
         out.append(clean)
     return out
 

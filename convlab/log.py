@@ -20,38 +20,79 @@ from .errors import LogError, LogWarning
 __all__ = ["LogWriter", "read_lines", "parse_event", "event_at"]
 
 
+#: How a log's bytes reach its file: ``os.write`` (a test makes it fail to play a full disk).
+write_fd = os.write
+
+
 class LogWriter:
-    """Appends events to a JSONL file, flushing each line. ``new=False`` continues
-    a log: a last line with no newline (written by hand, cut by a copy) gets one
-    first, so the next event starts a line of its own."""
+    """Appends events to a JSONL file, one line each, written and flushed to the
+    file system before ``write`` returns. ``new=False`` continues a log: a last
+    line with no newline (written by hand, cut by a copy) gets one first, so
+    the next event starts a line of its own.
+
+    A write that fails (a full disk, EIO, a read-only file, an event JSON
+    cannot carry) raises ``LogError`` and leaves the file as it was: a partly
+    written line is cut off at once, or before the next write if cutting
+    failed too. ``size`` is the log's length in bytes after the last whole
+    line; ``cut(size)`` takes the log back to an earlier one.
+    """
 
     def __init__(self, path: str | os.PathLike, *, new: bool = True):
         self.path = Path(path)
         if new and self.path.exists() and self.path.stat().st_size > 0:
             raise LogError(f"{self.path} is not empty: Session.load({str(self.path)!r}) continues a log")
         try:
-            self._file = open(self.path, "a", encoding="utf-8")
-            if not new and self._file.tell() > 0:
-                with open(self.path, "rb") as f:
-                    f.seek(-1, os.SEEK_END)
-                    if f.read(1) != b"\n":
-                        self._file.write("\n")
-                        self._file.flush()
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
         except OSError as err:
             raise LogError(f"cannot write the session log {self.path}: {err.strerror or err}") from err
+        self.size = os.fstat(self._fd).st_size
+        if not new and self.size > 0:
+            with open(self.path, "rb") as f:
+                f.seek(-1, os.SEEK_END)
+                last = f.read(1)
+            if last != b"\n":
+                self._append(b"\n")
 
     def write(self, event: dict[str, Any]) -> None:
-        self._file.write(json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n")
-        self._file.flush()
+        """Append one event as a line; ``LogError`` (and the file as it was) when it cannot be."""
+        try:
+            line = json.dumps(event, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8") + b"\n"
+        except (ValueError, TypeError, RecursionError) as err:  # checked at the edge; a bug if it happens
+            raise LogError(f"cannot write the session log {self.path}: the {event.get('type')} event is not JSON data ({err})") from None
+        self._append(line)
+
+    def _append(self, data: bytes) -> None:
+        try:
+            if os.fstat(self._fd).st_size != self.size:  # a torn line an earlier failure could not cut
+                os.ftruncate(self._fd, self.size)
+            view = memoryview(data)
+            while view:
+                written = write_fd(self._fd, view)
+                view = view[written:]
+        except OSError as err:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self.size)
+            raise LogError(f"cannot write the session log {self.path}: {err.strerror or err}") from None
+        self.size += len(data)
+
+    def cut(self, size: int) -> None:
+        """Take the log back to its first ``size`` bytes (what an undone entry point wrote goes)."""
+        if size == self.size and os.fstat(self._fd).st_size == size:
+            return
+        try:
+            os.ftruncate(self._fd, size)
+        except OSError as err:
+            raise LogError(f"cannot cut the session log {self.path} back: {err.strerror or err}") from None
+        self.size = size
 
     def close(self) -> None:
-        self._file.close()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
     def __del__(self) -> None:  # pragma: no cover - best effort
-        try:
-            self._file.close()
-        except Exception:
-            pass
+        with contextlib.suppress(Exception):
+            self.close()
 
 
 def read_lines(source: str | os.PathLike | BinaryIO, *, repair: bool = False) -> Iterator[tuple[int, int, bytes]]:

@@ -27,9 +27,14 @@ How the log becomes protocol traffic (creation order, ``seq``):
   summary: a ``kind: "summary"`` node whose content is ``SUMMARY_PREFIX``
   (the engine's line saying the earlier conversation was summarized) and the
   logged text (a convlab log's summary already opens with it, and keeps its
-  content as it was). A summary that is the log's very first message has no history
-  to replace and no turn to replace it in: it is submitted as the first
-  message (``kind: "message"``);
+  content as it was; a logged summary with no text, which the engine would
+  refuse, gets ``EMPTY_SUMMARY``). The messages the log has straight under
+  the summary (a reply, tool results: Claude Code goes on after an automatic
+  compaction with no user message between) are that turn's: the same answer
+  goes on with their ``message.add`` and ``llm.call`` after the replace. A
+  summary that is the log's very first message has no history to replace and
+  no turn to replace it in: it is submitted as the first message (``kind:
+  "message"``);
 - at the end, a head-only view moves the head to the log's head if needed.
 
 Times: before a turn starts the clock moves to its first message's logged
@@ -56,9 +61,12 @@ from .tokens import content_text, count_batch, count_tokens
 from .tree import message_of, nodes_in_order
 from .wire import Event
 
-__all__ = ["replay", "Replay", "plan", "Plan", "PlannedTurn", "ExactCounts", "Replayer"]
+__all__ = ["replay", "Replay", "plan", "Plan", "PlannedTurn", "ExactCounts", "Replayer", "EMPTY_SUMMARY"]
 
 _ENGINE_ID = re.compile(r"e\d+$")
+
+#: The text a logged summary with none is replayed with (the engine records no empty summary).
+EMPTY_SUMMARY = "(the log's summary has no text)"
 
 
 # ----------------------------------------------------------------------
@@ -183,7 +191,7 @@ def plan(conversation: Any) -> Plan:
                 turn = PlannedTurn("move", parent, time=n.get("time"))
                 turns.append(turn)
             turn.steps.append(("call", nid))
-        elif _is_tool(n) and turn is not None and parent == vhead and turn.start != "compact":
+        elif _is_tool(n) and turn is not None and parent == vhead:
             turn.steps.append(("add", nid))
         elif turn is not None and turn.start == "submit" and not turn.steps and parent == vhead and role != "assistant":
             turn.nodes.append(nid)  # a chain of inputs: one client.append
@@ -255,6 +263,7 @@ class _Start:
     stand_ins: int
     map: dict[str, str]
     compactions: tuple[tuple[str, int], ...]
+    clock: float  # the session's clock (a loaded session's starts at 0 at the least: a log's times may be earlier)
 
 
 #: Event types a fork leaves out: between turns no decision waits, so they change nothing.
@@ -354,11 +363,13 @@ class Replayer:
         self._exact: dict[str, int] = {}
         self._turn_calls = 0
         self._held_ids: set[str] = set()
+        self._compacting: str | None = None  # the log's summary whose context.replace is under way
         self._lines: list[bytes] = []  # the events as log lines, made once (what forks load)
         replies = []
         for nid in plan.calls:
             node = nodes[nid]
-            replies.append({"id": nid, "content": node["content"], "usage": node.get("usage"), "time": node.get("time")})
+            keys = {k: node[k] for k in ("tool_calls", "name", "metadata") if node.get(k) is not None}
+            replies.append({"id": nid, "content": node["content"], "usage": node.get("usage"), "time": node.get("time"), **keys})
         start = next((n.get("time") for n in nodes.values() if n.get("time") is not None), None)
         self.llm = ReplayLLM(
             replies,
@@ -387,10 +398,12 @@ class Replayer:
         at = self.starts[turn]
         events = self.session.events
         for ev in events[len(self._lines):at.events]:
+            # ASCII: a lone surrogate (a log may hold one, JSON escapes it) goes through as its escape
             self._lines.append(b"" if ev["type"] in _NOT_FORKED else
-                               json.dumps(ev, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+                               json.dumps(ev, separators=(",", ":")).encode() + b"\n")
         new = Replayer(self.plan, config, counts=self.counts, agent=self.agent, summarize=self.summarize,
                        log=io.BytesIO(b"".join(self._lines[:at.events])), **self.knobs)
+        new.session.clock = at.clock
         new.stand_ins = at.stand_ins
         new.map.update(at.map)
         new.compactions.update(at.compactions)
@@ -470,6 +483,12 @@ class Replayer:
             self._turn_calls += 1
         elif t == "turn.started":
             self._turn_calls = 0
+        elif t == "message.new" and self._compacting is not None and ev["message"]["kind"] == "summary":
+            # the log's own compaction recorded its summary: the next model call reads the compacted history
+            sid = ev["message"]["id"]
+            self.map[self._compacting] = sid
+            self.compactions[sid] = len(self.trace) + 1
+            self._compacting = None
 
     # -- running --------------------------------------------------------
     def _sid(self, imported: str | None) -> str | None:
@@ -492,7 +511,7 @@ class Replayer:
             self.turn = k
             self.starts[k] = _Start(len(self.session.events), len(self.trace), len(self.llm.summaries), len(self.limits),
                                     len(self.stale), len(self.consulted), self.stand_ins, dict(self.map),
-                                    tuple(self.compactions.items()))
+                                    tuple(self.compactions.items()), self.session.clock)
             self._run_turn(self.plan.turns[k])
         return self
 
@@ -527,15 +546,17 @@ class Replayer:
 
     def _run_turn(self, turn: PlannedTurn) -> None:
         self._advance_to(turn.time)
+        first: list[dict[str, Any]] = []  # what the turn's first answer starts with
         if turn.start == "submit":
             self._start_submit(turn)
         elif turn.start == "compact":
-            self._start_compact(turn)
+            first = self._start_compact(turn)
         elif self._sid(turn.parent) is None:  # a move to the root: nothing to do
             return
         else:
             self._view_to(self._sid(turn.parent))
-        self._run_steps(turn.steps)
+        self._run_steps(turn.steps, first)
+        self._compacting = None
 
     def _start_submit(self, turn: PlannedTurn) -> None:
         s = self.session
@@ -548,24 +569,27 @@ class Replayer:
             created = self._view_to(parent, msgs)
         self.map.update(zip(turn.nodes, created))
 
-    def _start_compact(self, turn: PlannedTurn) -> None:
-        """The log's own compaction, as the engine records one (see the module docstring)."""
+    def _start_compact(self, turn: PlannedTurn) -> list[dict[str, Any]]:
+        """The log's own compaction, as the engine records one (see the module docstring):
+        the turn starts at the replaced message, and its first answer opens with the
+        ``context.replace`` (returned), so a reply the log gives right after the summary
+        is that answer's ``llm.call``, in the same turn."""
         summary = self.plan.nodes[turn.nodes[0]]
         parent = self._sid(turn.parent)
         if parent is None:
-            created = self._view_to(None, [self._message(summary["id"])])
-        else:
-            self._view_to(parent)
-            text = content_text(summary["content"]).removeprefix(SUMMARY_PREFIX)  # a convlab log's own summary
-            created = self._decide([{"type": "context.replace", "summary": text}])
-            self.compactions[created[0]] = len(self.trace) + 1
-        self.map[summary["id"]] = created[0]
+            self.map[summary["id"]] = self._view_to(None, [self._message(summary["id"])])[0]
+            return []
+        self._view_to(parent)
+        self._compacting = summary["id"]
+        text = content_text(summary["content"]).removeprefix(SUMMARY_PREFIX)  # a convlab log's own summary
+        return [{"type": "context.replace", "summary": text or EMPTY_SUMMARY}]
 
-    def _run_steps(self, steps: list[tuple[str, str]]) -> None:
+    def _run_steps(self, steps: list[tuple[str, str]], first: list[dict[str, Any]]) -> None:
         """The worker's answers: ``message.add`` for tool results, one ``llm.call`` per
-        logged reply, then an empty answer that ends the turn."""
+        logged reply, then an empty answer that ends the turn. ``first`` opens the
+        first answer (the log's compaction)."""
         s = self.session
-        actions: list[dict[str, Any]] = []
+        actions: list[dict[str, Any]] = list(first)
         adds: list[str] = []
         for kind, nid in steps:
             if s.decision is None:  # the turn failed: the rest of its replies are not given
@@ -577,7 +601,7 @@ class Replayer:
                 adds.append(nid)
                 continue
             actions.append({"type": "llm.call", "llm": "replay"})
-            self.map.update(zip(adds, self._decide(actions)))
+            self._answer(actions, adds)
             waiting = s.decision
             if waiting is not None and waiting["type"] == "llm.result":
                 self.map[nid] = waiting["reply"]["id"]
@@ -587,7 +611,13 @@ class Replayer:
                 self.stale.append(nid)
             actions, adds = [], []
         if s.decision is not None:
-            self.map.update(zip(adds, self._decide(actions)))
+            self._answer(actions, adds)
+
+    def _answer(self, actions: list[dict[str, Any]], adds: list[str]) -> None:
+        """Answer with ``actions``; the tool results they add (``adds``, imported ids) map to
+        the messages recorded, in order (the log's summary, recorded first, is mapped apart)."""
+        created = [sid for sid in self._decide(actions) if sid not in self.compactions]
+        self.map.update(zip(adds, created))
 
     def _decide(self, actions: list[dict[str, Any]]) -> list[str]:
         """Answer the waiting decision, then every context.limit that follows it
@@ -651,6 +681,18 @@ def replay(conversation: Conversation, config: Any = None, *, agent: str = "bot"
     fires the replay goes on from the new history; the logged replies
     answered there (and any that could not be given) are listed in
     ``Replay.stale``. ``Replay`` documents what else it holds.
+
+    Where the log compacted itself (a summary root) and a strategy fires too,
+    the log's compaction is replayed as the log did it, whatever the strategy
+    did before: its ``context.replace`` replaces the history the replay has
+    at that point (the strategy's, if one rewrote it) with the log's summary,
+    so from there on the model reads what the log's model read, the logged
+    usage applies again and those replies are not stale. The strategy fires
+    only on what follows, by the same rules as anywhere (an idle strategy at
+    the first call after the summary proposes the call as it was: nothing
+    precedes what it must keep). A reply the log gives straight after its
+    summary is the compaction's own turn: ``[context.replace, llm.call]`` in
+    one answer.
 
     The cost model's knobs (``ReplayLLM`` documents both):
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import inputs, jsondata
+from . import inputs, jsondata, providers
 from .errors import ProviderError, SummaryWarning
 from .tree import MESSAGE_KEYS, input_tokens
 
@@ -295,7 +295,7 @@ class Summaries:
 
     def _call(self, key: str, model: str, request: Mapping[str, Any]) -> dict[str, Any]:
         try:
-            reply = inputs.reply_from(self.provider.complete(dict(request)))
+            reply = providers.call(self.provider, dict(request))  # whatever it raises is a failed call, redacted
         except ProviderError as err:
             if err.kind != "too_long":
                 with self._lock:

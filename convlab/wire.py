@@ -22,6 +22,7 @@ class Receipt(TypedDict):
     queued: bool
     merged: bool
     duplicate: bool
+    left_out: NotRequired[list[str]]  # stopped replies the input brought back, left out (PROTOCOL.md rev 4)
 
 
 def receipt(status: int, turn_id: str | None, *, new_from: int | None = None, queued: bool = False,
@@ -80,7 +81,7 @@ EVENT_FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         ("turn.cancelled", ("reason",), ()),
         ("decision.requested", ("decision",), ()),
         ("decision.answered", ("actions",), ()),
-        ("llm.started", ("call_id", "summary", "llm", "model"), ()),
+        ("llm.started", ("call_id", "summary", "llm", "model"), ("message_id",)),
         ("llm.completed", ("call_id", "usage"), ("summary",)),
         ("llm.failed", ("call_id", "error", "message"), ("summary",)),
         ("context.limited", ("reason", "strategy", "tokens", "window", "call_id", "llm", "model"), ()),

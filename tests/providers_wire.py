@@ -166,13 +166,60 @@ LLAMACPP_TOO_LONG = {"error": {"code": 400, "type": "exceed_context_size_error",
                                "n_prompt_tokens": 9412, "n_ctx": 8192}}
 
 
+# -- local OpenAI-compatible servers, as they answer (docs/protocol.md: the providers) --
+def llamacpp_stream(texts: list[str], *, finish: str = "stop", prompt: int = 32, cached: int = 0,
+                    model: str = "SmolLM2-135M-Instruct", id: str = "chatcmpl-SyUciQ4jjMwDZJAYRJSXwWJw8bdc6VT1") -> list[bytes]:
+    """llama.cpp's own server (``llama-server``, xllamacpp 2026.10) streaming, as measured on this
+    machine: the role chunk with ``content: null``, a chunk per token, the ``finish_reason`` chunk
+    (``"length"`` when ``max_completion_tokens`` cut it), the usage chunk (``choices: []``, usage
+    with ``cached_tokens`` and a non-standard ``timings``), ``data: [DONE]``."""
+    head = {"created": 1796172360, "id": id, "model": model, "system_fingerprint": "b0-unknown", "object": "chat.completion.chunk"}
+
+    def event(chunk: dict) -> bytes:
+        return b"data: " + json.dumps(chunk, separators=(",", ":")).encode() + b"\n\n"
+
+    events = [event({"choices": [{"finish_reason": None, "index": 0, "delta": {"role": "assistant", "content": None}}], **head})]
+    events += [event({"choices": [{"finish_reason": None, "index": 0, "delta": {"content": t}}], **head}) for t in texts]
+    events.append(event({"choices": [{"finish_reason": finish, "index": 0, "delta": {}}], **head}))
+    usage = {"completion_tokens": len(texts), "prompt_tokens": prompt, "total_tokens": prompt + len(texts),
+             "prompt_tokens_details": {"cached_tokens": cached}}
+    timings = {"cache_n": cached, "prompt_n": prompt - cached, "prompt_ms": 33.852, "prompt_per_token_ms": 33.852,
+               "prompt_per_second": 29.54, "predicted_n": len(texts), "predicted_ms": 88.153,
+               "predicted_per_token_ms": 22.04, "predicted_per_second": 45.38}
+    events.append(event({"choices": [], **head, "usage": usage, "timings": timings}))
+    return events + [b"data: [DONE]\n\n"]
+
+
+def llama_cpp_python_stream(texts: list[str], *, finish: str = "stop", model: str = "/models/qwen2.5-0.5b-instruct-q4_k_m.gguf",
+                            id: str = "chatcmpl-6c1e9d8a-2f4b-4c0e-9d57-0a8f3b1c2e4d") -> list[bytes]:
+    """llama-cpp-python's server (``llama_cpp.server``) streaming: its chunks as
+    ``_convert_text_completion_chunks_to_chat`` makes them (the role chunk has no
+    ``content``, the last chunk ``delta: {}`` with the ``finish_reason``) and no usage
+    chunk at all (it ignores ``stream_options``), then ``data: [DONE]``; sse-starlette
+    ends each line with CRLF."""
+    head = {"id": id, "model": model, "created": 1741569952, "object": "chat.completion.chunk"}
+    deltas = [({"role": "assistant"}, None)] + [({"content": t}, None) for t in texts] + [({}, finish)]
+    events = [b"data: " + json.dumps({**head, "choices": [{"index": 0, "delta": d, "logprobs": None, "finish_reason": f}]}).encode() + b"\r\n\r\n"
+              for d, f in deltas]
+    return events + [b"data: [DONE]\r\n\r\n"]
+
+
+#: llama-cpp-python's server, too long and not streamed (``RouteErrorHandler``'s
+#: ``context_length_exceeded`` formatter; ``max_tokens`` not given is ``None``); streamed, the
+#: same request gets HTTP 200 and an empty body: the error is raised after the response started.
+LLAMA_CPP_PYTHON_TOO_LONG = {"error": {
+    "message": "This model's maximum context length is 512 tokens. However, you requested 2031 tokens "
+               "(2031 in the messages, None in the completion). Please reduce the length of the messages or completion.",
+    "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}
+
+
 def openai_client(api: MockAPI, *, max_retries: int = 0, key: str = KEY) -> openai.OpenAI:
     return openai.OpenAI(api_key=key, base_url=OPENAI_URL, max_retries=max_retries,
                          http_client=httpx.Client(transport=httpx.MockTransport(api)))
 
 
-def openai_llm(api: MockAPI, model: str = "gpt-4.1-mini", *, max_retries: int = 0, **kw: Any) -> convlab.OpenAIChat:
-    return convlab.OpenAIChat(model, client=openai_client(api, max_retries=max_retries), **kw)
+def openai_llm(api: MockAPI, model: str = "gpt-4.1-mini", *, max_retries: int = 0, key: str = KEY, **kw: Any) -> convlab.OpenAIChat:
+    return convlab.OpenAIChat(model, client=openai_client(api, max_retries=max_retries, key=key), **kw)
 
 
 # -- Anthropic -----------------------------------------------------------------

@@ -1,27 +1,36 @@
-"""The real chat logs in ../shared/data/real, for the importer and frame tests.
+"""The real chat logs, for the importer, frame, replay and CLI tests.
+
+Where they are: ``$CONVLAB_REAL_LOGS`` when it is set, else ``../shared/data/real``
+beside the project (the workspace's copy). A clone without them still passes: a test
+that needs them skips with one line saying how to get them, except under ``CI=true``,
+where it fails (a run that skipped them proved nothing).
 
 Imported by those tests (not a conftest: other engineers append to
-tests/conftest.py). A test that needs the data takes the ``real`` fixture:
-it skips when the folder is missing, except under ``CI=true``, where it fails.
-Tests using it are also marked ``realdata`` (the lead's conftest hook turns
-their skips into failures in CI as well).
+tests/conftest.py). A test that needs the data takes the ``real`` fixture or calls
+``require()``. Tests using it are also marked ``realdata`` (the lead's conftest hook
+turns their skips into failures in CI as well).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
-from ci_support import in_ci
+from ci_support import cannot_run
 
-#: ../shared/data/real relative to the project root, found from this file.
-REAL = Path(__file__).parents[1] / ".." / "shared" / "data" / "real"
+#: the real logs: $CONVLAB_REAL_LOGS, else ../shared/data/real relative to the project root
+REAL = Path(os.environ.get("CONVLAB_REAL_LOGS") or Path(__file__).parents[1] / ".." / "shared" / "data" / "real")
+
+#: how to get them, said by every skip
+HOW = ("set CONVLAB_REAL_LOGS to a folder of real chat logs with its STATS.json "
+       "(the workspace keeps one at ../shared/data/real)")
 
 #: Files in REAL that are about the data, not data.
 NOT_LOGS = ("README.md", "MANIFEST.json", "STATS.json")
 
-MISSING = "<../shared/data/real is missing>"
+MISSING = "<the real logs are missing>"
 
 
 def available() -> bool:
@@ -48,13 +57,10 @@ def log_files() -> list[str]:
 
 
 def require() -> Path:
-    """REAL, or skip (fail under CI=true) when it is missing."""
-    if available():
-        return REAL
-    message = f"real data not found at {REAL.resolve()}"
-    if in_ci():
-        pytest.fail(f"CI=true: {message}; real-data tests must run in CI")
-    pytest.skip(message)
+    """REAL, or skip (fail under CI=true) when it is missing, saying how to get it."""
+    if not available():
+        cannot_run(f"real chat logs not found at {REAL.resolve()}: {HOW}")
+    return REAL
 
 
 @pytest.fixture

@@ -300,3 +300,35 @@ def check_wire(s) -> None:
         _keys_fit(t, Turn, "turn")
     if s.pending is not None:
         _keys_fit(s.pending, Decision, f"decision {s.pending['type']}")
+
+
+#: A credential a failing provider holds (and may leak into its errors): no text may show it.
+KEY = "sk-live-abcdef0123456789"
+
+
+class Raises:
+    """A provider that raises ``exc`` (not a ProviderError: what an SDK or a transport raises) on its
+    first call, then echoes; it holds ``KEY``. ``StreamRaises`` raises mid-stream, after a word."""
+
+    def __init__(self, exc: BaseException):
+        self.exc = exc
+        self.calls = 0
+        self.echo = convlab.EchoLLM()
+
+    def secrets(self) -> list[str]:
+        return [KEY]
+
+    def complete(self, request: dict[str, Any]) -> dict[str, Any]:
+        self.calls += 1
+        if self.calls == 1:
+            raise self.exc
+        return self.echo.complete(request)
+
+
+class StreamRaises(Raises):
+    def stream(self, request: dict[str, Any]):
+        self.calls += 1
+        if self.calls == 1:
+            yield "partial "
+            raise self.exc
+        yield from self.echo.stream(request)

@@ -19,11 +19,7 @@ import convlab
 from agui_support import SlowLLM, body, client, m, reply_of, run, served, snapshot, sse, types
 from ci_support import cannot_run
 
-pytestmark = [pytest.mark.timeout(120),
-              # until the engine writes ahead (a failed write raises convlab.LogError and applies nothing:
-              # the lead's half of issue 19, part 2), a full disk reaches the server as a raw OSError;
-              # strict, so this marker fails the day it is no longer true and must go
-              pytest.mark.xfail(strict=True, reason="the engine's write-ahead LogError has not landed yet")]
+pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture
@@ -91,7 +87,7 @@ def test_a_full_disk_refuses_with_507_writes_nothing_and_the_thread_goes_on_afte
             assert error["metadata"]["status"] == 507 and error["metadata"]["thread"] == "t"
         live = app.session("t").snapshot()
         assert loaded(logs / "t.jsonl") == live, "memory equals the log"
-        assert [n["id"] for n in live["nodes"]] == ["u1", "e1"] and live["running"] is None
+        assert [n["id"] for n in live["nodes"]] == ["u1", "e1"] and app.session("t").running is None
         assert snapshot(url, "t")["running"] is None
 
         refused_507(run(url, "fresh", [m("u1", LONG)]))  # a new thread: never a 200 with an empty body

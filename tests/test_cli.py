@@ -493,7 +493,7 @@ def test_tune_summarizer_dry_run_then_a_run_then_nothing_to_pay(long_log, tmp_pa
 @pytest.mark.parametrize("extra, message", [
     (["--dry-run"], "--dry-run goes with --summarizer"),
     (["--no-cache"], "--no-cache goes with --summarizer"),
-    (["--summarizer", "gpt-4.1-mini"], "--summarizer: provider spec 'gpt-4.1-mini': unknown; use echo, openai:<model> or anthropic:<model>"),
+    (["--summarizer", "gpt-4.1-mini"], "--summarizer: provider spec 'gpt-4.1-mini': unknown; use echo, local, local:<model.gguf>, openai:<model> or anthropic:<model>"),
     (["--summarizer", "echo", "--dry-run", "--out", "r.csv"], "--dry-run calls nothing and makes no table"),
     (["--jobs", "0"], "argument --jobs: must be a whole number of at least 1, got '0'"),
 ])

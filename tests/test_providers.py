@@ -61,7 +61,7 @@ def test_echo_is_the_shipped_fake():
 
 
 @pytest.mark.parametrize("spec, says", [
-    ("gpt-4.1-mini", "provider spec 'gpt-4.1-mini': unknown; use echo, openai:<model> or anthropic:<model>"),
+    ("gpt-4.1-mini", "provider spec 'gpt-4.1-mini': unknown; use echo, local, local:<model.gguf>, openai:<model> or anthropic:<model>"),
     ("openai:", "provider spec 'openai:': names no model; use openai:<model>, e.g. openai:gpt-4.1-mini"),
     ("anthropic:  ", "provider spec 'anthropic:  ': names no model"),
     ("echo:big", "provider spec 'echo:big': echo takes no model"),

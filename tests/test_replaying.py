@@ -12,7 +12,8 @@ from convlab.providers import ReplayLLM
 from convlab.replaying import plan, replay
 from convlab.tree import Tree
 
-from realdata import REAL, log_files, require
+from realdata import REAL, require
+from replay_invariant import assert_replays_exactly
 
 CLAUDE_CODE = "claude_code/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl.gz"
 
@@ -29,21 +30,8 @@ def conv(rows, head=None, cid="c"):
 
 
 def assert_same_tree(c, r):
-    """The replayed tree equals the imported one through the id map: shape, roles, kinds, content, head
-    (a summary's content opens with the engine's SUMMARY_PREFIX: it is recorded as the engine records one)."""
-    from convlab.engine import SUMMARY_PREFIX
-
-    s, m = r.session, r.map
-    assert set(m) == set(c.tree.nodes)
-    assert len(set(m.values())) == len(m)
-    assert s.tree.number_of_nodes() == c.tree.number_of_nodes()
-    for nid, a in c.tree.nodes(data=True):
-        b = s.tree.nodes[m[nid]]
-        summary = a["kind"] == "summary" and a["parent"] is None and a["seq"] > 1
-        content = SUMMARY_PREFIX + convlab.content_text(a["content"]).removeprefix(SUMMARY_PREFIX) if summary else a["content"]
-        assert (b["role"], b["kind"], b["content"]) == (a["role"], a["kind"], content), nid
-        assert b["parent"] == (None if a["parent"] is None else m[a["parent"]]), nid
-    assert s.head == (None if c.head is None else m[c.head])
+    """The replayed tree equals the imported one through the id map (tests/replay_invariant.py)."""
+    assert_replays_exactly(c, r)
 
 
 def usage(n):
@@ -306,26 +294,6 @@ def test_replay_llm_usage_window_and_latency():
 
 
 @pytest.mark.realdata
-@pytest.mark.parametrize("name", log_files())
-def test_replay_round_trips_every_real_log(name):
-    require()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", convlab.ReadWarning)  # repairs are the importer's business
-        convs = convlab.read(REAL / name, progress=False) if _takes_progress() else convlab.read(REAL / name)
-    assert convs
-    for c in convs:
-        r = replay(c)
-        assert_same_tree(c, r)
-        assert r.stale == []
-
-
-def _takes_progress() -> bool:
-    import inspect
-
-    return "progress" in inspect.signature(convlab.read).parameters
-
-
-@pytest.mark.realdata
 def test_claude_code_session_first_limit_comes_where_the_log_crossed():
     require()
     c = convlab.read(REAL / CLAUDE_CODE)[0]
@@ -456,3 +424,58 @@ def test_a_summarizer_that_fails_leaves_the_call_as_it_was(tmp_path):
     assert first >= 1 and Failing.calls == 2 * first
     with pytest.raises(TypeError, match=r"not its class: Failing\(...\)"):
         replay(c, cfg, summarizer=Failing)
+
+
+# -- the log's own compaction under a strategy (issue 20) ---------------------------
+
+
+def compacted_rows():
+    """long_rows(4), the log's compaction (a reply straight after its summary), then four more turns."""
+    rows = long_rows(4)
+    rows += [("sum", None, "user", "Summary of turns 0-3.", {"time": 45.0, "kind": "summary", "replaces": "a3"}),
+             ("a4", "sum", "assistant", "continuing", {"time": 46.0, "usage": usage(900)})]
+    parent = "a4"
+    for i in range(5, 9):
+        rows.append((f"u{i}", parent, "user", f"question {i} " + "x" * 4000, {"time": 10.0 * i}))
+        rows.append((f"a{i}", f"u{i}", "assistant", f"answer {i}", {"time": 10.0 * i + 1, "usage": usage(1000 * (i - 3))}))
+        parent = f"a{i}"
+    return rows
+
+
+def test_the_logs_compaction_is_replayed_as_the_log_did_it_and_a_strategy_fires_only_on_what_follows():
+    """Issue 20: "Where the log compacted itself and a strategy fires too, what the replay does with the log's own
+    summary is written in replay's docs and tested"."""
+    c = conv(compacted_rows())
+    base = replay(c)
+    r = replay(c, config(None, {"use": "summarize", "over_tokens": 2500}))
+    s = r.session
+    calls = {x["reply"]: x for x in r.calls}
+    # the strategy fired before the log's compaction (call 3) and rewrote the history
+    assert r.limits[0]["call"] == 3 and r.limits[0]["replaced"]
+    # the log's compaction replaced the strategy's history with the log's summary, as the log did
+    summary = s.tree.nodes[r.map["sum"]]
+    assert summary["kind"] == "summary" and summary["replaces"] == r.map["a3"]
+    assert s.tree.nodes[r.map["a3"]]["parent"] is not None and s.path(r.map["a3"])[0]["kind"] == "summary"
+    assert s.path(r.map["a3"])[0]["id"] != r.map["sum"]  # a3 was answered on the strategy's history
+    assert r.compactions == [{"id": r.map["sum"], "call": 5}] and [x["call"] for x in base.compactions] == [5]
+    # from the log's summary on the model reads what the log's model read: the logged usage applies again,
+    # call for call as in the replay with no strategy, until the strategy fires again (call 7)
+    for reply in ("a4", "a5"):
+        same = {k: base.calls[int(reply[1:])][k] for k in ("count", "read", "exact", "applies")}
+        assert {k: calls[reply][k] for k in same} == same and same["applies"]
+    assert [x["call"] for x in r.limits] == [3, 4, 7, 8, 9]
+    assert r.stale == ["a2", "a3", "a6", "a7", "a8"]
+    # the reply straight after the summary was the compaction's own turn
+    answers = [[a["type"] for a in e["actions"]] for e in s.events if e["type"] == "decision.answered"]
+    assert ["context.replace", "llm.call"] in answers
+
+
+def test_an_idle_strategy_at_the_first_call_after_the_logs_summary_keeps_the_call():
+    """An idle reset at the reply straight after the log's summary: nothing precedes what it must keep (the
+    summary), so it proposes the call as it was (PROTOCOL 5.3) and the replay stays the log's."""
+    c = conv(compacted_rows())
+    r = replay(c, config(None, {"use": "reset", "idle_secs": 3}))
+    after = next(x for x in r.limits if x["call"] == 5)
+    assert (after["reason"], after["replaced"]) == ("idle", False)
+    assert {x["reply"]: x["applies"] for x in r.calls}["a4"] is True
+    assert "a4" not in r.stale

@@ -12,13 +12,20 @@ errors and clock moves keep every invariant of PROTOCOL.md:
 - context.limited is always followed by exactly one of context.replaced / context.kept once answered (5.3)
 - events: seq in order, session.started first and once; the log holds exactly the events (7, 8)
 - Session.load(log) equals the live snapshot (8), eagerly and lazily
+- rev 4: whatever a provider raises fails only its turn; values JSON cannot carry (lone surrogates,
+  NaN and infinities, integers past 64 bits, deep nesting) are refused with nothing written; a log
+  write that fails anywhere (a torn line or none) refuses the whole entry point and changes nothing,
+  so memory equals the log at every step; a streamed id is never given to another message
 
 Profiles (tests/conftest.py): "ci" (300 examples, the default) and HYPOTHESIS_PROFILE=deep.
 """
 
 from __future__ import annotations
 
+import builtins
+import errno
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -30,6 +37,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from session_support import PAGE_CONFIG, check_limited_then_exactly_one, check_wire, config, frozen, types
 
 import convlab
+import convlab.log
 
 CONFIGS = [
     None,
@@ -47,7 +55,40 @@ OUTCOMES = st.one_of(
         st.sampled_from([1, 10, 35, 100, 184001, 10**6]),
     ),
     st.sampled_from([{"error": "failed"}, {"error": "too_long"}]),
+    st.sampled_from(["AssertionError", "AttributeError", "KeyError", "RuntimeError", "ValueError"]).map(lambda e: {"raise": e}),
 )
+
+
+class FaultyScript(convlab.ScriptedLLM):
+    """ScriptedLLM whose script may also hold ``{"raise": "KeyError"}``: the call raises that exception,
+    as an SDK or a transport does (not a ProviderError)."""
+
+    def __init__(self, script):
+        self.raises = {i: item["raise"] for i, item in enumerate(script) if "raise" in item}
+        super().__init__([{"content": "unused"} if "raise" in item else item for item in script])
+
+    def complete(self, request):
+        name = self.raises.get(len(self.requests))
+        if name is not None:
+            self.requests.append(dict(request))
+            raise getattr(builtins, name)("raised inside the provider")
+        return super().complete(request)
+
+
+def _nested(depth):
+    out: object = "deep"
+    for _ in range(depth):
+        out = [out]
+    return out
+
+
+# values JSON cannot carry (rev 4), and where they can hide in an input
+HOSTILE = st.one_of(
+    st.characters(categories=["Cs"]).map(lambda c: f"text {c} here"),
+    st.sampled_from([math.nan, math.inf, -math.inf, 2**63, -(10**400)]),
+    st.integers(101, 400).map(_nested),
+)
+HIDING_PLACES = ["content", "part", "id", "name", "metadata", "metadata key", "state", "view", "tool_calls"]
 
 CONTENTS = st.sampled_from(["hi", "a question?", "y" * 90, "", [{"type": "text", "text": "part"}]])
 
@@ -77,6 +118,19 @@ class SessionMachine(RuleBasedStateMachine):
         self.dir = tempfile.mkdtemp(prefix="convlab-prop-")
         self.log = os.path.join(self.dir, "session.jsonl")
         self.fresh = 0
+        self.faults = 0  # how many log writes fail from now on
+        self.torn = False  # and whether each writes half its line first
+        self._real_write = convlab.log.write_fd
+        convlab.log.write_fd = self._write
+        self.streamed_ids: set[str] = set()
+
+    def _write(self, fd, data):
+        if self.faults > 0:
+            self.faults -= 1
+            if self.torn and len(data) > 2:
+                self._real_write(fd, bytes(data[: len(data) // 2]))
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return self._real_write(fd, data)
 
     # -- helpers --------------------------------------------------------
     def new_id(self):
@@ -102,6 +156,10 @@ class SessionMachine(RuleBasedStateMachine):
         n = len(self.s.events)
         try:
             receipt = self.s.submit(inp)
+        except convlab.LogError:
+            assert self.faults_were_set, "a LogError with no write failing"
+            assert len(self.s.events) == n and frozen(self.s) == before, "a submit that could not be written changed the session"
+            return None
         except convlab.Refused as err:
             assert len(self.s.events) == n, "a refused input emitted events"
             assert frozen(self.s) == before, f"a refused input changed the session: {err}"
@@ -122,6 +180,7 @@ class SessionMachine(RuleBasedStateMachine):
         script=st.lists(OUTCOMES, max_size=30),
     )
     def start(self, cfg, worker, autorun, script):
+        self.faults_were_set = False
         tail = [{"content": f"tail {i}", "usage": {"input_tokens": 5, "output_tokens": 1}} for i in range(400)]
         if worker == "callable":
 
@@ -133,8 +192,13 @@ class SessionMachine(RuleBasedStateMachine):
                 return []
 
         self.s = convlab.Session(
-            config=cfg, worker=worker, autorun=autorun, llm=convlab.ScriptedLLM(script + tail), log=self.log, clock=0.0
+            config=cfg, worker=worker, autorun=autorun, llm=FaultyScript(script + tail), log=self.log, clock=0.0
         )
+        self.s.subscribe(self._saw)
+
+    def _saw(self, event):
+        if event["type"] == "llm.delta":
+            self.streamed_ids.add(event["message_id"])
 
     # -- inputs -----------------------------------------------------------
     @rule(
@@ -273,18 +337,81 @@ class SessionMachine(RuleBasedStateMachine):
     def interrupt(self):
         busy = self.running()
         receipt = self.submit({"type": "client.interrupt", "agent_id": "bot"}, None if busy else 409)
-        if busy:
-            assert receipt is not None
+        if busy and receipt is not None:  # None: the log could not take it (disk_trouble), nothing changed
             assert {t["id"]: t["status"] for t in self.s.turns}[busy[0]] == "cancelled"
+        elif busy:
+            assert self.faults_were_set and self.running() == busy
+
+    @rule(bad=HOSTILE, where=st.sampled_from(HIDING_PLACES), queue=st.sampled_from([None, True, "merge"]))
+    def submit_hostile(self, bad, where, queue):
+        """rev 4: "Values JSON cannot carry are refused at the door (400), nothing written"."""
+        msg = {"id": self.new_id(), "role": "user", "content": "fine"}
+        inp = {"type": "client.message", "agent_id": "bot", "message": msg}
+        if where == "content":
+            msg["content"] = bad if isinstance(bad, str) else [{"type": "data", "value": bad}]
+        elif where == "part":
+            msg["content"] = [{"type": "text", "text": "ok"}, {"type": "image", "detail": bad}]
+        elif where == "id":
+            msg["id"] = bad if isinstance(bad, str) else msg["id"]
+            if not isinstance(bad, str):
+                msg["metadata"] = {"id": bad}
+        elif where == "name":
+            msg["name"] = bad if isinstance(bad, str) else "n"
+            msg["metadata"] = {"name": bad}
+        elif where == "metadata":
+            msg["metadata"] = {"x": {"y": [bad]}}
+        elif where == "metadata key":
+            msg["metadata"] = {bad if isinstance(bad, str) else "k\udc80": 1}
+        elif where == "state":
+            inp["state"] = {"s": bad}
+        elif where == "tool_calls":
+            msg["role"], msg["content"] = "assistant", ""
+            inp = {"type": "client.messages", "agent_id": "bot",
+                   "messages": [msg | {"tool_calls": [{"id": "c", "function": {"arguments": bad}}]}]}
+        else:
+            inp = {"type": "client.messages", "agent_id": "bot", "messages": [{"role": "user", "content": "x", "metadata": {"v": bad}}]}
+        if queue is not None and inp["type"] == "client.message":
+            inp["queue"] = queue
+        self.submit(inp, 400)
+
+    @rule(seconds=st.sampled_from([math.nan, math.inf, -math.inf, -1.0]))
+    def advance_hostile(self, seconds):
+        t = self.s.clock
+        try:
+            self.s.advance(seconds)
+        except ValueError as err:
+            assert "finite, non-negative" in str(err)
+        else:
+            raise AssertionError(f"advance({seconds}) was accepted")
+        assert self.s.clock == t
+
+    @rule(count=st.integers(1, 4), torn=st.booleans())
+    def disk_trouble(self, count, torn):
+        """The next ``count`` log writes fail (a full disk), each tearing its line or not."""
+        self.faults, self.torn, self.faults_were_set = count, torn, True
+
+    @rule()
+    def disk_fine(self):
+        self.faults = 0
 
     # -- the engine -------------------------------------------------------
+    def _entry(self, call):
+        """An entry point: a LogError changes nothing at all."""
+        before = frozen(self.s)
+        n = len(self.s.events)
+        try:
+            call()
+        except convlab.LogError:
+            assert self.faults_were_set
+            assert len(self.s.events) == n and frozen(self.s) == before
+
     @rule()
     def step(self):
-        self.s.step()
+        self._entry(self.s.step)
 
     @rule()
     def run(self):
-        self.s.run()
+        self._entry(self.s.run)
 
     @precondition(lambda self: self.s is not None and self.s.pending is not None)
     @rule(data=st.data())
@@ -313,7 +440,7 @@ class SessionMachine(RuleBasedStateMachine):
             ]
             actions = data.draw(st.sampled_from(choices))
         before = len(self.s.turns)
-        self.s.decide(actions)
+        self._entry(lambda: self.s.decide(actions))
         assert len(self.s.turns) == before  # deciding submits nothing
 
     @precondition(lambda self: self.s is not None and self.s.pending is None)
@@ -336,6 +463,7 @@ class SessionMachine(RuleBasedStateMachine):
 
     @rule()
     def load_equals_live(self):
+        """8 and rev 4: memory equals the log after every step, whatever failed to be written."""
         loaded = convlab.Session.load(self.log, append=False)
         assert loaded.snapshot() == self.s.snapshot()
         lazy = convlab.Session.load(self.log, lazy=True, append=False)  # issue 8: lazy equals eager
@@ -424,6 +552,17 @@ class SessionMachine(RuleBasedStateMachine):
         assert times == sorted(times)
 
     @invariant()
+    def a_streamed_id_is_never_another_message_s(self):
+        """rev 4: once announced in llm.delta, an id belongs to that reply: recorded as it, or by nothing."""
+        if self.s is None:
+            return
+        replies = {e["message"]["id"]: e["message"] for e in self.s.events if e["type"] == "message.new"}
+        for mid in self.streamed_ids:
+            if mid in replies:
+                started = [e for e in self.s.events if e["type"] == "llm.started" and e.get("message_id") == mid]
+                assert started and replies[mid]["role"] == "assistant", mid
+
+    @invariant()
     def limited_then_exactly_one(self):
         if self.s is None:
             return
@@ -433,6 +572,7 @@ class SessionMachine(RuleBasedStateMachine):
                 assert e.get("turn_id") is not None
 
     def teardown(self):
+        convlab.log.write_fd = self._real_write
         try:
             if self.s is not None:
                 check_wire(self.s)

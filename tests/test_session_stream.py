@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import convlab
@@ -64,8 +65,9 @@ def test_a_provider_that_cannot_stream_gives_one_delta_with_the_whole_reply():
     assert RecordingLLM.__dict__.get("stream") is None
 
 
-def test_a_failed_call_records_nothing_and_its_message_id_stays_unused():
-    """"a call that fails records nothing and its message_id stays unused (the next message takes it)"."""
+def test_a_failed_call_records_nothing_and_its_message_id_is_never_reused():
+    """rev 4: "once an id has been announced in llm.delta it belongs to that reply: the next message takes
+    the next id" (rev 3 let the next message take it); a loaded log knows it too."""
 
     class Breaks:
         def stream(self, request):
@@ -82,8 +84,13 @@ def test_a_failed_call_records_nothing_and_its_message_id_stays_unused():
     assert [d["text"] for d in deltas_of(got)] == ["partial "]
     promised = deltas_of(got)[0]["message_id"]
     assert s.turns[-1]["status"] == "failed" and promised not in s.tree
+    assert of_type(s, "llm.started")[0]["message_id"] == promised  # the log holds the announced id
     s.submit(message({"role": "user", "content": "again"}))
-    assert promised in s.tree  # the next message takes it
+    assert promised not in s.tree and promised not in [n["id"] for n in s.snapshot()["nodes"]]
+    loaded = convlab.Session.load(io.BytesIO("".join(json.dumps(e) + "\n" for e in s.events).encode()),
+                                  llm={"echo": convlab.EchoLLM()})
+    loaded.submit(message({"role": "user", "content": "once more"}, ))
+    assert promised not in loaded.tree
 
 
 def test_summary_calls_are_never_streamed():

@@ -586,14 +586,19 @@ def test_the_summarizer_stays_in_the_calling_process_and_is_never_pickled(tmp_pa
     assert sorted(p.name for p in (tmp_path / "a").rglob("*.json")) == sorted(p.name for p in (tmp_path / "b").rglob("*.json"))
 
 
-def test_a_summarizer_that_breaks_stops_the_sweep_with_its_own_error(tmp_path):
+def test_a_summarizer_that_breaks_fails_its_summary_calls_with_its_own_error_and_the_sweep_goes_on(tmp_path):
+    """Issue 19 (1): whatever a provider raises is a failed call (ProviderError "failed"), a summarizer too:
+    the sweep goes on without those summaries and says so, naming the error; nothing is cached."""
+
     class Broken:
         def complete(self, request):
-            raise RuntimeError("the summarizer broke")
+            raise RuntimeError("the summarizer broke (Authorization: Bearer sk-live-0123456789abcdef)")
 
     for jobs in (1, 2):
-        with pytest.raises(RuntimeError, match="the summarizer broke"):
-            tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=Broken(), cache=tmp_path, jobs=jobs)
+        with pytest.warns(convlab.SummaryWarning, match=r"failed \(RuntimeError: the summarizer broke") as caught:
+            df = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=Broken(), cache=tmp_path, jobs=jobs)
+        assert len(df) == len(CONVS) * 6 and not any("sk-live" in str(w.message) for w in caught)
+        assert not list(tmp_path.rglob("*.json"))
 
 
 def test_a_real_sdk_summarizer_is_called_from_this_process_once_per_summary(tmp_path):

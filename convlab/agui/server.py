@@ -14,7 +14,7 @@ Why it is built this way:
 - A client that goes away stops its run: between steps the turn is
   interrupted (``turn.cancelled``), and a streamed model call stops at its next
   chunk and records nothing (the provider is wrapped so its stream raises
-  ``Stopped``, which the run catches before it interrupts the turn).
+  ``convlab.CallCancelled``, and the engine cancels the turn).
 - Reads never wait for a turn. Besides its lock each thread has a ``view``
   lock, held while the engine changes the session and let go while the run
   waits for its model (the provider is wrapped: ``_Unlocking``). A
@@ -67,7 +67,7 @@ from .events import RunEvents, refusal
 from .gate import BODY_TIMEOUT, Gate, Guard, Rejected, error, read_json
 from .interrupts import ResumeError, actions_for
 from .messages import from_agui
-from .threads import ServedRun, ServedThread, Stopped, Unreadable
+from .threads import ServedRun, ServedThread, Unreadable
 
 __all__ = ["AGUIApp", "app", "check_thread_id", "MAX_BODY", "LOCK_NAME", "NAME_MAX", "LOG_FULL", "LOG_DAMAGED"]
 
@@ -436,9 +436,6 @@ class AGUIApp:
                 elif not s.step():
                     run.events.failed(f"turn {run.turn} cannot go on (its work in flight was lost)", "internal_error")
                     run.done = True
-            except Stopped:
-                s.submit({"type": "client.interrupt", "agent_id": s.agent})
-                run.done = True
             except convlab.LogError as err:  # the step applied nothing; the turn ends now, or at the next run
                 with contextlib.suppress(convlab.LogError, convlab.Refused):
                     s.submit({"type": "client.interrupt", "agent_id": s.agent})

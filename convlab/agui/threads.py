@@ -8,8 +8,7 @@ the session, and let go while the step waits for its model (the provider is
 wrapped: ``_Unlocking``), so a read of the thread answers from the last
 applied state at once, even while a reply streams. A streaming provider is
 also ``_Stoppable``: once its run's client is gone the stream raises
-``Stopped`` at its next chunk, which the run catches before it interrupts the
-turn.
+``convlab.CallCancelled`` at its next chunk, and the engine cancels the turn.
 """
 
 from __future__ import annotations
@@ -29,13 +28,14 @@ from ag_ui.encoder import EventEncoder
 
 import convlab
 
+from ..providers import secrets_of
 from .events import RunEvents
 from .interrupts import interrupt_of
 
 if TYPE_CHECKING:  # the app owns its threads; a thread only reads the app's settings
     from .server import AGUIApp
 
-__all__ = ["ServedThread", "ServedRun", "Stopped", "Unreadable", "served_llm"]
+__all__ = ["ServedThread", "ServedRun", "Unreadable", "served_llm"]
 
 
 def served_llm(llm: Any, thread: "ServedThread") -> Any:
@@ -47,10 +47,6 @@ def served_llm(llm: Any, thread: "ServedThread") -> Any:
     if isinstance(llm, Mapping):
         return {name: wrap(p) for name, p in llm.items()}
     return wrap(llm)
-
-
-class Stopped(Exception):
-    """Raised inside a streamed model call whose client went away."""
 
 
 class _Unlocking:
@@ -67,6 +63,9 @@ class _Unlocking:
     @property
     def latency(self) -> float:
         return float(getattr(self.provider, "latency", 0.0) or 0.0)
+
+    def secrets(self) -> list[str]:
+        return secrets_of(self.provider)
 
     def complete(self, request: Mapping[str, Any]) -> Any:
         with self.thread.waiting():
@@ -88,7 +87,7 @@ class _Stoppable(_Unlocking):
                     return
                 run = self.thread.current
                 if run is not None and run.stop.is_set():
-                    raise Stopped()
+                    raise convlab.CallCancelled("interrupted: the client went away")
                 yield chunk
         finally:
             close = getattr(chunks, "close", None)

@@ -26,21 +26,25 @@ module of their SDK, which is imported only when one is made.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, Callable, Iterable
 
-from ..errors import ProviderError
+from ..errors import CallCancelled, ProviderError
 from ..inputs import reply_from
 from ..tokens import content_text
 from .fakes import EchoLLM, ReplayLLM, ScriptedLLM, chunks
+from .sdk import redact
 
-__all__ = ["EchoLLM", "ScriptedLLM", "ReplayLLM", "ProviderError", "chunks", "provider", "named", "call"]
+__all__ = ["EchoLLM", "ScriptedLLM", "ReplayLLM", "ProviderError", "chunks", "provider", "named", "call", "secrets_of"]
 
-SPECS = "echo, openai:<model> or anthropic:<model>"
+SPECS = "echo, local, local:<model.gguf>, openai:<model> or anthropic:<model>"
 
 
 def provider(spec: str) -> Any:
-    """The provider a spec names: ``echo``, ``openai:<model>`` or ``anthropic:<model>``.
+    """The provider a spec names: ``echo``, ``local`` (``LocalChat``: a real small
+    model on this machine; ``local:<path>`` another GGUF file), ``openai:<model>``
+    or ``anthropic:<model>``.
 
     One syntax for every CLI and notebook. Base URLs and keys come from the
     SDKs' own environment variables (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``,
@@ -49,10 +53,12 @@ def provider(spec: str) -> Any:
 
     >>> provider("echo")
     EchoLLM(window=None, latency=0.0)
+    >>> provider("local")
+    LocalChat('SmolLM2-135M-Instruct.Q4_1', n_ctx=8192, threads=1)
     >>> provider("gpt-4.1-mini")
     Traceback (most recent call last):
     ...
-    ValueError: provider spec 'gpt-4.1-mini': unknown; use echo, openai:<model> or anthropic:<model>
+    ValueError: provider spec 'gpt-4.1-mini': unknown; use echo, local, local:<model.gguf>, openai:<model> or anthropic:<model>
     """
     if not isinstance(spec, str):
         raise ValueError(f"provider spec must be a string ({SPECS}), got {spec!r}")
@@ -61,6 +67,12 @@ def provider(spec: str) -> Any:
         if colon:
             raise ValueError(f"provider spec {spec!r}: echo takes no model; use echo")
         return EchoLLM()
+    if kind == "local":
+        if colon and not model.strip():
+            raise ValueError(f"provider spec {spec!r}: names no model file; use local, or local:<path to a GGUF file>")
+        from .local_chat import LocalChat
+
+        return LocalChat(model_path=model or None)
     if kind not in ("openai", "anthropic"):
         raise ValueError(f"provider spec {spec!r}: unknown; use {SPECS}")
     if not model.strip():
@@ -111,24 +123,62 @@ def call(provider: Any, request: Mapping[str, Any], on_delta: Callable[[str], No
     provider with ``stream(request)`` gives its deltas as they come; any other
     gives one delta with the whole reply, once it is checked.
 
+    This is the one place a model call can fail: whatever the provider raises
+    (an SDK's ``AssertionError`` on a malformed reply, an ``AttributeError``,
+    a transport's ``RuntimeError``) comes out as ``ProviderError("failed")``
+    naming it, and every error's text is redacted (``redact``) so that no
+    credential leaves it. Only ``CallCancelled`` (a call stopped on purpose)
+    passes as it is.
+
     >>> seen = []
     >>> call(EchoLLM(), {"model": None, "messages": [{"role": "user", "content": "hi"}]}, seen.append)["content"]
     'echo: hi'
     >>> "".join(seen)
     'echo: hi'
+    >>> class Broken:
+    ...     def complete(self, request):
+    ...         raise RuntimeError("transport closed (Authorization: Bearer sk-live-0123456789)")
+    >>> call(Broken(), {"model": None, "messages": []})
+    Traceback (most recent call last):
+    ...
+    convlab.errors.ProviderError: RuntimeError: transport closed (Authorization: Bearer ***)
     """
     streams = on_delta is not None and hasattr(provider, "stream")
     try:
-        result = _streamed(provider.stream(request), on_delta) if streams else provider.complete(request)
-    finally:
-        if took is not None:
-            took(float(getattr(provider, "latency", 0.0) or 0.0))
-    reply = reply_from(result)
+        try:
+            result = _streamed(provider.stream(request), on_delta) if streams else provider.complete(request)
+        finally:
+            if took is not None:
+                took(_latency(provider))
+        reply = reply_from(result)
+    except CallCancelled:
+        raise
+    except ProviderError as err:
+        raise ProviderError(err.kind, redact(str(err), secrets_of(provider))) from None
+    except Exception as err:
+        raise ProviderError("failed", redact(f"{type(err).__name__}: {err}", secrets_of(provider))) from None
     if on_delta is not None and not streams:
         text = content_text(reply["content"])
         if text:
             on_delta(text)
     return reply
+
+
+def secrets_of(provider: Any) -> list[str]:
+    """The credentials a provider holds (its ``secrets()``), to keep out of every text; [] when it says none."""
+    secrets = getattr(provider, "secrets", None)
+    if not callable(secrets):
+        return []
+    try:
+        found = secrets()
+    except Exception:
+        return []
+    return [s for s in found if isinstance(s, str)] if isinstance(found, (list, tuple)) else []
+
+
+def _latency(provider: Any) -> float:
+    latency = getattr(provider, "latency", 0.0) or 0.0
+    return float(latency) if isinstance(latency, (int, float)) and math.isfinite(latency) and latency > 0 else 0.0
 
 
 def _streamed(items: Iterable[Any], on_delta: Callable[[str], None]) -> Any:

@@ -215,11 +215,16 @@ class ScriptedLLM(_Streams):
         return {"content": copy.deepcopy(reply["content"]), "usage": dict(usage)}
 
 
+#: What a logged reply gives back beside its content (a provider's reply keeps them on the message).
+_REPLY_KEYS = ("tool_calls", "name", "metadata")
+
+
 class ReplayLLM:
     """Answers each model call with the next logged reply (what ``convlab.replay`` drives).
 
     ``replies`` is a list, consumed in order, of ``{"content", "usage"?,
-    "id"?, "time"?, "error"?}``. A reply is consumed when it is given out
+    "id"?, "time"?, "error"?}``, and the logged reply's ``tool_calls``,
+    ``name`` and ``metadata``, given back with it. A reply is consumed when it is given out
     (or its ``error`` raised); a call refused as too long gets the same reply
     when it runs again.
 
@@ -373,4 +378,5 @@ class ReplayLLM:
             usage = dict(reply["usage"])
         else:
             usage = {"input_tokens": read, "output_tokens": self.count([{"content": reply["content"]}])}
-        return {"content": copy.deepcopy(reply["content"]), "usage": usage}
+        keys = {k: copy.deepcopy(reply[k]) for k in _REPLY_KEYS if reply.get(k) is not None}
+        return {"content": copy.deepcopy(reply["content"]), "usage": usage, **keys}

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Iterator
 
 from ..errors import ProviderError
+from ..tokens import content_text
 from .sdk import SDKChat
 
 __all__ = ["OpenAIChat", "openai_messages", "openai_reply", "openai_usage"]
@@ -158,14 +159,43 @@ class OpenAIChat(SDKChat):
         return openai_reply(completion)
 
     def call_streaming(self, model: str, messages: list[Mapping[str, Any]]) -> Iterator[Any]:
+        """The text deltas, then the reply the stream adds up to: the SDK's snapshot of it,
+        not ``get_final_completion()``, which raises on ``finish_reason`` ``"length"`` or
+        ``"content_filter"`` (a reply cut at ``max_completion_tokens`` is a reply, its
+        ``finish_reason`` in the metadata). A stream with no chunk at all goes to ``unstreamed``."""
+        import openai
+
         params = dict(self.params)
         options = {**(params.pop("stream_options", None) or {}), "include_usage": True}
+        chunks = 0
         with self.client.chat.completions.stream(model=model, messages=openai_messages(messages), stream_options=options, **params) as stream:
-            for event in stream:
-                if event.type == "content.delta" and event.delta:
-                    yield event.delta
-            completion = stream.get_final_completion()
+            try:
+                for event in stream:
+                    if event.type == "chunk":
+                        chunks += 1
+                    elif event.type == "content.delta" and event.delta:
+                        yield event.delta
+            except (openai.LengthFinishReasonError, openai.ContentFilterFinishReasonError):
+                pass  # raised mid-stream only with parseable tools: what came is the reply
+            completion = stream.current_completion_snapshot if chunks else None
+        if completion is None:
+            yield from self.unstreamed(model, messages)
+            return
         yield openai_reply(completion)
+
+    def unstreamed(self, model: str, messages: list[Mapping[str, Any]]) -> Iterator[Any]:
+        """After an empty stream (HTTP 200 and no chunk: llama-cpp-python's server, when a
+        request fails after its response started, e.g. one too long for its context), the same
+        request once more, not streamed: the server then says what is wrong (a 400 with
+        ``context_length_exceeded`` is ``too_long``), or answers, as one delta."""
+        try:
+            reply = self.call(model, messages)
+        except ProviderError as err:
+            raise self.failed(f"the server's stream was empty (HTTP 200, no chunk), and unstreamed: {err}", model, err.kind) from None
+        text = content_text(reply["content"])
+        if text:
+            yield text
+        yield reply
 
     def refusal(self, err: BaseException, model: str) -> ProviderError | None:
         import openai
@@ -176,6 +206,7 @@ class OpenAIChat(SDKChat):
         body = getattr(err, "body", None)
         message = body.get("message") if isinstance(body, dict) and isinstance(body.get("message"), str) else getattr(err, "message", str(err))
         code = getattr(err, "code", None)
+        code = None if code is None or str(code).isdigit() else code  # llama.cpp's server repeats the HTTP status as its code
         kind = getattr(err, "type", None)
         too_long = code in TOO_LONG_CODES or kind in TOO_LONG_CODES or any(w in message.lower() for w in TOO_LONG_WORDS)
         label = " ".join(str(x) for x in (f"HTTP {status}" if status and status >= 400 else None, code or kind) if x)

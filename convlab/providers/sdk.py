@@ -19,23 +19,39 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import ProviderError
 
-__all__ = ["SDKChat", "redact", "public_url"]
+__all__ = ["SDKChat", "redact", "public_url", "SECRET_MIN"]
 
 # what looks like an API key in a provider's own error text (OpenAI echoes a
 # masked key on a 401: "Incorrect API key provided: sk-proj-****abcd"; both
 # OpenAI's and Anthropic's keys start with sk-)
 _KEYLIKE = re.compile(r"\bsk-[A-Za-z0-9_\-*]{4,}")
+# a credential as a transport prints a request's headers ("Authorization:
+# Bearer ...", "x-api-key: ...", "api_key=..."): the value goes, the name stays
+_HEADERLIKE = re.compile(r"(?i)\b(bearer)(\s+)[A-Za-z0-9._~+/=\-]{8,}")
+_ASSIGNLIKE = re.compile(r"(?i)\b(x-api-key|api[-_]?key|auth[-_]?token|password)(['\"]?\s*[:=]\s*['\"]?)[^\s'\",;&]{4,}")
+
+
+#: a key shorter than this is no secret (a local server's ``api_key="-"``, ``"none"``,
+#: ``"EMPTY"``): replacing it would mangle every text it occurs in (``chatcmpl***abc``)
+SECRET_MIN = 8
 
 
 def redact(text: str, secrets: list[str]) -> str:
-    """``text`` with every secret, and anything shaped like an API key, replaced by ``***``.
+    """``text`` with every secret of ``SECRET_MIN`` characters or more, and anything
+    shaped like an API key or a credential header's value, replaced by ``***``.
 
     >>> redact("Incorrect API key provided: sk-proj-****wxyz. Key sk-abcdef123456 used", ["sk-abcdef123456"])
     'Incorrect API key provided: ***. Key *** used'
+    >>> redact("no choices in chatcmpl-abc", ["-"])
+    'no choices in chatcmpl-abc'
+    >>> redact("headers={'Authorization': 'Bearer abc.def-ghi_jkl', 'x-api-key': 'k3y-value'}", [])
+    "headers={'Authorization': 'Bearer ***', 'x-api-key': '***'}"
     """
     for secret in secrets:
-        if secret:
+        if len(secret) >= SECRET_MIN:
             text = text.replace(secret, "***")
+    text = _HEADERLIKE.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
+    text = _ASSIGNLIKE.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
     return _KEYLIKE.sub("***", text)
 
 

@@ -13,6 +13,7 @@ import pathlib
 import pytest
 
 from ci_support import cannot_run
+from realdata import HOW, REAL
 from screenshots import stable_png
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -424,7 +425,7 @@ def test_after_a_burst_the_page_shows_the_session(lab_page, lab_server):
 
 # -- an imported log, read-only (issue 15) -----------------------------------------------
 
-CLAUDE_CODE = REPO / ".." / "shared" / "data" / "real" / "claude_code" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl.gz"
+CLAUDE_CODE = REAL / "claude_code" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl.gz"
 
 
 def test_lab_on_a_real_claude_code_log_is_read_only(lab_page, lab_server):
@@ -432,7 +433,7 @@ def test_lab_on_a_real_claude_code_log_is_read_only(lab_page, lab_server):
     chat show the conversation, nothing offers to send, and a click switches branches by moving the
     conversation's head (the log's compaction left the history before it on a root of its own)."""
     if not CLAUDE_CODE.is_file():
-        cannot_run(f"the real Claude Code log is missing: {CLAUDE_CODE}")
+        cannot_run(f"the real Claude Code log is missing: {CLAUDE_CODE} ({HOW})")
     cells = ["import convlab\n"
              f"(conv,) = convlab.read({str(CLAUDE_CODE.resolve())!r}, progress=False)\n"
              "first_root = conv.roots[0]",

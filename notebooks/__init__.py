@@ -1,0 +1,1 @@
+"""Notebooks under nbval (this file makes notebooks/conftest.py a module of its own, beside tests/conftest.py)."""
