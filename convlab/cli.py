@@ -168,6 +168,10 @@ def _add_serve(sub: Any) -> None:
                             "openai:MODEL or anthropic:MODEL (convlab.provider)")
     serve.add_argument("--worker", choices=("chat", "manual"), default="chat",
                        help="manual: a context.limit waits for a person (an AG-UI interrupt)")
+    serve.add_argument("--on-unanswered", choices=("refuse", "end", "default"), default="end",
+                       help="a new message with no resume while a decision waits: end the waiting turn as "
+                            "'End the turn' does (default), answer it with its default (what the engine "
+                            "proposed), or refuse the message (409)")
     serve.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1; any other address needs --token")
     serve.add_argument("--port", type=int, default=8000, help="default 8000 (0: a free port)")
     serve.add_argument("--token", default=os.environ.get("CONVLAB_TOKEN"),
@@ -701,7 +705,7 @@ def _listen(args: argparse.Namespace, llm: Any, server: Any, serving: Any, out: 
     """The AG-UI app on --host/--port until Ctrl-C."""
     served = server.app(args.log_dir, config=args.config, llm=llm, worker=args.worker, token=args.token,
                         agent=args.agent, cors_origins=args.cors_origin, allowed_hosts=args.allowed_host,
-                        max_body=args.max_body)
+                        max_body=args.max_body, on_unanswered=args.on_unanswered)
     try:
         sock = serving.listen(args.host, args.port)
     except OSError as err:

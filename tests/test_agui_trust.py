@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import convlab
-from agui_support import SlowLLM, body, client, in_thread, m, reply_of, run, served, serving, snapshot, sse, types
+from agui_support import SlowLLM, body, client, m, reply_of, run, served, serving, snapshot, sse, types
 from convlab.agui import gate
 
 pytestmark = pytest.mark.timeout(120)

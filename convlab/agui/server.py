@@ -63,11 +63,12 @@ from starlette.routing import Route
 
 import convlab
 
-from .events import RunEvents, refusal
+from .events import RunEvents, refusal, snapshot_run
 from .gate import BODY_TIMEOUT, Gate, Guard, Rejected, error, read_json
 from .interrupts import ResumeError, actions_for
-from .messages import from_agui
+from .messages import from_agui, to_agui
 from .threads import ServedRun, ServedThread, Unreadable
+from .views import UNANSWERED, brings_input, continued, fill_gaps, steers
 
 __all__ = ["AGUIApp", "app", "check_thread_id", "MAX_BODY", "LOCK_NAME", "NAME_MAX", "LOG_FULL", "LOG_DAMAGED"]
 
@@ -143,13 +144,15 @@ class AGUIApp:
                  worker: str | Callable[[dict], list] = "chat", token: str | None = None, *,
                  agent: str = "bot", cors_origins: tuple[str, ...] | list[str] = (),
                  allowed_hosts: tuple[str, ...] | list[str] = (), max_body: int = MAX_BODY,
-                 body_timeout: float = BODY_TIMEOUT):
+                 body_timeout: float = BODY_TIMEOUT, on_unanswered: str = "end"):
         if worker not in ("chat", "manual") and not callable(worker):
             raise ValueError(f"worker: must be 'chat', 'manual' or a callable, got {worker!r}")
         if token is not None and (not isinstance(token, str) or not token):
             raise ValueError("token: must be a non-empty string (or None for no token)")
         if not isinstance(max_body, int) or max_body <= 0:
             raise ValueError(f"max_body: must be a positive number of bytes, got {max_body!r}")
+        if on_unanswered not in UNANSWERED:
+            raise ValueError(f"on_unanswered: must be one of {', '.join(UNANSWERED)}, got {on_unanswered!r}")
         if not isinstance(body_timeout, (int, float)) or not body_timeout > 0:
             raise ValueError(f"body_timeout: must be a positive number of seconds, got {body_timeout!r}")
         self.config = convlab.load_config(config, agent)[agent] if config is not None else None
@@ -160,6 +163,7 @@ class AGUIApp:
         self.token = token
         self.max_body = max_body
         self.body_timeout = float(body_timeout)
+        self.on_unanswered = on_unanswered
         self.log_dir = Path(log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._lock_file = _hold_log_dir(self.log_dir)
@@ -296,6 +300,10 @@ class AGUIApp:
         except ValueError as err:
             return error(400, str(err))
         run = ServedRun(run_input, data["messages"], asyncio.get_running_loop())
+        if not data["messages"] and not run_input.resume and self._known(run_input.thread_id) is None:
+            run.refuse(snapshot_run(run_input, []))  # a new thread, asked what it holds: nothing, and nothing made
+            run.close()
+            return StreamingResponse(_drain(run), media_type=EventEncoder().get_content_type())
         thread = self._thread(run_input.thread_id)
 
         async def stream():
@@ -338,36 +346,18 @@ class AGUIApp:
             run.close()
 
     def _begin(self, thread: ServedThread, run: ServedRun) -> None:
-        """Take the run's input: the view (``messages``, ``state``) or the ``resume``."""
-        inp = run.input
+        """Take the run's input: the view (``messages``, ``state``), the ``resume``, or
+        neither (what the thread holds)."""
         with thread.changing():
-            try:
-                s = thread.load()
-            except Unreadable as err:
-                run.refuse(refusal(str(err), str(LOG_DAMAGED), {"status": LOG_DAMAGED, "thread": thread.id,
-                                                                 "line": err.line}))
-                return
-            except convlab.LogError as err:  # a new thread's log cannot be started
-                run.refuse(refusal(_unwritten(thread, err), str(LOG_FULL), {"status": LOG_FULL, "thread": thread.id}))
+            s = self._loaded(thread, run)
+            if s is None:
                 return
             s.advance(max(0.0, time.time() - s.clock))
             thread.current = run
+            inp = run.input
             try:
                 self._orphan(thread)
-                if inp.resume:
-                    actions = self._resume(thread, inp)
-                    run.events = RunEvents(s, inp, [m.id for m in inp.messages])
-                    s.decide(actions)
-                    run.turn = s.running
-                else:
-                    view = [m for m in map(from_agui, run.messages) if m is not None]
-                    run.events = RunEvents(s, inp, [m["id"] for m in view])
-                    submit: dict[str, Any] = {"type": "client.messages", "agent_id": s.agent, "messages": view}
-                    if inp.state is not None:
-                        submit["state"] = inp.state
-                    receipt = s.submit(submit)
-                    run.turn = receipt["turn_id"]
-                    run.events.taken(view, receipt["new_from"])
+                self._take(thread, run)
             except convlab.Refused as err:
                 run.events = run.events or RunEvents(s, inp, [])
                 extra = {"turn_id": err.turn_id} if err.turn_id else {}
@@ -386,6 +376,73 @@ class AGUIApp:
             if not run.done and run.turn is not None:
                 thread.runs[run.turn] = run
             run.flush()
+
+    def _loaded(self, thread: ServedThread, run: ServedRun) -> Any:
+        """The thread's session, or None when its log cannot be read or started (the run is refused)."""
+        try:
+            return thread.load()
+        except Unreadable as err:
+            run.refuse(refusal(str(err), str(LOG_DAMAGED), {"status": LOG_DAMAGED, "thread": thread.id,
+                                                             "line": err.line}))
+        except convlab.LogError as err:  # a new thread's log cannot be started
+            run.refuse(refusal(_unwritten(thread, err), str(LOG_FULL), {"status": LOG_FULL, "thread": thread.id}))
+        return None
+
+    def _take(self, thread: ServedThread, run: ServedRun) -> None:
+        """The run's input, read as real front ends send it (``convlab.agui.views``)."""
+        s, inp = thread.session, run.input
+        view = [m for m in map(from_agui, run.messages) if m is not None]
+        if not view and not inp.resume:
+            self._connect(thread, run)
+            return
+        run.events = RunEvents(s, inp, [m["id"] for m in view])
+        view, filled = fill_gaps(view, s)
+        if filled:
+            run.events.note("view_filled", {"filled": filled, "why": "the client left out these messages above a "
+                                            "known one (it deletes an edited message); the tree's path fills the gap"})
+        waiting = thread.interrupt()
+        if inp.resume:
+            actions = self._resume(thread, inp)
+            run.turn, run.after = s.running, (view if steers(view, s) else None)
+            s.decide(actions)
+        elif waiting is not None and brings_input(view, s):
+            self._unanswered(thread, run, waiting, view)
+        else:
+            self._submit(s, run, view)
+
+    def _submit(self, s: Any, run: ServedRun, view: list[dict[str, Any]]) -> None:
+        """Submit the view (with the run's client state) as the run's turn."""
+        submit: dict[str, Any] = {"type": "client.messages", "agent_id": s.agent, "messages": view}
+        if run.input.state is not None:
+            submit["state"] = run.input.state
+        receipt = s.submit(submit)
+        run.turn = receipt["turn_id"]
+        left_out = set(receipt.get("left_out", ()))
+        run.events.taken([m for m in view if m.get("id") not in left_out], receipt["new_from"])
+
+    def _connect(self, thread: ServedThread, run: ServedRun) -> None:
+        """A run with no messages: the active path and the state, nothing written (a reloaded page)."""
+        s = thread.session
+        waiting = thread.interrupt()
+        notes = {"waiting": {"interrupt": waiting}} if waiting is not None else None
+        run.refuse(snapshot_run(run.input, [to_agui(n) for n in s.path()], s.state, notes, at=s.clock))
+
+    def _unanswered(self, thread: ServedThread, run: ServedRun, waiting: dict[str, Any],
+                    view: list[dict[str, Any]]) -> None:
+        """New input while a decision waits, and no resume: ``on_unanswered`` says what happens."""
+        s = thread.session
+        rule = self.on_unanswered
+        if rule == "refuse":
+            raise _Refusal(f"thread {thread.id!r} waits for a decision (interrupt {waiting['id']!r}: {waiting['message']}) "
+                           "and this server takes no new message meanwhile (--on-unanswered refuse): answer it with "
+                           "resume first", "409", interrupt_id=waiting["id"])
+        actions = [{"type": "turn.end"}] if rule == "end" else convlab.chat_worker(s.pending)
+        run.events.note("unanswered", {"interrupt_id": waiting["id"], "turn_id": s.running, "rule": rule,
+                                       "actions": actions,
+                                       "why": "a new message came with no resume for the waiting decision"})
+        run.turn = s.running
+        s.decide(actions)
+        run.after = view
 
     def _orphan(self, thread: ServedThread) -> None:
         """End a turn that runs with no run to drive it (a log write failed under it, or
@@ -423,7 +480,7 @@ class AGUIApp:
             thread.current = run
             try:
                 if s.running != run.turn:
-                    self._ended(s, run)
+                    self._ended(thread, run)
                 elif run.stop.is_set():
                     s.submit({"type": "client.interrupt", "agent_id": s.agent})
                     run.done = True
@@ -436,6 +493,9 @@ class AGUIApp:
                 elif not s.step():
                     run.events.failed(f"turn {run.turn} cannot go on (its work in flight was lost)", "internal_error")
                     run.done = True
+            except convlab.Refused as err:  # the view taken after an answered turn
+                run.events.failed(str(err), str(err.status))
+                run.done = True
             except convlab.LogError as err:  # the step applied nothing; the turn ends now, or at the next run
                 with contextlib.suppress(convlab.LogError, convlab.Refused):
                     s.submit({"type": "client.interrupt", "agent_id": s.agent})
@@ -446,8 +506,14 @@ class AGUIApp:
             if run.done:
                 run.flush()
 
-    @staticmethod
-    def _ended(s: Any, run: ServedRun) -> None:
+    def _ended(self, thread: ServedThread, run: ServedRun) -> None:
+        s = thread.session
+        if run.after is not None:  # the answered turn is over: now the input that came with the answer
+            view, run.after = continued(run.after, s), None
+            thread.runs.pop(run.turn, None)
+            self._submit(s, run, view)
+            thread.runs[run.turn] = run
+            return
         turn = next(t for t in reversed(s.turns) if t["id"] == run.turn)
         if turn["status"] == "completed":
             run.events.finished("success")
@@ -473,8 +539,12 @@ def app(log_dir: str | os.PathLike, config: Any = None, llm: Any = None,
     other pages that may use it; none: CORS off and only its own page),
     ``allowed_hosts`` (Host names it answers to beyond localhost, loopback and
     its own address), ``max_body`` (bytes, default 10 MB), ``body_timeout``
-    (seconds a run's body may take, default 30); ``convlab.agui.gate`` says
-    why. A second app on the same ``log_dir`` raises ``convlab.LogError``
+    (seconds a run's body may take, default 30; ``convlab.agui.gate`` says
+    why), ``on_unanswered`` (what a new message with no ``resume`` does while a
+    decision waits: ``"end"``, the default, ends the waiting turn as "End the
+    turn" does; ``"default"`` answers it with what the engine proposed;
+    ``"refuse"`` answers 409; either way a ``CUSTOM`` ``convlab.serve.unanswered``
+    says so, ``convlab.agui.views``). A second app on the same ``log_dir`` raises ``convlab.LogError``
     until the first is closed.
 
     >>> import tempfile
@@ -517,6 +587,11 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     status = getattr(exc, "status_code", 404)
     routes = "POST /, GET /, GET /threads, GET /threads/{id}, GET /health"
     return error(status, f"{request.method} {request.url.path!r}: no such route (the routes: {routes})")
+
+
+async def _drain(run: ServedRun) -> Any:
+    """The response of a run answered at once (its events are all there)."""
+    yield run.take()[0]
 
 
 def _unwritten(thread: ServedThread, err: Exception) -> str:

@@ -124,6 +124,7 @@ class ServedRun:
         self.stop = threading.Event()
         self.turn: str | None = None
         self.done = False
+        self.after: list[dict] | None = None  # a view to take once the run's (answered) turn ends
         self.events: RunEvents | None = None
         self._sent = 0
         self._woken = False
