@@ -160,20 +160,23 @@ def deep(n: int) -> str:
     return json.dumps(body("deep", [m("u1", "hi")])).replace('"state": {}', '"state": {"x": ' + "[" * n + "]" * n + "}")
 
 
+def with_state(raw: str) -> str:
+    """A run's body whose state holds ``raw`` as it is (JSON text no encoder writes)."""
+    return json.dumps(body("t", [m("u1", "hi")])).replace('"state": {}', '"state": {"x": ' + raw + "}")
+
+
 BAD_BODIES = {
     "64 emoji thread id": (json.dumps(body("\U0001F600" * 64, [m("u1", "hi")])), "262 bytes"),
     "a lone surrogate in the thread id": (json.dumps(body("t\ud800", [m("u1", "hi")])), "lone surrogate"),
-    "a lone surrogate in content": (json.dumps(body("t", [m("u1", "hi \udc00")])), "body.messages.0.content"),
-    "a lone surrogate in state": (json.dumps(body("t", [m("u1", "hi")], state={"k\ud83d": 1})), "body.state"),
+    "a lone surrogate in content": (json.dumps(body("t", [m("u1", "hi \udc00")])), "body.messages[0].content: a lone surrogate"),
+    "a lone surrogate in state": (json.dumps(body("t", [m("u1", "hi")], state={"k\ud83d": 1})), "body.state: key"),
     "nested 1,000 deep": (deep(1000), "deeper than 100"),
     "nested 101 deep": (deep(100), "deeper than 100"),
-    "NaN in state": ('{"state": {"x": NaN}, ' + json.dumps(body("t", [m("u1", "hi")]))[1:], "NaN"),
-    "Infinity in state": ('{"state": {"x": -Infinity}, ' + json.dumps(body("t", [m("u1", "hi")]))[1:], "Infinity"),
-    "1e400": ('{"state": {"x": 1e400}, ' + json.dumps(body("t", [m("u1", "hi")]))[1:], "infinity"),
-    "a 5,000-digit integer": ('{"state": {"x": ' + "9" * 5000 + '}, ' + json.dumps(body("t", [m("u1", "hi")]))[1:],
-                              "digits"),
-    "a 400-digit integer": ('{"state": {"x": ' + "9" * 400 + '}, ' + json.dumps(body("t", [m("u1", "hi")]))[1:],
-                            "400 digits"),
+    "NaN in state": (with_state("NaN"), "body.state.x: nan is not a JSON number"),
+    "Infinity in state": (with_state("-Infinity"), "body.state.x: -inf is not"),
+    "1e400": (with_state("1e400"), "body.state.x: inf is not"),
+    "a 5,000-digit integer": (with_state("9" * 5000), "digits"),
+    "a 20-digit integer": (with_state("9" * 20), "at most 64 bits"),
     "not UTF-8": (b'{"threadId": "\xff\xfe"}', "not JSON"),
 }
 

@@ -22,9 +22,12 @@ Why, and where the rules come from (Jupyter Server's ``check_host`` and
 - **A run's body** must be ``Content-Type: application/json`` (415 otherwise:
   a form or a ``text/plain`` POST, the ones a page may send cross-site without
   asking, never starts a run), at most ``max_body`` bytes (413), all there
-  within ``timeout`` seconds (408), and JSON that every reader can carry
-  (400): no ``NaN``/``Infinity``, no number a JavaScript reader turns into
-  infinity, no lone surrogate, at most ``MAX_DEPTH`` levels deep.
+  within ``timeout`` seconds (408), and JSON data as the engine takes it
+  (400, ``convlab.jsondata.problem``: no ``NaN``/``Infinity``, no integer
+  past 64 bits, no lone surrogate, at most 100 levels deep), all of it: a
+  run echoes its input back in ``RUN_STARTED``, ``tools`` and
+  ``forwardedProps`` included, so what no reader can carry is refused at
+  the door, before any file is touched.
 """
 
 from __future__ import annotations
@@ -33,8 +36,6 @@ import asyncio
 import hmac
 import ipaddress
 import json
-import math
-import re
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import parse_qs
@@ -42,22 +43,15 @@ from urllib.parse import parse_qs
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 
-__all__ = ["Gate", "Guard", "Rejected", "read_json", "error", "host_name", "LOCAL_HOSTS", "MAX_DEPTH", "BODY_TIMEOUT"]
+from ..jsondata import MAX_DEPTH, problem
+
+__all__ = ["Gate", "Guard", "Rejected", "read_json", "parse", "error", "host_name", "LOCAL_HOSTS", "BODY_TIMEOUT"]
 
 #: Host names (the port aside) a server always answers to.
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
-#: How deep a run's body may nest (objects and arrays).
-MAX_DEPTH = 100
-
 #: Seconds a run's body may take to arrive, all of it.
 BODY_TIMEOUT = 30.0
-
-#: The largest magnitude a JSON number may have: what an IEEE double (JavaScript's number) holds.
-_LARGEST = 1.7976931348623157e308
-
-#: A ``\\uD800``-``\\uDFFF`` escape in raw JSON: only then can a string hold a lone surrogate.
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 class Rejected(Exception):
@@ -215,69 +209,22 @@ async def _body(request: Request, limit: int) -> bytes:
 
 
 def parse(raw: bytes) -> Any:
-    """JSON that every reader can carry, or ``Rejected(400)`` saying what is not.
+    """JSON data as the engine takes it, or ``Rejected(400)`` saying what is not.
 
     >>> parse(b'{"a": [1, 2.5, "x"]}')
     {'a': [1, 2.5, 'x']}
     >>> parse(b'{"a": NaN}')
     Traceback (most recent call last):
     ...
-    convlab.agui.gate.Rejected: the body is not JSON: NaN is not a JSON number
+    convlab.agui.gate.Rejected: body.a: nan is not a JSON number
     """
     try:
-        data = json.loads(raw, parse_constant=_constant, parse_float=_float, parse_int=_int)
+        data = json.loads(raw)
     except RecursionError:
-        raise Rejected(400, f"the body nests deeper than {MAX_DEPTH} levels") from None
-    except (ValueError, UnicodeDecodeError) as err:
+        raise Rejected(400, f"body: nested deeper than {MAX_DEPTH} levels") from None
+    except (ValueError, UnicodeDecodeError) as err:  # a 5,000-digit integer too: Python's own limit says so
         raise Rejected(400, f"the body is not JSON: {err}") from None
-    _check(data, bool(_SURROGATE_ESCAPE.search(raw)))
+    found = problem(data, "body")
+    if found:
+        raise Rejected(400, found)
     return data
-
-
-def _constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def _float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"{text[:40]} is too large for a JSON reader (it reads as infinity)")
-    return value
-
-
-def _int(text: str) -> int:
-    value = int(text)  # over 4,300 digits: Python's own ValueError says so
-    if abs(value) > _LARGEST:
-        raise ValueError(f"an integer of {len(text.lstrip('-'))} digits is too large for a JSON reader "
-                         "(JavaScript reads it as infinity)")
-    return value
-
-
-def _check(data: Any, strings: bool) -> None:
-    """No deeper than MAX_DEPTH; with ``strings``, no lone surrogate in a key or a string."""
-    stack: list[tuple[Any, int, str]] = [(data, 1, "body")]
-    while stack:
-        value, depth, where = stack.pop()
-        if isinstance(value, dict):
-            items: Iterable[tuple[Any, Any]] = value.items()
-        elif isinstance(value, list):
-            items = enumerate(value)
-        else:
-            if strings and isinstance(value, str):
-                _unicode(value, where)
-            continue
-        if depth > MAX_DEPTH:
-            raise Rejected(400, f"the body nests deeper than {MAX_DEPTH} levels (at {where})")
-        for key, item in items:
-            if strings and isinstance(key, str):
-                _unicode(key, where)
-            if isinstance(item, (dict, list)) or (strings and isinstance(item, str)):
-                stack.append((item, depth + 1, f"{where}.{key}" if len(where) < 200 else where))
-
-
-def _unicode(text: str, where: str) -> None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as err:
-        raise Rejected(400, f"{where}: a lone surrogate ({text[err.start]!r} at {err.start}) is not text "
-                            "(JSON can carry it, UTF-8 cannot)") from None
