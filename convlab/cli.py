@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import shutil
 import sys
 import textwrap
@@ -167,12 +168,19 @@ def _add_serve(sub: Any) -> None:
                             "openai:MODEL or anthropic:MODEL (convlab.provider)")
     serve.add_argument("--worker", choices=("chat", "manual"), default="chat",
                        help="manual: a context.limit waits for a person (an AG-UI interrupt)")
+    serve.add_argument("--on-unanswered", choices=("refuse", "end", "default"), default="end",
+                       help="a new message with no resume while a decision waits: end the waiting turn as "
+                            "'End the turn' does (default), answer it with its default (what the engine "
+                            "proposed), or refuse the message (409)")
     serve.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1; any other address needs --token")
     serve.add_argument("--port", type=int, default=8000, help="default 8000 (0: a free port)")
     serve.add_argument("--token", default=os.environ.get("CONVLAB_TOKEN"),
                        help="bearer token every route but /health needs (default: $CONVLAB_TOKEN)")
     serve.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
-                       help="allow a browser page from ORIGIN (repeatable; default: CORS off)")
+                       help="allow a browser page from ORIGIN (repeatable; default: only the server's own page)")
+    serve.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                       help="answer requests whose Host is NAME too (repeatable; default: localhost, loopback "
+                            "addresses and the address served; any other Host gets 421)")
     serve.add_argument("--max-body", type=int, default=10 * 1024 * 1024, metavar="BYTES",
                        help="request bodies over this get 413 (default 10 MB)")
     serve.set_defaults(run=_serve, quiet=False)
@@ -677,6 +685,12 @@ def _serve(args: argparse.Namespace, out: TextIO, notes: "_Notes") -> None:
         raise _Usage(f"--log-dir {args.log_dir}: not a folder")
     if args.max_body <= 0:
         raise _Usage(f"--max-body {args.max_body}: a positive number of bytes")
+    for origin in args.cors_origin:
+        if not re.fullmatch(r"https?://[^/\s]+|null", origin.rstrip("/")):
+            raise _Usage(f"--cors-origin {origin}: an origin is scheme://host[:port], e.g. http://localhost:5173")
+    for name in args.allowed_host:
+        if not re.fullmatch(r"\[?[\w.:-]+\]?", name):
+            raise _Usage(f"--allowed-host {name}: a host name or address, e.g. chat.example.com (no scheme, no path)")
     try:
         llm = convlab.provider(args.llm)
         if hasattr(llm, "start"):  # a local model: one that does not load says so now, not at the first run
@@ -690,7 +704,8 @@ def _serve(args: argparse.Namespace, out: TextIO, notes: "_Notes") -> None:
 def _listen(args: argparse.Namespace, llm: Any, server: Any, serving: Any, out: TextIO) -> None:
     """The AG-UI app on --host/--port until Ctrl-C."""
     served = server.app(args.log_dir, config=args.config, llm=llm, worker=args.worker, token=args.token,
-                        agent=args.agent, cors_origins=args.cors_origin, max_body=args.max_body)
+                        agent=args.agent, cors_origins=args.cors_origin, allowed_hosts=args.allowed_host,
+                        max_body=args.max_body, on_unanswered=args.on_unanswered)
     try:
         sock = serving.listen(args.host, args.port)
     except OSError as err:

@@ -304,3 +304,16 @@ class Chromium:
     def close(self) -> None:
         self._jobs.put(None)
         self._thread.join(30)
+
+
+def open_chromium() -> Chromium:
+    """Chromium for a module's tests, or the reason they cannot run (a skip; a failure under CI=true)."""
+    from ci_support import cannot_run
+
+    if not os.path.exists(CHROMIUM):
+        cannot_run(f"no Chromium at {CHROMIUM} (apt-get install chromium; never `playwright install`)")
+    try:
+        import playwright  # noqa: F401
+    except ImportError as err:
+        cannot_run(f"Playwright is not installed: {err}")
+    return Chromium()

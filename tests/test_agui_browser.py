@@ -7,14 +7,12 @@ Each test runs in the Playwright thread of ``Chromium`` (agui_support): console 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 import convlab
-from agui_support import CHROMIUM, REPO, Chromium, SlowLLM, served
-from ci_support import cannot_run
+from agui_support import REPO, SlowLLM, open_chromium, served
 from screenshots import stable_png
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
@@ -26,13 +24,7 @@ ARTIFACTS = REPO / "artifacts"
 
 @pytest.fixture(scope="module")
 def chromium():
-    if not os.path.exists(CHROMIUM):
-        cannot_run(f"no Chromium at {CHROMIUM} (apt-get install chromium; never `playwright install`)")
-    try:
-        import playwright  # noqa: F401
-    except ImportError as err:
-        cannot_run(f"Playwright is not installed: {err}")
-    c = Chromium()
+    c = open_chromium()
     yield c
     c.close()
 
@@ -210,6 +202,39 @@ def test_approve_a_summary_in_the_page(chromium, tmp_path):
     """"an approve-summary panel when a run ends in an interrupt (accept, edit then accept, run as is, reset,
     end)": the proposed summary, edited, becomes the summary root on the server."""
     chromium.run(_approve, tmp_path)
+
+
+SUMMARIZE_AT_200 = "[agent.bot.context]\n[[agent.bot.context.strategy]]\nuse = 'summarize'\nover_tokens = 200\n"
+
+
+def _decision_in_view(browser, tmp: Path) -> None:
+    with served(tmp, config=SUMMARIZE_AT_200, worker="manual") as (app, server):
+        page = Page(browser, server.url + "?thread=long", height=600)
+        s = app.session("long")
+        turn = 0
+        while s.pending is None:
+            turn += 1
+            assert turn < 12, "the limit never came"
+            page.send(f"Question {turn}: what else should a family with two kids see in Lisbon on day {turn}?")
+        assert turn >= 6, f"the decision came after {turn} turns: the page is not long yet"
+        page.page.wait_for_timeout(300)  # the scroll is a frame after the draw
+        box = page.js("() => { const r = document.getElementById('cc-interrupt').getBoundingClientRect(); "
+                      "return {top: r.top, bottom: r.bottom, height: innerHeight}; }")
+        assert box["top"] >= 0 and box["top"] < box["height"], (box, "the decision panel is out of view")
+        composer = page.page.locator("#cc-input")
+        assert composer.is_disabled() and "Waiting for your decision" in composer.get_attribute("placeholder")
+        # answered, the composer says so no more
+        page.act(lambda: page.page.locator("#cc-interrupt button[data-action=accept]").click())
+        assert s.pending is None and not composer.is_disabled()
+        assert "Waiting" not in composer.get_attribute("placeholder")
+        assert not page.errors, page.report()
+        page.close()
+
+
+def test_after_six_turns_the_decision_panel_is_in_view_and_the_composer_says_why_it_waits(chromium, tmp_path):
+    """Issue 25, point 6: "After six turns, the decision panel sits below the fold, Send is disabled, and nothing in
+    view says why. Scroll the panel into view when it opens, and say in the composer why it waits"."""
+    chromium.run(_decision_in_view, tmp_path)
 
 
 def _stop(browser, tmp: Path) -> None:

@@ -108,7 +108,7 @@ def test_echo_llm_usage_is_the_exact_count_of_what_it_read(socket_disabled):
     Sockets are blocked: any network fetch fails the test."""
     from convlab import tokens
 
-    tokens.get_encoding.cache_clear()
+    tokens._encodings.clear()  # a cold start: the encoding is built again, offline
     s = make(llm=convlab.EchoLLM())
     s.submit(message(m("u1", "hello world")))
     reply = s.path()[-1]
@@ -141,3 +141,71 @@ def test_echo_llm_reads_parts():
     s = make(llm=convlab.EchoLLM())
     s.submit(view([m("u1", [{"type": "text", "text": "hello"}, {"type": "text", "text": " world"}])]))
     assert s.path()[-1]["usage"]["input_tokens"] == convlab.count_tokens("hello world") == 2
+
+
+# -- bounded: a long run of one character class is counted in pieces (issue 19, "Bounded") ----------------
+
+def _longest_pretoken(text: str, encoding: str) -> int:
+    """The longest pre-token tiktoken's own regex makes of ``text`` (what its byte-pair merge is quadratic in)."""
+    import regex
+
+    pattern = regex.compile(convlab.tokens.get_encoding(encoding)._pat_str)  # tiktoken's pattern, as it uses it
+    return max((len(mt.group()) for mt in pattern.finditer(text)), default=0)
+
+
+PATHOLOGICAL = {
+    "one letter": "a" * 300_000,
+    "spaces": " " * 300_000,
+    "tabs (1M panic tiktoken's regex)": "\t" * 300_000,
+    "newlines": "\n" * 300_000,
+    "dots": "." * 300_000,
+    "a letter and a combining mark": "e\u0301" * 150_000,
+    "random letters": "".join("qwertyuiopasdfghjklzxcvbnm"[(i * 7919) % 26] for i in range(300_000)),
+    "upper case (DNA)": "ACGT" * 75_000,
+    "runs just under two pieces": ("a" * 2047 + " ") * 150,
+    "punctuation then newlines": "." * 5000 + "\n" * 5000 + "x",
+}
+
+
+@pytest.mark.parametrize("case", sorted(PATHOLOGICAL))
+@pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
+def test_no_piece_the_count_encodes_holds_a_long_pretoken(case, encoding):
+    """tiktoken's merge is quadratic in one pre-token's length (10 MB of one letter: about a minute of CPU;
+    a million tabs overflow its regex). The count cuts such runs in pieces, so no pre-token it hands
+    tiktoken is longer than three pieces, whatever the text."""
+    from convlab.tokens import RUN_PIECE, pieces
+
+    text = PATHOLOGICAL[case]
+    if encoding == "o200k_base" and not case.startswith("runs just under"):
+        assert _longest_pretoken(text, encoding) > 2 * RUN_PIECE, "the case is pathological for tiktoken"
+    parts = pieces(text)
+    assert "".join(parts) == text
+    assert max(_longest_pretoken(p, encoding) for p in set(parts)) <= 3 * RUN_PIECE
+    assert convlab.count_tokens(text, encoding=encoding) == sum(convlab.count_tokens(p, encoding=encoding) for p in parts)
+
+
+def test_a_million_tabs_count_instead_of_panicking():
+    """tiktoken's own regex panics (a Rust StackOverflow, a BaseException) on a million tabs."""
+    assert convlab.count_tokens("\t" * 1_000_000) == convlab.count_tokens("\t" * 1024) * (1_000_000 // 1024) + \
+        convlab.count_tokens("\t" * (1_000_000 % 1024))
+
+
+def test_a_run_of_one_letter_counts_as_tiktoken_does():
+    """Cut at multiples of 1,024, a run of one letter loses nothing: 10 MB of "a" is 1,310,720 tokens."""
+    text = "a" * (10 * 1024 * 1024)
+    assert convlab.count_tokens(text) == len(text) // 8 == convlab.tokens.count_batch([text, "hi"])[0]
+
+
+@pytest.mark.parametrize("text", [
+    "The quick brown fox jumps over the lazy dog. " * 5000,
+    "def f(x):\n    return {'a': [1, 2, 3]}\n" * 3000,
+    json.dumps({"rows": [{"id": i, "name": f"row {i}", "ok": i % 2 == 0} for i in range(3000)]}),
+    __import__("base64").b64encode(bytes(range(256)) * 800).decode(),
+    "naïve café — 東京 🚀 " * 4000,
+])
+def test_text_with_no_long_run_is_one_piece_and_counts_exactly(text):
+    """Prose, code, JSON, base64, mixed scripts: never cut, so the count is tiktoken's."""
+    from convlab.tokens import get_encoding, pieces
+
+    assert pieces(text) == [text]
+    assert convlab.count_tokens(text) == len(get_encoding().encode_ordinary(text))

@@ -22,7 +22,16 @@ events they mean, built with ``ag_ui.core``'s own models:
 - ``STATE_SNAPSHOT`` (the worker state along the active path) when it changes
   during the run (``state.set``, another branch);
 - ``RUN_FINISHED`` with ``usage`` (every model call of the run, per provider
-  and model) and its outcome, or ``RUN_ERROR``.
+  and model) and its outcome, or ``RUN_ERROR``;
+- the server's own notices as ``CUSTOM`` ``convlab.serve.<what>`` (``note``).
+
+A cancelled run's ``RUN_FINISHED`` depends on the client: one that sends
+``protocolVersion`` 1.0 or later (``@ag-ui/client`` 1.0, convlab's own page
+and client) gets outcome ``cancelled``; one that sends none, as the 0.0.5x
+clients CopilotKit 1.74 and assistant-ui 0.15 ship do, gets no outcome: their
+schema knows only ``success`` and ``interrupt`` and rejects the run otherwise
+("Invalid discriminator value"), and both schemas take an absent one. The
+``CUSTOM`` ``convlab.turn.cancelled`` before it says what happened.
 """
 
 from __future__ import annotations
@@ -55,11 +64,16 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 
+import time
+
 import convlab
 
 from .messages import to_agui
 
-__all__ = ["RunEvents", "summary_step"]
+__all__ = ["RunEvents", "summary_step", "refusal", "snapshot_run", "speaks_cancelled", "NOTE"]
+
+#: The ``CUSTOM`` name prefix of the server's own notices (engine events are ``convlab.<type>``).
+NOTE = "convlab.serve."
 
 
 def summary_step(call_id: str) -> str:
@@ -69,6 +83,53 @@ def summary_step(call_id: str) -> str:
     'summary llm-4'
     """
     return f"summary {call_id}"
+
+
+def refusal(message: str, code: str, metadata: Mapping[str, Any] | None = None,
+            at: float | None = None) -> list[BaseEvent]:
+    """A run refused before it began: ``RUN_ERROR`` alone (nothing was written), at
+    ``at`` (seconds; default now).
+
+    >>> [e.model_dump(mode="json", by_alias=True, exclude_none=True) for e in refusal("no", "400", at=1.5)]
+    [{'type': 'RUN_ERROR', 'timestamp': 1500, 'message': 'no', 'code': '400'}]
+    """
+    when = time.time() if at is None else at
+    return [RunErrorEvent(message=message, code=code, metadata=dict(metadata) if metadata else None,
+                          timestamp=int(round(when * 1000)))]
+
+
+def speaks_cancelled(run: RunAgentInput) -> bool:
+    """Whether the client knows RUN_FINISHED's ``cancelled`` outcome (it said AG-UI 1.0 or later).
+
+    >>> speaks_cancelled(RunAgentInput(thread_id="t", run_id="r", messages=[], tools=[], context=[], state={},
+    ...                                forwarded_props={}, protocol_version="1.0"))
+    True
+    """
+    version = run.protocol_version or ""
+    major = version.split(".", 1)[0]
+    return major.isdigit() and int(major) >= 1
+
+
+def snapshot_run(run: RunAgentInput, messages: list[dict[str, Any]], state: Any = None,
+                 notes: Mapping[str, Any] | None = None, at: float | None = None) -> list[BaseEvent]:
+    """A run that only says what the thread holds: ``RUN_STARTED``, ``MESSAGES_SNAPSHOT``
+    of ``messages`` (AG-UI wire dicts), ``STATE_SNAPSHOT`` when there is state, a
+    ``CUSTOM`` notice each (``notes``: what -> value), ``RUN_FINISHED``.
+
+    >>> inp = RunAgentInput(thread_id="t", run_id="r", messages=[], tools=[], context=[], state={}, forwarded_props={})
+    >>> [e.type.value for e in snapshot_run(inp, [], at=1.0)]
+    ['RUN_STARTED', 'MESSAGES_SNAPSHOT', 'RUN_FINISHED']
+    """
+    ts = int(round((time.time() if at is None else at) * 1000))
+    out: list[BaseEvent] = [RunStartedEvent(thread_id=run.thread_id, run_id=run.run_id, protocol_version=PROTOCOL_VERSION,
+                                            input=run, timestamp=ts),
+                            MessagesSnapshotEvent(messages=messages, timestamp=ts)]
+    if state:
+        out.append(StateSnapshotEvent(snapshot=state, timestamp=ts))
+    out += [CustomEvent(name=NOTE + what, value=value, timestamp=ts) for what, value in (notes or {}).items()]
+    out.append(RunFinishedEvent(thread_id=run.thread_id, run_id=run.run_id, outcome=RunFinishedSuccessOutcome(),
+                                timestamp=ts))
+    return out
 
 
 class RunEvents:
@@ -82,6 +143,7 @@ class RunEvents:
         self.session = session
         self.thread_id = run.thread_id
         self.run_id = run.run_id
+        self.cancellable = speaks_cancelled(run)
         self.client = list(client)
         self.stale = False
         self.events: list[BaseEvent] = [RunStartedEvent(
@@ -100,6 +162,10 @@ class RunEvents:
 
     def _add(self, event: BaseEvent) -> None:
         self.events.append(event)
+
+    def note(self, what: str, value: Mapping[str, Any]) -> None:
+        """A notice of the server's own, as ``CUSTOM`` ``convlab.serve.<what>``."""
+        self._add(CustomEvent(name=NOTE + what, value=dict(value), timestamp=self._now()))
 
     # -- the engine's events ---------------------------------------------------
     def on_event(self, ev: Mapping[str, Any]) -> None:
@@ -225,13 +291,15 @@ class RunEvents:
         return out or None
 
     def finished(self, outcome: str = "success", interrupt: Mapping[str, Any] | None = None) -> None:
-        """End with ``RUN_FINISHED``: outcome ``success``, ``cancelled`` or ``interrupt`` (with ``interrupt``)."""
+        """End with ``RUN_FINISHED``: outcome ``success``, ``cancelled`` (none for a client
+        before AG-UI 1.0, the module docstring) or ``interrupt`` (with ``interrupt``)."""
         self._close_text(self._now())
         self.sync()
+        result: Any
         if outcome == "interrupt":
             result = RunFinishedInterruptOutcome(interrupts=[Interrupt.model_validate(interrupt)])
         elif outcome == "cancelled":
-            result = RunFinishedCancelledOutcome()
+            result = RunFinishedCancelledOutcome() if self.cancellable else None
         else:
             result = RunFinishedSuccessOutcome()
         self._add(RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, outcome=result,
@@ -245,5 +313,4 @@ class RunEvents:
 
     def refused(self, message: str, code: str, metadata: Mapping[str, Any] | None = None) -> None:
         """The run was refused before it began: ``RUN_ERROR`` alone (nothing was written)."""
-        self.events = [RunErrorEvent(message=message, code=code, metadata=dict(metadata) if metadata else None,
-                                     timestamp=self._now())]
+        self.events = refusal(message, code, metadata, self.session.clock)

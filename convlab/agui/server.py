@@ -15,8 +15,19 @@ Why it is built this way:
   interrupted (``turn.cancelled``), and a streamed model call stops at its next
   chunk and records nothing (the provider is wrapped so its stream raises
   ``convlab.CallCancelled``, and the engine cancels the turn).
+- Reads never wait for a turn. Besides its lock each thread has a ``view``
+  lock, held while the engine changes the session and let go while the run
+  waits for its model (the provider is wrapped: ``_Unlocking``). A
+  ``GET /threads/{id}`` takes only ``view``, so it answers from the last
+  applied state in milliseconds, ``running`` set, while a reply streams.
 - A served session's clock is the wall clock, moved to now before each run,
   so ``idle_secs`` means real seconds.
+- No request is answered with a stack trace or an empty 200: every run's
+  stream ends in ``RUN_FINISHED`` or ``RUN_ERROR``. A log that cannot be
+  written (``convlab.LogError``: a full disk, EIO, a read-only file) refuses
+  the input with ``RUN_ERROR`` 507, and a turn it left running is ended by
+  the next run; a log that cannot be read (a damaged line, not a regular
+  file) answers 409 naming the thread and the line (``RUN_ERROR`` on a run).
 - One server per log dir: the app holds an exclusive ``flock`` on
   ``DIR/.convlab-serve.lock`` from ``app()`` until ``close()`` (or the
   process ends), so no two processes ever write one thread's log.
@@ -29,19 +40,16 @@ interrupts that turn, so the next run goes on from the same tree; a
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import fcntl
-import hmac
-import json
 import logging
 import os
 import threading
 import time
-from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
+from urllib.parse import unquote_to_bytes
 
 from ag_ui.core import RunAgentInput
 from ag_ui.encoder import EventEncoder
@@ -49,18 +57,20 @@ from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 import convlab
 
-from ..providers import secrets_of
-from .events import RunEvents
-from .interrupts import ResumeError, actions_for, interrupt_of
-from .messages import from_agui
+from .events import RunEvents, refusal, snapshot_run
+from .gate import BODY_TIMEOUT, Gate, Guard, Rejected, error, read_json
+from .interrupts import ResumeError, actions_for
+from .messages import from_agui, to_agui
+from .threads import ServedRun, ServedThread, Unreadable
+from .views import UNANSWERED, brings_input, continued, fill_gaps, steers
 
-__all__ = ["AGUIApp", "app", "check_thread_id", "MAX_BODY", "LOCK_NAME"]
+__all__ = ["AGUIApp", "app", "check_thread_id", "MAX_BODY", "LOCK_NAME", "NAME_MAX", "LOG_FULL", "LOG_DAMAGED"]
 
 log = logging.getLogger("convlab.agui")
 
@@ -69,6 +79,15 @@ MAX_BODY = 10 * 1024 * 1024
 
 #: The lock file that keeps a second server off a log dir.
 LOCK_NAME = ".convlab-serve.lock"
+
+#: Bytes a file name may have (Linux's NAME_MAX): a thread's ``<threadId>.jsonl`` must fit.
+NAME_MAX = 255
+
+#: The status of an input refused because its thread's log could not be written (507 Insufficient Storage).
+LOG_FULL = 507
+
+#: The status of a thread whose log cannot be read (409: the thread's state on disk stands in the way).
+LOG_DAMAGED = 409
 
 _STATIC = Path(__file__).parent / "static"
 
@@ -82,6 +101,10 @@ def check_thread_id(thread_id: Any) -> str:
     Traceback (most recent call last):
     ...
     ValueError: threadId: '../etc/passwd' could leave the log dir (it has '..', '/', a backslash or NUL)
+    >>> check_thread_id("\U0001F600" * 64)
+    Traceback (most recent call last):
+    ...
+    ValueError: threadId: 262 bytes as the file name '<threadId>.jsonl', over the file system's 255 (use a shorter id)
     """
     if not isinstance(thread_id, str) or not thread_id:
         raise ValueError(f"threadId: must be a non-empty string, got {thread_id!r}")
@@ -91,6 +114,14 @@ def check_thread_id(thread_id: Any) -> str:
         raise ValueError(f"threadId: {thread_id!r} could leave the log dir (it has '..', '/', a backslash or NUL)")
     if thread_id.startswith(".") or any(ord(c) < 32 for c in thread_id):
         raise ValueError(f"threadId: {thread_id!r} starts with '.' or has a control character")
+    try:
+        size = len(f"{thread_id}.jsonl".encode("utf-8"))
+    except UnicodeEncodeError as err:
+        raise ValueError(f"threadId: {thread_id!r} is not valid as a file name (a lone surrogate at "
+                         f"{err.start} has no UTF-8)") from None
+    if size > NAME_MAX:
+        raise ValueError(f"threadId: {size} bytes as the file name '<threadId>.jsonl', over the file system's "
+                         f"{NAME_MAX} (use a shorter id)")
     return thread_id
 
 
@@ -99,172 +130,6 @@ class _Refusal(Exception):
         super().__init__(message)
         self.code = code
         self.metadata = metadata
-
-
-class _Stoppable:
-    """A streaming provider whose stream stops at the next chunk once its run's client is gone."""
-
-    def __init__(self, provider: Any, thread: "_Thread"):
-        self.provider = provider
-        self.thread = thread
-
-    def __repr__(self) -> str:
-        return repr(self.provider)
-
-    @property
-    def latency(self) -> float:
-        return float(getattr(self.provider, "latency", 0.0) or 0.0)
-
-    def secrets(self) -> list[str]:
-        return secrets_of(self.provider)
-
-    def complete(self, request: Mapping[str, Any]) -> Any:
-        return self.provider.complete(request)
-
-    def stream(self, request: Mapping[str, Any]) -> Any:
-        chunks = self.provider.stream(request)
-        try:
-            for chunk in chunks:
-                run = self.thread.current
-                if run is not None and run.stop.is_set():
-                    raise convlab.CallCancelled("interrupted: the client went away")
-                yield chunk
-        finally:
-            close = getattr(chunks, "close", None)
-            if close is not None:
-                close()
-
-
-class _Run:
-    """One POST: its input, its events, and the chunks its response streams.
-
-    The run's thread appends encoded chunks to ``chunks`` and wakes the
-    response only when it is not awake already: a burst of events costs one
-    hand-over between the threads, not one each.
-    """
-
-    def __init__(self, run: RunAgentInput, messages: list[dict], loop: asyncio.AbstractEventLoop):
-        self.input = run
-        self.messages = messages  # the input's messages as sent (wire dicts, checked by RunAgentInput)
-        self.loop = loop
-        self.ready = asyncio.Event()
-        self.chunks: collections.deque = collections.deque()
-        self.closed = False
-        self.stop = threading.Event()
-        self.turn: str | None = None
-        self.done = False
-        self.events: RunEvents | None = None
-        self._sent = 0
-        self._woken = False
-        self._encoder = EventEncoder()
-
-    def flush(self) -> None:
-        """Encode the events not sent yet and hand them to the response."""
-        if self.events is None:
-            return
-        new = self.events.events[self._sent:]
-        if not new:
-            return
-        self._sent += len(new)
-        self.chunks.append("".join(self._encoder.encode(e) for e in new))
-        self._wake()
-
-    def close(self) -> None:
-        self.closed = True
-        self._wake()
-
-    def _wake(self) -> None:
-        if self._woken:
-            return
-        self._woken = True
-        with contextlib.suppress(RuntimeError):  # the server's loop is gone: nobody listens
-            self.loop.call_soon_threadsafe(self.ready.set)
-
-    def take(self) -> str:
-        """What is there to send (in the response's loop)."""
-        self.ready.clear()
-        self._woken = False
-        parts = []
-        while self.chunks:
-            parts.append(self.chunks.popleft())
-        return "".join(parts)
-
-
-class _FairLock:
-    """A lock taken in the order it was asked for. A run takes its thread's lock
-    once per engine step; with a plain lock the running run takes it back at
-    once and another client waits for the whole run instead of meeting the
-    turn (and its 409) between two steps."""
-
-    def __init__(self) -> None:
-        self._cv = threading.Condition(threading.Lock())
-        self._next = 0
-        self._serving = 0
-
-    def __enter__(self) -> "_FairLock":
-        with self._cv:
-            ticket = self._next
-            self._next += 1
-            while self._serving != ticket:
-                self._cv.wait()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        with self._cv:
-            self._serving += 1
-            self._cv.notify_all()
-
-
-class _Thread:
-    """One AG-UI thread: its session (loaded on first use), its lock, its runs."""
-
-    def __init__(self, thread_id: str, app: "AGUIApp"):
-        self.id = thread_id
-        self.app = app
-        self.path = app.log_dir / f"{thread_id}.jsonl"
-        self.lock = _FairLock()
-        self.session: Any = None
-        self.current: _Run | None = None  # the run holding the lock
-        self.runs: dict[str, _Run] = {}  # turn id -> the run driving it
-
-    def exists(self) -> bool:
-        return self.session is not None or self.path.exists()
-
-    def load(self) -> Any:
-        """The thread's session: loaded from its log, or new (call under ``lock``)."""
-        if self.session is not None:
-            return self.session
-        app = self.app
-        llm = app.wrap_llm(self)
-        if self.path.exists() and self.path.stat().st_size > 0:
-            s = convlab.Session.load(self.path, llm=llm, worker=app.worker, autorun=False, clock=time.time())
-            waits = s.pending is not None and s.pending["type"] == "context.limit" and app.worker == "manual"
-            if s.running is not None and not waits:
-                s.submit({"type": "client.interrupt", "agent_id": s.agent})  # its work in flight died with the server
-        else:
-            s = convlab.Session(config=app.config, agent=app.agent, llm=llm, worker=app.worker, autorun=False,
-                                log=self.path, clock=time.time())
-        s.subscribe(self.on_event)
-        self.session = s
-        return s
-
-    def on_event(self, event: Mapping[str, Any]) -> None:
-        run = self.current
-        if run is not None and run.events is not None:
-            run.events.on_event(event)
-            if event["type"] in ("llm.delta", "llm.started"):
-                run.flush()  # before a model call, and its text as it comes; the rest at the run's end
-        other = self.runs.get(event.get("turn_id"))
-        if other is not None and other is not run and other.events is not None:
-            other.events.on_event(event)
-
-    def interrupt(self) -> dict[str, Any] | None:
-        """The waiting AG-UI interrupt (a context.limit for a person), or None."""
-        s = self.session
-        if self.app.worker != "manual" or s is None or s.pending is None or s.pending["type"] != "context.limit":
-            return None
-        seq = next(e["seq"] for e in reversed(s.events) if e["type"] == "decision.requested")
-        return interrupt_of(s.pending, seq)
 
 
 class AGUIApp:
@@ -277,13 +142,19 @@ class AGUIApp:
 
     def __init__(self, log_dir: str | os.PathLike, config: Any = None, llm: Any = None,
                  worker: str | Callable[[dict], list] = "chat", token: str | None = None, *,
-                 agent: str = "bot", cors_origins: tuple[str, ...] | list[str] = (), max_body: int = MAX_BODY):
+                 agent: str = "bot", cors_origins: tuple[str, ...] | list[str] = (),
+                 allowed_hosts: tuple[str, ...] | list[str] = (), max_body: int = MAX_BODY,
+                 body_timeout: float = BODY_TIMEOUT, on_unanswered: str = "end"):
         if worker not in ("chat", "manual") and not callable(worker):
             raise ValueError(f"worker: must be 'chat', 'manual' or a callable, got {worker!r}")
         if token is not None and (not isinstance(token, str) or not token):
             raise ValueError("token: must be a non-empty string (or None for no token)")
         if not isinstance(max_body, int) or max_body <= 0:
             raise ValueError(f"max_body: must be a positive number of bytes, got {max_body!r}")
+        if on_unanswered not in UNANSWERED:
+            raise ValueError(f"on_unanswered: must be one of {', '.join(UNANSWERED)}, got {on_unanswered!r}")
+        if not isinstance(body_timeout, (int, float)) or not body_timeout > 0:
+            raise ValueError(f"body_timeout: must be a positive number of seconds, got {body_timeout!r}")
         self.config = convlab.load_config(config, agent)[agent] if config is not None else None
         self.agent = agent
         self.llm = llm if llm is not None else convlab.EchoLLM()
@@ -291,25 +162,29 @@ class AGUIApp:
         self.worker = worker
         self.token = token
         self.max_body = max_body
+        self.body_timeout = float(body_timeout)
+        self.on_unanswered = on_unanswered
         self.log_dir = Path(log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._lock_file = _hold_log_dir(self.log_dir)
-        self._threads: dict[str, _Thread] = {}
+        self._threads: dict[str, ServedThread] = {}
         self._registry = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="agui-run")  # one run each
         self._page = _page()
-        middleware = [Middleware(_Guard, token=token)]
+        middleware = [Middleware(Gate, cors_origins=cors_origins, allowed_hosts=allowed_hosts)]
         if cors_origins:
-            middleware.insert(0, Middleware(CORSMiddleware, allow_origins=list(cors_origins),
-                                            allow_methods=["GET", "POST"],
-                                            allow_headers=["Authorization", "Content-Type", "Accept"]))
+            middleware.append(Middleware(CORSMiddleware, allow_origins=list(cors_origins),
+                                         allow_methods=["GET", "POST"],
+                                         allow_headers=["Authorization", "Content-Type", "Accept"]))
+        if token is not None:
+            middleware.append(Middleware(Guard, token=token))
         self._asgi = Starlette(routes=[
             Route("/", self._run, methods=["POST"]),
             Route("/", self._chat, methods=["GET"]),
             Route("/health", self._health, methods=["GET"]),
             Route("/threads", self._list, methods=["GET"]),
             Route("/threads/{thread_id}", self._snapshot, methods=["GET"]),
-        ], middleware=middleware)
+        ], middleware=middleware, exception_handlers={404: _http_error, 405: _http_error})
 
     def __repr__(self) -> str:
         return f"AGUIApp(log_dir={str(self.log_dir)!r}, worker={self.worker!r}, threads={len(self._threads)})"
@@ -334,12 +209,19 @@ class AGUIApp:
         (True, False)
         """
         thread = self._thread(check_thread_id(thread_id))
-        with thread.lock:
-            return thread.load()
+        with thread.changing():
+            try:
+                return thread.load()
+            except Unreadable as err:
+                raise convlab.LogError(str(err), err.line) from None
 
     def threads(self) -> list[str]:
-        """The ids of the threads in the log dir (and any started since)."""
-        on_disk = {p.name[: -len(".jsonl")] for p in self.log_dir.glob("*.jsonl") if not p.name.startswith(".")}
+        """The ids of the threads in the log dir (and any started since); a file whose name
+        is no thread id (not UTF-8, say) is left out."""
+        on_disk = set()
+        for p in self.log_dir.glob("*.jsonl"):
+            with contextlib.suppress(ValueError):
+                on_disk.add(check_thread_id(p.name[: -len(".jsonl")]))
         with self._registry:
             live = {tid for tid, t in self._threads.items() if t.session is not None}
         return sorted(on_disk | live)
@@ -351,28 +233,29 @@ class AGUIApp:
             threads = list(self._threads.values())
             self._threads.clear()
         for thread in threads:
-            with thread.lock:  # no run is left half-way
+            with thread.changing():  # no run is left half-way
                 thread.session = None
         self._pool.shutdown(wait=False, cancel_futures=True)
         if self._lock_file is not None:
             self._lock_file.close()
             self._lock_file = None
 
-    def wrap_llm(self, thread: _Thread) -> Any:
-        """The app's provider(s), each stoppable mid-stream for ``thread``."""
-        def wrap(p: Any) -> Any:
-            return _Stoppable(p, thread) if hasattr(p, "stream") else p
-
-        if isinstance(self.llm, Mapping):
-            return {name: wrap(p) for name, p in self.llm.items()}
-        return wrap(self.llm)
-
-    def _thread(self, thread_id: str) -> _Thread:
+    def _thread(self, thread_id: str) -> ServedThread:
         with self._registry:
             thread = self._threads.get(thread_id)
             if thread is None:
-                thread = self._threads[thread_id] = _Thread(thread_id, self)
+                thread = self._threads[thread_id] = ServedThread(thread_id, self)
             return thread
+
+    def _known(self, thread_id: str) -> ServedThread | None:
+        """The thread, if it is live or has a log: a read of a thread that does not exist adds nothing."""
+        with self._registry:
+            thread = self._threads.get(thread_id)
+        if thread is not None and thread.exists():
+            return thread
+        if os.path.lexists(self.log_dir / f"{thread_id}.jsonl"):
+            return self._thread(thread_id)
+        return None
 
     # -- routes ------------------------------------------------------------
     async def _health(self, request: Request) -> Response:
@@ -386,40 +269,41 @@ class AGUIApp:
 
     async def _snapshot(self, request: Request) -> Response:
         try:
+            unquote_to_bytes(request.scope.get("raw_path", b"").decode("latin-1")).decode("utf-8")
             tid = check_thread_id(request.path_params["thread_id"])
+        except UnicodeDecodeError:
+            return error(400, "threadId: the path is not UTF-8 once its %-escapes are decoded")
         except ValueError as err:
-            return _error(400, str(err))
-        thread = self._thread(tid)
-        if not thread.exists():
-            return _error(404, f"no thread {tid!r}")
-
-        def read() -> dict[str, Any]:
-            with thread.lock:
-                s = thread.load()
-                return {"thread": tid, **s.snapshot(), "running": s.running, "interrupt": thread.interrupt()}
-
-        return JSONResponse(await asyncio.to_thread(read))
+            return error(400, str(err))
+        thread = self._known(tid)
+        if thread is None:
+            return error(404, f"no thread {tid!r}")
+        try:
+            return JSONResponse(await asyncio.to_thread(thread.read))
+        except Unreadable as err:
+            return error(LOG_DAMAGED, str(err), thread=tid, line=err.line)
 
     async def _run(self, request: Request) -> Response:
         try:
-            body = await _body(request, self.max_body)
-        except _TooLarge:
-            return _error(413, f"the request body is over {self.max_body} bytes")
-        except ClientDisconnect:
-            return Response(status_code=400)
-        try:
-            data = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as err:
-            return _error(400, f"the body is not JSON: {err}")
+            data = await read_json(request, self.max_body, self.body_timeout)
+        except Rejected as err:
+            refused = error(err.status, str(err))
+            if err.status in (408, 413):  # a body left unread: this connection cannot carry another request
+                refused.headers["Connection"] = "close"
+            return refused
         try:
             run_input = RunAgentInput.model_validate(data)
         except ValidationError as err:
-            return _error(400, _fields(err))
+            return error(400, _fields(err))
         try:
             check_thread_id(run_input.thread_id)
         except ValueError as err:
-            return _error(400, str(err))
-        run = _Run(run_input, data["messages"], asyncio.get_running_loop())
+            return error(400, str(err))
+        run = ServedRun(run_input, data["messages"], asyncio.get_running_loop())
+        if not data["messages"] and not run_input.resume and self._known(run_input.thread_id) is None:
+            run.refuse(snapshot_run(run_input, []))  # a new thread, asked what it holds: nothing, and nothing made
+            run.close()
+            return StreamingResponse(_drain(run), media_type=EventEncoder().get_content_type())
         thread = self._thread(run_input.thread_id)
 
         async def stream():
@@ -427,8 +311,7 @@ class AGUIApp:
             try:
                 while True:
                     await run.ready.wait()
-                    closed = run.closed  # read before taking: a chunk put before close is taken too
-                    text = run.take()
+                    text, closed = run.take()
                     if text:
                         yield text
                     if closed:
@@ -441,46 +324,40 @@ class AGUIApp:
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
     # -- a run, in its own thread ------------------------------------------
-    def _drive(self, thread: _Thread, run: _Run) -> None:
+    def _drive(self, thread: ServedThread, run: ServedRun) -> None:
         try:
             self._begin(thread, run)
             while not run.done:
                 self._step(thread, run)
         except Exception as err:  # a bug must end the run with RUN_ERROR, never a stack trace to the client
             log.exception("run %s on thread %s failed", run.input.run_id, thread.id)
-            with thread.lock:
+            with thread.changing():
+                message = f"internal error: {type(err).__name__}: {err}"
                 if run.events is not None:
-                    run.events.failed(f"internal error: {type(err).__name__}: {err}", "internal_error")
-                    run.flush()
+                    run.events.failed(message, "internal_error")
+                else:
+                    run.refuse(refusal(message, "internal_error"))
+                run.flush()
         finally:
             run.done = True
-            with thread.lock:
+            with thread.changing():
                 if run.turn is not None and thread.runs.get(run.turn) is run:
                     del thread.runs[run.turn]
             run.close()
 
-    def _begin(self, thread: _Thread, run: _Run) -> None:
-        """Take the run's input: the view (``messages``, ``state``) or the ``resume``."""
-        inp = run.input
-        with thread.lock:
-            s = thread.load()
+    def _begin(self, thread: ServedThread, run: ServedRun) -> None:
+        """Take the run's input: the view (``messages``, ``state``), the ``resume``, or
+        neither (what the thread holds)."""
+        with thread.changing():
+            s = self._loaded(thread, run)
+            if s is None:
+                return
             s.advance(max(0.0, time.time() - s.clock))
             thread.current = run
+            inp = run.input
             try:
-                if inp.resume:
-                    actions = self._resume(thread, inp)
-                    run.events = RunEvents(s, inp, [m.id for m in inp.messages])
-                    s.decide(actions)
-                    run.turn = s.running
-                else:
-                    view = [m for m in map(from_agui, run.messages) if m is not None]
-                    run.events = RunEvents(s, inp, [m["id"] for m in view])
-                    submit: dict[str, Any] = {"type": "client.messages", "agent_id": s.agent, "messages": view}
-                    if inp.state is not None:
-                        submit["state"] = inp.state
-                    receipt = s.submit(submit)
-                    run.turn = receipt["turn_id"]
-                    run.events.taken(view, receipt["new_from"])
+                self._orphan(thread)
+                self._take(thread, run)
             except convlab.Refused as err:
                 run.events = run.events or RunEvents(s, inp, [])
                 extra = {"turn_id": err.turn_id} if err.turn_id else {}
@@ -490,13 +367,95 @@ class AGUIApp:
                 run.events = RunEvents(s, inp, [])
                 run.events.refused(str(err), err.code, err.metadata)
                 run.done = True
+            except convlab.LogError as err:  # nothing was applied (the engine writes ahead)
+                run.events = RunEvents(s, inp, [])
+                run.events.refused(_unwritten(thread, err), str(LOG_FULL), {"status": LOG_FULL, "thread": thread.id})
+                run.done = True
             finally:
                 thread.current = None
             if not run.done and run.turn is not None:
                 thread.runs[run.turn] = run
             run.flush()
 
-    def _resume(self, thread: _Thread, inp: RunAgentInput) -> list[dict[str, Any]]:
+    def _loaded(self, thread: ServedThread, run: ServedRun) -> Any:
+        """The thread's session, or None when its log cannot be read or started (the run is refused)."""
+        try:
+            return thread.load()
+        except Unreadable as err:
+            run.refuse(refusal(str(err), str(LOG_DAMAGED), {"status": LOG_DAMAGED, "thread": thread.id,
+                                                             "line": err.line}))
+        except convlab.LogError as err:  # a new thread's log cannot be started
+            run.refuse(refusal(_unwritten(thread, err), str(LOG_FULL), {"status": LOG_FULL, "thread": thread.id}))
+        return None
+
+    def _take(self, thread: ServedThread, run: ServedRun) -> None:
+        """The run's input, read as real front ends send it (``convlab.agui.views``)."""
+        s, inp = thread.session, run.input
+        view = [m for m in map(from_agui, run.messages) if m is not None]
+        if not view and not inp.resume:
+            self._connect(thread, run)
+            return
+        run.events = RunEvents(s, inp, [m["id"] for m in view])
+        view, filled = fill_gaps(view, s)
+        if filled:
+            run.events.note("view_filled", {"filled": filled, "why": "the client left out these messages above a "
+                                            "known one (it deletes an edited message); the tree's path fills the gap"})
+        waiting = thread.interrupt()
+        if inp.resume:
+            actions = self._resume(thread, inp)
+            run.turn, run.after = s.running, (view if steers(view, s) else None)
+            s.decide(actions)
+        elif waiting is not None and brings_input(view, s):
+            self._unanswered(thread, run, waiting, view)
+        else:
+            self._submit(s, run, view)
+
+    def _submit(self, s: Any, run: ServedRun, view: list[dict[str, Any]]) -> None:
+        """Submit the view (with the run's client state) as the run's turn."""
+        submit: dict[str, Any] = {"type": "client.messages", "agent_id": s.agent, "messages": view}
+        if run.input.state is not None:
+            submit["state"] = run.input.state
+        receipt = s.submit(submit)
+        run.turn = receipt["turn_id"]
+        left_out = set(receipt.get("left_out", ()))
+        run.events.taken([m for m in view if m.get("id") not in left_out], receipt["new_from"])
+
+    def _connect(self, thread: ServedThread, run: ServedRun) -> None:
+        """A run with no messages: the active path and the state, nothing written (a reloaded page)."""
+        s = thread.session
+        waiting = thread.interrupt()
+        notes = {"waiting": {"interrupt": waiting}} if waiting is not None else None
+        run.refuse(snapshot_run(run.input, [to_agui(n) for n in s.path()], s.state, notes, at=s.clock))
+
+    def _unanswered(self, thread: ServedThread, run: ServedRun, waiting: dict[str, Any],
+                    view: list[dict[str, Any]]) -> None:
+        """New input while a decision waits, and no resume: ``on_unanswered`` says what happens."""
+        s = thread.session
+        rule = self.on_unanswered
+        if rule == "refuse":
+            raise _Refusal(f"thread {thread.id!r} waits for a decision (interrupt {waiting['id']!r}: {waiting['message']}) "
+                           "and this server takes no new message meanwhile (--on-unanswered refuse): answer it with "
+                           "resume first", "409", interrupt_id=waiting["id"])
+        actions = [{"type": "turn.end"}] if rule == "end" else convlab.chat_worker(s.pending)
+        run.events.note("unanswered", {"interrupt_id": waiting["id"], "turn_id": s.running, "rule": rule,
+                                       "actions": actions,
+                                       "why": "a new message came with no resume for the waiting decision"})
+        run.turn = s.running
+        s.decide(actions)
+        run.after = view
+
+    def _orphan(self, thread: ServedThread) -> None:
+        """End a turn that runs with no run to drive it (a log write failed under it, or
+        its run died), so the thread never answers 409 for good; a decision that waits
+        for a person is left waiting."""
+        s = thread.session
+        if s.running is None or s.running in thread.runs:
+            return
+        if self.worker == "manual" and s.pending is not None and s.pending["type"] == "context.limit":
+            return
+        s.submit({"type": "client.interrupt", "agent_id": s.agent})
+
+    def _resume(self, thread: ServedThread, inp: RunAgentInput) -> list[dict[str, Any]]:
         """The actions a resume answers the waiting context.limit with; ``_Refusal`` writes nothing."""
         waiting = thread.interrupt()
         if waiting is None:
@@ -514,14 +473,14 @@ class AGUIApp:
         except ResumeError as err:
             raise _Refusal(str(err), "400") from None
 
-    def _step(self, thread: _Thread, run: _Run) -> None:
+    def _step(self, thread: ServedThread, run: ServedRun) -> None:
         """One engine step of the run's turn, or its end."""
-        with thread.lock:
+        with thread.changing():
             s = thread.session
             thread.current = run
             try:
                 if s.running != run.turn:
-                    self._ended(s, run)
+                    self._ended(thread, run)
                 elif run.stop.is_set():
                     s.submit({"type": "client.interrupt", "agent_id": s.agent})
                     run.done = True
@@ -534,13 +493,27 @@ class AGUIApp:
                 elif not s.step():
                     run.events.failed(f"turn {run.turn} cannot go on (its work in flight was lost)", "internal_error")
                     run.done = True
+            except convlab.Refused as err:  # the view taken after an answered turn
+                run.events.failed(str(err), str(err.status))
+                run.done = True
+            except convlab.LogError as err:  # the step applied nothing; the turn ends now, or at the next run
+                with contextlib.suppress(convlab.LogError, convlab.Refused):
+                    s.submit({"type": "client.interrupt", "agent_id": s.agent})
+                run.events.failed(_unwritten(thread, err), str(LOG_FULL))
+                run.done = True
             finally:
                 thread.current = None
             if run.done:
                 run.flush()
 
-    @staticmethod
-    def _ended(s: Any, run: _Run) -> None:
+    def _ended(self, thread: ServedThread, run: ServedRun) -> None:
+        s = thread.session
+        if run.after is not None:  # the answered turn is over: now the input that came with the answer
+            view, run.after = continued(run.after, s), None
+            thread.runs.pop(run.turn, None)
+            self._submit(s, run, view)
+            thread.runs[run.turn] = run
+            return
         turn = next(t for t in reversed(s.turns) if t["id"] == run.turn)
         if turn["status"] == "completed":
             run.events.finished("success")
@@ -562,9 +535,17 @@ def app(log_dir: str | os.PathLike, config: Any = None, llm: Any = None,
     ``context.limit`` ends the run with an AG-UI interrupt; the other
     decisions are answered as the chat worker would) or a callable worker,
     ``token`` the bearer token every route but ``/health`` then needs.
-    Options: ``agent`` (default ``"bot"``), ``cors_origins`` (none: CORS off),
-    ``max_body`` (bytes, default 10 MB). A second app on the same ``log_dir``
-    raises ``convlab.LogError`` until the first is closed.
+    Options: ``agent`` (default ``"bot"``), ``cors_origins`` (the origins of
+    other pages that may use it; none: CORS off and only its own page),
+    ``allowed_hosts`` (Host names it answers to beyond localhost, loopback and
+    its own address), ``max_body`` (bytes, default 10 MB), ``body_timeout``
+    (seconds a run's body may take, default 30; ``convlab.agui.gate`` says
+    why), ``on_unanswered`` (what a new message with no ``resume`` does while a
+    decision waits: ``"end"``, the default, ends the waiting turn as "End the
+    turn" does; ``"default"`` answers it with what the engine proposed;
+    ``"refuse"`` answers 409; either way a ``CUSTOM`` ``convlab.serve.unanswered``
+    says so, ``convlab.agui.views``). A second app on the same ``log_dir`` raises ``convlab.LogError``
+    until the first is closed.
 
     >>> import tempfile
     >>> from convlab import agui
@@ -580,7 +561,7 @@ def app(log_dir: str | os.PathLike, config: Any = None, llm: Any = None,
     return AGUIApp(log_dir, config=config, llm=llm, worker=worker, token=token, **options)
 
 
-# -- edges: the log dir's lock, the body, errors, the guard, the page -------------------------------
+# -- edges: the log dir's lock, errors, the page ------------------------------------------------------
 
 def _hold_log_dir(log_dir: Path) -> Any:
     path = log_dir / LOCK_NAME
@@ -601,25 +582,22 @@ def _hold_log_dir(log_dir: Path) -> Any:
     return f
 
 
-class _TooLarge(Exception):
-    pass
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own 404 and 405, as JSON like every other refusal."""
+    status = getattr(exc, "status_code", 404)
+    routes = "POST /, GET /, GET /threads, GET /threads/{id}, GET /health"
+    return error(status, f"{request.method} {request.url.path!r}: no such route (the routes: {routes})")
 
 
-async def _body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise _TooLarge()
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _TooLarge()
-        chunks.append(chunk)
-    return b"".join(chunks)
+async def _drain(run: ServedRun) -> Any:
+    """The response of a run answered at once (its events are all there)."""
+    yield run.take()[0]
 
 
-def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
+def _unwritten(thread: ServedThread, err: Exception) -> str:
+    text = str(err).replace(str(thread.path), thread.path.name)
+    return (f"thread {thread.id!r}: its log could not be written, so nothing was taken ({text}); "
+            "free some space (or make the log dir writable) and send it again")
 
 
 def _fields(err: ValidationError) -> str:
@@ -637,36 +615,6 @@ def _camel(part: Any) -> str:
         return str(part)
     head, *rest = part.split("_")
     return head + "".join(w.title() for w in rest)
-
-
-class _Guard:
-    """Every route but ``/health`` needs the token (``Authorization: Bearer``; the chat page may
-    take ``?token=`` once), compared in constant time."""
-
-    def __init__(self, app: Any, token: str | None):
-        self.app = app
-        self.token = token.encode() if token else None
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or self.token is None or scope["path"] == "/health" or self._allowed(scope):
-            await self.app(scope, receive, send)
-            return
-        response = JSONResponse({"error": "this server needs its token: send 'Authorization: Bearer <token>' "
-                                          "(the chat page: open it with ?token=<token>)"},
-                                status_code=401, headers={"WWW-Authenticate": "Bearer"})
-        await response(scope, receive, send)
-
-    def _allowed(self, scope: Any) -> bool:
-        given = b""
-        for name, value in scope.get("headers", []):
-            if name == b"authorization" and value[:7].lower() == b"bearer ":
-                given = value[7:].strip()
-        if not given and scope["path"] == "/" and scope["method"] == "GET":
-            from urllib.parse import parse_qs
-
-            query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-            given = (query.get("token") or [""])[0].encode("latin-1", "replace")
-        return hmac.compare_digest(given, self.token)
 
 
 def _page() -> str:

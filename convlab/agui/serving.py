@@ -3,6 +3,14 @@ background thread on a free port (a notebook, a test).
 
 A free port is taken by binding the socket here (port 0) and handing it to
 uvicorn, so there is no window in which another process can take it.
+
+Uvicorn closes a keep-alive connection that idles, but waits for ever for a
+request's head: a client that opens connections and sends a header byte now
+and then holds them all (slowloris). So the HTTP protocol here is uvicorn's
+h11 one with a deadline: a connection whose request line and headers are not
+all there within ``header_timeout`` seconds of its first byte (or of its
+opening, or of the last response) gets 408 and is closed. The body has its
+own deadline in the app (``BODY_TIMEOUT``).
 """
 
 from __future__ import annotations
@@ -13,7 +21,10 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["Server", "start", "serve", "listen", "is_loopback"]
+__all__ = ["Server", "start", "serve", "listen", "is_loopback", "HEADER_TIMEOUT"]
+
+#: Seconds a request's line and headers may take to arrive.
+HEADER_TIMEOUT = 10.0
 
 
 def is_loopback(host: str) -> bool:
@@ -30,10 +41,61 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _config(app: Any) -> Any:
+def _config(app: Any, header_timeout: float) -> Any:
     import uvicorn
 
-    return uvicorn.Config(app, lifespan="off", log_level="warning", timeout_graceful_shutdown=2)
+    return uvicorn.Config(app, lifespan="off", log_level="warning", timeout_graceful_shutdown=2,
+                          http=_deadlined(header_timeout))
+
+
+_SLOW = b"the request's line and headers did not arrive in time\n"
+_TIMED_OUT = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\nconnection: close\r\n"
+              b"content-length: %d\r\n\r\n%s" % (len(_SLOW), _SLOW))
+
+
+def _deadlined(header_timeout: float) -> type:
+    """uvicorn's h11 protocol, with a deadline on each request's head (the module docstring)."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class Deadlined(H11Protocol):
+        _deadline: Any = None
+
+        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            cycle = self.cycle
+            super().data_received(data)
+            if self.cycle is not cycle:  # a request's head arrived: its route has it now
+                self._disarm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._arm()  # the next request on this connection gets its own deadline
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._deadline = self.loop.call_later(header_timeout, self._too_slow)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def _too_slow(self) -> None:
+            self._deadline = None
+            if self.transport.is_closing() or (self.cycle is not None and not self.cycle.response_complete):
+                return
+            self.transport.write(_TIMED_OUT)
+            self.transport.close()
+
+    return Deadlined
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -62,13 +124,13 @@ class Server:
     Also a context manager: the server stops when the block ends.
     """
 
-    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0, header_timeout: float = HEADER_TIMEOUT):
         import uvicorn
 
         self._socket = listen(host, port)
         self.host, self.port = host, self._socket.getsockname()[1]
         self.app = app
-        self._server = uvicorn.Server(_config(app))
+        self._server = uvicorn.Server(_config(app, header_timeout))
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]},
                                         name=f"convlab-agui-{self.port}", daemon=True)
         self._thread.start()
@@ -100,8 +162,9 @@ class Server:
         self.stop()
 
 
-def start(app: Any, host: str = "127.0.0.1", port: int = 0) -> Server:
-    """Serve ``app`` from a background thread (port 0: a free one) and return the running ``Server``.
+def start(app: Any, host: str = "127.0.0.1", port: int = 0, header_timeout: float = HEADER_TIMEOUT) -> Server:
+    """Serve ``app`` from a background thread (port 0: a free one) and return the running ``Server``
+    (``header_timeout``: the seconds a request's head may take, the module docstring).
 
     >>> import tempfile, httpx
     >>> from convlab import agui
@@ -113,15 +176,15 @@ def start(app: Any, host: str = "127.0.0.1", port: int = 0) -> Server:
     >>> status
     {'status': 'ok'}
     """
-    return Server(app, host, port)
+    return Server(app, host, port, header_timeout)
 
 
-def serve(app: Any, sock: socket.socket) -> None:
+def serve(app: Any, sock: socket.socket, header_timeout: float = HEADER_TIMEOUT) -> None:
     """Serve ``app`` on ``sock`` (``listen(host, port)``) in the foreground until
     Ctrl-C or SIGTERM (what ``convlab serve`` runs)."""
     import uvicorn
 
     try:
-        uvicorn.Server(_config(app)).run(sockets=[sock])
+        uvicorn.Server(_config(app, header_timeout)).run(sockets=[sock])
     finally:
         sock.close()

@@ -223,8 +223,13 @@ function draw() {
   sendButton.disabled = waiting || busy();
   sendButton.hidden = busy();
   stopButton.hidden = !busy();
+  input.placeholder = waiting ? WAITS : MESSAGE;
+  input.title = waiting ? WAITS : "";
   if (waiting && !busy()) say("Answer the decision above before the next message.");
 }
+
+const MESSAGE = input.placeholder;
+const WAITS = "Waiting for your decision on the context limit (above): accept, edit, run as is, reset or end the turn, then write";
 
 function drawInterrupt() {
   const waiting = state.interrupt;
@@ -241,6 +246,8 @@ function drawInterrupt() {
     panel.dataset.for = waiting.id;
     summaryBox.value = proposed;
     summaryBox.dataset.proposed = proposed;
+    // a new decision: bring it into view (after six turns it opens below the fold, Send disabled)
+    requestAnimationFrame(() => panel.scrollIntoView({ block: "nearest" }));
   }
   const edited = summaryBox.value.trim() !== "" && summaryBox.value !== summaryBox.dataset.proposed;
   for (const b of panel.querySelectorAll("button[data-action]")) {
@@ -297,7 +304,7 @@ async function runAgent(history, resume) {
   say(resume ? "Answering the decision…" : "");
   drawLive(shown, live);
   const body = {
-    threadId: state.thread, runId: uuid(), state: {}, tools: [], context: [], forwardedProps: {},
+    threadId: state.thread, runId: uuid(), protocolVersion: "1.0", state: {}, tools: [], context: [], forwardedProps: {},
     messages: history.map(toAgui),
   };
   if (resume) body.resume = resume;

@@ -1,0 +1,311 @@
+"""A served thread: its session, its two locks, the runs that drive it, and the provider
+wrapped for it.
+
+Why two locks: a run holds ``lock`` (taken in the order asked, ``_FairLock``)
+for one engine step at a time, so another run meets its turn (the engine's
+409) between two steps. ``view`` is held with it while the engine changes
+the session, and let go while the step waits for its model (the provider is
+wrapped: ``_Unlocking``), so a read of the thread answers from the last
+applied state at once, even while a reply streams. A streaming provider is
+also ``_Stoppable``: once its run's client is gone the stream raises
+``convlab.CallCancelled`` at its next chunk, and the engine cancels the turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import os
+import stat
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ag_ui.core import RunAgentInput
+from ag_ui.encoder import EventEncoder
+
+import convlab
+
+from ..providers import secrets_of
+from .events import RunEvents
+from .interrupts import interrupt_of
+
+if TYPE_CHECKING:  # the app owns its threads; a thread only reads the app's settings
+    from .server import AGUIApp
+
+__all__ = ["ServedThread", "ServedRun", "Unreadable", "served_llm"]
+
+
+def served_llm(llm: Any, thread: "ServedThread") -> Any:
+    """The app's provider(s) for ``thread``: each lets go of the thread's ``view`` while
+    it waits for the model, and a streaming one stops mid-stream when its client is gone."""
+    def wrap(p: Any) -> Any:
+        return _Stoppable(p, thread) if hasattr(p, "stream") else _Unlocking(p, thread)
+
+    if isinstance(llm, Mapping):
+        return {name: wrap(p) for name, p in llm.items()}
+    return wrap(llm)
+
+
+class _Unlocking:
+    """A provider that lets go of its thread's ``view`` lock while it waits for the model,
+    so a read of the thread answers meanwhile."""
+
+    def __init__(self, provider: Any, thread: "ServedThread"):
+        self.provider = provider
+        self.thread = thread
+
+    def __repr__(self) -> str:
+        return repr(self.provider)
+
+    @property
+    def latency(self) -> float:
+        return float(getattr(self.provider, "latency", 0.0) or 0.0)
+
+    def secrets(self) -> list[str]:
+        return secrets_of(self.provider)
+
+    def complete(self, request: Mapping[str, Any]) -> Any:
+        with self.thread.waiting():
+            return self.provider.complete(request)
+
+
+class _Stoppable(_Unlocking):
+    """A streaming provider whose stream stops at the next chunk once its run's client is gone."""
+
+    def stream(self, request: Mapping[str, Any]) -> Any:
+        with self.thread.waiting():
+            chunks = self.provider.stream(request)
+            items = iter(chunks)
+        try:
+            while True:
+                with self.thread.waiting():
+                    chunk = next(items, _END)
+                if chunk is _END:
+                    return
+                run = self.thread.current
+                if run is not None and run.stop.is_set():
+                    raise convlab.CallCancelled("interrupted: the client went away")
+                yield chunk
+        finally:
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()
+
+
+_END = object()
+
+
+class Unreadable(Exception):
+    """A thread whose log cannot be read; the message names the thread, the file and the line."""
+
+    def __init__(self, message: str, line: int | None):
+        super().__init__(message)
+        self.line = line
+
+
+class ServedRun:
+    """One POST: its input, its events, and the chunks its response streams.
+
+    The run's thread appends encoded chunks to ``chunks`` and wakes the
+    response only when it is not awake already: a burst of events costs one
+    hand-over between the threads, not one each.
+    """
+
+    def __init__(self, run: RunAgentInput, messages: list[dict], loop: asyncio.AbstractEventLoop):
+        self.input = run
+        self.messages = messages  # the input's messages as sent (wire dicts, checked by RunAgentInput)
+        self.loop = loop
+        self.ready = asyncio.Event()
+        self.chunks: collections.deque = collections.deque()
+        self.closed = False
+        self.stop = threading.Event()
+        self.turn: str | None = None
+        self.done = False
+        self.after: list[dict] | None = None  # a view to take once the run's (answered) turn ends
+        self.events: RunEvents | None = None
+        self._sent = 0
+        self._woken = False
+        self._encoder = EventEncoder()
+
+    def flush(self) -> None:
+        """Encode the events not sent yet and hand them to the response."""
+        if self.events is None:
+            return
+        new = self.events.events[self._sent:]
+        if not new:
+            return
+        self._sent += len(new)
+        self.chunks.append("".join(self._encoder.encode(e) for e in new))
+        self._wake()
+
+    def refuse(self, events: list[Any]) -> None:
+        """End the run before it began with these events (a RUN_ERROR), sent at once."""
+        self.chunks.append("".join(self._encoder.encode(e) for e in events))
+        self.done = True
+        self._wake()
+
+    def close(self) -> None:
+        self.closed = True
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._woken:
+            return
+        self._woken = True
+        with contextlib.suppress(RuntimeError):  # the server's loop is gone: nobody listens
+            self.loop.call_soon_threadsafe(self.ready.set)
+
+    def take(self) -> tuple[str, bool]:
+        """What is there to send, and whether the run is over (in the response's loop).
+
+        The wake-up is re-armed first, then ``closed`` is read, then the chunks: a
+        chunk or a close that comes after re-arming wakes the response again, and
+        one that came before is seen here (reading ``closed`` before re-arming lost
+        a close that fell between the two, and the response waited for ever)."""
+        self.ready.clear()
+        self._woken = False
+        closed = self.closed
+        parts = []
+        while self.chunks:
+            parts.append(self.chunks.popleft())
+        return "".join(parts), closed
+
+
+class _FairLock:
+    """A lock taken in the order it was asked for. A run takes its thread's lock
+    once per engine step; with a plain lock the running run takes it back at
+    once and another client waits for the whole run instead of meeting the
+    turn (and its 409) between two steps."""
+
+    def __init__(self) -> None:
+        self._cv = threading.Condition(threading.Lock())
+        self._next = 0
+        self._serving = 0
+
+    def __enter__(self) -> "_FairLock":
+        with self._cv:
+            ticket = self._next
+            self._next += 1
+            while self._serving != ticket:
+                self._cv.wait()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        with self._cv:
+            self._serving += 1
+            self._cv.notify_all()
+
+
+class ServedThread:
+    """One AG-UI thread: its session (loaded on first use), its locks, its runs.
+
+    ``lock`` (fair) is held by a run for one engine step at a time; ``view``
+    is held with it while the engine changes the session, and let go while
+    the step waits for its model (``waiting``). ``changing()`` takes both.
+    """
+
+    def __init__(self, thread_id: str, app: "AGUIApp"):
+        self.id = thread_id
+        self.app = app
+        self.path = app.log_dir / f"{thread_id}.jsonl"
+        self.lock = _FairLock()
+        self.view = threading.Lock()
+        self._changer: int | None = None  # the thread (OS) that holds view through changing()
+        self.session: Any = None
+        self.current: ServedRun | None = None  # the run holding the lock
+        self.runs: dict[str, ServedRun] = {}  # turn id -> the run driving it
+
+    @contextlib.contextmanager
+    def changing(self) -> Iterator[None]:
+        """Hold the thread for one engine step: ``lock``, then ``view``."""
+        with self.lock, self.view:
+            self._changer = threading.get_ident()
+            try:
+                yield
+            finally:
+                self._changer = None
+
+    @contextlib.contextmanager
+    def waiting(self) -> Iterator[None]:
+        """Let go of ``view`` while the step waits for its model (a no-op outside ``changing``:
+        a notebook that drives ``app.session(id)`` itself)."""
+        if self._changer != threading.get_ident():
+            yield
+            return
+        self._changer = None
+        self.view.release()
+        try:
+            yield
+        finally:
+            self.view.acquire()
+            self._changer = threading.get_ident()
+
+    def exists(self) -> bool:
+        return self.session is not None or os.path.lexists(self.path)
+
+    def load(self) -> Any:
+        """The thread's session: loaded from its log, or new (call under ``changing()``).
+        Raises ``Unreadable`` for a log that cannot be read."""
+        if self.session is not None:
+            return self.session
+        app = self.app
+        llm = served_llm(app.llm, self)
+        if self._readable():
+            try:
+                s = convlab.Session.load(self.path, llm=llm, worker=app.worker, autorun=False, clock=time.time())
+            except convlab.LogError as err:
+                where = f" at line {err.line}" if err.line else ""
+                text = str(err).replace(str(self.path), self.path.name)
+                raise Unreadable(f"thread {self.id!r}: its log cannot be read{where}: {text}", err.line) from None
+            waits = s.pending is not None and s.pending["type"] == "context.limit" and app.worker == "manual"
+            if s.running is not None and not waits:
+                s.submit({"type": "client.interrupt", "agent_id": s.agent})  # its work in flight died with the server
+        else:
+            s = convlab.Session(config=app.config, agent=app.agent, llm=llm, worker=app.worker, autorun=False,
+                                log=self.path, clock=time.time())
+        s.subscribe(self.on_event)
+        self.session = s
+        return s
+
+    def _readable(self) -> bool:
+        """Whether the thread has a log to load (False: a new thread); ``Unreadable`` for a
+        name that is there but no regular file (a directory, a symlink)."""
+        try:
+            info = os.lstat(self.path)
+        except FileNotFoundError:
+            return False
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a symlink" if stat.S_ISLNK(info.st_mode) else "a directory" if stat.S_ISDIR(info.st_mode) else "no file"
+            raise Unreadable(f"thread {self.id!r}: its log {self.path.name} is {kind}, not a regular file "
+                              "(convlab serve reads and writes only the files of its log dir): move it away", None)
+        return info.st_size > 0
+
+    def read(self) -> dict[str, Any]:
+        """The thread as ``GET /threads/{id}`` shows it: the last applied state (under ``view`` only)."""
+        if self.session is None:
+            with self.changing():
+                self.load()
+        with self.view:
+            s = self.session
+            return {"thread": self.id, **s.snapshot(), "running": s.running, "interrupt": self.interrupt()}
+
+    def on_event(self, event: Mapping[str, Any]) -> None:
+        run = self.current
+        if run is not None and run.events is not None:
+            run.events.on_event(event)
+            if event["type"] in ("llm.delta", "llm.started"):
+                run.flush()  # before a model call, and its text as it comes; the rest at the run's end
+        other = self.runs.get(event.get("turn_id"))
+        if other is not None and other is not run and other.events is not None:
+            other.events.on_event(event)
+
+    def interrupt(self) -> dict[str, Any] | None:
+        """The waiting AG-UI interrupt (a context.limit for a person), or None."""
+        s = self.session
+        if self.app.worker != "manual" or s is None or s.pending is None or s.pending["type"] != "context.limit":
+            return None
+        seq = next(e["seq"] for e in reversed(s.events) if e["type"] == "decision.requested")
+        return interrupt_of(s.pending, seq)
