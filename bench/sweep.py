@@ -53,7 +53,7 @@ def run(smoke: bool) -> Row:
               3, "<=", num_label="tune", den_label="replay")
     try:
         import convlab
-        from convlab.tuning import config_grid
+        from convlab.replay import config_grid
     except ImportError as err:
         row.error = f"not available: {err}"
         return row

@@ -79,7 +79,7 @@ def count_per_call(replayed: Any, *, window: int | None = None, title: str | Non
 
     >>> from convlab.tree import Tree
     >>> from convlab.conversation import Conversation
-    >>> from convlab.replaying import replay
+    >>> from convlab.replay import replay
     >>> t = Tree()
     >>> _ = t.add({"id": "u1", "role": "user", "content": "hi"}, None)
     >>> _ = t.add({"id": "a1", "role": "assistant", "content": "hello"}, "u1")

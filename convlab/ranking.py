@@ -55,7 +55,7 @@ def grid_keys(df: Any) -> list[str]:
     """The grid keys of a tune frame: its columns between ``config`` and ``window``.
 
     >>> import pandas as pd
-    >>> from convlab.tuning import COLUMNS
+    >>> from convlab.replay import COLUMNS
     >>> grid_keys(pd.DataFrame(columns=["conversation", "source", "config", "strategy[0].idle_secs", *COLUMNS]))
     ['strategy[0].idle_secs']
     """

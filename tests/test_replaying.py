@@ -8,8 +8,8 @@ import pytest
 
 import convlab
 from convlab.conversation import Conversation
-from convlab.providers import ReplayLLM
-from convlab.replaying import plan, replay
+from convlab.replay import ReplayLLM, replay
+from convlab.replay.plan import plan
 from convlab.tree import Tree
 
 from realdata import REAL, require
@@ -116,7 +116,7 @@ def test_summary_root_is_replayed_as_context_replace():
 
 def test_a_fork_knows_where_the_log_compacted():
     """Replay.compactions of a replay forked after the log's compaction equals that of a replay from the start."""
-    from convlab.replaying import Replayer
+    from convlab.replay import Replayer
 
     rows = [
         ("u1", None, "user", "long work " * 50, {"time": 0.0}),

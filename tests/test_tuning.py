@@ -8,12 +8,13 @@ import pandas as pd
 import pytest
 
 import convlab
-import convlab.replaying as replay_module
+import convlab.replay.plan as plan_module
 from convlab.conversation import Conversation
-from convlab.replaying import ExactCounts, Replayer, plan, replay
+from convlab.replay import ExactCounts, Replayer, replay
+from convlab.replay.plan import plan
 from convlab.tree import Tree
 from convlab.context import coerce
-from convlab.tuning import COLUMNS, _rows, config_grid, tune
+from convlab.replay.sweep import COLUMNS, config_grid, rows, tune
 
 from realdata import REAL, require
 
@@ -116,7 +117,7 @@ def test_shared_replays_equal_replaying_every_config(knobs):
     for c in CONVS + HIDDEN_CONVS:
         p = plan(c)
         counts.prime(p.texts())
-        shared, each = _rows(p, counts, configs, "bot", knobs=knobs), _rows(p, counts, configs, "bot", share=False, knobs=knobs)
+        shared, each = rows(p, counts, configs, "bot", knobs=knobs), rows(p, counts, configs, "bot", share=False, knobs=knobs)
         assert _clean(shared) == _clean(each)
 
 
@@ -197,8 +198,8 @@ def test_shared_replays_carry_the_hidden_overhead_into_forks():
         counts.prime(p.texts())
         base = replay(c)
         assert [x["overhead"] for x in base.calls] == [HIDDEN] * len(base.calls)
-        shared = _rows(p, counts, configs, "bot")
-        assert _clean(shared) == _clean(_rows(p, counts, configs, "bot", share=False))
+        shared = rows(p, counts, configs, "bot")
+        assert _clean(shared) == _clean(rows(p, counts, configs, "bot", share=False))
         assert any(m["stale"] > 0 and m["first_limit_call"] > 1 for _, m in shared)  # a fork from a later turn
 
 
@@ -210,8 +211,8 @@ def test_shared_replays_equal_replaying_every_config_on_the_real_session():
     p = plan(c)
     counts.prime(p.texts())
     configs = parsed(config_grid(BASE, {"window": [60000, 148431, 300000], "strategy[1].over_tokens": [None]}))
-    shared = _rows(p, counts, configs, "bot")
-    assert _clean(shared) == _clean(_rows(p, counts, configs, "bot", share=False))
+    shared = rows(p, counts, configs, "bot")
+    assert _clean(shared) == _clean(rows(p, counts, configs, "bot", share=False))
     assert shared[1][1]["first_limit_call"] == 131
 
 
@@ -303,10 +304,10 @@ def _no_usage(c):
     ({"overhead": 1.5}, "overhead must be a whole number of tokens"),
 ])
 def test_bad_knobs_say_what_to_pass_before_any_work(knobs, message, monkeypatch):
-    monkeypatch.setattr(convlab.tuning, "plan", lambda c: pytest.fail("work started"))
+    monkeypatch.setattr(convlab.replay.sweep, "plan", lambda c: pytest.fail("work started"))
     with pytest.raises(ValueError, match=message):
         tune(CONVS, BASE, progress=False, **knobs)
-    monkeypatch.setattr(replay_module, "count_batch", lambda *a: pytest.fail("work started"))
+    monkeypatch.setattr(plan_module, "count_batch", lambda *a: pytest.fail("work started"))
     with pytest.raises(ValueError, match=message):
         replay(CONVS[0], BASE, **knobs)
 
@@ -314,7 +315,7 @@ def test_bad_knobs_say_what_to_pass_before_any_work(knobs, message, monkeypatch)
 def test_each_distinct_message_is_tokenized_once_per_sweep(monkeypatch):
     """In one process (jobs=1): worker processes each start from the calling process's counts."""
     seen: list[str] = []
-    batch, one = replay_module.count_batch, replay_module.count_tokens
+    batch, one = plan_module.count_batch, plan_module.count_tokens
 
     def spy_batch(texts, encoding="o200k_base"):
         seen.extend(texts)
@@ -324,8 +325,8 @@ def test_each_distinct_message_is_tokenized_once_per_sweep(monkeypatch):
         seen.append(text)
         return one(text, encoding)
 
-    monkeypatch.setattr(replay_module, "count_batch", spy_batch)
-    monkeypatch.setattr(replay_module, "count_tokens", spy_one)
+    monkeypatch.setattr(plan_module, "count_batch", spy_batch)
+    monkeypatch.setattr(plan_module, "count_tokens", spy_one)
     df = tune(CONVS, BASE, grid=AXES, progress=False, jobs=1)
     assert df["summaries"].sum() > 0  # summaries were written and counted too
     assert len(seen) == len(set(seen)), "a text was tokenized twice"
@@ -373,17 +374,17 @@ def test_worker_processes_give_the_frame_one_process_gives(tmp_path, monkeypatch
     import multiprocessing
     import os
 
-    import convlab.tuning as tuning
+    import convlab.replay.sweep as sweep
 
     if "fork" not in multiprocessing.get_all_start_methods():
         pytest.skip("the spy below reaches the workers only through fork")
-    real = tuning._rows
+    real = sweep.rows
 
     def spy(*args, **kwargs):
         (tmp_path / str(os.getpid())).touch()
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(tuning, "_rows", spy)
+    monkeypatch.setattr(sweep, "rows", spy)
     serial = tune(CONVS, BASE, grid=AXES, progress=False, jobs=1)
     assert [p.name for p in tmp_path.iterdir()] == [str(os.getpid())]
     (tmp_path / str(os.getpid())).unlink()
@@ -431,7 +432,7 @@ def test_dask_equals_local_row_for_row_and_workers_ran_the_tasks():
             remote = tune(CONVS, BASE, grid=AXES, progress=False, scheduler="dask", client=client, chunk=2, **knobs)
     pd.testing.assert_frame_equal(remote, tune(CONVS, BASE, grid=AXES, progress=False, jobs=1, **knobs))
     assert not remote.equals(local)
-    ran = [t for t in stream.data if t["key"].startswith("_run_remote")]
+    ran = [t for t in stream.data if t["key"].startswith("rows-")]
     assert len(ran) == len(CONVS) * 3  # 6 configs in chunks of 2, per conversation
     assert {t["worker"] for t in ran} <= workers and len({t["worker"] for t in ran}) >= 1
 
@@ -472,7 +473,7 @@ class Counting:
         return {"content": f"summary: {read} tokens read", "usage": {"input_tokens": read, "output_tokens": 6}}
 
     def keys(self):
-        from convlab.summaries import model_of, request_key
+        from convlab.replay.summaries import model_of, request_key
 
         return [request_key(model_of(self, q), q) for q in self.requests]
 

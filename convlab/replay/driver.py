@@ -49,205 +49,26 @@ import io
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Callable
 
-from .context import ContextConfig, coerce
-from .conversation import Conversation
-from .engine import SUMMARY_PREFIX, Session
-from .providers import ReplayLLM
+from ..context import ContextConfig, coerce
+from ..conversation import Conversation
+from ..engine import SUMMARY_PREFIX, Session
+from ..tokens import content_text
+from ..tree import message_of
+from ..wire import Event
+from .model import ReplayLLM
+from .plan import ExactCounts, Plan, PlannedTurn, plan
+from .result import Replay
 from .summaries import summaries_for
-from .tokens import content_text, count_batch, count_tokens
-from .tree import message_of, nodes_in_order
-from .wire import Event
 
-__all__ = ["replay", "Replay", "plan", "Plan", "PlannedTurn", "ExactCounts", "Replayer", "EMPTY_SUMMARY"]
+__all__ = ["replay", "Replayer", "EMPTY_SUMMARY"]
 
 _ENGINE_ID = re.compile(r"e\d+$")
 
 #: The text a logged summary with none is replayed with (the engine records no empty summary).
 EMPTY_SUMMARY = "(the log's summary has no text)"
-
-
-# ----------------------------------------------------------------------
-# exact counts, each distinct text tokenized once
-# ----------------------------------------------------------------------
-class ExactCounts:
-    """Exact o200k_base token counts of message texts, each distinct text tokenized once.
-
-    One instance is shared by every replay of a sweep: ``prime`` tokenizes a
-    batch of texts (only those not seen yet), ``text`` answers from the cache
-    (tokenizing a text it has not seen, e.g. a new summary).
-
-    >>> counts = ExactCounts()
-    >>> counts.prime(["hello world", "hi"]); counts.text("hello world"), counts.tokenized
-    (2, 2)
-    """
-
-    def __init__(self, encoding: str = "o200k_base") -> None:
-        self.encoding = encoding
-        self._by_text: dict[str, int] = {}
-        self.tokenized = 0  # distinct texts tokenized so far
-
-    def prime(self, texts: Iterable[str]) -> None:
-        missing = list(dict.fromkeys(t for t in texts if t not in self._by_text))
-        if missing:
-            # one text (a new summary, mid-replay): no batch, whose thread pool costs more than the text
-            counted = count_batch(missing, self.encoding) if len(missing) > 1 else [count_tokens(missing[0], self.encoding)]
-            for t, n in zip(missing, counted):
-                self._by_text[t] = n
-            self.tokenized += len(missing)
-
-    def text(self, text: str) -> int:
-        n = self._by_text.get(text)
-        if n is None:
-            self.prime([text])
-            n = self._by_text[text]
-        return n
-
-    def __len__(self) -> int:
-        return len(self._by_text)
-
-
-# ----------------------------------------------------------------------
-# the plan (config-independent)
-# ----------------------------------------------------------------------
-@dataclass
-class PlannedTurn:
-    """One turn of a replay: how it starts and the worker's steps.
-
-    ``start`` is ``"submit"`` (record ``nodes`` under ``parent``), ``"move"``
-    (a head-only view to ``parent``) or ``"compact"`` (move to ``parent``, then
-    ``context.replace`` recording the summary ``nodes[0]``). ``steps`` are
-    ``("add", id)`` (``message.add``) and ``("call", id)`` (one ``llm.call``
-    answered with the logged reply ``id``), in order.
-    """
-
-    start: str
-    parent: str | None
-    nodes: list[str] = field(default_factory=list)
-    steps: list[tuple[str, str]] = field(default_factory=list)
-    time: float | None = None
-
-
-@dataclass
-class Plan:
-    """What a conversation replays as: its turns, the log's head, the logged nodes."""
-
-    conversation_id: str
-    turns: list[PlannedTurn]
-    head: str | None
-    nodes: dict[str, dict[str, Any]]
-
-    @property
-    def calls(self) -> list[str]:
-        """Ids of the logged replies, in the order they are replayed."""
-        return [nid for t in self.turns for kind, nid in t.steps if kind == "call"]
-
-    def texts(self) -> list[str]:
-        """The text of every logged message (what a replay counts exactly)."""
-        return [content_text(n["content"]) for n in self.nodes.values()]
-
-
-def _is_tool(node: Mapping[str, Any]) -> bool:
-    if node["role"] == "tool":
-        return True
-    content = node.get("content")
-    return (
-        node["role"] == "user"
-        and isinstance(content, list)
-        and bool(content)
-        and all(isinstance(p, Mapping) and p.get("type") == "tool_result" for p in content)
-    )
-
-
-def plan(conversation: Any) -> Plan:
-    """The replay plan of a conversation (anything with ``.tree``, ``.head``, ``.id``).
-
-    >>> from convlab.tree import Tree
-    >>> from convlab.conversation import Conversation
-    >>> t = Tree()
-    >>> for i, (role, parent) in enumerate([("user", None), ("assistant", "n0"), ("assistant", "n0")]):
-    ...     _ = t.add({"id": f"n{i}", "role": role, "content": f"m{i}"}, parent)
-    >>> t.head = "n1"
-    >>> p = plan(Conversation(t, id="c"))
-    >>> [(x.start, x.parent, x.nodes, x.steps) for x in p.turns]
-    [('submit', None, ['n0'], [('call', 'n1')]), ('move', 'n0', [], [('call', 'n2')]), ('move', 'n1', [], [])]
-    """
-    graph = conversation.tree
-    nodes = [dict(a) for a in nodes_in_order(graph)]
-    by_id = {n["id"]: n for n in nodes}
-    turns: list[PlannedTurn] = []
-    vhead: str | None = None  # where the log's head is, as the replay goes
-    turn: PlannedTurn | None = None
-    for n in nodes:
-        nid, parent, role = n["id"], n["parent"], n["role"]
-        if n.get("kind") == "summary" and parent is None:
-            target = n.get("replaces") if n.get("replaces") in by_id else vhead
-            turn = PlannedTurn("compact", target, [nid], time=n.get("time"))
-            turns.append(turn)
-        elif role == "assistant" and parent is not None:
-            if turn is None or parent != vhead:
-                turn = PlannedTurn("move", parent, time=n.get("time"))
-                turns.append(turn)
-            turn.steps.append(("call", nid))
-        elif _is_tool(n) and turn is not None and parent == vhead:
-            turn.steps.append(("add", nid))
-        elif turn is not None and turn.start == "submit" and not turn.steps and parent == vhead and role != "assistant":
-            turn.nodes.append(nid)  # a chain of inputs: one client.append
-        else:
-            turn = PlannedTurn("submit", parent, [nid], time=n.get("time"))
-            turns.append(turn)
-        vhead = nid
-    head = getattr(conversation, "head", None)
-    if head is not None and head != vhead:
-        turns.append(PlannedTurn("move", head))
-    return Plan(str(getattr(conversation, "id", "")), turns, head, by_id)
-
-
-# ----------------------------------------------------------------------
-# the driver
-# ----------------------------------------------------------------------
-@dataclass
-class Replay:
-    """What ``convlab.replay`` returns: the Session that re-enacted the log, and what it saw.
-
-    - ``session``: the ``Session`` (its tree, events, turns, ``path()``, ...);
-    - ``map``: ``{imported id: session id}``; after a strategy's
-      ``context.replace`` a kept message maps to its copy and the replaced
-      head to the new head (where the log goes on);
-    - ``stale``: imported ids of the logged replies that no longer apply
-      (answered on a strategy's new history, or never given because their
-      turn failed);
-    - ``calls``: one dict per model call (summary calls not included):
-      ``count`` (the engine's), ``first_call``, ``idle_for``, ``read`` (what
-      the provider read: the log's usage where it applies, else ``exact +
-      overhead``), ``exact`` (the transcript the model read, o200k_base),
-      ``overhead`` (the hidden overhead: observed where the log's usage
-      applies, else carried from the last call where it did), ``logged`` (the
-      log's input tokens or None), ``applies``, ``refused``, ``reply``
-      (imported id), ``call_id``, ``checked``;
-    - ``limits``: one dict per ``context.limit``: ``reason``, ``strategy``,
-      ``tokens``, ``call`` (1-based index of the held model call), ``replaced``,
-      ``first_call``, ``idle_for``, and ``summary_tokens`` (the exact length of
-      the summary it recorded, when it recorded one);
-    - ``compactions``: one dict per compaction the log itself holds (a summary
-      root, replayed as ``context.replace``): ``id`` (the summary's session
-      id) and ``call`` (1-based index of the first model call that reads the
-      compacted history; one past the last call when none does).
-    """
-
-    session: Session
-    map: dict[str, str]
-    stale: list[str]
-    calls: list[dict[str, Any]]
-    limits: list[dict[str, Any]]
-    conversation_id: str = ""
-    compactions: list[dict[str, Any]] = field(default_factory=list)
-
-    def __repr__(self) -> str:
-        return (f"Replay(conversation={self.conversation_id!r}, calls={len(self.calls)}, "
-                f"limits={len(self.limits)}, stale={len(self.stale)}, head={self.session.head!r})")
 
 
 @dataclass
@@ -713,7 +534,7 @@ def replay(conversation: Conversation, config: Any = None, *, agent: str = "bot"
     the log, summaries from that model, each made once and kept in the
     summary cache (``cache``: None for ``$XDG_CACHE_HOME/convlab/summaries``,
     a folder, or False for none; see ``convlab.tune`` and
-    ``convlab.summaries``).
+    ``convlab.replay.summaries``).
 
     >>> from convlab.tree import Tree
     >>> t = Tree()

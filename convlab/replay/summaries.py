@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import inputs, jsondata, providers
-from .errors import ProviderError, SummaryWarning
-from .tree import MESSAGE_KEYS, input_tokens
+from .. import inputs, jsondata, providers
+from ..errors import ProviderError, SummaryWarning
+from ..tree import MESSAGE_KEYS, input_tokens
 
 __all__ = ["Summaries", "SummaryCost", "summaries_for", "default_folder", "model_of", "request_key"]
 
