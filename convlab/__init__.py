@@ -44,6 +44,7 @@ _LAZY = {
     "conversations_frame": "convlab.frames",
     "replay": "convlab.replay",  # the package, callable as the function (convlab/replay/__init__.py)
     "tune": "convlab.replay",
+    "tune_cost": "convlab.replay",
     "rank": "convlab.ranking",
     "config_grid": "convlab.replay",
     "Replay": "convlab.replay",

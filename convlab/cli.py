@@ -509,14 +509,16 @@ def _tune(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
     if args.plot and len(grid) >= 2 and args.value not in columns:
         raise _Usage(f"--value {args.value!r}: not a column of the sweep (columns: {', '.join(columns)})")
     convs = _read(args.paths, args, notes)
-    with notes.watch("tuning"):
-        result = convlab.tune(convs, text, grid=grid or None, agent=args.agent, progress=None if _progress(args) else False,
-                              jobs=args.jobs, summarizer=summarizer, cache=False if args.no_cache else None,
-                              dry_run=args.dry_run, summary_size=args.summary_size, overhead=args.overhead)
+    sweep = dict(grid=grid or None, agent=args.agent, progress=None if _progress(args) else False, jobs=args.jobs,
+                 summarizer=summarizer, cache=False if args.no_cache else None, summary_size=args.summary_size,
+                 overhead=args.overhead)
     if args.dry_run:  # what the summaries would cost, no table
-        out.write(_say_cost(result, dry_run=True) + "\n")
+        with notes.watch("tuning"):
+            cost = convlab.tune_cost(convs, text, **sweep)
+        out.write(_say_cost(cost, dry_run=True) + "\n")
         return
-    df = result
+    with notes.watch("tuning"):
+        df = convlab.tune(convs, text, **sweep)
     if summarizer is not None:
         notes.say(_say_cost(df.attrs["summary_cost"], dry_run=False))
     width = args.width or _terminal_width()

@@ -27,7 +27,7 @@ PUBLIC = [
     "LogError", "LogWarning", "ProviderError", "ReadError", "ReadWarning", "Refused", "Replay", "ReplayLLM", "ScriptedLLM",
     "Session", "Strategy", "SummaryWarning", "TokenizerError", "Tree", "TreeView", "brief", "chat_worker", "config_grid", "content_text",
     "readable",
-    "conversations_frame", "count_tokens", "frame", "kept", "load_config", "newest_leaf", "read", "replay", "tune",
+    "conversations_frame", "count_tokens", "frame", "kept", "load_config", "newest_leaf", "read", "replay", "tune", "tune_cost",
     "rank", "TuneWarning",
 ]
 

@@ -158,7 +158,7 @@ def test_what_summaries_for_takes():
     assert summaries_for(None, None) is None
     with pytest.raises(ValueError, match="cache= is where a summarizer's summaries are kept"):
         summaries_for(None, False)
-    with pytest.raises(ValueError, match="dry_run says what a summarizer's calls would cost"):
+    with pytest.raises(ValueError, match=r"tune_cost \(a dry run\) says what a summarizer's calls would cost"):
         summaries_for(None, None, dry_run=True)
     with pytest.raises(TypeError, match="summarizer must be a provider"):
         summaries_for("openai:gpt-4.1-mini", None)

@@ -14,7 +14,7 @@ from convlab.replay import ExactCounts, Replayer, replay
 from convlab.replay.plan import plan
 from convlab.tree import Tree
 from convlab.context import coerce
-from convlab.replay.sweep import COLUMNS, config_grid, rows, tune
+from convlab.replay.sweep import COLUMNS, config_grid, rows, tune, tune_cost
 
 from realdata import REAL, require
 
@@ -541,18 +541,28 @@ def test_dry_run_says_what_a_real_run_then_spends(tmp_path):
     c = conv("d1", 3)  # one summary per replay: every figure is known before any call
     axes = {"strategy[1].over_tokens": [2500, 100000], "strategy[1].prompt": ["Summarize.", "In one line.", "As a list."]}
     llm = Counting()
-    dry = tune([c], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path, dry_run=True)
+    dry = tune_cost([c], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path)
     assert llm.requests == [] and list(tmp_path.rglob("*.json")) == []  # nothing spent, nothing written
     assert dry.exact and dry.cached == 0 and dry.calls == 3  # one per prompt: the prompt is in the key
     df = tune([c], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path)
     assert len(llm.requests) == dry.calls and sum(q_read(q) for q in llm.requests) == dry.input_tokens
     spent = df.attrs["summary_cost"]
     assert (spent.calls, spent.input_tokens) == (dry.calls, dry.input_tokens)
-    again = tune([c], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path, dry_run=True)
+    again = tune_cost([c], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path)
     assert (again.calls, again.input_tokens, again.cached, again.cached_input_tokens) == (0, 0, dry.calls, dry.input_tokens)
     # in worker processes: the same figures
     llm2 = Counting()
-    assert tune([c], BASE, grid=axes, progress=False, summarizer=llm2, cache=False, dry_run=True, jobs=2) == dry
+    assert tune_cost([c], BASE, grid=axes, progress=False, summarizer=llm2, cache=False, jobs=2) == dry
+
+
+def test_tune_dry_run_is_tune_cost_and_says_it_is_deprecated(tmp_path):
+    """Issue 21: a flag that makes tune return a SummaryCost is its own function, tune_cost; dry_run=True still
+    works (the same figures) and says what to call instead."""
+    c, config = conv("d2", 3), BASE.replace("over_tokens = 100000", "over_tokens = 2500")
+    with pytest.warns(DeprecationWarning, match=r"convlab.tune_cost\(...\) says what the summaries would cost"):
+        old = tune([c], config, progress=False, summarizer=Counting(), cache=tmp_path, dry_run=True)
+    assert old == tune_cost([c], config, progress=False, summarizer=Counting(), cache=tmp_path) and old.calls == 1
+    assert convlab.tune_cost is tune_cost
 
 
 def test_dry_run_marks_what_rests_on_a_summary_not_made_yet(tmp_path):
@@ -560,14 +570,14 @@ def test_dry_run_marks_what_rests_on_a_summary_not_made_yet(tmp_path):
     it with the stand-in in its place, and says so (estimated, not exact). With a summarizer that writes what
     the stand-in writes (EchoLLM), the estimate is what the real run spends."""
     llm = Counting()
-    dry = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=llm, cache=tmp_path, dry_run=True)
+    dry = tune_cost(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=llm, cache=tmp_path)
     assert not dry.exact and 0 < dry.estimated < dry.calls and llm.requests == []
     echo = convlab.EchoLLM()
-    dry = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=echo, cache=tmp_path / "echo", dry_run=True)
+    dry = tune_cost(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=echo, cache=tmp_path / "echo")
     df = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=echo, cache=tmp_path / "echo")
     assert not dry.exact and (echo.calls, df.attrs["summary_cost"].input_tokens) == (dry.calls, dry.input_tokens)
     # with the summaries made, a dry run knows everything
-    assert tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=echo, cache=tmp_path / "echo", dry_run=True).exact
+    assert tune_cost(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=echo, cache=tmp_path / "echo").exact
 
 
 def test_the_summarizer_stays_in_the_calling_process_and_is_never_pickled(tmp_path):
@@ -625,7 +635,7 @@ def test_a_real_sdk_summarizer_is_called_from_this_process_once_per_summary(tmp_
         pickle.dumps(llm)
     axes = {"strategy[1].over_tokens": [2500, 100000], "strategy[1].prompt": ["Summarize.", "In one line."]}
     one = conv("o1", 3)
-    dry = tune([one, CONVS[2]], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path, dry_run=True, jobs=2)
+    dry = tune_cost([one, CONVS[2]], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path, jobs=2)
     assert api.requests == [] and dry.exact and dry.calls >= 2
     df = tune([one, CONVS[2]], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path, jobs=2)
     assert len(api.requests) == dry.calls == df.attrs["summary_cost"].calls
@@ -657,7 +667,7 @@ def test_failed_summaries_are_said_and_counted(tmp_path):
 
 def test_summarizer_arguments_that_cannot_work_say_so():
     with pytest.raises(ValueError, match="give summarizer= too"):
-        tune(CONVS, BASE, progress=False, dry_run=True)
+        tune_cost(CONVS, BASE, progress=False)
     with pytest.raises(ValueError, match="give summarizer= too"):
         tune(CONVS, BASE, progress=False, cache=False)
     with pytest.raises(ValueError, match="never sent to a worker"):

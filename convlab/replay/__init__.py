@@ -10,7 +10,7 @@ The path a log takes, one module each:
   the one-call way;
 - ``result``: ``Replay``, what a replay returns;
 - ``sweep``: many configs of one conversation as a tree of forks, grids
-  (``config_grid``) and ``tune``;
+  (``config_grid``), ``tune`` and ``tune_cost`` (what its summaries would cost);
 - ``workers``: where a sweep runs (this process, worker processes, dask);
 - ``summaries``: real summaries behind an on-disk cache.
 
@@ -40,10 +40,10 @@ from .model import ReplayLLM
 from .plan import ExactCounts, Plan, PlannedTurn
 from .result import Replay
 from .summaries import Summaries, SummaryCost
-from .sweep import COLUMNS, config_grid, tune
+from .sweep import COLUMNS, config_grid, tune, tune_cost
 
 __all__ = ["replay", "Replay", "Replayer", "ReplayLLM", "Plan", "PlannedTurn", "ExactCounts", "EMPTY_SUMMARY", "tune",
-           "config_grid", "COLUMNS", "Summaries", "SummaryCost"]
+           "tune_cost", "config_grid", "COLUMNS", "Summaries", "SummaryCost"]
 
 
 class _Package(types.ModuleType):

@@ -13,8 +13,9 @@ from typing import Any, Callable, Iterable
 
 from ..errors import ProviderError
 from ..providers.fakes import checked_replies, stand_in, summarized
-from ..tokens import count_tokens
+from ..tokens import content_text, count_tokens
 from ..tree import input_tokens
+from .plan import ExactCounts, Plan
 
 __all__ = ["ReplayLLM"]
 
@@ -83,9 +84,8 @@ class ReplayLLM:
       log, as above.
     - ``window``: refuse (``too_long``) a call that reads more, by that same
       measure (the logged input, or the exact count plus the overhead).
-    - ``time`` with ``clock`` (a callable giving the session's clock): the
-      call's ``latency`` brings the clock to the reply's logged time (never
-      back).
+    - ``time``: the call's ``latency`` brings the session's clock to the
+      reply's logged time (never back).
     - Summary calls get a deterministic stand-in for a summary of what they
       read (``stand_in``): a log holds no reply for a summary it never asked
       for. Its size is ``summary_size``: None (default) for the stand-in's
@@ -95,13 +95,32 @@ class ReplayLLM:
       every later call reads starts from it, so it decides every later count.
       Their usage is the exact count of what they read, no overhead: a
       summary call carries its strategy's prompt, not the agent's hidden one.
-    - ``count``: how to count messages exactly (default ``count_tokens``).
+    - ``summarize(request, tokens, guessed)``: what answers the summary
+      calls instead of the stand-in (``tokens``: the exact count of what the
+      request sends; ``guessed``: this model already wrote a stand-in, so the
+      request may not be what a real run sends): a reply, a
+      ``ProviderError``, or None for the stand-in (counted in ``stand_ins``).
 
-    ``used`` lists the ids of the replies given out, ``stale`` those given
-    out that did not apply, ``seen`` one dict per (non-summary) call: ``reply``,
-    ``applies``, ``read`` (the logged input where it applies, else ``exact +
+    A replay's model answers for one Session (``bind``): it reads the
+    session's clock, counts what each call reads exactly by the session's
+    ids (``counts``, an ``ExactCounts``; a copy counts as its original), and
+    a logged reply applies unless the history's first message starts a
+    branch a strategy's ``context.replace`` made (its ``replaces`` is set and
+    it is not one of the log's own compactions, which the driver names with
+    ``compacted``). On its own (no session) it counts with ``count_tokens``,
+    ``applies(request)`` says whether a reply applies (default always) and
+    ``clock()`` gives the time the latency runs to.
+
+    What it records is its own, and ``until(mark)`` gives a model that goes
+    on from a ``mark()`` (what a fork of a replay starts from): ``used`` lists
+    the ids of the replies given out, ``stale`` those given out that did not
+    apply, ``seen`` one dict per (non-summary) call: ``reply``, ``applies``,
+    ``read`` (the logged input where it applies, else ``exact +
     overhead``), ``exact``, ``overhead``, ``logged``, ``refused``;
-    ``summaries`` one dict per summary call: ``read``, ``refused``.
+    ``summaries`` one dict per summary call: ``read``, ``refused``;
+    ``stand_ins`` the summaries the stand-in wrote although ``summarize`` was
+    asked; ``compactions`` the log's own compactions, ``{summary id: 1-based
+    index of the first call that reads it}``.
 
     >>> llm = ReplayLLM([{"id": "a1", "content": "hello", "usage": {"input_tokens": 40, "output_tokens": 1}},
     ...                  {"id": "a2", "content": "hi again"}],
@@ -127,9 +146,10 @@ class ReplayLLM:
         *,
         clock: Callable[[], float] | None = None,
         applies: Callable[[Mapping[str, Any]], bool] | None = None,
-        count: Callable[[list], int] | None = None,
         summary_size: int | float | None = None,
         overhead: int | None = None,
+        summarize: Callable[[Mapping[str, Any], int, bool], dict[str, Any] | None] | None = None,
+        counts: ExactCounts | None = None,
     ):
         if window is not None and (not isinstance(window, int) or window <= 0):
             raise ValueError(f"window must be a positive integer, got {window!r}")
@@ -140,15 +160,98 @@ class ReplayLLM:
         self.latency = 0.0
         self.clock = clock
         self.applies = applies
-        self.count = count or count_tokens
+        self.summarize = summarize
+        self.counts = counts
+        self._session: Any = None
+        self._exact: dict[str, int] = {}  # session id -> exact tokens (a bound model's cache)
         self.used: list[Any] = []
         self.stale: list[Any] = []
         self.seen: list[dict[str, Any]] = []
         self.summaries: list[dict[str, Any]] = []
+        self.stand_ins = 0
+        self.compactions: dict[str, int] = {}
         self.last_applied = True
+
+    @classmethod
+    def for_plan(cls, plan: Plan, window: int | None, **kwargs: Any) -> "ReplayLLM":
+        """The model of a replay of ``plan``: its logged replies, in the order they are replayed."""
+        replies = []
+        for nid in plan.calls:
+            node = plan.nodes[nid]
+            keys = {k: node[k] for k in _REPLY_KEYS if node.get(k) is not None}
+            replies.append({"id": nid, "content": node["content"], "usage": node.get("usage"), "time": node.get("time"), **keys})
+        return cls(replies, window, **kwargs)
 
     def __repr__(self) -> str:
         return f"ReplayLLM({len(self.used)}/{len(self.replies)} replies used)"
+
+    # -- one session -------------------------------------------------------
+    def bind(self, session: Any) -> None:
+        """Answer for ``session``: its clock, its ids (see the class docstring). Once, before its first call."""
+        if self.clock is not None or self.applies is not None:
+            raise ValueError("a ReplayLLM bound to a session reads its clock and history there: give no clock= or applies=")
+        self._session = session
+
+    def compacted(self, summary_id: str) -> None:
+        """The log's own compaction recorded its summary ``summary_id``: the history under it is the log's."""
+        self.compactions[summary_id] = len(self.seen) + 1
+
+    def mark(self) -> tuple[int, int, int, int]:
+        """Where the model stands: what ``until`` goes on from."""
+        return (len(self.seen), len(self.summaries), self.stand_ins, len(self.compactions))
+
+    def until(self, mark: tuple[int, int, int, int], window: int | None) -> "ReplayLLM":
+        """A model, for a new session (``bind`` it), whose records are this one's up to ``mark``
+        (a ``mark()`` of this model), with the same replies, knobs, ``summarize`` and counts,
+        refusing above ``window``."""
+        calls, summaries, stand_ins, compactions = mark
+        new = copy.copy(self)
+        new.window, new.latency, new._session, new._exact = window, 0.0, None, {}
+        new.seen = [dict(x) for x in self.seen[:calls]]
+        new.used = [x["reply"] for x in new.seen if not x["refused"]]
+        new.stale = [x["reply"] for x in new.seen if not x["refused"] and not x["applies"]]
+        new.last_applied = next((x["applies"] for x in reversed(new.seen) if not x["refused"]), True)
+        new.summaries = [dict(x) for x in self.summaries[:summaries]]
+        new.stand_ins = stand_ins
+        new.compactions = dict(list(self.compactions.items())[:compactions])
+        return new
+
+    # -- what a call reads ---------------------------------------------------
+    def _exact_of(self, sid: str) -> int:
+        """Exact tokens of the session message ``sid`` (a copy counts as its original)."""
+        n = self._exact.get(sid)
+        if n is None:
+            node = self._session.tree.nodes[sid]
+            n = self._exact_of(node["copied_from"]) if node.get("copied_from") else self._tokens(content_text(node["content"]))
+            self._exact[sid] = n
+        return n
+
+    def _tokens(self, text: str) -> int:
+        return self.counts.tokens(text) if self.counts is not None else count_tokens(text)
+
+    def count(self, messages: list[Mapping[str, Any]]) -> int:
+        """The exact count of ``messages`` (o200k_base): by the bound session's ids where it has them."""
+        if self._session is None and self.counts is None:
+            return count_tokens(list(messages))
+        tree = self._session.tree if self._session is not None else ()
+        total = 0
+        for m in messages:
+            mid = m.get("id")
+            if mid is not None and mid in tree:
+                total += self._exact_of(mid)
+            else:
+                text = content_text(m.get("content"))
+                total += self._tokens(text) if text else 0
+        return total
+
+    def _reads_logged(self, request: Mapping[str, Any]) -> bool:
+        """Whether the logged reply applies: the model reads logged history (see the class docstring)."""
+        if self._session is None:
+            return True if self.applies is None else bool(self.applies(request))
+        messages = request.get("messages") or []
+        first = messages[0].get("id") if messages else None
+        node = self._session.tree.nodes.get(first) if first is not None else None
+        return node is None or node["replaces"] is None or first in self.compactions
 
     def _carried(self) -> int:
         """The hidden overhead of a call the log's usage does not answer."""
@@ -163,26 +266,22 @@ class ReplayLLM:
         return stand_in(messages, size)
 
     def _latency_to(self, time: Any) -> float:
-        if self.clock is None or not isinstance(time, (int, float)):
+        now = self._session.clock if self._session is not None else self.clock() if self.clock is not None else None
+        if now is None or not isinstance(time, (int, float)):
             return 0.0
-        return max(0.0, float(time) - float(self.clock()))
+        return max(0.0, float(time) - float(now))
 
+    # -- the calls -------------------------------------------------------------
     def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
         messages = list(request.get("messages") or [])
         self.latency = 0.0
         if request.get("summary"):
-            read = self.count(messages)
-            refused = self.window is not None and read > self.window
-            self.summaries.append({"read": read, "refused": refused})
-            if refused:
-                raise ProviderError("too_long", f"{read} tokens is more than the window of {self.window}")
-            content = self._stand_in(messages)
-            return {"content": content, "usage": {"input_tokens": read, "output_tokens": self.count([{"content": content}])}}
+            return self._summary(request, messages)
         n = len(self.used)
         if n >= len(self.replies):
             raise ProviderError("failed", f"ReplayLLM has no logged reply left for call {n + 1}")
         reply = self.replies[n]
-        applies = True if self.applies is None else bool(self.applies(request))
+        applies = self._reads_logged(request)
         logged = input_tokens(reply.get("usage"))
         exact = self.count(messages)
         if applies and logged is not None:
@@ -210,3 +309,18 @@ class ReplayLLM:
             usage = {"input_tokens": read, "output_tokens": self.count([{"content": reply["content"]}])}
         keys = {k: copy.deepcopy(reply[k]) for k in _REPLY_KEYS if reply.get(k) is not None}
         return {"content": copy.deepcopy(reply["content"]), "usage": usage, **keys}
+
+    def _summary(self, request: Mapping[str, Any], messages: list[Mapping[str, Any]]) -> dict[str, Any]:
+        """A summary call: the window's check, then ``summarize``'s reply or the stand-in."""
+        read = self.count(messages)
+        refused = self.window is not None and read > self.window
+        self.summaries.append({"read": read, "refused": refused})
+        if refused:
+            raise ProviderError("too_long", f"{read} tokens is more than the window of {self.window}")
+        if self.summarize is not None:
+            real = self.summarize(request, read, self.stand_ins > 0)
+            if real is not None:
+                return real
+            self.stand_ins += 1
+        content = self._stand_in(messages)
+        return {"content": content, "usage": {"input_tokens": read, "output_tokens": self.count([{"content": content}])}}

@@ -24,11 +24,11 @@ class ExactCounts:
     """Exact o200k_base token counts of message texts, each distinct text tokenized once.
 
     One instance is shared by every replay of a sweep: ``prime`` tokenizes a
-    batch of texts (only those not seen yet), ``text`` answers from the cache
+    batch of texts (only those not seen yet), ``tokens`` answers from the cache
     (tokenizing a text it has not seen, e.g. a new summary).
 
     >>> counts = ExactCounts()
-    >>> counts.prime(["hello world", "hi"]); counts.text("hello world"), counts.tokenized
+    >>> counts.prime(["hello world", "hi"]); counts.tokens("hello world"), counts.tokenized
     (2, 2)
     """
 
@@ -46,7 +46,7 @@ class ExactCounts:
                 self._by_text[t] = n
             self.tokenized += len(missing)
 
-    def text(self, text: str) -> int:
+    def tokens(self, text: str) -> int:
         n = self._by_text.get(text)
         if n is None:
             self.prime([text])

@@ -1,11 +1,19 @@
-"""What a replay returns: ``Replay``."""
+"""What a replay returns: ``Replay``, and the measures a sweep reads from it.
+
+A sweep's row is computed here, from the ``Replay`` alone (its session's
+events and turns, its calls, limits and stale replies), so nothing reaches
+into the driver that made it.
+"""
 
 from __future__ import annotations
 
+import math
+import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine import Session
+from ..tree import input_tokens
 
 __all__ = ["Replay"]
 
@@ -50,3 +58,72 @@ class Replay:
     def __repr__(self) -> str:
         return (f"Replay(conversation={self.conversation_id!r}, calls={len(self.calls)}, "
                 f"limits={len(self.limits)}, stale={len(self.stale)}, head={self.session.head!r})")
+
+    def measures(self) -> dict[str, Any]:
+        """The measures of a sweep's row (``convlab.tune`` documents each column).
+
+        >>> from convlab.tree import Tree
+        >>> from convlab.conversation import Conversation
+        >>> from convlab.replay import replay
+        >>> t = Tree()
+        >>> _ = t.add({"id": "u1", "role": "user", "content": "hi"}, None)
+        >>> _ = t.add({"id": "a1", "role": "assistant", "content": "hello", "usage": {"input_tokens": 9, "output_tokens": 1}}, "u1")
+        >>> t.head = "a1"
+        >>> m = replay(Conversation(t, id="c")).measures()
+        >>> m["calls"], m["tokens_read"], m["stale"], m["err_usage_mean"]  # the count of "hi" (1) against the log's 9
+        (1, 9, 0, -8.0)
+        """
+        limits = self.limits
+        reasons = [x["reason"] for x in limits]
+        lengths = [x["summary_tokens"] for x in limits if "summary_tokens" in x]
+        summary_calls = tokens_read = overflows = 0
+        for ev in self.session.events:
+            t = ev["type"]
+            if t == "llm.started" and ev.get("summary"):
+                summary_calls += 1
+            elif t == "llm.completed":
+                tokens_read += input_tokens(ev.get("usage")) or 0
+            elif t == "llm.failed" and ev.get("error") == "too_long" and not ev.get("summary"):
+                overflows += 1
+        counts = [c["count"] for c in self.calls] + [x["tokens"] for x in limits]
+        err_exact = [c["count"] - c["exact"] for c in self.calls]
+        err_usage = [c["count"] - c["logged"] for c in self.calls if c["applies"] and c["logged"] is not None]
+        return {
+            "calls": len(self.calls),
+            "summary_calls": summary_calls,
+            "limits_full": reasons.count("full"),
+            "limits_idle": reasons.count("idle"),
+            "limits_overflow": reasons.count("overflow"),
+            "summaries": sum(1 for x in limits if x["replaced"] and x["strategy"] == "summarize"),
+            "summary_tokens": sum(lengths),
+            "summary_tokens_max": max(lengths, default=0),
+            "resets": sum(1 for x in limits if x["replaced"] and x["strategy"] == "reset"),
+            "overflows": overflows,
+            "failed_turns": sum(1 for t in self.session.turns if t["status"] == "failed"),
+            "stale": len(self.stale),
+            "first_limit_call": limits[0]["call"] if limits else None,
+            "max_count": max(counts) if counts else 0,
+            "tokens_read": tokens_read,
+            "err_exact_mean": _mean(err_exact),
+            "err_exact_p95": _p95(err_exact),
+            "err_usage_mean": _mean(err_usage),
+            "err_usage_p95": _p95(err_usage),
+        }
+
+    def hidden_overhead(self) -> int:
+        """The hidden prompt the log shows: the median, over the calls whose logged usage
+        applies, of the logged input less the exact count of the transcript; 0 when none does."""
+        observed = [c["overhead"] for c in self.calls if c["applies"] and c["logged"] is not None]
+        return statistics.median_low(observed) if observed else 0
+
+
+def _p95(values: list[float]) -> float:
+    if not values:
+        return math.nan
+    v = sorted(abs(x) for x in values)
+    # nearest rank: the smallest value with at least 95% of the values at or below it
+    return float(v[max(0, math.ceil(0.95 * len(v)) - 1)])
+
+
+def _mean(values: list[float]) -> float:
+    return float(sum(values) / len(values)) if values else math.nan

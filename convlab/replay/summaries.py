@@ -93,7 +93,7 @@ def summaries_for(summarizer: Any, cache: Any, *, dry_run: bool = False) -> "Sum
         if cache is not None:
             raise ValueError("cache= is where a summarizer's summaries are kept: give summarizer= too")
         if dry_run:
-            raise ValueError("dry_run says what a summarizer's calls would cost: give summarizer= too")
+            raise ValueError("tune_cost (a dry run) says what a summarizer's calls would cost: give summarizer= too")
         return None
     if isinstance(summarizer, type):
         raise TypeError(f"summarizer must be a provider, not its class: {summarizer.__name__}(...)")

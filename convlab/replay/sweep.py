@@ -27,24 +27,26 @@ from __future__ import annotations
 
 import copy
 import itertools
-import math
 import re
-import statistics
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ..context import MARGIN, ContextConfig, applies, coerce, load_config, toml_document
 from ..conversation import Conversation
 from ..errors import ConfigError
-from ..tree import input_tokens
 from . import workers
 from .driver import Replayer
 from .model import ReplayLLM
 from .plan import ExactCounts, Plan, plan
-from .summaries import Summaries, summaries_for
+from .result import Replay
+from .summaries import Summaries, SummaryCost, summaries_for
 
-__all__ = ["tune", "config_grid", "COLUMNS", "rows"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["tune", "tune_cost", "config_grid", "COLUMNS", "rows"]
 
 #: The measured columns of a tune frame, in order (after conversation, source, config and the grid keys).
 COLUMNS = (
@@ -144,64 +146,6 @@ def config_grid(base: Any, axes: Mapping[str, Sequence[Any]], *, agent: str = "b
 
 
 # ----------------------------------------------------------------------
-# measures
-# ----------------------------------------------------------------------
-def _p95(values: list[float]) -> float:
-    if not values:
-        return math.nan
-    v = sorted(abs(x) for x in values)
-    # nearest rank: the smallest value with at least 95% of the values at or below it
-    return float(v[max(0, math.ceil(0.95 * len(v)) - 1)])
-
-
-def _mean(values: list[float]) -> float:
-    return float(sum(values) / len(values)) if values else math.nan
-
-
-def _measure(r: Replayer) -> dict[str, Any]:
-    """One row's measures from a finished replay."""
-    s = r.session
-    trace, seen = r.trace, r.llm.seen
-    reasons = [x["reason"] for x in r.limits]
-    lengths = [x["summary_tokens"] for x in r.limits if "summary_tokens" in x]
-    summary_calls = 0
-    tokens_read = 0
-    overflows = 0
-    for ev in s.events:
-        t = ev["type"]
-        if t == "llm.started" and ev.get("summary"):
-            summary_calls += 1
-        elif t == "llm.completed":
-            tokens_read += input_tokens(ev.get("usage")) or 0
-        elif t == "llm.failed" and ev.get("error") == "too_long" and not ev.get("summary"):
-            overflows += 1
-    counts = [c["count"] for c in trace] + [x["tokens"] for x in r.limits]
-    err_exact = [c["count"] - x["exact"] for c, x in zip(trace, seen)]
-    err_usage = [c["count"] - x["logged"] for c, x in zip(trace, seen) if x["applies"] and x["logged"] is not None]
-    return {
-        "calls": len(trace),
-        "summary_calls": summary_calls,
-        "limits_full": reasons.count("full"),
-        "limits_idle": reasons.count("idle"),
-        "limits_overflow": reasons.count("overflow"),
-        "summaries": sum(1 for x in r.limits if x["replaced"] and x["strategy"] == "summarize"),
-        "summary_tokens": sum(lengths),
-        "summary_tokens_max": max(lengths, default=0),
-        "resets": sum(1 for x in r.limits if x["replaced"] and x["strategy"] == "reset"),
-        "overflows": overflows,
-        "failed_turns": sum(1 for t in s.turns if t["status"] == "failed"),
-        "stale": len(dict.fromkeys(r.stale)),
-        "first_limit_call": r.limits[0]["call"] if r.limits else None,
-        "max_count": max(counts) if counts else 0,
-        "tokens_read": tokens_read,
-        "err_exact_mean": _mean(err_exact),
-        "err_exact_p95": _p95(err_exact),
-        "err_usage_mean": _mean(err_usage),
-        "err_usage_p95": _p95(err_usage),
-    }
-
-
-# ----------------------------------------------------------------------
 # one conversation under many configs: replays that share what they can
 # ----------------------------------------------------------------------
 def _strategy_key(strategy: Any) -> tuple:
@@ -236,15 +180,15 @@ class _Run:
     def made(cls, replayer: Replayer, start: int, parent: "_Run | None" = None) -> "_Run":
         """The run of a finished replay; forked at ``start`` from ``parent``, whose
         config says the same before that turn (so what it said is not asked again)."""
-        cfg = replayer.config
+        cfg, consulted = replayer.config, replayer.record.consulted
         n = replayer.starts[start].consulted if parent is not None else 0
-        says = (parent.says[:n] if parent is not None else []) + [_says(cfg, p) for p in replayer.consulted[n:]]
-        return cls(replayer, cfg, says, start, _measure(replayer), [])
+        says = (parent.says[:n] if parent is not None else []) + [_says(cfg, p) for p in consulted[n:]]
+        return cls(replayer, cfg, says, start, replayer.result().measures(), [])
 
     def differs(self, config: ContextConfig, from_turn: int) -> int | None:
         """The turn where ``config`` first says something else than this run's config,
         looking from turn ``from_turn`` on (before it they agree); None if never."""
-        points = self.replayer.consulted
+        points = self.replayer.record.consulted
         i = self.replayer.starts[from_turn].consulted if from_turn in self.replayer.starts else 0
         says = self.says
         for k in range(i, len(points)):
@@ -276,13 +220,10 @@ def _closest(root: _Run, config: ContextConfig) -> tuple[_Run, int | None]:
     return best, best_turn
 
 
-def _baseline(r: Replayer, row: Mapping[str, Any]) -> dict[str, Any]:
-    """What every row of a conversation carries from its baseline replay ``r`` (no config: the log
-    as it was), whose measures are ``row``."""
-    given = r.knobs["overhead"]
-    observed = [x["overhead"] for x in r.llm.seen if x["applies"] and x["logged"] is not None]
-    overhead = given if given is not None else (statistics.median_low(observed) if observed else 0)
-    return {"baseline_tokens_read": row["tokens_read"], "overhead": overhead}
+def _baseline(base: Replay, row: Mapping[str, Any], given: int | None) -> dict[str, Any]:
+    """What every row of a conversation carries from its baseline replay (no config: the log as it
+    was), whose measures are ``row``: its tokens read, and the hidden overhead (``given``, else the log's)."""
+    return {"baseline_tokens_read": row["tokens_read"], "overhead": given if given is not None else base.hidden_overhead()}
 
 
 def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, ContextConfig]], agent: str, *,
@@ -301,11 +242,13 @@ def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, ContextConfi
         return Replayer(p, cfg, counts=counts, agent=agent, summarize=summarize, **knobs)
 
     base = replayer(None).run()
+    given = knobs.get("overhead")
     if not share:
-        baseline = _baseline(base, _measure(base))
-        return [(j, {**_measure(replayer(cfg).run()), **baseline}) for j, cfg in configs]
+        first = base.result()
+        baseline = _baseline(first, first.measures(), given)
+        return [(j, {**replayer(cfg).run().result().measures(), **baseline}) for j, cfg in configs]
     root = _Run.made(base, 0)
-    baseline = _baseline(base, root.row)
+    baseline = _baseline(base.result(), root.row, given)
     out = []
     for j, cfg in configs:
         run, turn = _closest(root, cfg)
@@ -353,10 +296,10 @@ def tune(
     chunk: int | None = None,
     summarizer: Any = None,
     cache: Any = None,
-    dry_run: bool = False,
     summary_size: int | float | None = None,
     overhead: int | None = None,
-):
+    dry_run: bool = False,
+) -> "pd.DataFrame":
     """Replay conversations under context configs: one row per (conversation, config).
 
     ``configs`` is one config or a list (TOML text, a path to a .toml file,
@@ -447,15 +390,8 @@ def tune(
     calls read depends on what the summarizer wrote, so a rerun gives the
     same frame through the cache, not a new sweep with ``cache=False``.
 
-    ``dry_run=True`` (with ``summarizer``) calls nothing and writes nothing:
-    it returns a ``SummaryCost`` instead of the frame, with the summary
-    ``calls`` the sweep would make and their ``input_tokens`` (exact
-    o200k_base counts of what each would send), and the ``cached`` ones
-    (with what they read). A summary the cache does not hold yet is stood in
-    for by the stand-in, so a later summary of the same replay, which reads
-    it, is counted on the stand-in's text: ``estimated`` says how many calls
-    rest on that, and ``exact`` is True when none do (then the figures are
-    what the sweep spends, as far as the provider counts as o200k_base does).
+    What the summaries would cost before anything is spent: ``tune_cost``
+    (``dry_run=True`` is the same, and deprecated).
 
     Where it runs: ``jobs`` worker processes on this machine (None: one per
     core it may use; 1: all in this process, no workers), each taking whole
@@ -486,95 +422,181 @@ def tune(
     >>> df[["strategy[0].idle_secs", "calls", "limits_idle", "resets", "tokens_read"]].values.tolist()
     [[600, 2, 1, 1, 402], [86400, 2, 0, 0, 804]]
     """
-    import pandas as pd
-
-    convs = _as_list(conversations)
-    for c in convs:
-        if not isinstance(c, Conversation):
-            raise TypeError(f"tune takes Conversations (what convlab.read(path) returns), got a {type(c).__name__}")
-    if grid is not None:
-        configs_list: list[Any] = config_grid(configs, grid, agent=agent)
-        labels = list(itertools.product(*(list(v) for v in grid.values())))
-        grid_keys = list(grid)
-    else:
-        configs_list = _as_list(configs)
-        labels, grid_keys = [()] * len(configs_list), []
-    parsed = [coerce(c, agent) for c in configs_list]  # check every config before any work
-    if not configs_list:
-        raise ValueError("tune needs at least one config")
-    ReplayLLM(summary_size=summary_size, overhead=overhead)  # the knobs checked as every replay will check them
-    knobs = {"summary_size": summary_size, "overhead": overhead}
-
-    if scheduler not in (None, "local", "dask"):
-        raise ValueError(f"scheduler must be None, 'local' or 'dask', got {scheduler!r}")
-    if scheduler == "dask" and jobs is not None:
-        raise ValueError("jobs= is for the local scheduler: a dask cluster has its own workers")
-    jobs = workers.jobs_for(jobs)
-    if chunk is not None and (not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1):
-        raise ValueError(f"chunk must be a positive whole number of configs or None, got {chunk!r}")
-    summaries = summaries_for(summarizer, cache, dry_run=dry_run)
-    if summaries is not None and scheduler == "dask":
-        raise ValueError("a summarizer is called from this process only (it is never sent to a worker): "
-                         "sweep with the local scheduler (jobs=...), not dask")
-
-    counts = ExactCounts()
-    plans = [plan(c) for c in convs]
-    if summaries is not None and not dry_run and jobs > 1:
-        jobs *= workers.WAITING  # workers mostly wait for summaries: more of them keep the cores busy
-    tasks = workers.units(plans, len(parsed), chunk, 1 if scheduler == "dask" else jobs)
-    in_processes = scheduler != "dask" and jobs > 1 and len(tasks) > 1
-    if not in_processes:  # else each worker tokenizes its own conversations, side by side
-        counts.prime(t for p in plans for t in p.texts())
-    total = len(convs) * len(parsed)
-    show = (total >= 20) if progress is None else bool(progress)
-    from tqdm.auto import tqdm
-
-    results: dict[tuple[int, int], dict[str, Any]] = {}
-    bar = tqdm(total=total, desc="tune", unit="replay", disable=not show)
-
-    def done(i: int, rows: list[tuple[int, dict[str, Any]]]) -> None:
-        for j, measures in rows:
-            results[(i, j)] = measures
-        bar.update(len(rows))
-
-    try:
-        if scheduler == "dask":
-            workers.run_dask(rows, plans, counts, parsed, agent, knobs, tasks, client, done)
-        elif not in_processes:
-            summarize = None if summaries is None else _asking(summaries, dry_run)
-            for i, js in tasks:
-                done(i, rows(plans[i], counts, [(j, parsed[j]) for j in js], agent, summarize=summarize, knobs=knobs))
-        else:
-            workers.run_processes(rows, plans, counts, parsed, agent, knobs, tasks, jobs, done,
-                                  None if summaries is None else _asking(summaries, dry_run))
-    finally:
-        bar.close()
     if dry_run:
-        return summaries.cost()  # type: ignore[union-attr]
-
-    table = []
-    for i, c in enumerate(convs):
-        for j, cfg in enumerate(parsed):
-            row = {"conversation": c.id, "source": c.source, "config": j}
-            row.update(dict(zip(grid_keys, labels[j])))
-            row["window"] = cfg.window  # a grid over window: the same value
-            row["strategies"] = _strategies(cfg)
-            row["threshold"] = _threshold(cfg)
-            row.update(results[(i, j)])
-            table.append(row)
-    df = pd.DataFrame(table, columns=["conversation", "source", "config", *[k for k in grid_keys if k not in COLUMNS], *COLUMNS])
-    for col in ("first_limit_call", "window", "threshold"):
-        df[col] = df[col].astype("Int64")
-    df["saved"] = 1 - df["tokens_read"] / df["baseline_tokens_read"].where(df["baseline_tokens_read"] > 0)
+        warnings.warn("tune(..., dry_run=True) is deprecated: convlab.tune_cost(...) says what the summaries would cost",
+                      DeprecationWarning, stacklevel=2)
+        return tune_cost(conversations, configs, grid=grid, agent=agent, jobs=jobs, progress=progress, chunk=chunk,  # type: ignore[return-value]
+                         summarizer=summarizer, cache=cache, summary_size=summary_size, overhead=overhead)
+    sweep = _check(conversations, configs, grid=grid, agent=agent, jobs=jobs, progress=progress, scheduler=scheduler,
+                   client=client, chunk=chunk, summarizer=summarizer, cache=cache, summary_size=summary_size,
+                   overhead=overhead, estimate=False)
+    summaries = sweep.summaries
+    df = _frame(sweep, _schedule(sweep, None if summaries is None else _completing(summaries)))
     if summaries is not None:
         df.attrs["summary_cost"] = summaries.cost()
         summaries.warn_failed()
     return df
 
 
-def _asking(summaries: Summaries, dry_run: bool) -> Any:
-    """What a replay in this process asks for a summary (``Replayer``'s ``summarize``)."""
-    if dry_run:
-        return summaries.estimate
-    return lambda request, tokens, guessed: summaries.complete(request)
+def tune_cost(
+    conversations: Any,
+    configs: Any,
+    *,
+    summarizer: Any = None,
+    grid: Mapping[str, Sequence[Any]] | None = None,
+    agent: str = "bot",
+    jobs: int | None = None,
+    progress: bool | None = None,
+    chunk: int | None = None,
+    cache: Any = None,
+    summary_size: int | float | None = None,
+    overhead: int | None = None,
+) -> SummaryCost:
+    """What the summaries of a ``tune`` with ``summarizer`` would cost, calling nothing and writing nothing.
 
+    The arguments are ``tune``'s (the sweep runs here or in worker
+    processes, never on dask). It returns a ``SummaryCost``: the summary
+    ``calls`` the sweep would make and their ``input_tokens`` (exact
+    o200k_base counts of what each would send), and the ``cached`` ones
+    (with what they read). A summary the cache does not hold yet is stood in
+    for by the stand-in, so a later summary of the same replay, which reads
+    it, is counted on the stand-in's text: ``estimated`` says how many calls
+    rest on that, and ``exact`` is True when none do (then the figures are
+    what the sweep spends, as far as the provider counts as o200k_base does).
+
+    >>> from convlab.tree import Tree
+    >>> from convlab.conversation import Conversation
+    >>> from convlab.providers import EchoLLM
+    >>> t = Tree()
+    >>> _ = t.add({"id": "u1", "role": "user", "content": "hi " * 400}, None)
+    >>> _ = t.add({"id": "a1", "role": "assistant", "content": "hello"}, "u1")
+    >>> _ = t.add({"id": "u2", "role": "user", "content": "again"}, "a1")
+    >>> _ = t.add({"id": "a2", "role": "assistant", "content": "hello again"}, "u2")
+    >>> t.head = "a2"
+    >>> base = '[agent.bot.context]\\n[[agent.bot.context.strategy]]\\nuse = "summarize"\\nover_tokens = 300'
+    >>> tune_cost([Conversation(t, id="c")], base, summarizer=EchoLLM(), cache=False, progress=False)
+    SummaryCost(calls=1, input_tokens=429, cached=0, cached_input_tokens=0, estimated=0, failed=0)
+    """
+    sweep = _check(conversations, configs, grid=grid, agent=agent, jobs=jobs, progress=progress, scheduler=None,
+                   client=None, chunk=chunk, summarizer=summarizer, cache=cache, summary_size=summary_size,
+                   overhead=overhead, estimate=True)
+    assert sweep.summaries is not None  # _check says so when there is no summarizer
+    _schedule(sweep, sweep.summaries.estimate)
+    return sweep.summaries.cost()
+
+
+@dataclass
+class _Sweep:
+    """A sweep, checked before any work: what it replays, under which configs, and where."""
+
+    conversations: list[Conversation]
+    configs: list[ContextConfig]
+    labels: list[tuple[Any, ...]]  # per config, its grid values
+    grid_keys: list[str]
+    agent: str
+    knobs: dict[str, Any]
+    scheduler: str | None
+    jobs: int
+    chunk: int | None
+    client: Any
+    summaries: Summaries | None
+    progress: bool | None
+
+
+def _check(conversations: Any, configs: Any, *, grid: Mapping[str, Sequence[Any]] | None, agent: str, jobs: int | None,
+           progress: bool | None, scheduler: str | None, client: Any, chunk: int | None, summarizer: Any, cache: Any,
+           summary_size: int | float | None, overhead: int | None, estimate: bool) -> _Sweep:
+    """Every argument of a sweep checked (a clear error naming what is wrong) before any work."""
+    convs = _as_list(conversations)
+    for c in convs:
+        if not isinstance(c, Conversation):
+            raise TypeError(f"tune takes Conversations (what convlab.read(path) returns), got a {type(c).__name__}")
+    if grid is not None:
+        documents: list[Any] = config_grid(configs, grid, agent=agent)
+        labels = list(itertools.product(*(list(v) for v in grid.values())))
+        grid_keys = list(grid)
+    else:
+        documents = _as_list(configs)
+        labels, grid_keys = [()] * len(documents), []
+    parsed = [coerce(c, agent) for c in documents]  # check every config before any work
+    if not documents:
+        raise ValueError("tune needs at least one config")
+    ReplayLLM(summary_size=summary_size, overhead=overhead)  # the knobs checked as every replay will check them
+    if scheduler not in (None, "local", "dask"):
+        raise ValueError(f"scheduler must be None, 'local' or 'dask', got {scheduler!r}")
+    if scheduler == "dask" and jobs is not None:
+        raise ValueError("jobs= is for the local scheduler: a dask cluster has its own workers")
+    n_jobs = workers.jobs_for(jobs)
+    if chunk is not None and (not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1):
+        raise ValueError(f"chunk must be a positive whole number of configs or None, got {chunk!r}")
+    summaries = summaries_for(summarizer, cache, dry_run=estimate)
+    if summaries is not None and scheduler == "dask":
+        raise ValueError("a summarizer is called from this process only (it is never sent to a worker): "
+                         "sweep with the local scheduler (jobs=...), not dask")
+    if summaries is not None and not estimate and n_jobs > 1:
+        n_jobs *= workers.WAITING  # workers mostly wait for summaries: more of them keep the cores busy
+    return _Sweep(convs, parsed, labels, grid_keys, agent, {"summary_size": summary_size, "overhead": overhead}, scheduler,
+                  n_jobs, chunk, client, summaries, progress)
+
+
+def _schedule(sweep: _Sweep, ask: Any) -> dict[tuple[int, int], dict[str, Any]]:
+    """Every (conversation, config)'s measures, computed where the sweep runs (``workers``);
+    ``ask`` answers the summary calls in this process (None: the stand-in)."""
+    from tqdm.auto import tqdm
+
+    configs, agent, knobs = sweep.configs, sweep.agent, sweep.knobs
+    counts = ExactCounts()
+    plans = [plan(c) for c in sweep.conversations]
+    dask = sweep.scheduler == "dask"
+    tasks = workers.units(plans, len(configs), sweep.chunk, 1 if dask else sweep.jobs)
+    in_processes = not dask and sweep.jobs > 1 and len(tasks) > 1
+    if not in_processes:  # else each worker tokenizes its own conversations, side by side
+        counts.prime(t for p in plans for t in p.texts())
+    total = len(plans) * len(configs)
+    show = (total >= 20) if sweep.progress is None else bool(sweep.progress)
+    results: dict[tuple[int, int], dict[str, Any]] = {}
+    bar = tqdm(total=total, desc="tune", unit="replay", disable=not show)
+
+    def done(i: int, measured: list[tuple[int, dict[str, Any]]]) -> None:
+        for j, measures in measured:
+            results[(i, j)] = measures
+        bar.update(len(measured))
+
+    try:
+        if dask:
+            workers.run_dask(rows, plans, counts, configs, agent, knobs, tasks, sweep.client, done)
+        elif in_processes:
+            workers.run_processes(rows, plans, counts, configs, agent, knobs, tasks, sweep.jobs, done, ask)
+        else:
+            for i, js in tasks:
+                done(i, rows(plans[i], counts, [(j, configs[j]) for j in js], agent, summarize=ask, knobs=knobs))
+    finally:
+        bar.close()
+    return results
+
+
+def _frame(sweep: _Sweep, results: Mapping[tuple[int, int], Mapping[str, Any]]) -> "pd.DataFrame":
+    """The sweep's frame: one row per (conversation, config), ``COLUMNS`` after the grid keys."""
+    import pandas as pd
+
+    table = []
+    for i, c in enumerate(sweep.conversations):
+        for j, cfg in enumerate(sweep.configs):
+            row = {"conversation": c.id, "source": c.source, "config": j}
+            row.update(dict(zip(sweep.grid_keys, sweep.labels[j])))
+            row["window"] = cfg.window  # a grid over window: the same value
+            row["strategies"] = _strategies(cfg)
+            row["threshold"] = _threshold(cfg)
+            row.update(results[(i, j)])
+            table.append(row)
+    keys = [k for k in sweep.grid_keys if k not in COLUMNS]
+    df = pd.DataFrame(table, columns=["conversation", "source", "config", *keys, *COLUMNS])
+    for col in ("first_limit_call", "window", "threshold"):
+        df[col] = df[col].astype("Int64")
+    df["saved"] = 1 - df["tokens_read"] / df["baseline_tokens_read"].where(df["baseline_tokens_read"] > 0)
+    return df
+
+
+def _completing(summaries: Summaries) -> Any:
+    """What a replay asks for a summary in a real sweep (``ReplayLLM``'s ``summarize``): the summarizer, through the cache."""
+    return lambda request, tokens, guessed: summaries.complete(request)
