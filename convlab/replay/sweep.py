@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from ..context import MARGIN, ContextConfig, applies, coerce, load_config, toml_document
+from ..context import ContextConfig, applies, coerce, load_config, toml_document
 from ..conversation import Conversation
 from ..errors import ConfigError
 from . import workers
@@ -273,16 +273,6 @@ def _strategies(cfg: ContextConfig) -> str:
     return ",".join(s.use for s in cfg.strategies)
 
 
-def _threshold(cfg: ContextConfig) -> int | None:
-    """The smallest count above which one of the config's strategies applies by size
-    (PROTOCOL 5.2): its ``over_tokens``, or ``window - 16000`` for a strategy without
-    ``idle_secs``; None when none applies by size."""
-    sizes = [s.over_tokens for s in cfg.strategies if s.over_tokens is not None]
-    if cfg.window is not None and any(s.idle_secs is None for s in cfg.strategies):
-        sizes.append(cfg.window - MARGIN)
-    return min(sizes, default=None)
-
-
 def tune(
     conversations: Any,
     configs: Any,
@@ -310,9 +300,9 @@ def tune(
     Columns: ``conversation`` (its id), ``source`` (the file it was read
     from: ``Conversation.source``), ``config`` (index into the configs), the
     grid keys, then ``COLUMNS``: ``window``, ``strategies``; ``threshold``
-    (the smallest count above which one of its strategies applies by size:
-    an ``over_tokens``, or ``window - 16000`` for a strategy without
-    ``idle_secs``; NA when none does); ``calls`` (model calls, summary calls
+    (``ContextConfig.threshold``: the smallest count above which one of its
+    strategies applies by size, an ``over_tokens`` or ``window - 16000`` for
+    a strategy without ``idle_secs``; NA when none does); ``calls`` (model calls, summary calls
     not included), ``summary_calls``; ``limits_full`` /
     ``limits_idle`` / ``limits_overflow`` (context.limit decisions by
     reason); ``summaries`` and ``resets`` (strategies that replaced the
@@ -586,7 +576,7 @@ def _frame(sweep: _Sweep, results: Mapping[tuple[int, int], Mapping[str, Any]]) 
             row.update(dict(zip(sweep.grid_keys, sweep.labels[j])))
             row["window"] = cfg.window  # a grid over window: the same value
             row["strategies"] = _strategies(cfg)
-            row["threshold"] = _threshold(cfg)
+            row["threshold"] = cfg.threshold
             row.update(results[(i, j)])
             table.append(row)
     keys = [k for k in sweep.grid_keys if k not in COLUMNS]
