@@ -56,6 +56,7 @@ from starlette.routing import Route
 import convlab
 
 from ..providers import secrets_of
+from ..tree import lane_from, newest_leaves, nodes_in_order, path_to
 from .events import RunEvents
 from .interrupts import ResumeError, actions_for, interrupt_of
 from .messages import from_agui
@@ -396,7 +397,7 @@ class AGUIApp:
         def read() -> dict[str, Any]:
             with thread.lock:
                 s = thread.load()
-                return {"thread": tid, **s.snapshot(), "running": s.running, "interrupt": thread.interrupt()}
+                return {"thread": tid, **s.snapshot(), **paths_of(s), "running": s.running, "interrupt": thread.interrupt()}
 
         return JSONResponse(await asyncio.to_thread(read))
 
@@ -549,6 +550,18 @@ class AGUIApp:
         else:
             run.events.failed(turn.get("error") or f"turn {run.turn} failed", "turn_failed")
         run.done = True
+
+
+def paths_of(session: Any) -> dict[str, Any]:
+    """The paths the chat page walks, so that it never walks the tree itself: ``path`` (ids root ->
+    head) and ``lanes`` (per sibling of a message on it, the ids from that sibling down to the newest
+    leaf under it: where switching to it lands, ``convlab.tree.lane_from``)."""
+    graph = session.tree
+    path = path_to(graph.nodes, session.head)
+    on_path = set(path)
+    newest = newest_leaves(nodes_in_order(graph))
+    lanes = {k: lane_from(graph, k, newest) for parent in [None, *path] for k in session.children(parent) if k not in on_path}
+    return {"path": path, "lanes": lanes}
 
 
 def app(log_dir: str | os.PathLike, config: Any = None, llm: Any = None,

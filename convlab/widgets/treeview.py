@@ -2,8 +2,9 @@
 
 The layout is a git graph: one row per visible message (preorder), a lane
 per branch. At each node one child continues the parent's lane and comes
-last: on the active path the child that continues it, elsewhere the child
-whose subtree holds the newest leaf (where looking at the node lands). The
+last (the lane rule, ``convlab.tree.lane_child``): on the active path the
+child that continues it, elsewhere the child whose subtree holds the newest
+leaf (where looking at the node lands). The
 other children fork one lane to the right just above their rows. So the
 active path is one straight line in lane 0, side branches never cross, and
 a branch keeps its row order when the head leaves it (after a summary the
@@ -35,6 +36,7 @@ import anywidget
 import traitlets
 
 from .. import brief
+from ..tree import lane_child, newest_leaves, path_to
 from . import intents
 from .live import INTERVAL, Live, hold
 from .source import source_of
@@ -120,12 +122,7 @@ def layout(
         kids.setdefault(n.get("parent"), []).append(nid)
 
     # the active path, and which child of each path node continues it
-    path: list[str] = []
-    cur = head
-    while cur is not None and cur in attrs:
-        path.append(cur)
-        cur = attrs[cur].get("parent")
-    path.reverse()
+    path = path_to(attrs, head)
     on_path = set(path)
     next_on_path: dict[str | None, str] = {}
     prev: str | None = None
@@ -134,16 +131,12 @@ def layout(
         prev = nid
 
     # subtree sizes and the newest leaf's seq under each node (children come after parents in seq order)
+    newest = newest_leaves(attrs.values())
     size = {nid: 1 for nid in attrs}
-    newest: dict[str, int] = {}
     for nid in reversed(list(attrs)):
-        if nid not in newest:
-            newest[nid] = attrs[nid]["seq"]
         parent = attrs[nid].get("parent")
         if parent is not None:
             size[parent] += size[nid]
-            if newest[nid] > newest.get(parent, -1):
-                newest[parent] = newest[nid]
 
     # which nodes are visible: the path, then off-path nodes nearest it first
     visible: set[str] = set(path)
@@ -181,12 +174,7 @@ def layout(
     max_lane = 0
 
     def main_child(nid: str | None, shown: list[str]) -> str | None:
-        if not shown:
-            return None
-        nxt = next_on_path.get(nid)
-        if nxt is not None and (nid is None or nid in on_path):
-            return nxt
-        return max(shown, key=newest.__getitem__)
+        return lane_child(shown, newest, next_on_path.get(nid) if nid is None or nid in on_path else None)
 
     # stack items: ("node", id, lane) | ("marker", parent, lane)
     stack: list[tuple[str, str | None, int]] = []
