@@ -29,10 +29,6 @@ from typing import Any, Callable, Iterator, Sequence, TextIO
 
 __all__ = ["main", "build_parser"]
 
-#: How the importers end the warning of a file (or archive member) they passed over.
-_PASSED_OVER = "; passed over"
-
-
 class _Usage(Exception):
     """A mistake in how the command was called, or in its config or input: one line, exit 2."""
 
@@ -224,19 +220,22 @@ class _Notes:
 
     def _report(self, stage: str, caught: list[warnings.WarningMessage], quiet_skips: list[Path]) -> None:
         skipped: list[str] = []
+        left_out: list[str] = []  # the files (or archive members) those warnings name
         groups: dict[str, Counter[str]] = {}
         for w in caught:
             if not _ours(w.category):
                 continue
             text = str(w.message).strip()
-            if text.endswith(_PASSED_OVER):
-                skipped.append(text[: -len(_PASSED_OVER)])
+            passed_over = getattr(w.message, "passed_over", None)  # a ReadWarning for a file left out whole
+            if passed_over is not None:
+                skipped.append(text.removesuffix("; passed over"))
+                left_out.append(passed_over)
                 continue
             groups.setdefault(w.category.__name__, Counter())[text] += 1
         if skipped:
             self.say(f"skipped {_plural(len(skipped), 'file')} that could not be read:")
             self._list(skipped)
-        unread = [str(f) for f in quiet_skips if not any(s.startswith((f"{f}:", f"{f}!")) for s in skipped)]
+        unread = [str(f) for f in quiet_skips if not any(p == str(f) or p.startswith(f"{f}!") for p in left_out)]
         if unread:
             self.say(f"passed over {_plural(len(unread), 'file')} with no chat log convlab reads:")
             self._list(unread)

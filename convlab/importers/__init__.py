@@ -176,12 +176,12 @@ def _read_zip(f: BinaryIO, source: str, progress: bool, format: str | None) -> l
             with archive.open(info) as m:
                 convs = _read_stream(m, member, info.file_size, progress, format)
         except (zipfile.BadZipFile, OSError, zlib.error, EOFError, NotImplementedError, RuntimeError) as err:
-            warn(f"{member}: cannot be unpacked ({err}); passed over")
+            warn(f"{member}: cannot be unpacked ({err}); passed over", passed_over=member)
             continue
         except _NotALog:
             continue
         except ReadError as err:
-            warn(f"{err}; passed over")
+            warn(f"{err}; passed over", passed_over=member)
             continue
         found = found or bool(convs) or name.endswith("conversations.json")
         out.extend(convs)
@@ -259,7 +259,7 @@ def _read_folder(folder: Path, progress: bool, format: str | None) -> list[Conve
             except _NotALog:
                 pass
             except ReadError as err:
-                warn(f"{err}; passed over")
+                warn(f"{err}; passed over", passed_over=str(f))
             if files_bar is not None:
                 files_bar.update(1)
     finally:
