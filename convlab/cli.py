@@ -119,7 +119,7 @@ def _add_tune(sub: Any) -> None:
                       help="with --summarizer: say how many summary calls and input tokens the sweep needs, and how many "
                            "the cache holds; call nothing")
     tune.add_argument("--no-cache", action="store_true", help="with --summarizer: neither read nor write the summary cache")
-    tune.add_argument("--jobs", type=_jobs, metavar="N", help="worker processes (default: one per core; 1: none)")
+    tune.add_argument("--jobs", type=_job_count, metavar="N", help="worker processes (default: one per core; 1: none)")
     _add_reading_options(tune)
     tune.set_defaults(run=_tune)
 
@@ -143,7 +143,7 @@ def _tokens(text: str) -> int:
     return int(text)
 
 
-def _jobs(text: str) -> int:
+def _job_count(text: str) -> int:
     try:
         jobs = int(text)
     except ValueError:

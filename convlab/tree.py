@@ -487,11 +487,3 @@ class Tree:
     def nodes_in_order(self) -> list[dict[str, Any]]:
         return [dict(a) for a in nodes_in_order(self.graph)]
 
-    @classmethod
-    def from_nodes(cls, nodes: Iterable[Mapping[str, Any]], head: str | None = None) -> "Tree":
-        """Rebuild a tree from node dicts (parents before children, e.g. in ``seq`` order)."""
-        tree = cls()
-        for n in nodes:
-            tree.add(n, n.get("parent"))
-        tree.head = head
-        return tree

@@ -164,7 +164,7 @@ def _says(config: ContextConfig, point: tuple) -> Any:
 
 
 @dataclass
-class _Run:
+class _SharedReplay:
     """One replay of a sweep: the configs that say what its config says at every
     point it consulted it share it (and its row); a config that first says
     something else in turn ``k`` forks from it there."""
@@ -174,10 +174,10 @@ class _Run:
     says: list[Any]  # what config says at each of replayer.consulted
     start: int  # the turn it forked at from its parent (0: it ran from the start)
     row: dict[str, Any]
-    children: list["_Run"]
+    children: list["_SharedReplay"]
 
     @classmethod
-    def made(cls, replayer: Replayer, start: int, parent: "_Run | None" = None) -> "_Run":
+    def made(cls, replayer: Replayer, start: int, parent: "_SharedReplay | None" = None) -> "_SharedReplay":
         """The run of a finished replay; forked at ``start`` from ``parent``, whose
         config says the same before that turn (so what it said is not asked again)."""
         cfg, consulted = replayer.config, replayer.record.consulted
@@ -197,7 +197,7 @@ class _Run:
         return None
 
 
-def _closest(root: _Run, config: ContextConfig) -> tuple[_Run, int | None]:
+def _closest(root: _SharedReplay, config: ContextConfig) -> tuple[_SharedReplay, int | None]:
     """The run ``config`` shares the most with: the one where it first says
     something else latest (None: it says the same everywhere), and that turn.
 
@@ -247,13 +247,13 @@ def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, ContextConfi
         first = base.result()
         baseline = _baseline(first, first.measures(), given)
         return [(j, {**replayer(cfg).run().result().measures(), **baseline}) for j, cfg in configs]
-    root = _Run.made(base, 0)
+    root = _SharedReplay.made(base, 0)
     baseline = _baseline(base.result(), root.row, given)
     out = []
     for j, cfg in configs:
         run, turn = _closest(root, cfg)
         if turn is not None:
-            child = _Run.made(run.replayer.fork(turn, cfg).run(turn), turn, run)
+            child = _SharedReplay.made(run.replayer.fork(turn, cfg).run(turn), turn, run)
             run.children.append(child)
             run = child
         out.append((j, {**run.row, **baseline}))
