@@ -64,7 +64,6 @@ def functions(path: Path):
 LONG = {
     ("replay/sweep.py", "tune"): "its docstring defines every column of the frame (about 110 lines); its code is 25 lines",
     ("ranking.py", "rank"): "its docstring defines the ranking and its warnings, with a runnable example; its code is 30 lines",
-    ("widgets/treeview.py", "layout"): "one O(n) pass over the tree in four steps that share its indexes (the tree view's bench row)",
     ("importers/agui.py", "parse"): "one pass over an AG-UI event stream, a branch per event type (issue 20's importer)",
 }
 
