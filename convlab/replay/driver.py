@@ -114,9 +114,13 @@ class Replayer:
     been idle, what the model read exactly, the hidden overhead, and what the
     log says it read. Use ``replay()``; this is the machinery it shares with
     ``tune``. What each protocol step recorded is read from the events that
-    step emitted, never from side channels.
+    step emitted, never from side channels. Each record has one owner: the
+    model's calls, summaries, stand-ins and stale replies are ``llm``'s (a
+    ``ReplayLLM``), the id map, limits, the engine's count per call and the
+    points above are ``record``'s; ``result()`` is the ``Replay`` read from
+    both, and ``fork`` cuts both at a turn (``until``), patching nothing.
 
-    For sweeps it also records ``consulted``: every point where the replay
+    For sweeps it also records ``record.consulted``: every point where the replay
     depended on its config, in order, as ``(turn, kind, *data)``:
     ``("limit", count, first_call, idle_for)`` where the engine asked which
     strategy applies, ``("read", tokens, refused)`` where the model read

@@ -6,7 +6,7 @@ it. The plan of each conversation is made once and every message text is
 tokenized once for the whole sweep (one tokenizer batch; with worker
 processes, one per conversation, in the worker). Per conversation the first
 replay has no config: the log as it was. Every replay records the
-points where it consulted its config (``Replayer.consulted``: which strategy
+points where it consulted its config (``Replayer.record.consulted``: which strategy
 applies before a call, whether a read passes the window, which strategy
 makes room after an overflow). A config that says the same as a replay's
 config at all of them makes the same replay, so it shares its row at no
@@ -153,7 +153,7 @@ def _strategy_key(strategy: Any) -> tuple:
 
 
 def _says(config: ContextConfig, point: tuple) -> Any:
-    """What ``config`` says at a point where a replay consulted its config (``Replayer.consulted``)."""
+    """What ``config`` says at a point where a replay consulted its config (``Replayer.record.consulted``)."""
     kind = point[1]
     if kind == "limit":
         limit = applies(config, point[2], first_call=point[3], idle_for=point[4])
@@ -171,7 +171,7 @@ class _SharedReplay:
 
     replayer: Replayer
     config: ContextConfig
-    says: list[Any]  # what config says at each of replayer.consulted
+    says: list[Any]  # what config says at each of replayer.record.consulted
     start: int  # the turn it forked at from its parent (0: it ran from the start)
     row: dict[str, Any]
     children: list["_SharedReplay"]
