@@ -189,7 +189,9 @@ def path_to(nodes: Mapping[str, Mapping[str, Any]], head: str | None) -> list[st
     makes (``head`` the tree's head: the active path). ``nodes`` is a graph's ``nodes`` or
     any mapping of id -> node; the walk stops at an id it does not hold.
 
-    >>> t = Tree(); _ = t.add({"id": "u1", "role": "user", "content": ""}, None); _ = t.add({"id": "a1", "role": "assistant", "content": ""}, "u1")
+    >>> t = Tree()
+    >>> _ = t.add({"id": "u1", "role": "user", "content": ""}, None)
+    >>> _ = t.add({"id": "a1", "role": "assistant", "content": ""}, "u1")
     >>> path_to(t.graph.nodes, "a1"), path_to(t.graph.nodes, None)
     (['u1', 'a1'], [])
     """

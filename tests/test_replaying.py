@@ -479,3 +479,40 @@ def test_an_idle_strategy_at_the_first_call_after_the_logs_summary_keeps_the_cal
     assert (after["reason"], after["replaced"]) == ("idle", False)
     assert {x["reply"]: x["applies"] for x in r.calls}["a4"] is True
     assert "a4" not in r.stale
+
+
+# -- the package (issue 21) -------------------------------------------------------
+
+
+@pytest.mark.parametrize("first", [
+    "import convlab",
+    "import convlab.replay.plan",
+    "from convlab.replay import Replay",
+    "from convlab import replay",
+])
+def test_convlab_replay_is_the_package_and_the_function_whatever_is_imported_first(first):
+    """Issue 21: convlab.replay is a package (convlab/replay/) and, as before, the function: convlab.replay(conv)
+    and from convlab.replay import Replay both work, in a fresh interpreter, whichever import comes first."""
+    import subprocess
+    import sys
+
+    script = f"""{first}
+import inspect, types
+import convlab
+from convlab.tree import Tree
+t = Tree(); t.add({{"id": "u1", "role": "user", "content": "hi"}}, None); t.add({{"id": "a1", "role": "assistant", "content": "yo"}}, "u1")
+t.head = "a1"
+c = convlab.Conversation(t, id="c")
+from convlab.replay import Replay, replay
+import convlab.replay.plan as plan_module
+from convlab import replay as face
+assert isinstance(convlab.replay, types.ModuleType) and face is convlab.replay and isinstance(plan_module, types.ModuleType)
+assert isinstance(convlab.replay(c), Replay) and isinstance(face(c, None), Replay) and isinstance(replay(c), convlab.Replay)
+assert list(inspect.signature(convlab.replay).parameters)[:2] == ["conversation", "config"]
+assert convlab.tune is convlab.replay.tune and convlab.config_grid is convlab.replay.config_grid
+assert convlab.ReplayLLM is convlab.replay.ReplayLLM and convlab.tune_cost is convlab.replay.tune_cost
+print(repr(convlab.replay(c)))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "Replay(conversation='c', calls=1, limits=0, stale=0, head='e1')\n"

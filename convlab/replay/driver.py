@@ -71,7 +71,6 @@ _ENGINE_ID = re.compile(r"e\d+$")
 EMPTY_SUMMARY = "(the log's summary has no text)"
 
 
-
 @dataclass
 class _Start:
     """Where a replay stood when one of its turns started: what ``Replayer.fork`` goes on from."""
@@ -130,7 +129,6 @@ class Replayer:
     event; one that says something else first in turn ``k`` makes the same
     replay until turn ``k`` starts, so it can go on from there (``fork``).
     """
-
 
     def __init__(
         self,

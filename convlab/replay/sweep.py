@@ -227,7 +227,7 @@ def _baseline(base: Replay, row: Mapping[str, Any], given: int | None) -> dict[s
 
 
 def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, ContextConfig]], agent: str, *,
-          share: bool = True, summarize: Any = None, knobs: Mapping[str, Any] = {}) -> list[tuple[int, dict[str, Any]]]:
+         share: bool = True, summarize: Any = None, knobs: Mapping[str, Any] = {}) -> list[tuple[int, dict[str, Any]]]:
     """The measures of one conversation under each ``(index, config)``.
 
     The first replay has no config (nothing fires: the log as it was): the

@@ -20,7 +20,14 @@ from ..context import ContextConfig
 from ..errors import ProviderError
 from .plan import ExactCounts, Plan
 
-__all__ = ["jobs_for", "units", "run_processes", "run_dask", "WAITING"]
+__all__ = ["jobs_for", "units", "run_processes", "run_dask", "WAITING", "Measured"]
+
+#: What a unit of work gives back: ``(config index, measures)`` per config of one conversation.
+Measured = list[tuple[int, dict[str, Any]]]
+#: The sweep's ``rows(plan, counts, configs, agent, *, summarize=, knobs=)``: what every unit runs.
+Rows = Callable[..., Measured]
+#: Told each unit's result as it comes: ``done(conversation index, measured)``.
+Done = Callable[[int, Measured], None]
 
 
 def jobs_for(jobs: int | None) -> int:
@@ -65,7 +72,7 @@ def _start_worker(rows: Callable[..., Any], plans: list[Plan], counts: ExactCoun
     _WORK = (rows, plans, counts, configs, agent, knobs, None if channel is None else _Asker(*channel))
 
 
-def _task(i: int, js: list[int]) -> tuple[int, list[tuple[int, dict[str, Any]]]]:
+def _task(i: int, js: list[int]) -> tuple[int, Measured]:
     """One unit of work in a worker process. The replays of a conversation stay
     alive until its last config is placed, so the cyclic collector would walk
     them again and again for nothing (a third of the time): it waits for the
@@ -151,8 +158,11 @@ class _Answering:
         self.calls.shutdown(wait=True)
 
 
-def run_processes(rows, plans, counts, parsed, agent, knobs, tasks, jobs, done, ask=None) -> None:
-    """The tasks on ``jobs`` worker processes of this machine.
+def run_processes(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: list[ContextConfig], agent: str,
+                  knobs: dict[str, Any], tasks: list[tuple[int, list[int]]], jobs: int, done: Done,
+                  ask: Callable[..., Any] | None = None) -> None:
+    """The tasks (``units``) on ``jobs`` worker processes of this machine, each running ``rows``;
+    ``ask`` answers the workers' summary calls here (None: the stand-in).
 
     Workers are forked where the platform can (Linux: they start in
     milliseconds with the tokenizer and the plans already loaded), else
@@ -193,7 +203,10 @@ def run_processes(rows, plans, counts, parsed, agent, knobs, tasks, jobs, done, 
         raise answering.failed[0]
 
 
-def run_dask(rows, plans, counts, parsed, agent, knobs, tasks, client, done) -> None:
+def run_dask(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: list[ContextConfig], agent: str,
+             knobs: dict[str, Any], tasks: list[tuple[int, list[int]]], client: Any, done: Done) -> None:
+    """The tasks (``units``) on a dask.distributed cluster (``client``: a Client, an address, or None for
+    the current one), each running ``rows``; the plans are scattered once, the counts broadcast."""
     try:
         import distributed
     except ImportError as err:  # pragma: no cover - an install problem
