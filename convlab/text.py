@@ -364,6 +364,7 @@ def render_tree(graph: nx.DiGraph, head: str | None = None, width: int = 88) -> 
         if not kids:
             return
         main = lane_child(kids, newest, continues.get(nid) if nid is None or nid in on_path else None)
+        assert main is not None  # kids is not empty
         stack.append((main, lane, False))
         pending[lane] += 1
         for k in reversed(kids):

@@ -156,7 +156,7 @@ class Replayer:
         """The replay of ``plan`` under ``config`` with ``model`` and ``record`` as they are; its Session
         new, or loaded from ``start`` (log lines ending between turns, and the clock there)."""
         self.plan, self.config, self.agent, self.llm, self.record = plan, config, agent, model, record
-        self.counts: ExactCounts = model.counts
+        self.counts: ExactCounts = model.counts if model.counts is not None else ExactCounts()  # a replay's model has them
         self.starts: dict[int, _Start] = {}  # per turn this replayer ran, where it stood when it started
         self.turn = 0  # the plan's turn running now
         self._turn_calls = 0

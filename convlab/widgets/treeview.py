@@ -153,10 +153,10 @@ def _visible(attrs: Mapping[str, Mapping[str, Any]], kids: Mapping[str | None, l
     """Which nodes are shown: the path, then off-path nodes nearest it first (``max_depth``
     levels, ``budget`` in all); and per node, how many messages its toggle marker hides."""
     size = {nid: 1 for nid in attrs}  # subtree sizes (children come after parents in seq order)
-    for nid in reversed(list(attrs)):
-        parent = attrs[nid].get("parent")
+    for child_id in reversed(list(attrs)):
+        parent = attrs[child_id].get("parent")
         if parent is not None:
-            size[parent] += size[nid]
+            size[parent] += size[child_id]
     on_path = set(path)
     visible: set[str] = set(path)
     depth: dict[str | None, int] = {None: 0}
