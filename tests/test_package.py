@@ -143,9 +143,9 @@ def test_importers_and_replay_never_reach_the_engine_through_the_package_face(mo
 
 def allowed_internal_modules() -> dict[str, set[str]]:
     """docs/modules.md's table of what the widgets and the CLI import beyond the public surface."""
-    text = (PACKAGE.parent / "docs" / "modules.md").read_text().split("## What the widgets and the CLI import", 1)[1]
-    allowed: dict[str, set[str]] = {"widgets": set(), "cli": set()}
-    for who, module in re.findall(r"^\| (widgets|cli) \| `convlab\.([\w.]+)` \|", text, flags=re.M):
+    text = (PACKAGE.parent / "docs" / "modules.md").read_text().split("## What the widgets, the CLI and the AG-UI server import", 1)[1]
+    allowed: dict[str, set[str]] = {"widgets": set(), "cli": set(), "agui": set()}
+    for who, module in re.findall(r"^\| (widgets|cli|agui) \| `convlab\.([\w.]+)` \|", text, flags=re.M):
         allowed[who].add(module)
     return allowed
 
@@ -173,11 +173,12 @@ def internal_modules_imported(path: Path, parts: tuple[str, ...] | None = None) 
     return [m.split(".")[0] for m in out]
 
 
-@pytest.mark.parametrize("who", ["widgets", "cli"])
-def test_widgets_and_the_cli_import_only_the_public_surface_or_the_modules_docs_names(who):
-    """Issue 21: "widgets and the CLI import only the public surface or the modules docs/modules.md names"."""
+@pytest.mark.parametrize("who", ["widgets", "cli", "agui"])
+def test_widgets_the_cli_and_agui_import_only_the_public_surface_or_the_modules_docs_names(who):
+    """Issue 21: "widgets and the CLI import only the public surface or the modules docs/modules.md names"
+    (the AG-UI server too)."""
     allowed = allowed_internal_modules()[who]
-    modules = [m for m in MODULES if m.parts[0] == who] if who == "widgets" else [Path("cli.py")]
+    modules = [Path("cli.py")] if who == "cli" else [m for m in MODULES if m.parts[0] == who]
     found = {(m.as_posix(), name) for m in modules for name in internal_modules_imported(PACKAGE / m)}
     assert sorted((m, n) for m, n in found if n not in allowed) == []
     assert allowed and all(any(n == a for _m, n in found) for a in allowed), "docs/modules.md names a module no one imports"
