@@ -33,17 +33,13 @@ GRID = {
 def conversations(n: int, messages: int, path_len: int) -> list:
     """``n`` generated agent sessions as ``Conversation`` objects."""
     import convlab
-    from convlab.conversation import Conversation
-    from convlab.tree import Tree
 
     out = []
     for i in range(n):
         path, _info = corpus.cached_log(messages, path_len=path_len, seed=100 + i)
-        s = convlab.Session.load(path)
-        snap = s.snapshot()
-        s._log.close()
-        tree = Tree.from_nodes(snap["nodes"], head=snap["head"])
-        out.append(Conversation(tree, id=f"agent-{i}", title=f"generated agent session {i}", format="convlab"))
+        (c,) = convlab.read(path, progress=False)  # a session log read as an importer reads it: the tree, no Session
+        c.id, c.title = f"agent-{i}", f"generated agent session {i}"
+        out.append(c)
     return out
 
 
@@ -53,7 +49,7 @@ def run(smoke: bool) -> Row:
               3, "<=", num_label="tune", den_label="replay")
     try:
         import convlab
-        from convlab.tuning import config_grid
+        from convlab.replay import config_grid
     except ImportError as err:
         row.error = f"not available: {err}"
         return row

@@ -25,7 +25,7 @@ _LAZY = {
     "Strategy": "convlab.context",
     "EchoLLM": "convlab.providers",
     "ScriptedLLM": "convlab.providers",
-    "ReplayLLM": "convlab.providers",
+    "ReplayLLM": "convlab.replay",
     "OpenAIChat": "convlab.providers.openai_chat",
     "AnthropicChat": "convlab.providers.anthropic_chat",
     "LocalChat": "convlab.providers.local_chat",
@@ -42,11 +42,12 @@ _LAZY = {
     "read": "convlab.importers",
     "frame": "convlab.frames",
     "conversations_frame": "convlab.frames",
-    "replay": "convlab.replaying",
-    "tune": "convlab.tuning",
+    "replay": "convlab.replay",  # the package, callable as the function (convlab/replay/__init__.py)
+    "tune": "convlab.replay",
+    "tune_cost": "convlab.replay",
     "rank": "convlab.ranking",
-    "config_grid": "convlab.tuning",
-    "Replay": "convlab.replaying",
+    "config_grid": "convlab.replay",
+    "Replay": "convlab.replay",
     "Lab": "convlab.widgets",
     "TreeView": "convlab.widgets",
     "ChatView": "convlab.widgets",
@@ -73,7 +74,8 @@ def __getattr__(name: str):
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'convlab' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    found = importlib.import_module(module)
+    value = found if module == f"{__name__}.{name}" else getattr(found, name)  # convlab.replay: the package itself
     globals()[name] = value
     return value
 

@@ -30,10 +30,6 @@ from typing import Any, Callable, Iterator, Sequence, TextIO
 
 __all__ = ["main", "build_parser"]
 
-#: How the importers end the warning of a file (or archive member) they passed over.
-_PASSED_OVER = "; passed over"
-
-
 class _Usage(Exception):
     """A mistake in how the command was called, or in its config or input: one line, exit 2."""
 
@@ -124,7 +120,7 @@ def _add_tune(sub: Any) -> None:
                       help="with --summarizer: say how many summary calls and input tokens the sweep needs, and how many "
                            "the cache holds; call nothing")
     tune.add_argument("--no-cache", action="store_true", help="with --summarizer: neither read nor write the summary cache")
-    tune.add_argument("--jobs", type=_jobs, metavar="N", help="worker processes (default: one per core; 1: none)")
+    tune.add_argument("--jobs", type=_job_count, metavar="N", help="worker processes (default: one per core; 1: none)")
     _add_reading_options(tune)
     tune.set_defaults(run=_tune)
 
@@ -148,7 +144,7 @@ def _tokens(text: str) -> int:
     return int(text)
 
 
-def _jobs(text: str) -> int:
+def _job_count(text: str) -> int:
     try:
         jobs = int(text)
     except ValueError:
@@ -232,19 +228,22 @@ class _Notes:
 
     def _report(self, stage: str, caught: list[warnings.WarningMessage], quiet_skips: list[Path]) -> None:
         skipped: list[str] = []
+        left_out: list[str] = []  # the files (or archive members) those warnings name
         groups: dict[str, Counter[str]] = {}
         for w in caught:
             if not _ours(w.category):
                 continue
             text = str(w.message).strip()
-            if text.endswith(_PASSED_OVER):
-                skipped.append(text[: -len(_PASSED_OVER)])
+            passed_over = getattr(w.message, "passed_over", None)  # a ReadWarning for a file left out whole
+            if passed_over is not None:
+                skipped.append(text.removesuffix("; passed over"))
+                left_out.append(passed_over)
                 continue
             groups.setdefault(w.category.__name__, Counter())[text] += 1
         if skipped:
             self.say(f"skipped {_plural(len(skipped), 'file')} that could not be read:")
             self._list(skipped)
-        unread = [str(f) for f in quiet_skips if not any(s.startswith((f"{f}:", f"{f}!")) for s in skipped)]
+        unread = [str(f) for f in quiet_skips if not any(p == str(f) or p.startswith(f"{f}!") for p in left_out)]
         if unread:
             self.say(f"passed over {_plural(len(unread), 'file')} with no chat log convlab reads:")
             self._list(unread)
@@ -517,14 +516,16 @@ def _tune(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
     if args.plot and len(grid) >= 2 and args.value not in columns:
         raise _Usage(f"--value {args.value!r}: not a column of the sweep (columns: {', '.join(columns)})")
     convs = _read(args.paths, args, notes)
-    with notes.watch("tuning"):
-        result = convlab.tune(convs, text, grid=grid or None, agent=args.agent, progress=None if _progress(args) else False,
-                              jobs=args.jobs, summarizer=summarizer, cache=False if args.no_cache else None,
-                              dry_run=args.dry_run, summary_size=args.summary_size, overhead=args.overhead)
+    sweep = dict(grid=grid or None, agent=args.agent, progress=None if _progress(args) else False, jobs=args.jobs,
+                 summarizer=summarizer, cache=False if args.no_cache else None, summary_size=args.summary_size,
+                 overhead=args.overhead)
     if args.dry_run:  # what the summaries would cost, no table
-        out.write(_say_cost(result, dry_run=True) + "\n")
+        with notes.watch("tuning"):
+            cost = convlab.tune_cost(convs, text, **sweep)
+        out.write(_say_cost(cost, dry_run=True) + "\n")
         return
-    df = result
+    with notes.watch("tuning"):
+        df = convlab.tune(convs, text, **sweep)
     if summarizer is not None:
         notes.say(_say_cost(df.attrs["summary_cost"], dry_run=False))
     width = args.width or _terminal_width()

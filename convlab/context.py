@@ -149,8 +149,25 @@ class ContextConfig:
 
     @property
     def limit(self) -> int | None:
-        """``window - 16000``: above it a strategy without ``idle_secs`` applies."""
+        """``window - 16000`` (``MARGIN``): above it a strategy without ``idle_secs`` applies.
+        The one place that rule is written: ``applies``, ``threshold``, plots, ranking and the gauge read it."""
         return None if self.window is None else self.window - MARGIN
+
+    @property
+    def threshold(self) -> int | None:
+        """The smallest count above which one of the strategies applies by size (PROTOCOL.md 5.2):
+        an ``over_tokens``, or ``limit`` for a strategy without ``idle_secs``; None when none does.
+
+        >>> cfg = ContextConfig(window=200000, strategies=[Strategy("reset", idle_secs=3600), Strategy("summarize")])
+        >>> cfg.threshold, ContextConfig(window=200000, strategies=[Strategy("summarize", over_tokens=50000)]).threshold
+        (184000, 50000)
+        >>> ContextConfig(strategies=[Strategy("reset", idle_secs=60)]).threshold is None
+        True
+        """
+        sizes = [s.over_tokens for s in self.strategies if s.over_tokens is not None]
+        if self.limit is not None and any(s.idle_secs is None for s in self.strategies):
+            sizes.append(self.limit)
+        return min(sizes, default=None)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -375,7 +392,8 @@ def applies(
             if s.over_tokens is not None and tokens > s.over_tokens:
                 return Limit(s, "full")
             continue
-        if config.window is not None and tokens > config.window - MARGIN:
+        limit = config.limit
+        if limit is not None and tokens > limit:
             return Limit(s, "full")
         if s.over_tokens is not None and tokens > s.over_tokens:
             return Limit(s, "full")

@@ -75,7 +75,20 @@ class ReadError(ValueError):
 
 
 class ReadWarning(UserWarning):
-    """An outside chat log was read with something unsound left out."""
+    """An outside chat log was read with something unsound left out.
+
+    ``passed_over``: the file (or archive member, ``archive!member``) left out
+    whole, when that is what the warning says (a program reads it there, never
+    in the text); None when the read went on with the rest of it.
+
+    >>> w = ReadWarning("a.json: not JSON; passed over", passed_over="a.json")
+    >>> str(w), w.passed_over, ReadWarning("repaired").passed_over
+    ('a.json: not JSON; passed over', 'a.json', None)
+    """
+
+    def __init__(self, message: str = "", *, passed_over: str | None = None) -> None:
+        super().__init__(message)
+        self.passed_over = passed_over
 
 
 class SummaryWarning(UserWarning):

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
 from .errors import LogError, LogWarning
+from .tree import Tree
 
-__all__ = ["LogWriter", "read_lines", "parse_event", "event_at"]
+__all__ = ["LogWriter", "read_lines", "parse_event", "event_at", "read_tree", "TREE_EVENTS"]
 
 
 #: How a log's bytes reach its file: ``os.write`` (a test makes it fail to play a full disk).
@@ -156,3 +157,46 @@ def event_at(name: str, item: tuple[int, int, bytes]) -> dict[str, Any]:
         return parse_event(raw)
     except ValueError as err:
         raise LogError(f"{name}: line {number} is not a valid event: {err}", line=number) from None
+
+
+#: The events that change a log's tree (the rest are turns, decisions and calls).
+TREE_EVENTS = ("message.new", "head.moved", "state.changed")
+
+
+def read_tree(source: str | os.PathLike | BinaryIO) -> tuple[Tree, str | None]:
+    """The message tree a session log records, and its agent: what an importer needs of a log,
+    read without a Session (the tree's events, in order; a torn last line dropped with a
+    ``LogWarning``; a line that is not an event, or does not fit the tree, a ``LogError``
+    naming it). The same tree as ``Session.load(source).tree``.
+
+    >>> import io, json
+    >>> lines = [{"type": "session.started", "agent": "bot"},
+    ...          {"type": "message.new", "message": {"id": "u1", "parent": None, "role": "user", "content": "hi", "seq": 1}}]
+    >>> tree, agent = read_tree(io.BytesIO("".join(json.dumps(e) + "\\n" for e in lines).encode()))
+    >>> tree.head, agent, tree.node("u1")["content"]
+    ('u1', 'bot', 'hi')
+    """
+    name = getattr(source, "name", "the log") if hasattr(source, "read") else os.fspath(source)
+    tree, agent, seen_start = Tree(), None, False
+    for k, item in enumerate(read_lines(source)):
+        ev = event_at(name, item)
+        t = ev["type"]
+        if k == 0:
+            if t != "session.started":
+                raise LogError(f"{name}: line {item[0]} is {t!r}, not session.started", line=item[0])
+            agent, seen_start = ev.get("agent"), True
+        if t not in TREE_EVENTS:
+            continue
+        try:
+            if t == "message.new":
+                tree.add(ev["message"], ev["message"]["parent"])
+                tree.head = ev["message"]["id"]
+            elif t == "head.moved":
+                tree.head = ev["to"]
+            else:
+                tree.set_state(ev["node"], ev["state"])
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise LogError(f"{name}: line {item[0]}: the {t} event does not fit the tree ({err!r})", line=item[0]) from None
+    if not seen_start:
+        raise LogError(f"{name}: the log is empty", line=1)
+    return tree, agent

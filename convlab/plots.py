@@ -24,7 +24,7 @@ from typing import Any
 import matplotlib.figure
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-from .context import MARGIN
+from .context import MARGIN, ContextConfig
 
 __all__ = ["count_per_call", "error_distribution", "sweep_heatmap", "sweep_pareto", "Figure"]
 
@@ -79,7 +79,7 @@ def count_per_call(replayed: Any, *, window: int | None = None, title: str | Non
 
     >>> from convlab.tree import Tree
     >>> from convlab.conversation import Conversation
-    >>> from convlab.replaying import replay
+    >>> from convlab.replay import replay
     >>> t = Tree()
     >>> _ = t.add({"id": "u1", "role": "user", "content": "hi"}, None)
     >>> _ = t.add({"id": "a1", "role": "assistant", "content": "hello"}, "u1")
@@ -90,13 +90,13 @@ def count_per_call(replayed: Any, *, window: int | None = None, title: str | Non
     """
     calls = replayed.calls
     limits = replayed.limits
-    window = replayed.session.config.window if window is None else window
+    limit = (replayed.session.config if window is None else ContextConfig(window=window)).limit
     fig = _figure((8, 4))
     ax = fig.add_subplot()
     xs = list(range(1, len(calls) + 1))
     ax.plot(xs, [c["count"] for c in calls], label="count", color="tab:blue", lw=1.2)
-    if window is not None:
-        ax.axhline(window - MARGIN, color="tab:orange", ls="--", lw=1, label=f"window - {MARGIN} = {window - MARGIN:,}")
+    if limit is not None:
+        ax.axhline(limit, color="tab:orange", ls="--", lw=1, label=f"window - {MARGIN} = {limit:,}")
     for reason, (marker, color) in _MARKERS.items():
         hits = [x for x in limits if x["reason"] == reason]
         if hits:

@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any, Sequence
 
-from .context import MARGIN
+from .context import MARGIN, ContextConfig
 from .errors import TuneWarning
 from .tables import plain
 
@@ -55,7 +55,7 @@ def grid_keys(df: Any) -> list[str]:
     """The grid keys of a tune frame: its columns between ``config`` and ``window``.
 
     >>> import pandas as pd
-    >>> from convlab.tuning import COLUMNS
+    >>> from convlab.replay import COLUMNS
     >>> grid_keys(pd.DataFrame(columns=["conversation", "source", "config", "strategy[0].idle_secs", *COLUMNS]))
     ['strategy[0].idle_secs']
     """
@@ -208,7 +208,8 @@ def _warning(config: Any, rows: Any) -> str:
         below = rows[(rows["overhead"] > threshold) & (rows["limits_full"] > 0)]
         if len(below):
             window = config["window"]
-            what = f"window - {MARGIN} =" if not pd.isna(window) and threshold == window - MARGIN else "over_tokens ="
+            by_window = not pd.isna(window) and threshold == ContextConfig(window=int(window)).limit
+            what = f"window - {MARGIN} =" if by_window else "over_tokens ="
             which = _which(below, _hidden)
             said.append(f"its threshold ({what} {int(threshold):,}) is below the hidden prompt of {which}, which the "
                         f"provider reads at every call: each call after a summary passes it again "

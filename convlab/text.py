@@ -5,9 +5,11 @@ ids of objects, no times unless asked) so nbval can compare them strictly.
 
 The tree reads like ``git log --graph``, with the tree view's layout
 (``convlab.widgets.treeview.layout``) in text: one row per message in
-preorder; at each message the child that continues the active path (off the
-path, the oldest child) stays in the parent's column and comes last, the
-other children fork one column to the right just above it. So the active
+preorder; at each message the child that continues its lane
+(``convlab.tree.lane_child``: on the active path the child on it, off the
+path the child whose subtree holds the newest leaf) stays in the parent's
+column and comes last, the other children fork one column to the right just
+above it. So the active
 path is one straight column at the left, indented only where the tree
 branches, and a 600-message session stays as narrow as its branching.
 
@@ -30,6 +32,7 @@ from typing import Any, Iterable
 import networkx as nx
 
 from .tokens import content_text
+from .tree import lane_child, newest_leaves, nodes_in_order, path_to
 
 __all__ = ["render_tree", "render_path", "render_summary", "render_events", "preview", "brief", "readable", "fit", "cells"]
 
@@ -244,17 +247,6 @@ def _roots(graph: nx.DiGraph) -> list[str]:
     return sorted((n for n, a in graph.nodes(data=True) if a.get("parent") is None), key=_seq(graph))
 
 
-def _active(graph: nx.DiGraph, head: str | None) -> list[str]:
-    nodes = graph.nodes
-    path: list[str] = []
-    n = head
-    while n is not None:
-        path.append(n)
-        n = nodes[n].get("parent")
-    path.reverse()
-    return path
-
-
 def _id_length(ids: Iterable[Any]) -> int:
     """The shortest prefix length, at least ``ID_CHARS``, that keeps these ids apart."""
     ids = {str(i) for i in ids}
@@ -361,9 +353,10 @@ def render_tree(graph: nx.DiGraph, head: str | None = None, width: int = 88) -> 
         return "(empty tree)"
     labels = _Labels(graph)
     seq = _seq(graph)
-    path = _active(graph, head)
+    path = path_to(graph.nodes, head)
     on_path = set(path)
     continues = dict(zip([None, *path], path))  # path node (None: the root) -> the next one
+    newest = newest_leaves(nodes_in_order(graph))
     lines: list[str] = []
     stack: list[tuple[str, int, bool]] = []  # (id, lane, forks off the lane to its left)
     pending: Counter[int] = Counter()  # lane -> rows still to come in it (a lane with any is drawn │)
@@ -372,8 +365,8 @@ def render_tree(graph: nx.DiGraph, head: str | None = None, width: int = 88) -> 
         kids = _roots(graph) if nid is None else sorted(graph.successors(nid), key=seq)
         if not kids:
             return
-        main = continues.get(nid) if nid is None or nid in on_path else None
-        main = main or kids[0]
+        main = lane_child(kids, newest, continues.get(nid) if nid is None or nid in on_path else None)
+        assert main is not None  # kids is not empty
         stack.append((main, lane, False))
         pending[lane] += 1
         for k in reversed(kids):
@@ -413,7 +406,7 @@ def render_path(graph: nx.DiGraph, head: str | None = None, width: int = 88) -> 
     _check(graph, head, width, "render_path")
     if not graph:
         return "(empty tree)"
-    path = _active(graph, head)
+    path = path_to(graph.nodes, head)
     if not path:
         return "(no active path: the head is at the root)"
     labels = _Labels(graph)
@@ -449,7 +442,7 @@ def render_summary(graph: nx.DiGraph, head: str | None = None, width: int = 88) 
     branch_points = sum(1 for n in graph if graph.out_degree(n) > 1)
     summaries = sum(1 for _, a in graph.nodes(data=True) if a.get("kind") == "summary")
     where = f"head {_clean(str(head)[: _id_length(graph)])}" if head is not None else "head at the root"
-    text = f"{where} ({len(_active(graph, head))} on the active path); " + ", ".join([
+    text = f"{where} ({len(path_to(graph.nodes, head))} on the active path); " + ", ".join([
         count(len(graph), "message", "messages"),
         count(branch_points, "branch point", "branch points"),
         count(summaries, "summary", "summaries"),

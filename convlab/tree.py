@@ -37,6 +37,10 @@ __all__ = [
     "newest_leaf",
     "nodes_in_order",
     "children",
+    "path_to",
+    "newest_leaves",
+    "lane_child",
+    "lane_from",
 ]
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -178,6 +182,81 @@ def newest_leaf(graph: nx.DiGraph, node: str | None = None) -> str | None:
         if graph.out_degree(n) == 0 and graph.nodes[n]["seq"] > best_seq:
             best, best_seq = n, graph.nodes[n]["seq"]
     return best
+
+
+def path_to(nodes: Mapping[str, Mapping[str, Any]], head: str | None) -> list[str]:
+    """The ids from the root to ``head``, up the parent links: the walk every view of a path
+    makes (``head`` the tree's head: the active path). ``nodes`` is a graph's ``nodes`` or
+    any mapping of id -> node; the walk stops at an id it does not hold.
+
+    >>> t = Tree()
+    >>> _ = t.add({"id": "u1", "role": "user", "content": ""}, None)
+    >>> _ = t.add({"id": "a1", "role": "assistant", "content": ""}, "u1")
+    >>> path_to(t.graph.nodes, "a1"), path_to(t.graph.nodes, None)
+    (['u1', 'a1'], [])
+    """
+    path: list[str] = []
+    n = head
+    while n is not None and n in nodes:
+        path.append(n)
+        n = nodes[n].get("parent")
+    path.reverse()
+    return path
+
+
+def newest_leaves(nodes: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Per node, the ``seq`` of the newest leaf at or under it: what the lane rule reads.
+    ``nodes`` are node dicts in ``seq`` order (parents before children), one pass.
+
+    >>> t = Tree()
+    >>> for nid, parent in [("u1", None), ("a1", "u1"), ("a2", "u1"), ("u2", "a1")]:
+    ...     _ = t.add({"id": nid, "role": "user", "content": ""}, parent)
+    >>> newest_leaves(nodes_in_order(t.graph))
+    {'u2': 4, 'a1': 4, 'a2': 3, 'u1': 4}
+    """
+    newest: dict[str, int] = {}
+    for a in reversed(list(nodes)):
+        nid, parent = a["id"], a.get("parent")
+        mine = newest.setdefault(nid, a["seq"])
+        if parent is not None and mine > newest.get(parent, -1):
+            newest[parent] = mine
+    return newest
+
+
+def lane_child(kids: Sequence[str], newest: Mapping[str, int], on_path: str | None = None) -> str | None:
+    """The lane rule: which of a node's children (``kids``) continues its lane in a drawing of
+    the tree (the text graph, the tree view). On the active path, the child on it
+    (``on_path``); elsewhere the child whose subtree holds the newest leaf (``newest``, from
+    ``newest_leaves``): where looking at the node lands (``newest_leaf``), so following the
+    lane from a node is the path a checkout of it gives. The other children fork off it.
+
+    >>> lane_child(["a1", "a2"], {"a1": 4, "a2": 3}), lane_child(["a1", "a2"], {"a1": 4, "a2": 3}, on_path="a2")
+    ('a1', 'a2')
+    """
+    if not kids:
+        return None
+    if on_path is not None and on_path in kids:
+        return on_path
+    return max(kids, key=newest.__getitem__)
+
+
+def lane_from(graph: nx.DiGraph, node: str, newest: Mapping[str, int]) -> list[str]:
+    """The ids from ``node`` down its lane to the newest leaf under it (``node`` first): the
+    rest of the path a checkout of ``node`` gives.
+
+    >>> t = Tree()
+    >>> for nid, parent in [("u1", None), ("a1", "u1"), ("a2", "u1"), ("u2", "a1")]:
+    ...     _ = t.add({"id": nid, "role": "user", "content": ""}, parent)
+    >>> lane_from(t.graph, "u1", newest_leaves(nodes_in_order(t.graph)))
+    ['u1', 'a1', 'u2']
+    """
+    out = [node]
+    kids = list(graph.successors(node))
+    while kids:
+        node = lane_child(kids, newest)  # type: ignore[assignment]
+        out.append(node)
+        kids = list(graph.successors(node))
+    return out
 
 
 class PathView(Sequence):
@@ -410,11 +489,3 @@ class Tree:
     def nodes_in_order(self) -> list[dict[str, Any]]:
         return [dict(a) for a in nodes_in_order(self.graph)]
 
-    @classmethod
-    def from_nodes(cls, nodes: Iterable[Mapping[str, Any]], head: str | None = None) -> "Tree":
-        """Rebuild a tree from node dicts (parents before children, e.g. in ``seq`` order)."""
-        tree = cls()
-        for n in nodes:
-            tree.add(n, n.get("parent"))
-        tree.head = head
-        return tree

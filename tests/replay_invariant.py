@@ -31,7 +31,8 @@ import json
 import convlab
 from convlab.engine import SUMMARY_PREFIX
 from convlab.tree import MESSAGE_KEYS
-from convlab.replaying import EMPTY_SUMMARY, Replay, plan, replay
+from convlab.replay import EMPTY_SUMMARY, Replay, replay
+from convlab.replay.plan import plan
 
 
 def same(a, b) -> bool:

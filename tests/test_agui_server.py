@@ -400,6 +400,20 @@ def test_threads_routes_and_health(tmp_path):
     assert not (tmp_path / "nope.jsonl").exists()
 
 
+def test_the_thread_read_lays_out_the_paths_the_page_walks(tmp_path):
+    """Issue 21: the chat page never walks the tree: the thread read carries the active path (ids root -> head)
+    and, per sibling of a message on it, its lane down to the newest leaf under it (where ‹ › lands)."""
+    with served(tmp_path) as (app, server), client() as c:
+        run(server.url, "t", [m("u1", "hi")])
+        run(server.url, "t", [m("u1", "hi"), m("e1", "hello", "assistant"), m("u2", "more")])
+        run(server.url, "t", [m("u1", "hi"), m("u3", "again")])  # an edit of u1's reply: a branch under u1
+        snap = c.get(server.url + "threads/t").json()
+        s = app.session("t")
+        assert snap["path"] == [n["id"] for n in s.path()] == ["u1", "u3", s.head]
+        (reply,) = s.children("u2")  # the newest leaf under e1
+        assert snap["lanes"] == {"e1": ["e1", "u2", reply]} and s.children(reply) == []
+
+
 @pytest.mark.parametrize("thread", ["..", "../escape", "a/b", "a\\b", "nul\x00here", "x" * 129, "", ".hidden"])
 def test_thread_ids_that_could_leave_the_dir_are_refused_400_and_write_nothing(tmp_path, thread):
     """"Thread ids that could leave DIR (.., /, \\, NUL, over 128 characters) are refused with HTTP 400 and write nothing"."""

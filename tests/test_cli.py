@@ -43,10 +43,10 @@ GOLDEN = """\
 conversation s
 head e5 (3 on the active path); 8 messages, 1 branch point, 1 summary
 ┌─○ u1 user: weather in NYC?
-│ ├─○ u2 user: weather in LA instead
-│ │ ○ e2 assistant: echo: weather in LA instead
-│ │ ○ u3 user: and tomorrow, in a lot more detail please?
-│ ○ e1 assistant: echo: weather in NYC?
+│ ├─○ e1 assistant: echo: weather in NYC?
+│ ○ u2 user: weather in LA instead
+│ ○ e2 assistant: echo: weather in LA instead
+│ ○ u3 user: and tomorrow, in a lot more detail please?
 ● e3 user [summary] (replaces u3): The earlier conversation was summari…
 ● e4 user (copy of u3): and tomorrow, in a lot more detail please?
 ● e5 assistant: echo: and tomorrow, in a lot more detail please?  ◀ head

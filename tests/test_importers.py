@@ -333,9 +333,11 @@ def test_a_folder_warns_about_a_broken_log_and_reads_the_rest(tmp_path):
     (tmp_path / "notes.txt").write_text("not a log")
     (tmp_path / "other.json").write_text(json.dumps({"unrelated": True}))
     (tmp_path / ".hidden.json").write_text("{")
-    with pytest.warns(convlab.ReadWarning, match=r"broken\.json.*passed over"):
+    with pytest.warns(convlab.ReadWarning, match=r"broken\.json.*passed over") as caught:
         convs = convlab.read(tmp_path, progress=False)
     assert [c.source for c in convs] == [str(tmp_path / "sub" / "good.json")]
+    # issue 21: a program recognises the file left out by a field, not by the sentence
+    assert [w.message.passed_over for w in caught] == [str(tmp_path / "broken.json")]
 
 
 def test_gzip_cut_short_keeps_what_decompresses(tmp_path):

@@ -11,6 +11,8 @@ import json
 
 import pytest
 
+import convlab
+
 from convlab.errors import LogError, LogWarning
 from convlab.log import LogWriter, parse_event, read_lines
 
@@ -80,3 +82,38 @@ def test_event_at_names_the_line_that_is_not_an_event():
     with pytest.raises(LogError, match=r"s.jsonl: line 7 is not a valid event") as err:
         event_at("s.jsonl", (7, 0, b'"just a string"'))
     assert err.value.line == 7
+
+
+def test_read_tree_is_the_tree_session_load_rebuilds_without_a_session(tmp_path):
+    """Issue 21: importers never need the engine: a session log's tree is read by convlab.log.read_tree,
+    node for node the tree Session.load rebuilds (branches, a summary, worker state, a torn last line)."""
+    import io
+    import warnings
+
+    from convlab.log import read_tree
+
+    path = tmp_path / "s.jsonl"
+    cfg = '[agent.helper.context]\n[[agent.helper.context.strategy]]\nuse = "summarize"\nover_tokens = 12\n'
+    s = convlab.Session(log=path, config=cfg, agent="helper")
+    say = lambda mid, text, **extra: s.submit({"type": "client.message", "agent_id": "helper",  # noqa: E731
+                                               "message": {"id": mid, "role": "user", "content": text}, **extra})
+    say("u1", "weather in NYC?")
+    s.submit({"type": "client.messages", "agent_id": "helper", "messages": [
+        {"id": "u1", "role": "user", "content": "weather in NYC?"}, {"id": "u2", "role": "user", "content": "LA instead"}]})
+    say("u3", "and tomorrow, in a lot more detail please?", state={"city": "LA"})
+    s.submit({"type": "client.messages", "agent_id": "helper", "messages": s.view("u1")})  # back to the first branch
+    s.close() if hasattr(s, "close") else None
+    with open(path, "ab") as f:
+        f.write(b'{"type": "message.ne')  # a torn last line
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loaded = convlab.Session.load(io.BytesIO(path.read_bytes()))
+    with pytest.warns(convlab.LogWarning, match="torn"):
+        tree, agent = read_tree(io.BytesIO(path.read_bytes()))
+    assert agent == "helper" and tree.head == loaded.head
+    assert tree.nodes_in_order() == loaded.snapshot()["nodes"] and tree.count() == loaded.tokens()
+    assert any(n["kind"] == "summary" for n in tree.nodes_in_order()) and len(tree.children("u1")) == 3
+    with pytest.raises(convlab.LogError, match="line 1 is 'message.new', not session.started"):
+        read_tree(io.BytesIO(b'{"type": "message.new", "message": {}}\n'))
+    with pytest.raises(convlab.LogError, match="the log is empty"):
+        read_tree(io.BytesIO(b""))

@@ -27,7 +27,7 @@ PUBLIC = [
     "LogError", "LogWarning", "ProviderError", "ReadError", "ReadWarning", "Refused", "Replay", "ReplayLLM", "ScriptedLLM",
     "Session", "Strategy", "SummaryWarning", "TokenizerError", "Tree", "TreeView", "brief", "chat_worker", "config_grid", "content_text",
     "readable",
-    "conversations_frame", "count_tokens", "frame", "kept", "load_config", "newest_leaf", "read", "replay", "tune",
+    "conversations_frame", "count_tokens", "frame", "kept", "load_config", "newest_leaf", "read", "replay", "tune", "tune_cost",
     "rank", "TuneWarning",
 ]
 
@@ -60,10 +60,23 @@ def functions(path: Path):
             yield node.name, node.end_lineno - node.lineno + 1
 
 
-@pytest.mark.parametrize("module", ["engine.py", "importers/claude_code.py"])
+#: Functions over 80 lines, each with why (STYLE.md: "no function over 80 lines").
+LONG = {
+    ("replay/sweep.py", "tune"): "its docstring defines every column of the frame (about 110 lines); its code is 25 lines",
+    ("ranking.py", "rank"): "its docstring defines the ranking and its warnings, with a runnable example; its code is 30 lines",
+    ("importers/agui.py", "parse"): "one pass over an AG-UI event stream, a branch per event type (issue 20's importer)",
+}
+
+
+@pytest.mark.parametrize("module", MODULES := sorted(p.relative_to(PACKAGE) for p in PACKAGE.rglob("*.py")), ids=str)
 def test_no_function_is_over_80_lines(module):
-    long = [(name, n) for name, n in functions(PACKAGE / module) if n > 80]
+    long = [(name, n) for name, n in functions(PACKAGE / module) if n > 80 and (module.as_posix(), name) not in LONG]
     assert long == []
+
+
+def test_the_long_functions_listed_are_long():
+    """An exception that no longer applies is taken off the list."""
+    assert [k for k in LONG if not any(n > 80 for name, n in functions(PACKAGE / k[0]) if name == k[1])] == []
 
 
 def private_imports(path: Path) -> list[str]:
@@ -78,9 +91,6 @@ def private_imports(path: Path) -> list[str]:
         elif isinstance(node, ast.Import):
             out += [a.name for a in node.names if any(p.startswith("_") and not p.startswith("__") for p in a.name.split("."))]
     return out
-
-
-MODULES = sorted(p.relative_to(PACKAGE) for p in PACKAGE.rglob("*.py"))
 
 
 @pytest.mark.parametrize("module", MODULES, ids=str)
@@ -105,3 +115,78 @@ def test_tests_mirror_the_modules(module):
     prefix = TESTED_AS.get(module, f"test_{module}")
     found = [p.name for p in tests.glob("test_*.py") if p.stem == prefix or p.stem.startswith(prefix.rstrip("_") + "_")]
     assert found, f"no tests/{prefix}*.py for convlab/{module}"
+
+
+# -- the arrows: imports a reader can see (issue 21) -----------------------------------------
+
+
+def face_names_imported(path: Path, parts: tuple[str, ...] | None = None) -> list[str]:
+    """Names a module takes through the package face (``from convlab import X``, ``from .. import X`` at
+    convlab's level, ``convlab.X`` after ``import convlab``) that the lazy table resolves, not modules."""
+    parts = parts or path.relative_to(PACKAGE).parts
+    depth = len(parts)  # the level of a relative import that reaches convlab itself
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and ((node.level == 0 and node.module == "convlab") or (node.level == depth and not node.module)):
+            out += [a.name for a in node.names if a.name in convlab._LAZY]
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "convlab":
+            out += [node.attr] if node.attr in convlab._LAZY else []
+    return out
+
+
+@pytest.mark.parametrize("module", [m for m in MODULES if m.parts[0] in ("importers", "replay")], ids=str)
+def test_importers_and_replay_never_reach_the_engine_through_the_package_face(module):
+    """STYLE.md: "A dependency is an import you can see: importers and replay never reach the engine through
+    the package face's lazy table"."""
+    assert face_names_imported(PACKAGE / module) == []
+
+
+def allowed_internal_modules() -> dict[str, set[str]]:
+    """docs/modules.md's table of what the widgets and the CLI import beyond the public surface."""
+    text = (PACKAGE.parent / "docs" / "modules.md").read_text().split("## What the widgets, the CLI and the AG-UI server import", 1)[1]
+    allowed: dict[str, set[str]] = {"widgets": set(), "cli": set(), "agui": set()}
+    for who, module in re.findall(r"^\| (widgets|cli|agui) \| `convlab\.([\w.]+)` \|", text, flags=re.M):
+        allowed[who].add(module)
+    return allowed
+
+
+def internal_modules_imported(path: Path, parts: tuple[str, ...] | None = None) -> list[str]:
+    """The convlab modules (other than its own package's) a module imports from, relative or absolute."""
+    parts = parts or path.relative_to(PACKAGE).parts
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                module = node.module or ""
+                if module.startswith("convlab."):
+                    out.append(module.removeprefix("convlab."))
+                continue
+            base = list(parts[:-1])[: len(parts) - node.level]  # the package the dots reach
+            if node.level == 1 and len(parts) > 1:
+                continue  # inside its own package (widgets/)
+            if node.module:
+                out.append(".".join([*base, node.module]))
+            else:  # from .. import x: a module only if x is not a public name
+                out += [".".join([*base, a.name]) for a in node.names if a.name not in convlab.__all__]
+        elif isinstance(node, ast.Import):
+            out += [a.name.removeprefix("convlab.") for a in node.names if a.name.startswith("convlab.")]
+    return [m.split(".")[0] for m in out]
+
+
+@pytest.mark.parametrize("who", ["widgets", "cli", "agui"])
+def test_widgets_the_cli_and_agui_import_only_the_public_surface_or_the_modules_docs_names(who):
+    """Issue 21: "widgets and the CLI import only the public surface or the modules docs/modules.md names"
+    (the AG-UI server too)."""
+    allowed = allowed_internal_modules()[who]
+    modules = [Path("cli.py")] if who == "cli" else [m for m in MODULES if m.parts[0] == who]
+    found = {(m.as_posix(), name) for m in modules for name in internal_modules_imported(PACKAGE / m)}
+    assert sorted((m, n) for m, n in found if n not in allowed) == []
+    assert allowed and all(any(n == a for _m, n in found) for a in allowed), "docs/modules.md names a module no one imports"
+
+
+def test_the_arrow_checks_can_fail(tmp_path):
+    bad = tmp_path / "probe.py"
+    bad.write_text("from .. import Session\nfrom ..engine import Session as S\nfrom .records import x\nimport convlab\nx = convlab.tune\n")
+    assert face_names_imported(bad, ("importers", "probe.py")) == ["Session", "tune"]
+    assert internal_modules_imported(bad, ("widgets", "probe.py")) == ["engine"]
+    assert internal_modules_imported(bad, ("cli.py",)) == ["engine", "records"]

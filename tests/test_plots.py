@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 
 from convlab import plots
 from convlab.conversation import Conversation
-from convlab.replaying import replay
+from convlab.replay import replay
 from convlab.tree import Tree
 
 

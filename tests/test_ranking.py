@@ -10,7 +10,7 @@ import pytest
 
 import convlab
 from convlab.ranking import RANK_COLUMNS, config_label, grid_keys, short_keys
-from convlab.tuning import tune
+from convlab.replay import tune
 
 from realdata import REAL, require
 from test_tuning import BASE, CONVS, hidden_prompt_conv

@@ -9,7 +9,6 @@ format, and every real log in ../shared/data/real.
 from __future__ import annotations
 
 import json
-import math
 import warnings
 
 import pytest
@@ -20,7 +19,8 @@ import convlab
 from convlab.conversation import Conversation
 from convlab.importers import FORMATS
 from convlab.jsondata import repaired
-from convlab.replaying import plan, replay
+from convlab.replay import replay
+from convlab.replay.plan import plan
 from convlab.tree import Tree
 
 from realdata import REAL, log_files, require
@@ -104,7 +104,7 @@ def test_a_generated_log_replays_exactly(c):
 def test_a_fork_of_a_generated_log_goes_on_as_the_replay_did(c, data):
     """A sweep forks replays between turns (through the session log's lines): what it goes on from holds the
     log's values as they were read, and the fork ends as the whole replay did."""
-    from convlab.replaying import Replayer
+    from convlab.replay import Replayer
 
     p = plan(c)
     whole = Replayer(p, "").run()

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import warnings
 
 import pytest
 
 import convlab
 from convlab.conversation import Conversation
-from convlab.providers import ReplayLLM
-from convlab.replaying import plan, replay
+from convlab.replay import ReplayLLM, replay
+from convlab.replay.plan import plan
 from convlab.tree import Tree
 
 from realdata import REAL, require
@@ -116,7 +115,7 @@ def test_summary_root_is_replayed_as_context_replace():
 
 def test_a_fork_knows_where_the_log_compacted():
     """Replay.compactions of a replay forked after the log's compaction equals that of a replay from the start."""
-    from convlab.replaying import Replayer
+    from convlab.replay import Replayer
 
     rows = [
         ("u1", None, "user", "long work " * 50, {"time": 0.0}),
@@ -493,3 +492,40 @@ def test_a_reply_whose_turn_failed_shifts_no_later_call_onto_it():
     assert [(x["reply"], x["refused"]) for x in r.calls] == [("a1", False), ("a2", True), ("a2", True), ("a3", False)]
     assert r.stale == ["a2"]
     assert r.session.tree.nodes[r.map["a3"]]["content"] == "r3" and r.session.path()[-1]["content"] == "r3"
+
+
+# -- the package (issue 21) -------------------------------------------------------
+
+
+@pytest.mark.parametrize("first", [
+    "import convlab",
+    "import convlab.replay.plan",
+    "from convlab.replay import Replay",
+    "from convlab import replay",
+])
+def test_convlab_replay_is_the_package_and_the_function_whatever_is_imported_first(first):
+    """Issue 21: convlab.replay is a package (convlab/replay/) and, as before, the function: convlab.replay(conv)
+    and from convlab.replay import Replay both work, in a fresh interpreter, whichever import comes first."""
+    import subprocess
+    import sys
+
+    script = f"""{first}
+import inspect, types
+import convlab
+from convlab.tree import Tree
+t = Tree(); t.add({{"id": "u1", "role": "user", "content": "hi"}}, None); t.add({{"id": "a1", "role": "assistant", "content": "yo"}}, "u1")
+t.head = "a1"
+c = convlab.Conversation(t, id="c")
+from convlab.replay import Replay, replay
+import convlab.replay.plan as plan_module
+from convlab import replay as face
+assert isinstance(convlab.replay, types.ModuleType) and face is convlab.replay and isinstance(plan_module, types.ModuleType)
+assert isinstance(convlab.replay(c), Replay) and isinstance(face(c, None), Replay) and isinstance(replay(c), convlab.Replay)
+assert list(inspect.signature(convlab.replay).parameters)[:2] == ["conversation", "config"]
+assert convlab.tune is convlab.replay.tune and convlab.config_grid is convlab.replay.config_grid
+assert convlab.ReplayLLM is convlab.replay.ReplayLLM and convlab.tune_cost is convlab.replay.tune_cost
+print(repr(convlab.replay(c)))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "Replay(conversation='c', calls=1, limits=0, stale=0, head='e1')\n"

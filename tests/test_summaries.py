@@ -1,4 +1,4 @@
-"""convlab.summaries: a summarizer behind an on-disk cache (issue 12 part 2)."""
+"""convlab.replay.summaries: a summarizer behind an on-disk cache (issue 12 part 2)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 import convlab
 from convlab.providers import EchoLLM
-from convlab.summaries import Summaries, default_folder, model_of, request_key, summaries_for
+from convlab.replay.summaries import Summaries, default_folder, model_of, request_key, summaries_for
 
 
 def request(text, prompt="Summarize.", model=None, ids=True):
@@ -158,7 +158,7 @@ def test_what_summaries_for_takes():
     assert summaries_for(None, None) is None
     with pytest.raises(ValueError, match="cache= is where a summarizer's summaries are kept"):
         summaries_for(None, False)
-    with pytest.raises(ValueError, match="dry_run says what a summarizer's calls would cost"):
+    with pytest.raises(ValueError, match=r"tune_cost \(a dry run\) says what a summarizer's calls would cost"):
         summaries_for(None, None, dry_run=True)
     with pytest.raises(TypeError, match="summarizer must be a provider"):
         summaries_for("openai:gpt-4.1-mini", None)

@@ -48,9 +48,9 @@ def test_the_tree_reads_like_git_log_graph():
     assert render_tree(FORKED.graph, "e3", width=60) == """\
 ● u1 user: weather in NYC?
 ├─○ a1 assistant: Sunny.
-│ ├─○ u3 user: and in Boston?
-│ ○ u2 user: and tomorrow?
-│ ○ a2 assistant: Rain.
+│ ├─○ u2 user: and tomorrow?
+│ │ ○ a2 assistant: Rain.
+│ ○ u3 user: and in Boston?
 ● e1 user: weather in LA instead
 ├─○ e2 assistant: Warm.
 ● e3 assistant: Hot.  ◀ head"""
@@ -227,6 +227,21 @@ def test_the_drawing_is_the_tree(case):
     for line in text.splitlines():
         if "●" in line:
             assert line.startswith("●")
+
+
+@settings(max_examples=200, deadline=None)
+@given(trees())
+def test_the_text_and_the_tree_view_draw_the_same_rows_and_lanes(case):
+    """Issue 21: one lane rule (convlab.tree.lane_child): render_tree's rows and columns are the tree view's
+    rows and lanes (everything shown), on any tree and head; off the active path the child whose subtree
+    holds the newest leaf continues the lane."""
+    from convlab.widgets.treeview import layout
+
+    t, width = case
+    drawn = [ROW.match(line) for line in render_tree(t.graph, t.head, width=max(width, 60)).splitlines()]
+    text_rows = [(m.group(4), len(m.group(1)) // 2 + (1 if m.group(2) else 0)) for m in drawn]
+    laid = layout(t.nodes_in_order(), t.head, max_depth=10**6, budget=10**6)["nodes"]
+    assert text_rows == [(n["id"][:len(m)], n["lane"]) for n, (m, _) in zip(laid, text_rows)]
 
 
 # ----------------------------------------------------------------------

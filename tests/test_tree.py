@@ -114,10 +114,13 @@ def test_children_and_newest_leaf_in_creation_order():
     assert newest_leaf(t.graph, "u1") == "a2" and newest_leaf(t.graph) == "a2" and newest_leaf(t.graph, "a1") == "a1"
 
 
-def test_from_nodes_rebuilds_the_same_tree():
+def test_nodes_in_order_rebuild_the_same_tree():
     t = chain(("u1", None, "user", "a"), ("a1", "u1", "assistant", "b", {"input_tokens": 7}))
     t.head = "a1"
-    again = Tree.from_nodes(t.nodes_in_order(), head="a1")
+    again = Tree()
+    for n in t.nodes_in_order():
+        again.add(n, n["parent"])
+    again.head = "a1"
     assert again.nodes_in_order() == t.nodes_in_order() and again.count() == t.count()
 
 

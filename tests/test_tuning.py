@@ -9,12 +9,13 @@ import pandas as pd
 import pytest
 
 import convlab
-import convlab.replaying as replay_module
+import convlab.replay.plan as plan_module
 from convlab.conversation import Conversation
-from convlab.replaying import ExactCounts, Replayer, plan, replay
+from convlab.replay import ExactCounts, Replayer, replay
+from convlab.replay.plan import plan
 from convlab.tree import Tree
 from convlab.context import coerce
-from convlab.tuning import COLUMNS, _rows, config_grid, tune
+from convlab.replay.sweep import COLUMNS, config_grid, rows, tune, tune_cost
 
 from realdata import REAL, require
 
@@ -117,7 +118,7 @@ def test_shared_replays_equal_replaying_every_config(knobs):
     for c in CONVS + HIDDEN_CONVS:
         p = plan(c)
         counts.prime(p.texts())
-        shared, each = _rows(p, counts, configs, "bot", knobs=knobs), _rows(p, counts, configs, "bot", share=False, knobs=knobs)
+        shared, each = rows(p, counts, configs, "bot", knobs=knobs), rows(p, counts, configs, "bot", share=False, knobs=knobs)
         assert _clean(shared) == _clean(each)
 
 
@@ -198,8 +199,8 @@ def test_shared_replays_carry_the_hidden_overhead_into_forks():
         counts.prime(p.texts())
         base = replay(c)
         assert [x["overhead"] for x in base.calls] == [HIDDEN] * len(base.calls)
-        shared = _rows(p, counts, configs, "bot")
-        assert _clean(shared) == _clean(_rows(p, counts, configs, "bot", share=False))
+        shared = rows(p, counts, configs, "bot")
+        assert _clean(shared) == _clean(rows(p, counts, configs, "bot", share=False))
         assert any(m["stale"] > 0 and m["first_limit_call"] > 1 for _, m in shared)  # a fork from a later turn
 
 
@@ -211,8 +212,8 @@ def test_shared_replays_equal_replaying_every_config_on_the_real_session():
     p = plan(c)
     counts.prime(p.texts())
     configs = parsed(config_grid(BASE, {"window": [60000, 148431, 300000], "strategy[1].over_tokens": [None]}))
-    shared = _rows(p, counts, configs, "bot")
-    assert _clean(shared) == _clean(_rows(p, counts, configs, "bot", share=False))
+    shared = rows(p, counts, configs, "bot")
+    assert _clean(shared) == _clean(rows(p, counts, configs, "bot", share=False))
     assert shared[1][1]["first_limit_call"] == 131
 
 
@@ -304,10 +305,10 @@ def _no_usage(c):
     ({"overhead": 1.5}, "overhead must be a whole number of tokens"),
 ])
 def test_bad_knobs_say_what_to_pass_before_any_work(knobs, message, monkeypatch):
-    monkeypatch.setattr(convlab.tuning, "plan", lambda c: pytest.fail("work started"))
+    monkeypatch.setattr(convlab.replay.sweep, "plan", lambda c: pytest.fail("work started"))
     with pytest.raises(ValueError, match=message):
         tune(CONVS, BASE, progress=False, **knobs)
-    monkeypatch.setattr(replay_module, "count_batch", lambda *a: pytest.fail("work started"))
+    monkeypatch.setattr(plan_module, "count_batch", lambda *a: pytest.fail("work started"))
     with pytest.raises(ValueError, match=message):
         replay(CONVS[0], BASE, **knobs)
 
@@ -315,7 +316,7 @@ def test_bad_knobs_say_what_to_pass_before_any_work(knobs, message, monkeypatch)
 def test_each_distinct_message_is_tokenized_once_per_sweep(monkeypatch):
     """In one process (jobs=1): worker processes each start from the calling process's counts."""
     seen: list[str] = []
-    batch, one = replay_module.count_batch, replay_module.count_tokens
+    batch, one = plan_module.count_batch, plan_module.count_tokens
 
     def spy_batch(texts, encoding="o200k_base"):
         seen.extend(texts)
@@ -325,8 +326,8 @@ def test_each_distinct_message_is_tokenized_once_per_sweep(monkeypatch):
         seen.append(text)
         return one(text, encoding)
 
-    monkeypatch.setattr(replay_module, "count_batch", spy_batch)
-    monkeypatch.setattr(replay_module, "count_tokens", spy_one)
+    monkeypatch.setattr(plan_module, "count_batch", spy_batch)
+    monkeypatch.setattr(plan_module, "count_tokens", spy_one)
     df = tune(CONVS, BASE, grid=AXES, progress=False, jobs=1)
     assert df["summaries"].sum() > 0  # summaries were written and counted too
     assert len(seen) == len(set(seen)), "a text was tokenized twice"
@@ -374,17 +375,17 @@ def test_worker_processes_give_the_frame_one_process_gives(tmp_path, monkeypatch
     import multiprocessing
     import os
 
-    import convlab.tuning as tuning
+    import convlab.replay.sweep as sweep
 
     if "fork" not in multiprocessing.get_all_start_methods():
         pytest.skip("the spy below reaches the workers only through fork")
-    real = tuning._rows
+    real = sweep.rows
 
     def spy(*args, **kwargs):
         (tmp_path / str(os.getpid())).touch()
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(tuning, "_rows", spy)
+    monkeypatch.setattr(sweep, "rows", spy)
     serial = tune(CONVS, BASE, grid=AXES, progress=False, jobs=1)
     assert [p.name for p in tmp_path.iterdir()] == [str(os.getpid())]
     (tmp_path / str(os.getpid())).unlink()
@@ -432,7 +433,7 @@ def test_dask_equals_local_row_for_row_and_workers_ran_the_tasks():
             remote = tune(CONVS, BASE, grid=AXES, progress=False, scheduler="dask", client=client, chunk=2, **knobs)
     pd.testing.assert_frame_equal(remote, tune(CONVS, BASE, grid=AXES, progress=False, jobs=1, **knobs))
     assert not remote.equals(local)
-    ran = [t for t in stream.data if t["key"].startswith("_run_remote")]
+    ran = [t for t in stream.data if t["key"].startswith("rows-")]
     assert len(ran) == len(CONVS) * 3  # 6 configs in chunks of 2, per conversation
     assert {t["worker"] for t in ran} <= workers and len({t["worker"] for t in ran}) >= 1
 
@@ -473,7 +474,7 @@ class Counting:
         return {"content": f"summary: {read} tokens read", "usage": {"input_tokens": read, "output_tokens": 6}}
 
     def keys(self):
-        from convlab.summaries import model_of, request_key
+        from convlab.replay.summaries import model_of, request_key
 
         return [request_key(model_of(self, q), q) for q in self.requests]
 
@@ -541,18 +542,28 @@ def test_dry_run_says_what_a_real_run_then_spends(tmp_path):
     c = conv("d1", 3)  # one summary per replay: every figure is known before any call
     axes = {"strategy[1].over_tokens": [2500, 100000], "strategy[1].prompt": ["Summarize.", "In one line.", "As a list."]}
     llm = Counting()
-    dry = tune([c], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path, dry_run=True)
+    dry = tune_cost([c], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path)
     assert llm.requests == [] and list(tmp_path.rglob("*.json")) == []  # nothing spent, nothing written
     assert dry.exact and dry.cached == 0 and dry.calls == 3  # one per prompt: the prompt is in the key
     df = tune([c], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path)
     assert len(llm.requests) == dry.calls and sum(q_read(q) for q in llm.requests) == dry.input_tokens
     spent = df.attrs["summary_cost"]
     assert (spent.calls, spent.input_tokens) == (dry.calls, dry.input_tokens)
-    again = tune([c], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path, dry_run=True)
+    again = tune_cost([c], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path)
     assert (again.calls, again.input_tokens, again.cached, again.cached_input_tokens) == (0, 0, dry.calls, dry.input_tokens)
     # in worker processes: the same figures
     llm2 = Counting()
-    assert tune([c], BASE, grid=axes, progress=False, summarizer=llm2, cache=False, dry_run=True, jobs=2) == dry
+    assert tune_cost([c], BASE, grid=axes, progress=False, summarizer=llm2, cache=False, jobs=2) == dry
+
+
+def test_tune_dry_run_is_tune_cost_and_says_it_is_deprecated(tmp_path):
+    """Issue 21: a flag that makes tune return a SummaryCost is its own function, tune_cost; dry_run=True still
+    works (the same figures) and says what to call instead."""
+    c, config = conv("d2", 3), BASE.replace("over_tokens = 100000", "over_tokens = 2500")
+    with pytest.warns(DeprecationWarning, match=r"convlab.tune_cost\(...\) says what the summaries would cost"):
+        old = tune([c], config, progress=False, summarizer=Counting(), cache=tmp_path, dry_run=True)
+    assert old == tune_cost([c], config, progress=False, summarizer=Counting(), cache=tmp_path) and old.calls == 1
+    assert convlab.tune_cost is tune_cost
 
 
 def test_dry_run_marks_what_rests_on_a_summary_not_made_yet(tmp_path):
@@ -560,14 +571,14 @@ def test_dry_run_marks_what_rests_on_a_summary_not_made_yet(tmp_path):
     it with the stand-in in its place, and says so (estimated, not exact). With a summarizer that writes what
     the stand-in writes (EchoLLM), the estimate is what the real run spends."""
     llm = Counting()
-    dry = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=llm, cache=tmp_path, dry_run=True)
+    dry = tune_cost(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=llm, cache=tmp_path)
     assert not dry.exact and 0 < dry.estimated < dry.calls and llm.requests == []
     echo = convlab.EchoLLM()
-    dry = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=echo, cache=tmp_path / "echo", dry_run=True)
+    dry = tune_cost(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=echo, cache=tmp_path / "echo")
     df = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=echo, cache=tmp_path / "echo")
     assert not dry.exact and (echo.calls, df.attrs["summary_cost"].input_tokens) == (dry.calls, dry.input_tokens)
     # with the summaries made, a dry run knows everything
-    assert tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=echo, cache=tmp_path / "echo", dry_run=True).exact
+    assert tune_cost(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=echo, cache=tmp_path / "echo").exact
 
 
 def test_the_summarizer_stays_in_the_calling_process_and_is_never_pickled(tmp_path):
@@ -625,7 +636,7 @@ def test_a_real_sdk_summarizer_is_called_from_this_process_once_per_summary(tmp_
         pickle.dumps(llm)
     axes = {"strategy[1].over_tokens": [2500, 100000], "strategy[1].prompt": ["Summarize.", "In one line."]}
     one = conv("o1", 3)
-    dry = tune([one, CONVS[2]], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path, dry_run=True, jobs=2)
+    dry = tune_cost([one, CONVS[2]], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path, jobs=2)
     assert api.requests == [] and dry.exact and dry.calls >= 2
     df = tune([one, CONVS[2]], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path, jobs=2)
     assert len(api.requests) == dry.calls == df.attrs["summary_cost"].calls
@@ -657,7 +668,7 @@ def test_failed_summaries_are_said_and_counted(tmp_path):
 
 def test_summarizer_arguments_that_cannot_work_say_so():
     with pytest.raises(ValueError, match="give summarizer= too"):
-        tune(CONVS, BASE, progress=False, dry_run=True)
+        tune_cost(CONVS, BASE, progress=False)
     with pytest.raises(ValueError, match="give summarizer= too"):
         tune(CONVS, BASE, progress=False, cache=False)
     with pytest.raises(ValueError, match="never sent to a worker"):

@@ -118,7 +118,7 @@ class AGUIAgent:
         try:
             thread = self.thread_id + ("-summaries" if request.get("summary") else "")
             messages = self._messages(request.get("messages") or [], thread)
-            run = _Run(thread, [m["id"] for m in messages])
+            run = _CallRuns(thread, [m["id"] for m in messages])
             resume = None
             cancelled = False
             for _ in range(MAX_RESUMES + 1):
@@ -201,7 +201,7 @@ def _first(err: Any) -> str:
     return f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
 
 
-class _Run:
+class _CallRuns:
     """What the runs of one model call said: texts, tool calls, usage, the agent's path."""
 
     def __init__(self, thread: str, sent: list[str]):

@@ -154,8 +154,6 @@ class RunEvents:
         self._calls: dict[str, tuple[str | None, str | None]] = {}  # call id -> (llm, model)
         self._usage: dict[tuple[str | None, str | None], dict[str, int]] = {}
         self._state = session.state
-        #: seq of the last context.limit decision.requested seen
-        self.limit_seq: int | None = None
 
     def _now(self, time: float | None = None) -> int:
         return int(round((self.session.clock if time is None else time) * 1000))
@@ -198,9 +196,6 @@ class RunEvents:
             if self._reply_next and node["role"] == "assistant":
                 self._reply_next = False
                 self._reply(node, ts)
-        elif kind == "decision.requested":
-            if ev["decision"]["type"] == "context.limit":
-                self.limit_seq = ev["seq"]
         elif kind in ("head.moved", "context.replaced"):
             self.sync(moved=True)
         elif kind == "state.changed":

@@ -29,6 +29,7 @@ from ag_ui.encoder import EventEncoder
 import convlab
 
 from ..providers import secrets_of
+from ..tree import lane_from, newest_leaves, nodes_in_order, path_to
 from .events import RunEvents
 from .interrupts import interrupt_of
 
@@ -290,7 +291,7 @@ class ServedThread:
                 self.load()
         with self.view:
             s = self.session
-            return {"thread": self.id, **s.snapshot(), "running": s.running, "interrupt": self.interrupt()}
+            return {"thread": self.id, **s.snapshot(), **paths_of(s), "running": s.running, "interrupt": self.interrupt()}
 
     def on_event(self, event: Mapping[str, Any]) -> None:
         run = self.current
@@ -309,3 +310,15 @@ class ServedThread:
             return None
         seq = next(e["seq"] for e in reversed(s.events) if e["type"] == "decision.requested")
         return interrupt_of(s.pending, seq)
+
+
+def paths_of(session: Any) -> dict[str, Any]:
+    """The paths the chat page walks, so that it never walks the tree itself: ``path`` (ids root ->
+    head) and ``lanes`` (per sibling of a message on it, the ids from that sibling down to the newest
+    leaf under it: where switching to it lands, ``convlab.tree.lane_from``)."""
+    graph = session.tree
+    path = path_to(graph.nodes, session.head)
+    on_path = set(path)
+    newest = newest_leaves(nodes_in_order(graph))
+    lanes = {k: lane_from(graph, k, newest) for parent in [None, *path] for k in session.children(parent) if k not in on_path}
+    return {"path": path, "lanes": lanes}

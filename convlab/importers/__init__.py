@@ -215,7 +215,7 @@ def _read_zip(f: BinaryIO, source: str, how: _How) -> list[Conversation]:
     except (zipfile.BadZipFile, OSError) as err:
         raise read_error(source, f"not a readable zip archive ({err})") from None
     out: list[Conversation] = []
-    refused: list[str] = []  # members that are logs convlab refuses: said with the archive's error, or warned
+    refused: list[tuple[str, str]] = []  # (member, error): members that are logs convlab refuses: said with the archive's error, or warned
     found = False
     for info in members:
         name = info.filename
@@ -228,20 +228,20 @@ def _read_zip(f: BinaryIO, source: str, how: _How) -> list[Conversation]:
                 capped = _Capped(m, cap, lambda: how.limits.too_big(member, info.compress_size))
                 convs = _read_stream(capped, member, min(info.file_size, cap), how, how.progress)  # type: ignore[arg-type]
         except (zipfile.BadZipFile, OSError, zlib.error, EOFError, NotImplementedError, RuntimeError) as err:
-            warn(f"{member}: cannot be unpacked ({err}); passed over")
+            warn(f"{member}: cannot be unpacked ({err}); passed over", passed_over=member)
             continue
         except _NotALog:
             continue
         except ReadError as err:
-            refused.append(str(err))
+            refused.append((member, str(err)))
             continue
         found = found or bool(convs) or name.endswith("conversations.json")
         out.extend(convs)
     if not found:
-        why = f" ({refused[0]}{f'; and {len(refused) - 1} more' if len(refused) > 1 else ''})" if refused else ""
+        why = f" ({refused[0][1]}{f'; and {len(refused) - 1} more' if len(refused) > 1 else ''})" if refused else ""
         raise read_error(source, f"the archive holds no chat log convlab can read{f' as format={how.format!r}' if how.format else ''}{why}")
-    for text in refused:
-        warn(f"{text}; passed over")
+    for member, text in refused:
+        warn(f"{text}; passed over", passed_over=member)
     return out
 
 
@@ -338,7 +338,7 @@ def _read_folder(folder: Path, how: _How) -> list[Conversation]:
             except _NotALog:
                 pass
             except ReadError as err:  # one file that cannot be read never stops the others
-                warn(f"{err}; passed over")
+                warn(f"{err}; passed over", passed_over=str(f))
             if files_bar is not None:
                 files_bar.update(1)
     finally:

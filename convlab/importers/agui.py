@@ -63,7 +63,7 @@ def detect(doc: Document) -> bool:
     return first is not None and (_is_event(first) or _is_input(first)) and any(_is_event(r) for r in doc.head)
 
 
-class _Thread:
+class _StreamThread:
     """One thread of the stream: its records, the list the client holds, the run in flight."""
 
     def __init__(self, thread_id: str, source: str):
@@ -117,15 +117,15 @@ class _Thread:
 def parse(doc: Document) -> Iterable[Conversation]:
     source = doc.source
     stem = PurePath(source.split("!")[-1]).name.split(".")[0] or "thread"
-    threads: dict[str, _Thread] = {}
-    thread: _Thread | None = None
+    threads: dict[str, _StreamThread] = {}
+    thread: _StreamThread | None = None
     calls: dict[str, str] = {}  # tool call id -> the assistant message that holds it
     time: float | None = None  # the last timestamp seen
 
-    def on(tid: Any) -> _Thread:
+    def on(tid: Any) -> _StreamThread:
         key = tid if isinstance(tid, str) and tid else stem
         if key not in threads:
-            threads[key] = _Thread(key, source)
+            threads[key] = _StreamThread(key, source)
         return threads[key]
 
     for n, ev in enumerate(doc.items, start=1):
@@ -198,5 +198,5 @@ def parse(doc: Document) -> Iterable[Conversation]:
     return out
 
 
-def _call(thread: _Thread, calls: dict[str, str], cid: str) -> dict[str, Any]:
+def _call(thread: _StreamThread, calls: dict[str, str], cid: str) -> dict[str, Any]:
     return next(c for c in thread.node(calls[cid])["tool_calls"] if c["id"] == cid)

@@ -83,13 +83,14 @@ def read_error(source: str, what: str, conversation: str | None = None, node: st
     return ReadError(f"{where(source, conversation, node)}: {what}")
 
 
-def warn(text: str) -> None:
+def warn(text: str, *, passed_over: str | None = None) -> None:
     """Warn ``ReadWarning``, attributed to the code that called ``convlab.read``
-    (the first frame outside convlab), however deep in the reading it arose."""
+    (the first frame outside convlab), however deep in the reading it arose;
+    ``passed_over`` names the file left out whole, if one was."""
     frame, level = sys._getframe(1), 2
     while frame.f_back is not None and frame.f_globals.get("__name__", "").partition(".")[0] == "convlab":
         frame, level = frame.f_back, level + 1
-    warnings.warn(text, ReadWarning, stacklevel=level)
+    warnings.warn(ReadWarning(text, passed_over=passed_over), stacklevel=level)
 
 
 class Problems:
@@ -193,7 +194,7 @@ def _is_text(part: Any) -> bool:
     return isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str)
 
 
-def _count(v: Any) -> bool:
+def _is_count(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
@@ -209,12 +210,12 @@ def usage_of(raw: Any) -> dict[str, Any] | None:
     usage = {k: v for k, v in raw.items() if isinstance(v, (int, float, str, bool, type(None), dict, list))}
     if "input_tokens" not in usage:
         for name in ("prompt_tokens", "prompt_eval_count"):
-            if _count(raw.get(name)):
+            if _is_count(raw.get(name)):
                 usage["input_tokens"] = int(raw[name])
                 break
     if "output_tokens" not in usage:
         for name in ("completion_tokens", "eval_count"):
-            if _count(raw.get(name)):
+            if _is_count(raw.get(name)):
                 usage["output_tokens"] = int(raw[name])
                 break
     numeric = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")

@@ -1,8 +1,8 @@
 """convlab's own session log (JSONL events, the first ``session.started``; docs/wire.md).
 
-The log is loaded by ``convlab.Session.load`` from its bytes in memory (a
-file, or a member of an archive), which never writes, so the tree is exactly
-the session's. Its ``LogWarning`` comes back as a ``ReadWarning``, its
+The log's tree is read by ``convlab.log.read_tree`` from its bytes in memory
+(a file, or a member of an archive), with no Session: importers never need the
+engine. It is the tree ``Session.load`` rebuilds, node for node. Its ``LogWarning`` comes back as a ``ReadWarning``, its
 ``LogError`` as a ``ReadError``, both naming the file (and the line).
 """
 
@@ -16,7 +16,7 @@ from typing import Iterator
 
 from ..conversation import Conversation
 from ..errors import LogError, LogWarning, ReadError
-from ..tree import Tree
+from ..log import read_tree
 from .documents import Document
 from .records import warn
 
@@ -28,15 +28,13 @@ def detect(doc: Document) -> bool:
 
 
 def parse(doc: Document) -> Iterator[Conversation]:
-    """The one conversation of a session log: its tree as ``Session.load`` rebuilds it."""
-    from .. import Session  # the engine loads only when a session log is read
-
+    """The one conversation of a session log: its tree as ``convlab.log.read_tree`` reads it (no Session)."""
     log = io.BytesIO(doc.raw or b"")
-    log.name = doc.source  # Session.load names the file object by it
+    log.name = doc.source  # read_tree names the file object by it
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            snap = Session.load(log).snapshot()
+            tree, agent = read_tree(log)
         except LogError as err:
             raise ReadError(str(err)) from None
     for w in caught:
@@ -44,11 +42,6 @@ def parse(doc: Document) -> Iterator[Conversation]:
             warn(str(w.message))
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    tree = Tree()
-    for node in snap["nodes"]:  # in seq order: parents first
-        tree.add(node, node["parent"])
-    tree.head = snap["head"]
     name = os.path.basename(doc.source.split("!")[-1])
     cid = name[: -len(".jsonl")] if name.endswith(".jsonl") else name
-    yield Conversation(tree, id=cid, title=None, format=NAME, source=doc.source,
-                       metadata={"agent": snap.get("agent"), "turns": snap.get("turns", [])})
+    yield Conversation(tree, id=cid, title=None, format=NAME, source=doc.source, metadata={"agent": agent})

@@ -19,8 +19,9 @@ A provider is any object with ``complete(request) -> reply`` that raises
   session's clock moves for it: simulated for the fakes, measured for a
   real model.
 
-The fakes (``EchoLLM``, ``ScriptedLLM``, ``ReplayLLM``) live in
-``convlab.providers.fakes``; ``OpenAIChat`` and ``AnthropicChat`` each in the
+The fakes (``EchoLLM``, ``ScriptedLLM``) live in ``convlab.providers.fakes``
+(``ReplayLLM``, the logged replies a replay answers with, in
+``convlab.replay.model``); ``OpenAIChat`` and ``AnthropicChat`` each in the
 module of their SDK, which is imported only when one is made.
 """
 
@@ -33,10 +34,10 @@ from typing import Any, Callable, Iterable
 from ..errors import CallCancelled, ProviderError
 from ..inputs import reply_from
 from ..tokens import content_text
-from .fakes import EchoLLM, ReplayLLM, ScriptedLLM, chunks
+from .fakes import EchoLLM, ScriptedLLM, chunks
 from .sdk import redact
 
-__all__ = ["EchoLLM", "ScriptedLLM", "ReplayLLM", "ProviderError", "chunks", "provider", "named", "call", "secrets_of"]
+__all__ = ["EchoLLM", "ScriptedLLM", "ProviderError", "chunks", "provider", "named", "call", "secrets_of"]
 
 SPECS = "echo, local, local:<model.gguf>, openai:<model> or anthropic:<model>"
 

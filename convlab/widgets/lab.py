@@ -23,7 +23,7 @@ from .decisions import DecisionPanel
 from .eventlog import EventLog
 from .gauge import ContextGauge
 from .live import INTERVAL, close_inside
-from .source import REPLAY_HINT, ReadOnly, source_of
+from .source import REPLAY_HINT, shown, source_of
 from .treeview import TreeView
 from . import intents
 
@@ -56,12 +56,10 @@ class Lab(w.VBox):
         elif load_kwargs:
             raise TypeError("keyword arguments are for Session.load: give a log path")
         source = source_of(session, "Lab")  # a wrong argument raises before anything is built
-        readonly = isinstance(source, ReadOnly)
         self.source = source
-        #: The Session shown (None for an imported conversation).
-        self.session = None if readonly else source
-        #: The imported Conversation shown (None for a Session).
-        self.conversation = source.conversation if readonly else None
+        #: The Session shown (None for an imported conversation), the imported Conversation shown (None for a Session).
+        self.session, self.conversation = shown(source)
+        readonly = self.conversation is not None
         self.tree = self.chat = self.gauge = self.decisions = self.events = None
         try:
             self.tree = TreeView(source, interval=interval)

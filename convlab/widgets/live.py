@@ -52,7 +52,7 @@ from typing import Any, Callable, Iterator
 
 from ipywidgets import Widget
 
-from .source import ReadOnly
+from .source import shown
 
 __all__ = ["Redraw", "INTERVAL", "RATIO", "DECAY", "SLOWEST", "QUIET", "ENDS", "hold", "flush", "register",
            "close_inside"]
@@ -252,9 +252,7 @@ class Live:
         Conversation; None for a Session). Nothing is followed yet (``_start``)."""
         self._unsubscribe: Any = None
         self.source = source
-        readonly = isinstance(source, ReadOnly)
-        self.session = None if readonly else source
-        self.conversation = source.conversation if readonly else None
+        self.session, self.conversation = shown(source)
 
     @property
     def readonly(self) -> bool:

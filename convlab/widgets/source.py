@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from .. import Conversation, Session
 
-__all__ = ["ReadOnly", "source_of", "REPLAY_HINT"]
+__all__ = ["ReadOnly", "source_of", "shown", "REPLAY_HINT"]
 
 #: How to get a Session for an imported conversation (``replay`` re-enacts it through the protocol).
 REPLAY_HINT = "convlab.replay(conversation) re-enacts it as a live Session"
@@ -110,3 +110,16 @@ def source_of(given: Any, widget: str, *, needs_session: bool = False) -> Sessio
         raise TypeError(f"{widget} needs a live convlab.Session and an imported Conversation has none: "
                         f"{REPLAY_HINT}, pass that")
     return source
+
+
+def shown(source: Session | ReadOnly) -> tuple[Session | None, Any]:
+    """What a widget on ``source`` (what ``source_of`` gave) shows: ``(session, conversation)``, the
+    live Session or the imported Conversation, the other None. Every widget and the Lab read it here.
+
+    >>> import convlab
+    >>> s = convlab.Session(); shown(source_of(s, "Lab")) == (s, None)
+    True
+    """
+    if isinstance(source, ReadOnly):
+        return None, source.conversation
+    return source, None

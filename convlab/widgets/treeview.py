@@ -2,8 +2,9 @@
 
 The layout is a git graph: one row per visible message (preorder), a lane
 per branch. At each node one child continues the parent's lane and comes
-last: on the active path the child that continues it, elsewhere the child
-whose subtree holds the newest leaf (where looking at the node lands). The
+last (the lane rule, ``convlab.tree.lane_child``): on the active path the
+child that continues it, elsewhere the child whose subtree holds the newest
+leaf (where looking at the node lands). The
 other children fork one lane to the right just above their rows. So the
 active path is one straight line in lane 0, side branches never cross, and
 a branch keeps its row order when the head leaves it (after a summary the
@@ -35,6 +36,7 @@ import anywidget
 import traitlets
 
 from .. import brief
+from ..tree import lane_child, newest_leaves, path_to
 from . import intents
 from .live import INTERVAL, Live, hold
 from .source import source_of
@@ -118,34 +120,44 @@ def layout(
         attrs[nid] = n
         kids[nid] = []
         kids.setdefault(n.get("parent"), []).append(nid)
+    path = path_to(attrs, head)  # the active path
+    visible, hidden = _visible(attrs, kids, path, expanded, collapsed, max_depth, budget)
+    out_nodes, markers, row, max_lane = _rows(attrs, kids, path, visible, hidden, expanded, head, turn_status)
+    links = [link for n in out_nodes for link in _links(attrs[n["id"]], visible)]
 
-    # the active path, and which child of each path node continues it
-    path: list[str] = []
-    cur = head
-    while cur is not None and cur in attrs:
-        path.append(cur)
-        cur = attrs[cur].get("parent")
-    path.reverse()
-    on_path = set(path)
-    next_on_path: dict[str | None, str] = {}
-    prev: str | None = None
-    for nid in path:
-        next_on_path[prev] = nid
-        prev = nid
+    return {
+        "rows": row,
+        "lanes": max_lane + 1,
+        "total": len(attrs),
+        "head": head,
+        "selected": selected,
+        "status": status,
+        "readonly": readonly,
+        "nodes": out_nodes,
+        "markers": markers,
+        "links": links,
+    }
 
-    # subtree sizes and the newest leaf's seq under each node (children come after parents in seq order)
-    size = {nid: 1 for nid in attrs}
-    newest: dict[str, int] = {}
-    for nid in reversed(list(attrs)):
-        if nid not in newest:
-            newest[nid] = attrs[nid]["seq"]
-        parent = attrs[nid].get("parent")
+
+#: Events that change what the tree shows.
+_EVENTS = ("message.new", "head.moved", "turn.", "context.replaced")
+#: Turn statuses a row shows (a completed or queued turn shows none).
+_SHOWN_STATUS = {"turn.started": "running", "turn.cancelled": "cancelled", "turn.failed": "failed",
+                 "turn.completed": None}
+_EMPTY = object()  # the tail of an empty tree
+
+
+def _visible(attrs: Mapping[str, Mapping[str, Any]], kids: Mapping[str | None, list[str]], path: list[str],
+             expanded: set[str | None], collapsed: set[str | None], max_depth: int,
+             budget: int) -> tuple[set[str], dict[str | None, int]]:
+    """Which nodes are shown: the path, then off-path nodes nearest it first (``max_depth``
+    levels, ``budget`` in all); and per node, how many messages its toggle marker hides."""
+    size = {nid: 1 for nid in attrs}  # subtree sizes (children come after parents in seq order)
+    for child_id in reversed(list(attrs)):
+        parent = attrs[child_id].get("parent")
         if parent is not None:
-            size[parent] += size[nid]
-            if newest[nid] > newest.get(parent, -1):
-                newest[parent] = newest[nid]
-
-    # which nodes are visible: the path, then off-path nodes nearest it first
+            size[parent] += size[child_id]
+    on_path = set(path)
     visible: set[str] = set(path)
     depth: dict[str | None, int] = {None: 0}
     depth.update((nid, 0) for nid in path)
@@ -173,31 +185,29 @@ def layout(
                 queue.append(child)
             else:
                 hidden[nid] = hidden.get(nid, 0) + size[child]
+    return visible, hidden
 
-    # rows and lanes: preorder, the continuing child last in the parent's lane
+
+def _rows(attrs: Mapping[str, Mapping[str, Any]], kids: Mapping[str | None, list[str]], path: list[str], visible: set[str],
+          hidden: Mapping[str | None, int], expanded: set[str | None], head: str | None,
+          turn_status: Mapping[str, str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int, int]:
+    """Rows and lanes: preorder, the child that continues the lane (``lane_child``) last in its
+    parent's lane, the others forking one lane right just above it; the toggle markers."""
+    on_path = set(path)
+    next_on_path = dict(zip([None, *path], path))
+    newest = newest_leaves(attrs.values())
     out_nodes: list[dict[str, Any]] = []
     markers: list[dict[str, Any]] = []
     row = 1  # row 0 is the root
     max_lane = 0
-
-    def main_child(nid: str | None, shown: list[str]) -> str | None:
-        if not shown:
-            return None
-        nxt = next_on_path.get(nid)
-        if nxt is not None and (nid is None or nid in on_path):
-            return nxt
-        return max(shown, key=newest.__getitem__)
-
-    # stack items: ("node", id, lane) | ("marker", parent, lane)
-    stack: list[tuple[str, str | None, int]] = []
+    stack: list[tuple[str, str | None, int]] = []  # ("node", id, lane) | ("marker", parent, lane)
 
     def push_children(nid: str | None, lane: int) -> None:
         shown = [c for c in kids.get(nid, ()) if c in visible]
-        main = main_child(nid, shown)
+        main = lane_child(shown, newest, next_on_path.get(nid) if nid is None or nid in on_path else None)
         if main is not None:
             stack.append(("node", main, lane))
-        has_off_path_shown = any(c != main for c in shown)
-        if nid in hidden or (nid in expanded and has_off_path_shown):
+        if nid in hidden or (nid in expanded and any(c != main for c in shown)):
             stack.append(("marker", nid, lane + 1))
         for c in reversed(shown):
             if c != main:
@@ -208,39 +218,13 @@ def layout(
         what, nid, lane = stack.pop()
         max_lane = max(max_lane, lane)
         if what == "marker":
-            markers.append({
-                "id": nid, "row": row, "lane": lane,
-                "hidden": hidden.get(nid, 0),
-                "expanded": nid in expanded and nid not in hidden,
-            })
-            row += 1
-            continue
-        out_nodes.append(_row(attrs[nid], row, lane, nid in on_path, nid == head, turn_status))
+            markers.append({"id": nid, "row": row, "lane": lane, "hidden": hidden.get(nid, 0),
+                            "expanded": nid in expanded and nid not in hidden})
+        else:
+            out_nodes.append(_row(attrs[nid], row, lane, nid in on_path, nid == head, turn_status))  # type: ignore[index]
+            push_children(nid, lane)
         row += 1
-        push_children(nid, lane)
-
-    links = [link for n in out_nodes for link in _links(attrs[n["id"]], visible)]
-
-    return {
-        "rows": row,
-        "lanes": max_lane + 1,
-        "total": len(attrs),
-        "head": head,
-        "selected": selected,
-        "status": status,
-        "readonly": readonly,
-        "nodes": out_nodes,
-        "markers": markers,
-        "links": links,
-    }
-
-
-#: Events that change what the tree shows.
-_EVENTS = ("message.new", "head.moved", "turn.", "context.replaced")
-#: Turn statuses a row shows (a completed or queued turn shows none).
-_SHOWN_STATUS = {"turn.started": "running", "turn.cancelled": "cancelled", "turn.failed": "failed",
-                 "turn.completed": None}
-_EMPTY = object()  # the tail of an empty tree
+    return out_nodes, markers, row, max_lane
 
 
 class TreeView(Live, anywidget.AnyWidget):

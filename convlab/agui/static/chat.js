@@ -29,6 +29,8 @@ const state = {
   /** @type {Map<string, Node>} */ nodes: new Map(),
   /** @type {Map<string|null, string[]>} */ kids: new Map(),
   head: null,
+  /** @type {string[]} */ path: [], // ids root -> head (the server's)
+  /** @type {Object<string, string[]>} */ lanes: {}, // sibling id -> its lane (the server's)
   interrupt: null,
   running: null, // the AbortController of the run in flight
   editing: null, // the id of the message being edited
@@ -76,31 +78,27 @@ function setTree(snapshot) {
     state.kids.get(node.parent).push(node.id); // nodes come in seq order
   }
   state.head = snapshot ? snapshot.head : null;
+  state.path = snapshot ? snapshot.path : [];
+  state.lanes = snapshot ? snapshot.lanes : {};
   state.interrupt = snapshot ? snapshot.interrupt : null;
 }
 
-/** Nodes root -> id. */
-export function pathTo(id) {
-  const out = [];
-  for (let cur = id; cur != null; cur = state.nodes.get(cur).parent) out.push(state.nodes.get(cur));
-  return out.reverse();
+/** The active path's nodes, root -> head, as the server laid it out (the page never walks the tree). */
+export function activePath() {
+  return state.path.map((id) => state.nodes.get(id));
 }
 
-/** The newest (highest seq) leaf at or under id: where switching to a branch lands. */
-export function newestLeaf(id) {
-  let best = id;
-  let bestSeq = -1;
-  const stack = [id];
-  while (stack.length) {
-    const cur = stack.pop();
-    const kids = state.kids.get(cur) || [];
-    if (!kids.length && state.nodes.get(cur).seq > bestSeq) {
-      best = cur;
-      bestSeq = state.nodes.get(cur).seq;
-    }
-    stack.push(...kids);
-  }
-  return best;
+/** The nodes of the active path above `id`, a message on it. */
+function pathAbove(id) {
+  return activePath().slice(0, state.path.indexOf(id));
+}
+
+/** Where switching to `id` (a sibling of a message on the active path) lands: the path above
+ * it, then its lane down to the newest leaf under it (the server's). */
+export function switchPath(id) {
+  const parent = state.nodes.get(id).parent;
+  const above = parent == null ? [] : activePath().slice(0, state.path.indexOf(parent) + 1);
+  return [...above, ...(state.lanes[id] || [id]).map((n) => state.nodes.get(n))];
 }
 
 /** A node as an AG-UI message (known ids are matched by id: their content is the tree's anyway). */
@@ -174,7 +172,7 @@ function bubble(node, mode = "tree") {
   }
   if (node.role !== "assistant" && node.id === state.head && state.interrupt === null) {
     // the path ends unanswered (a stopped or ended turn): the same history again asks for the reply
-    const reply = button("Get a reply", () => runAgent(pathTo(node.id)));
+    const reply = button("Get a reply", () => runAgent(activePath()));
     reply.disabled = busy();
     controls.append(reply);
   }
@@ -214,7 +212,7 @@ function busy() {
 
 /** The active path from the tree. */
 function draw() {
-  const path = state.head ? pathTo(state.head) : [];
+  const path = activePath();
   chat.replaceChildren(...path.map((n) => bubble(n)));
   if (!path.length) chat.append(el("div", "cc-empty", "No messages yet: say something."));
   drawInterrupt();
@@ -428,28 +426,26 @@ function onEvent(ev, shown, live) {
 // -- actions: each is one run with a history ---------------------------------------------------
 
 function send(text) {
-  const path = state.head ? pathTo(state.head) : [];
-  return runAgent([...path, { id: uuid(), role: "user", content: text }]);
+  return runAgent([...activePath(), { id: uuid(), role: "user", content: text }]);
 }
 
 function edit(node, text) {
-  const above = node.parent ? pathTo(node.parent) : [];
-  return runAgent([...above, { id: uuid(), role: "user", content: text }]);
+  return runAgent([...pathAbove(node.id), { id: uuid(), role: "user", content: text }]);
 }
 
 function regenerate(node) {
-  return runAgent(node.parent ? pathTo(node.parent) : []);
+  return runAgent(pathAbove(node.id));
 }
 
 function switchTo(id) {
-  return runAgent(pathTo(newestLeaf(id)));
+  return runAgent(switchPath(id));
 }
 
 function answer(action) {
   const waiting = state.interrupt;
   const payload = { action };
   if (action === "accept_edited") payload.summary = summaryBox.value.trim();
-  return runAgent(state.head ? pathTo(state.head) : [], [{ interruptId: waiting.id, status: "resolved", payload }]);
+  return runAgent(activePath(), [{ interruptId: waiting.id, status: "resolved", payload }]);
 }
 
 // -- wiring -----------------------------------------------------------------------------------
@@ -474,6 +470,6 @@ $("cc-threads").addEventListener("change", (e) => { location.href = pageUrl(e.ta
 $("cc-new").addEventListener("click", () => { location.href = pageUrl(newThreadId()); });
 
 if (!params.get("thread")) history.replaceState(null, "", pageUrl(state.thread));
-window.convlabChat = { state, pathTo, newestLeaf, contentText }; // for tests: what the page holds
+window.convlabChat = { state, activePath, switchPath, contentText }; // for tests: what the page holds
 if (await loadThreads()) await load();
 else draw();

@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import inputs, jsondata, providers
-from .errors import ProviderError, SummaryWarning
-from .tree import MESSAGE_KEYS, input_tokens
+from .. import inputs, jsondata, providers
+from ..errors import ProviderError, SummaryWarning
+from ..tree import MESSAGE_KEYS, input_tokens
 
 __all__ = ["Summaries", "SummaryCost", "summaries_for", "default_folder", "model_of", "request_key"]
 
@@ -93,7 +93,7 @@ def summaries_for(summarizer: Any, cache: Any, *, dry_run: bool = False) -> "Sum
         if cache is not None:
             raise ValueError("cache= is where a summarizer's summaries are kept: give summarizer= too")
         if dry_run:
-            raise ValueError("dry_run says what a summarizer's calls would cost: give summarizer= too")
+            raise ValueError("tune_cost (a dry run) says what a summarizer's calls would cost: give summarizer= too")
         return None
     if isinstance(summarizer, type):
         raise TypeError(f"summarizer must be a provider, not its class: {summarizer.__name__}(...)")

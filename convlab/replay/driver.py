@@ -50,18 +50,20 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
-from .context import ContextConfig, coerce
-from .conversation import LOST_PARENT, Conversation
-from .engine import SUMMARY_PREFIX, Session
-from .providers import ReplayLLM
+from ..context import ContextConfig, coerce
+from ..conversation import Conversation
+from ..engine import SUMMARY_PREFIX, Session
+from ..tokens import content_text
+from ..tree import message_of
+from ..wire import Event
+from .model import ReplayLLM
+from .plan import ExactCounts, Plan, PlannedTurn, plan
+from .result import Replay
 from .summaries import summaries_for
-from .tokens import content_text, count_batch, count_tokens
-from .tree import message_of, nodes_in_order
-from .wire import Event
 
-__all__ = ["replay", "Replay", "plan", "Plan", "PlannedTurn", "ExactCounts", "Replayer", "EMPTY_SUMMARY"]
+__all__ = ["replay", "Replayer", "EMPTY_SUMMARY"]
 
 _ENGINE_ID = re.compile(r"e\d+$")
 
@@ -69,248 +71,38 @@ _ENGINE_ID = re.compile(r"e\d+$")
 EMPTY_SUMMARY = "(the log's summary has no text)"
 
 
-# ----------------------------------------------------------------------
-# exact counts, each distinct text tokenized once
-# ----------------------------------------------------------------------
-class ExactCounts:
-    """Exact o200k_base token counts of message texts, each distinct text tokenized once.
-
-    One instance is shared by every replay of a sweep: ``prime`` tokenizes a
-    batch of texts (only those not seen yet), ``text`` answers from the cache
-    (tokenizing a text it has not seen, e.g. a new summary).
-
-    >>> counts = ExactCounts()
-    >>> counts.prime(["hello world", "hi"]); counts.text("hello world"), counts.tokenized
-    (2, 2)
-    """
-
-    def __init__(self, encoding: str = "o200k_base") -> None:
-        self.encoding = encoding
-        self._by_text: dict[str, int] = {}
-        self.tokenized = 0  # distinct texts tokenized so far
-
-    def prime(self, texts: Iterable[str]) -> None:
-        missing = list(dict.fromkeys(t for t in texts if t not in self._by_text))
-        if missing:
-            # one text (a new summary, mid-replay): no batch, whose thread pool costs more than the text
-            counted = count_batch(missing, self.encoding) if len(missing) > 1 else [count_tokens(missing[0], self.encoding)]
-            for t, n in zip(missing, counted):
-                self._by_text[t] = n
-            self.tokenized += len(missing)
-
-    def text(self, text: str) -> int:
-        n = self._by_text.get(text)
-        if n is None:
-            self.prime([text])
-            n = self._by_text[text]
-        return n
-
-    def __len__(self) -> int:
-        return len(self._by_text)
-
-
-# ----------------------------------------------------------------------
-# the plan (config-independent)
-# ----------------------------------------------------------------------
-@dataclass
-class PlannedTurn:
-    """One turn of a replay: how it starts and the worker's steps.
-
-    ``start`` is ``"submit"`` (record ``nodes`` under ``parent``), ``"move"``
-    (a head-only view to ``parent``) or ``"compact"`` (move to ``parent``, then
-    ``context.replace`` recording the summary ``nodes[0]``). ``steps`` are
-    ``("add", id)`` (``message.add``) and ``("call", id)`` (one ``llm.call``
-    answered with the logged reply ``id``), in order.
-    """
-
-    start: str
-    parent: str | None
-    nodes: list[str] = field(default_factory=list)
-    steps: list[tuple[str, str]] = field(default_factory=list)
-    time: float | None = None
-
-
-@dataclass
-class Plan:
-    """What a conversation replays as: its turns, the log's head, the logged nodes."""
-
-    conversation_id: str
-    turns: list[PlannedTurn]
-    head: str | None
-    nodes: dict[str, dict[str, Any]]
-    #: ids of the messages whose history is not whole: at or under a message whose parent the file lost
-    lost: frozenset[str] = frozenset()
-
-    @property
-    def calls(self) -> list[str]:
-        """Ids of the logged replies, in the order they are replayed."""
-        return [nid for t in self.turns for kind, nid in t.steps if kind == "call"]
-
-    def texts(self) -> list[str]:
-        """The text of every logged message (what a replay counts exactly)."""
-        return [content_text(n["content"]) for n in self.nodes.values()]
-
-
-def _is_tool(node: Mapping[str, Any]) -> bool:
-    if node["role"] == "tool":
-        return True
-    content = node.get("content")
-    return (
-        node["role"] == "user"
-        and isinstance(content, list)
-        and bool(content)
-        and all(isinstance(p, Mapping) and p.get("type") == "tool_result" for p in content)
-    )
-
-
-def plan(conversation: Any) -> Plan:
-    """The replay plan of a conversation (anything with ``.tree``, ``.head``, ``.id``).
-
-    >>> from convlab.tree import Tree
-    >>> from convlab.conversation import Conversation
-    >>> t = Tree()
-    >>> for i, (role, parent) in enumerate([("user", None), ("assistant", "n0"), ("assistant", "n0")]):
-    ...     _ = t.add({"id": f"n{i}", "role": role, "content": f"m{i}"}, parent)
-    >>> t.head = "n1"
-    >>> p = plan(Conversation(t, id="c"))
-    >>> [(x.start, x.parent, x.nodes, x.steps) for x in p.turns]
-    [('submit', None, ['n0'], [('call', 'n1')]), ('move', 'n0', [], [('call', 'n2')]), ('move', 'n1', [], [])]
-    """
-    graph = conversation.tree
-    nodes = [dict(a) for a in nodes_in_order(graph)]
-    by_id = {n["id"]: n for n in nodes}
-    turns: list[PlannedTurn] = []
-    vhead: str | None = None  # where the log's head is, as the replay goes
-    turn: PlannedTurn | None = None
-    for n in nodes:
-        nid, parent, role = n["id"], n["parent"], n["role"]
-        if n.get("kind") == "summary" and parent is None:
-            target = n.get("replaces") if n.get("replaces") in by_id else vhead
-            turn = PlannedTurn("compact", target, [nid], time=n.get("time"))
-            turns.append(turn)
-        elif role == "assistant" and parent is not None:
-            if turn is None or parent != vhead:
-                turn = PlannedTurn("move", parent, time=n.get("time"))
-                turns.append(turn)
-            turn.steps.append(("call", nid))
-        elif _is_tool(n) and turn is not None and parent == vhead:
-            turn.steps.append(("add", nid))
-        elif turn is not None and turn.start == "submit" and not turn.steps and parent == vhead and role != "assistant":
-            turn.nodes.append(nid)  # a chain of inputs: one client.append
-        else:
-            turn = PlannedTurn("submit", parent, [nid], time=n.get("time"))
-            turns.append(turn)
-        vhead = nid
-    head = getattr(conversation, "head", None)
-    if head is not None and head != vhead:
-        turns.append(PlannedTurn("move", head))
-    return Plan(str(getattr(conversation, "id", "")), turns, head, by_id, _lost(nodes))
-
-
-def _lost(nodes: list[dict[str, Any]]) -> frozenset[str]:
-    """The messages (in creation order) at or under one whose parent the file lost (``LOST_PARENT``)."""
-    lost: set[str] = set()
-    for n in nodes:
-        meta = n.get("metadata")
-        if n["parent"] in lost or (n["parent"] is None and isinstance(meta, Mapping) and meta.get(LOST_PARENT) is not None):
-            lost.add(n["id"])
-    return frozenset(lost)
-
-
-# ----------------------------------------------------------------------
-# the driver
-# ----------------------------------------------------------------------
-@dataclass
-class Replay:
-    """What ``convlab.replay`` returns: the Session that re-enacted the log, and what it saw.
-
-    - ``session``: the ``Session`` (its tree, events, turns, ``path()``, ...);
-    - ``map``: ``{imported id: session id}``; after a strategy's
-      ``context.replace`` a kept message maps to its copy and the replaced
-      head to the new head (where the log goes on);
-    - ``stale``: imported ids of the logged replies that no longer apply
-      (answered on a strategy's new history, or never given because their
-      turn failed);
-    - ``calls``: one dict per model call (summary calls not included):
-      ``count`` (the engine's), ``first_call``, ``idle_for``, ``read`` (what
-      the provider read: the log's usage where it applies, else ``exact +
-      overhead``), ``exact`` (the transcript the model read, o200k_base),
-      ``overhead`` (the hidden overhead: observed where the log's usage
-      applies, else carried from the last call where it did), ``logged`` (the
-      log's input tokens or None), ``applies``, ``refused``, ``reply``
-      (imported id), ``call_id``, ``checked``;
-    - ``limits``: one dict per ``context.limit``: ``reason``, ``strategy``,
-      ``tokens``, ``call`` (1-based index of the held model call), ``replaced``,
-      ``first_call``, ``idle_for``, and ``summary_tokens`` (the exact length of
-      the summary it recorded, when it recorded one);
-    - ``compactions``: one dict per compaction the log itself holds (a summary
-      root, replayed as ``context.replace``): ``id`` (the summary's session
-      id) and ``call`` (1-based index of the first model call that reads the
-      compacted history; one past the last call when none does).
-    """
-
-    session: Session
-    map: dict[str, str]
-    stale: list[str]
-    calls: list[dict[str, Any]]
-    limits: list[dict[str, Any]]
-    conversation_id: str = ""
-    compactions: list[dict[str, Any]] = field(default_factory=list)
-
-    def __repr__(self) -> str:
-        return (f"Replay(conversation={self.conversation_id!r}, calls={len(self.calls)}, "
-                f"limits={len(self.limits)}, stale={len(self.stale)}, head={self.session.head!r})")
-
-
 @dataclass
 class _Start:
     """Where a replay stood when one of its turns started: what ``Replayer.fork`` goes on from."""
 
     events: int  # events so far
-    trace: int  # model calls so far (and entries of ReplayLLM.seen)
-    summaries: int  # summary calls so far
+    trace: int  # model calls so far
     limits: int
     stale: int
     consulted: int
-    stand_ins: int
     map: dict[str, str]
-    compactions: tuple[tuple[str, int], ...]
+    model: tuple[int, int, int, int]  # ReplayLLM.mark()
     clock: float  # the session's clock (a loaded session's starts at 0 at the least: a log's times may be earlier)
+
+
+@dataclass
+class _Record:
+    """What the driver records (the model records its own calls): one owner, cut at a turn by ``until``."""
+
+    map: dict[str, str] = field(default_factory=dict)  # imported id -> session id (where the log goes on)
+    stale: list[str] = field(default_factory=list)  # imported ids of the logged replies that no longer apply
+    limits: list[dict[str, Any]] = field(default_factory=list)  # context.limit decisions, with what was answered
+    trace: list[dict[str, Any]] = field(default_factory=list)  # one entry per model call (not summary calls)
+    consulted: list[tuple] = field(default_factory=list)  # (turn, kind, *data): see Replayer
+
+    def until(self, at: _Start) -> "_Record":
+        """The record as it was when the turn of ``at`` started."""
+        return _Record(dict(at.map), self.stale[:at.stale], [dict(x) for x in self.limits[:at.limits]],
+                       [dict(x) for x in self.trace[:at.trace]], self.consulted[:at.consulted])
 
 
 #: Event types a fork leaves out: between turns no decision waits, so they change nothing.
 _NOT_FORKED = ("decision.requested", "decision.answered")
-
-
-class _Model:
-    """The provider a replay's Session calls: the ``ReplayLLM``, noting every read
-    (what the model read and whether the window refused it) among the points
-    where the replay consulted its config."""
-
-    def __init__(self, replayer: "Replayer") -> None:
-        self.replayer = replayer
-
-    @property
-    def latency(self) -> float:
-        return self.replayer.llm.latency
-
-    def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        r = self.replayer
-        summary = bool(request.get("summary"))
-        reads = r.llm.summaries if summary else r.llm.seen
-        n = len(reads)
-        try:
-            reply = r.llm.complete(request)  # a summary call: the window's check, and the stand-in
-            if summary and r.summarize is not None:
-                real = r.summarize(request, reads[-1]["read"], r.stand_ins > 0)
-                if real is None:
-                    r.stand_ins += 1
-                else:
-                    reply = real
-            return reply
-        finally:
-            if len(reads) > n:
-                r.consulted.append((r.turn, "read", reads[-1]["read"], reads[-1]["refused"]))
 
 
 class Replayer:
@@ -321,9 +113,13 @@ class Replayer:
     been idle, what the model read exactly, the hidden overhead, and what the
     log says it read. Use ``replay()``; this is the machinery it shares with
     ``tune``. What each protocol step recorded is read from the events that
-    step emitted, never from side channels.
+    step emitted, never from side channels. Each record has one owner: the
+    model's calls, summaries, stand-ins and stale replies are ``llm``'s (a
+    ``ReplayLLM``), the id map, limits, the engine's count per call and the
+    points above are ``record``'s; ``result()`` is the ``Replay`` read from
+    both, and ``fork`` cuts both at a turn (``until``), patching nothing.
 
-    For sweeps it also records ``consulted``: every point where the replay
+    For sweeps it also records ``record.consulted``: every point where the replay
     depended on its config, in order, as ``(turn, kind, *data)``:
     ``("limit", count, first_call, idle_for)`` where the engine asked which
     strategy applies, ``("read", tokens, refused)`` where the model read
@@ -342,132 +138,71 @@ class Replayer:
         counts: ExactCounts | None = None,
         agent: str = "bot",
         summarize: Callable[[Mapping[str, Any], int, bool], dict[str, Any] | None] | None = None,
-        log: Any = None,
         summary_size: int | float | None = None,
         overhead: int | None = None,
     ):
-        """``summarize(request, tokens, guessed)`` answers the summary calls
-        (``tokens``: the exact count of what the request sends; ``guessed``: this
-        replay already wrote a stand-in, so the request may not be what a real
-        run sends): a reply, a ``ProviderError``, or None for the stand-in that
-        ``ReplayLLM`` writes (what every summary is without it). ``log`` (a
-        session log, a path or a binary file object, ending between turns) is
-        where the Session starts from instead of a new one: what ``fork`` loads.
-        ``summary_size`` and ``overhead`` are the cost model's knobs, passed to
-        ``ReplayLLM`` (which documents them) and to every fork."""
-        self.summarize = summarize
-        self.knobs = {"summary_size": summary_size, "overhead": overhead}
-        self.stand_ins = 0  # summaries the stand-in wrote although a summarizer was asked
-        self.plan = plan
-        self.config: ContextConfig = coerce(config, agent)
-        self.counts = counts if counts is not None else ExactCounts()
-        self.agent = agent
-        nodes = plan.nodes
-        self.map: dict[str, str] = {}  # imported id -> session id (where the log goes on)
-        self.stale: list[str] = []
-        # the log's own summaries (replayed through context.replace): session id -> the next model call's index
-        self.compactions: dict[str, int] = {}
-        self.limits: list[dict[str, Any]] = []  # context.limit decisions, with what was answered
-        self.trace: list[dict[str, Any]] = []  # one entry per model call (not summary calls)
-        self.consulted: list[tuple] = []  # (turn, kind, *data): see the class docstring
+        """``summarize`` answers the summary calls, ``summary_size`` and
+        ``overhead`` are the cost model's knobs: ``ReplayLLM`` documents them;
+        they go to every fork. ``counts`` (default: new) are shared by every
+        replay of a sweep."""
+        config = coerce(config, agent)
+        counts = counts if counts is not None else ExactCounts()
+        model = ReplayLLM.for_plan(plan, config.window, summarize=summarize, counts=counts, summary_size=summary_size,
+                                   overhead=overhead)
+        self._setup(plan, config, agent, model, _Record(), None)
+
+    def _setup(self, plan: Plan, config: ContextConfig, agent: str, model: ReplayLLM, record: _Record,
+               start: tuple[bytes, float] | None) -> None:
+        """The replay of ``plan`` under ``config`` with ``model`` and ``record`` as they are; its Session
+        new, or loaded from ``start`` (log lines ending between turns, and the clock there)."""
+        self.plan, self.config, self.agent, self.llm, self.record = plan, config, agent, model, record
+        self.counts: ExactCounts = model.counts if model.counts is not None else ExactCounts()  # a replay's model has them
         self.starts: dict[int, _Start] = {}  # per turn this replayer ran, where it stood when it started
         self.turn = 0  # the plan's turn running now
-        self._exact: dict[str, int] = {}
         self._turn_calls = 0
+        self._noted = [len(model.seen), len(model.summaries)]  # the model's reads noted in record.consulted
         self._held_ids: set[str] = set()
         self._compacting: str | None = None  # the log's summary whose context.replace is under way
         self._lines: list[bytes] = []  # the events as log lines, made once (what forks load)
-        replies = []
-        for nid in plan.calls:
-            node = nodes[nid]
-            keys = {k: node[k] for k in ("tool_calls", "name", "metadata") if node.get(k) is not None}
-            replies.append({"id": nid, "content": node["content"], "usage": node.get("usage"), "time": node.get("time"),
-                            "whole": nid not in plan.lost, **keys})
-        start = next((n.get("time") for n in nodes.values() if n.get("time") is not None), None)
-        self.llm = ReplayLLM(
-            replies,
-            window=self.config.window,
-            clock=lambda: self.session.clock,
-            applies=self._applies,
-            count=self._count_messages,
-            **self.knobs,
-        )
-        llm = {"replay": _Model(self)}
-        if log is None:
-            self.session = Session(config=self.config, agent=agent, llm=llm, worker="manual", clock=start)
+        llm = {"replay": model}
+        if start is None:
+            first = next((n.get("time") for n in plan.nodes.values() if n.get("time") is not None), None)
+            self.session = Session(config=config, agent=agent, llm=llm, worker="manual", clock=first)
         else:
-            self.session = Session.load(log, config=self.config, agent=agent, llm=llm, worker="manual", append=False)
+            self.session = Session.load(io.BytesIO(start[0]), config=config, agent=agent, llm=llm, worker="manual", append=False)
+            self.session.clock = start[1]
+        model.bind(self.session)
         self.session.subscribe(self._on_event)
 
     def fork(self, turn: int, config: Any = None) -> "Replayer":
         """A replay of the same plan under ``config`` that starts where this one
         stood when its turn ``turn`` started (it must have run that turn): the
-        session loaded from the events so far, and the calls, limits, stale
-        replies and id map as they were. ``run(turn)`` goes on from there.
-        Until that turn the two are the same replay when ``config`` says what
-        this replay's config said at every point it was consulted before it."""
+        session loaded from the events so far, and the model's and the driver's
+        records as they were. ``run(turn)`` goes on from there. Until that turn
+        the two are the same replay when ``config`` says what this replay's
+        config said at every point it was consulted before it."""
+        config = coerce(config, self.agent)
+        new = Replayer.__new__(Replayer)
         if turn == 0:
-            return Replayer(self.plan, config, counts=self.counts, agent=self.agent, summarize=self.summarize, **self.knobs)
+            new._setup(self.plan, config, self.agent, self.llm.until((0, 0, 0, 0), config.window), _Record(), None)
+            return new
         at = self.starts[turn]
-        events = self.session.events
-        for ev in events[len(self._lines):at.events]:
-            # ASCII: a lone surrogate (a log may hold one, JSON escapes it) goes through as its escape
-            self._lines.append(b"" if ev["type"] in _NOT_FORKED else
-                               json.dumps(ev, separators=(",", ":")).encode() + b"\n")
-        new = Replayer(self.plan, config, counts=self.counts, agent=self.agent, summarize=self.summarize,
-                       log=io.BytesIO(b"".join(self._lines[:at.events])), **self.knobs)
-        new.session.clock = at.clock
-        new.stand_ins = at.stand_ins
-        new.map.update(at.map)
-        new.compactions.update(at.compactions)
-        new.trace = [dict(x) for x in self.trace[:at.trace]]
-        new.stale = self.stale[:at.stale]
-        new.limits = [dict(x) for x in self.limits[:at.limits]]
-        new.consulted = self.consulted[:at.consulted]
-        seen = [dict(x) for x in self.llm.seen[:at.trace]]
-        new.llm.seen.extend(seen)
-        new.llm.used.extend(x["reply"] for x in seen if not x["refused"])
-        new.llm.stale.extend(x["reply"] for x in seen if not x["refused"] and not x["applies"])
-        new.llm.summaries.extend(dict(x) for x in self.llm.summaries[:at.summaries])
+        new._setup(self.plan, config, self.agent, self.llm.until(at.model, config.window), self.record.until(at),
+                   (self._log_until(at.events), at.clock))
         return new
 
-    # -- counting -----------------------------------------------------
-    def exact(self, sid: str) -> int:
-        """Exact tokens of the session message ``sid`` (a copy counts as its original)."""
-        n = self._exact.get(sid)
-        if n is None:
-            node = self.session.tree.nodes[sid]
-            if node.get("copied_from"):
-                n = self.exact(node["copied_from"])
-            else:
-                n = self.counts.text(content_text(node["content"]))
-            self._exact[sid] = n
-        return n
-
-    def _count_messages(self, messages: list[Mapping[str, Any]]) -> int:
-        tree = self.session.tree
-        total = 0
-        for m in messages:
-            mid = m.get("id")
-            if mid is not None and mid in tree:
-                total += self.exact(mid)
-            else:
-                text = content_text(m.get("content"))
-                total += self.counts.text(text) if text else 0
-        return total
-
-    def _applies(self, request: Mapping[str, Any]) -> bool:
-        """The logged reply applies when the model reads logged history: not a branch
-        a strategy's context.replace started (its first node ``replaces`` a head, and
-        it is not the log's own compaction)."""
-        messages = request.get("messages") or []
-        first = messages[0].get("id") if messages else None
-        node = self.session.tree.nodes.get(first) if first is not None else None
-        return node is None or node["replaces"] is None or first in self.compactions
+    def _log_until(self, n: int) -> bytes:
+        """The session's first ``n`` events as log lines (each made once, for every fork)."""
+        events = self.session.events
+        for ev in events[len(self._lines):n]:
+            # ASCII: a lone surrogate (a log may hold one, JSON escapes it) goes through as its escape
+            self._lines.append(b"" if ev["type"] in _NOT_FORKED else json.dumps(ev, separators=(",", ":")).encode() + b"\n")
+        return b"".join(self._lines[:n])
 
     # -- what the session says at the moment a call starts or is held ------
     def _on_event(self, ev: Mapping[str, Any]) -> None:
         t = ev["type"]
+        rec = self.record
         if t == "llm.started" and not ev.get("summary"):
             s = self.session
             entry = {
@@ -477,21 +212,23 @@ class Replayer:
                 "idle_for": s.idle_for,
                 "checked": ev["call_id"] not in self._held_ids,  # a held call runs again unchecked
             }
-            self.trace.append(entry)
+            rec.trace.append(entry)
             if entry["checked"]:
-                self.consulted.append((self.turn, "limit", entry["count"], entry["first_call"], entry["idle_for"]))
+                rec.consulted.append((self.turn, "limit", entry["count"], entry["first_call"], entry["idle_for"]))
             self._turn_calls += 1
+        elif t in ("llm.completed", "llm.failed"):
+            self._note_read(bool(ev.get("summary")))
         elif t == "context.limited":
-            held = len(self.trace) + (0 if ev["reason"] == "overflow" else 1)
+            held = len(rec.trace) + (0 if ev["reason"] == "overflow" else 1)
             limit = {
                 "reason": ev["reason"], "strategy": ev["strategy"], "tokens": ev["tokens"], "call": held, "replaced": False,
                 "first_call": self._turn_calls == 0, "idle_for": self.session.idle_for,
             }
-            self.limits.append(limit)
+            rec.limits.append(limit)
             if ev["reason"] == "overflow":
-                self.consulted.append((self.turn, "overflow"))
+                rec.consulted.append((self.turn, "overflow"))
             else:
-                self.consulted.append((self.turn, "limit", limit["tokens"], limit["first_call"], limit["idle_for"]))
+                rec.consulted.append((self.turn, "limit", limit["tokens"], limit["first_call"], limit["idle_for"]))
             self._held_ids.add(ev["call_id"])
             self._turn_calls += 1
         elif t == "turn.started":
@@ -499,15 +236,23 @@ class Replayer:
         elif t == "message.new" and self._compacting is not None and ev["message"]["kind"] == "summary":
             # the log's own compaction recorded its summary: the next model call reads the compacted history
             sid = ev["message"]["id"]
-            self.map[self._compacting] = sid
-            self.compactions[sid] = len(self.trace) + 1
+            rec.map[self._compacting] = sid
+            self.llm.compacted(sid)
             self._compacting = None
+
+    def _note_read(self, summary: bool) -> None:
+        """A model call ended: what the model read, and whether the window refused it, is a point
+        where the replay consulted its config (when the model read anything: it recorded it)."""
+        reads = self.llm.summaries if summary else self.llm.seen
+        if len(reads) > self._noted[summary]:
+            self._noted[summary] = len(reads)
+            self.record.consulted.append((self.turn, "read", reads[-1]["read"], reads[-1]["refused"]))
 
     # -- running --------------------------------------------------------
     def _sid(self, imported: str | None) -> str | None:
         if imported is None:
             return None
-        return self.map.get(imported, self.session.head)
+        return self.record.map.get(imported, self.session.head)
 
     def _message(self, nid: str) -> dict[str, Any]:
         """A logged node as a client sends it: with its id unless the session cannot take it
@@ -522,9 +267,9 @@ class Replayer:
         """Run the plan's turns from turn ``start`` (all of them by default) to the end."""
         for k in range(start, len(self.plan.turns)):
             self.turn = k
-            self.starts[k] = _Start(len(self.session.events), len(self.trace), len(self.llm.summaries), len(self.limits),
-                                    len(self.stale), len(self.consulted), self.stand_ins, dict(self.map),
-                                    tuple(self.compactions.items()), self.session.clock)
+            rec = self.record
+            self.starts[k] = _Start(len(self.session.events), len(rec.trace), len(rec.limits), len(rec.stale), len(rec.consulted),
+                                    dict(rec.map), self.llm.mark(), self.session.clock)
             self._run_turn(self.plan.turns[k])
         return self
 
@@ -532,12 +277,12 @@ class Replayer:
         """The finished replay as a ``Replay``."""
         return Replay(
             session=self.session,
-            map=dict(self.map),
-            stale=list(dict.fromkeys(self.stale)),
-            calls=[{**entry, **seen} for entry, seen in zip(self.trace, self.llm.seen)],
-            limits=list(self.limits),
+            map=dict(self.record.map),
+            stale=list(dict.fromkeys(self.record.stale)),
+            calls=[{**entry, **seen} for entry, seen in zip(self.record.trace, self.llm.seen)],
+            limits=list(self.record.limits),
             conversation_id=self.plan.conversation_id,
-            compactions=[{"id": sid, "call": call} for sid, call in self.compactions.items()],
+            compactions=[{"id": sid, "call": call} for sid, call in self.llm.compactions.items()],
         )
 
     def _recorded(self, act: Callable[[], Any]) -> list[str]:
@@ -580,7 +325,7 @@ class Replayer:
                                    else {"type": "client.append", "messages": msgs})
         else:
             created = self._view_to(parent, msgs)
-        self.map.update(zip(turn.nodes, created))
+        self.record.map.update(zip(turn.nodes, created))
 
     def _start_compact(self, turn: PlannedTurn) -> list[dict[str, Any]]:
         """The log's own compaction, as the engine records one (see the module docstring):
@@ -590,7 +335,7 @@ class Replayer:
         summary = self.plan.nodes[turn.nodes[0]]
         parent = self._sid(turn.parent)
         if parent is None:
-            self.map[summary["id"]] = self._view_to(None, [self._message(summary["id"])])[0]
+            self.record.map[summary["id"]] = self._view_to(None, [self._message(summary["id"])])[0]
             return []
         self._view_to(parent)
         self._compacting = summary["id"]
@@ -607,7 +352,7 @@ class Replayer:
         for kind, nid in steps:
             if s.decision is None:  # the turn failed: the rest of its replies are not given
                 if kind == "call":
-                    self.stale.append(nid)
+                    self.record.stale.append(nid)
                 continue
             if kind == "add":
                 actions.append({"type": "message.add", "message": self._message(nid)})
@@ -618,11 +363,11 @@ class Replayer:
             self._answer(actions, adds)
             waiting = s.decision
             if waiting is not None and waiting["type"] == "llm.result":
-                self.map[nid] = waiting["reply"]["id"]
+                self.record.map[nid] = waiting["reply"]["id"]
                 if not self.llm.last_applied:
-                    self.stale.append(nid)
+                    self.record.stale.append(nid)
             else:
-                self.stale.append(nid)
+                self.record.stale.append(nid)
             actions, adds = [], []
         if s.decision is not None:
             self._answer(actions, adds)
@@ -630,8 +375,8 @@ class Replayer:
     def _answer(self, actions: list[dict[str, Any]], adds: list[str]) -> None:
         """Answer with ``actions``; the tool results they add (``adds``, imported ids) map to
         the messages recorded, in order (the log's summary, recorded first, is mapped apart)."""
-        created = [sid for sid in self._decide(actions) if sid not in self.compactions]
-        self.map.update(zip(adds, created))
+        created = [sid for sid in self._decide(actions) if sid not in self.llm.compactions]
+        self.record.map.update(zip(adds, created))
 
     def _decide(self, actions: list[dict[str, Any]]) -> list[str]:
         """Answer the waiting decision, then every context.limit that follows it
@@ -645,10 +390,10 @@ class Replayer:
             events = self._during(lambda: s.decide(proposed))
             made = _made_by_replace(events)
             if made:
-                self.limits[-1]["replaced"] = True
+                self.record.limits[-1]["replaced"] = True
                 first = s.tree.nodes[made[0]]
                 if first["kind"] == "summary":  # how long the summary is, in exact tokens
-                    self.limits[-1]["summary_tokens"] = self.counts.text(content_text(first["content"]).removeprefix(SUMMARY_PREFIX))
+                    self.record.limits[-1]["summary_tokens"] = self.counts.tokens(content_text(first["content"]).removeprefix(SUMMARY_PREFIX))
                 self._remap(old_head, made)
             created += [e["message"]["id"] for e in events if e["type"] == "message.new"]
         return created
@@ -657,13 +402,13 @@ class Replayer:
         """After a strategy's context.replace the log goes on from the new history:
         a kept message's original now stands for its copy, the old head for the new head."""
         graph = self.session.tree
-        back = {sid: imp for imp, sid in self.map.items()}
+        back = {sid: imp for imp, sid in self.record.map.items()}
         for m in made:
             orig = graph.nodes[m].get("copied_from")
             if orig in back:
-                self.map[back[orig]] = m
+                self.record.map[back[orig]] = m
         if old_head in back:
-            self.map[back[old_head]] = made[-1]
+            self.record.map[back[old_head]] = made[-1]
 
 
 def _made_by_replace(events: list[Event]) -> list[str]:
@@ -727,7 +472,7 @@ def replay(conversation: Conversation, config: Any = None, *, agent: str = "bot"
     the log, summaries from that model, each made once and kept in the
     summary cache (``cache``: None for ``$XDG_CACHE_HOME/convlab/summaries``,
     a folder, or False for none; see ``convlab.tune`` and
-    ``convlab.summaries``).
+    ``convlab.replay.summaries``).
 
     >>> from convlab.tree import Tree
     >>> t = Tree()

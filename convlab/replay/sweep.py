@@ -6,7 +6,7 @@ it. The plan of each conversation is made once and every message text is
 tokenized once for the whole sweep (one tokenizer batch; with worker
 processes, one per conversation, in the worker). Per conversation the first
 replay has no config: the log as it was. Every replay records the
-points where it consulted its config (``Replayer.consulted``: which strategy
+points where it consulted its config (``Replayer.record.consulted``: which strategy
 applies before a call, whether a read passes the window, which strategy
 makes room after an overflow). A config that says the same as a replay's
 config at all of them makes the same replay, so it shares its row at no
@@ -19,33 +19,34 @@ where its config leaves its parent's.
 
 Conversations (and, with fewer conversations than cores, runs of their
 configs) go to worker processes, one per core by default, or to a
-dask.distributed cluster. Rows are computed by one function (``_rows``)
+dask.distributed cluster. Rows are computed by one function (``rows``)
 wherever they run, so every way gives the same frame, row for row.
 """
 
 from __future__ import annotations
 
 import copy
-import gc
 import itertools
-import math
-import os
 import re
-import statistics
-import threading
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from .context import MARGIN, ContextConfig, applies, coerce, load_config, toml_document
-from .conversation import Conversation
-from .errors import ConfigError, ProviderError
-from .providers import ReplayLLM
-from .replaying import ExactCounts, Plan, Replayer, plan
-from .summaries import Summaries, summaries_for
-from .tree import input_tokens
+from ..context import ContextConfig, applies, coerce, load_config, toml_document
+from ..conversation import Conversation
+from ..errors import ConfigError
+from . import workers
+from .driver import Replayer
+from .model import ReplayLLM
+from .plan import ExactCounts, Plan, plan
+from .result import Replay
+from .summaries import Summaries, SummaryCost, summaries_for
 
-__all__ = ["tune", "config_grid", "COLUMNS"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["tune", "tune_cost", "config_grid", "COLUMNS", "rows"]
 
 #: The measured columns of a tune frame, in order (after conversation, source, config and the grid keys).
 COLUMNS = (
@@ -146,64 +147,6 @@ def config_grid(base: Any, axes: Mapping[str, Sequence[Any]], *, agent: str = "b
 
 
 # ----------------------------------------------------------------------
-# measures
-# ----------------------------------------------------------------------
-def _p95(values: list[float]) -> float:
-    if not values:
-        return math.nan
-    v = sorted(abs(x) for x in values)
-    # nearest rank: the smallest value with at least 95% of the values at or below it
-    return float(v[max(0, math.ceil(0.95 * len(v)) - 1)])
-
-
-def _mean(values: list[float]) -> float:
-    return float(sum(values) / len(values)) if values else math.nan
-
-
-def _measure(r: Replayer) -> dict[str, Any]:
-    """One row's measures from a finished replay."""
-    s = r.session
-    trace, seen = r.trace, r.llm.seen
-    reasons = [x["reason"] for x in r.limits]
-    lengths = [x["summary_tokens"] for x in r.limits if "summary_tokens" in x]
-    summary_calls = 0
-    tokens_read = 0
-    overflows = 0
-    for ev in s.events:
-        t = ev["type"]
-        if t == "llm.started" and ev.get("summary"):
-            summary_calls += 1
-        elif t == "llm.completed":
-            tokens_read += input_tokens(ev.get("usage")) or 0
-        elif t == "llm.failed" and ev.get("error") == "too_long" and not ev.get("summary"):
-            overflows += 1
-    counts = [c["count"] for c in trace] + [x["tokens"] for x in r.limits]
-    err_exact = [c["count"] - x["exact"] for c, x in zip(trace, seen)]
-    err_usage = [c["count"] - x["logged"] for c, x in zip(trace, seen) if x["applies"] and x["logged"] is not None]
-    return {
-        "calls": len(trace),
-        "summary_calls": summary_calls,
-        "limits_full": reasons.count("full"),
-        "limits_idle": reasons.count("idle"),
-        "limits_overflow": reasons.count("overflow"),
-        "summaries": sum(1 for x in r.limits if x["replaced"] and x["strategy"] == "summarize"),
-        "summary_tokens": sum(lengths),
-        "summary_tokens_max": max(lengths, default=0),
-        "resets": sum(1 for x in r.limits if x["replaced"] and x["strategy"] == "reset"),
-        "overflows": overflows,
-        "failed_turns": sum(1 for t in s.turns if t["status"] == "failed"),
-        "stale": len(dict.fromkeys(r.stale)),
-        "first_limit_call": r.limits[0]["call"] if r.limits else None,
-        "max_count": max(counts) if counts else 0,
-        "tokens_read": tokens_read,
-        "err_exact_mean": _mean(err_exact),
-        "err_exact_p95": _p95(err_exact),
-        "err_usage_mean": _mean(err_usage),
-        "err_usage_p95": _p95(err_usage),
-    }
-
-
-# ----------------------------------------------------------------------
 # one conversation under many configs: replays that share what they can
 # ----------------------------------------------------------------------
 def _strategy_key(strategy: Any) -> tuple:
@@ -211,7 +154,7 @@ def _strategy_key(strategy: Any) -> tuple:
 
 
 def _says(config: ContextConfig, point: tuple) -> Any:
-    """What ``config`` says at a point where a replay consulted its config (``Replayer.consulted``)."""
+    """What ``config`` says at a point where a replay consulted its config (``Replayer.record.consulted``)."""
     kind = point[1]
     if kind == "limit":
         limit = applies(config, point[2], first_call=point[3], idle_for=point[4])
@@ -222,31 +165,31 @@ def _says(config: ContextConfig, point: tuple) -> Any:
 
 
 @dataclass
-class _Run:
+class _SharedReplay:
     """One replay of a sweep: the configs that say what its config says at every
     point it consulted it share it (and its row); a config that first says
     something else in turn ``k`` forks from it there."""
 
     replayer: Replayer
     config: ContextConfig
-    says: list[Any]  # what config says at each of replayer.consulted
+    says: list[Any]  # what config says at each of replayer.record.consulted
     start: int  # the turn it forked at from its parent (0: it ran from the start)
     row: dict[str, Any]
-    children: list["_Run"]
+    children: list["_SharedReplay"]
 
     @classmethod
-    def made(cls, replayer: Replayer, start: int, parent: "_Run | None" = None) -> "_Run":
+    def made(cls, replayer: Replayer, start: int, parent: "_SharedReplay | None" = None) -> "_SharedReplay":
         """The run of a finished replay; forked at ``start`` from ``parent``, whose
         config says the same before that turn (so what it said is not asked again)."""
-        cfg = replayer.config
+        cfg, consulted = replayer.config, replayer.record.consulted
         n = replayer.starts[start].consulted if parent is not None else 0
-        says = (parent.says[:n] if parent is not None else []) + [_says(cfg, p) for p in replayer.consulted[n:]]
-        return cls(replayer, cfg, says, start, _measure(replayer), [])
+        says = (parent.says[:n] if parent is not None else []) + [_says(cfg, p) for p in consulted[n:]]
+        return cls(replayer, cfg, says, start, replayer.result().measures(), [])
 
     def differs(self, config: ContextConfig, from_turn: int) -> int | None:
         """The turn where ``config`` first says something else than this run's config,
         looking from turn ``from_turn`` on (before it they agree); None if never."""
-        points = self.replayer.consulted
+        points = self.replayer.record.consulted
         i = self.replayer.starts[from_turn].consulted if from_turn in self.replayer.starts else 0
         says = self.says
         for k in range(i, len(points)):
@@ -255,7 +198,7 @@ class _Run:
         return None
 
 
-def _closest(root: _Run, config: ContextConfig) -> tuple[_Run, int | None]:
+def _closest(root: _SharedReplay, config: ContextConfig) -> tuple[_SharedReplay, int | None]:
     """The run ``config`` shares the most with: the one where it first says
     something else latest (None: it says the same everywhere), and that turn.
 
@@ -278,22 +221,16 @@ def _closest(root: _Run, config: ContextConfig) -> tuple[_Run, int | None]:
     return best, best_turn
 
 
-def _baseline(r: Replayer, row: Mapping[str, Any]) -> dict[str, Any]:
-    """What every row of a conversation carries from its baseline replay ``r`` (no config: the log
-    as it was), whose measures are ``row``."""
-    given = r.knobs["overhead"]
-    observed = [x for x in r.llm.seen if x["applies"] and x["logged"] is not None]
-    whole = [x["overhead"] for x in observed if x["whole"]]
-    if given is not None:
-        return {"baseline_tokens_read": row["tokens_read"], "overhead": given, "overhead_calls": None}
-    # the calls whose history is whole; only when there are none, the others (whose usage counts lost messages)
-    rests_on = whole or [x["overhead"] for x in observed]
-    overhead = statistics.median_low(rests_on) if rests_on else 0
-    return {"baseline_tokens_read": row["tokens_read"], "overhead": overhead, "overhead_calls": len(whole)}
+def _baseline(base: Replay, row: Mapping[str, Any], given: int | None) -> dict[str, Any]:
+    """What every row of a conversation carries from its baseline replay (no config: the log as it
+    was), whose measures are ``row``: its tokens read, and the hidden overhead (``given``, else the
+    log's, ``Replay.hidden_overhead``, with the number of calls it rests on)."""
+    hidden = {"overhead": given, "overhead_calls": None} if given is not None else base.hidden_overhead()
+    return {"baseline_tokens_read": row["tokens_read"], **hidden}
 
 
-def _rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, ContextConfig]], agent: str, *,
-          share: bool = True, summarize: Any = None, knobs: Mapping[str, Any] = {}) -> list[tuple[int, dict[str, Any]]]:
+def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, ContextConfig]], agent: str, *,
+         share: bool = True, summarize: Any = None, knobs: Mapping[str, Any] = {}) -> list[tuple[int, dict[str, Any]]]:
     """The measures of one conversation under each ``(index, config)``.
 
     The first replay has no config (nothing fires: the log as it was): the
@@ -308,16 +245,18 @@ def _rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, ContextConf
         return Replayer(p, cfg, counts=counts, agent=agent, summarize=summarize, **knobs)
 
     base = replayer(None).run()
+    given = knobs.get("overhead")
     if not share:
-        baseline = _baseline(base, _measure(base))
-        return [(j, {**_measure(replayer(cfg).run()), **baseline}) for j, cfg in configs]
-    root = _Run.made(base, 0)
-    baseline = _baseline(base, root.row)
+        first = base.result()
+        baseline = _baseline(first, first.measures(), given)
+        return [(j, {**replayer(cfg).run().result().measures(), **baseline}) for j, cfg in configs]
+    root = _SharedReplay.made(base, 0)
+    baseline = _baseline(base.result(), root.row, given)
     out = []
     for j, cfg in configs:
         run, turn = _closest(root, cfg)
         if turn is not None:
-            child = _Run.made(run.replayer.fork(turn, cfg).run(turn), turn, run)
+            child = _SharedReplay.made(run.replayer.fork(turn, cfg).run(turn), turn, run)
             run.children.append(child)
             run = child
         out.append((j, {**run.row, **baseline}))
@@ -337,16 +276,6 @@ def _strategies(cfg: ContextConfig) -> str:
     return ",".join(s.use for s in cfg.strategies)
 
 
-def _threshold(cfg: ContextConfig) -> int | None:
-    """The smallest count above which one of the config's strategies applies by size
-    (PROTOCOL 5.2): its ``over_tokens``, or ``window - 16000`` for a strategy without
-    ``idle_secs``; None when none applies by size."""
-    sizes = [s.over_tokens for s in cfg.strategies if s.over_tokens is not None]
-    if cfg.window is not None and any(s.idle_secs is None for s in cfg.strategies):
-        sizes.append(cfg.window - MARGIN)
-    return min(sizes, default=None)
-
-
 def tune(
     conversations: Any,
     configs: Any,
@@ -360,10 +289,10 @@ def tune(
     chunk: int | None = None,
     summarizer: Any = None,
     cache: Any = None,
-    dry_run: bool = False,
     summary_size: int | float | None = None,
     overhead: int | None = None,
-):
+    dry_run: bool = False,
+) -> "pd.DataFrame":
     """Replay conversations under context configs: one row per (conversation, config).
 
     ``configs`` is one config or a list (TOML text, a path to a .toml file,
@@ -374,9 +303,9 @@ def tune(
     Columns: ``conversation`` (its id), ``source`` (the file it was read
     from: ``Conversation.source``), ``config`` (index into the configs), the
     grid keys, then ``COLUMNS``: ``window``, ``strategies``; ``threshold``
-    (the smallest count above which one of its strategies applies by size:
-    an ``over_tokens``, or ``window - 16000`` for a strategy without
-    ``idle_secs``; NA when none does); ``calls`` (model calls, summary calls
+    (``ContextConfig.threshold``: the smallest count above which one of its
+    strategies applies by size, an ``over_tokens`` or ``window - 16000`` for
+    a strategy without ``idle_secs``; NA when none does); ``calls`` (model calls, summary calls
     not included), ``summary_calls``; ``limits_full`` /
     ``limits_idle`` / ``limits_overflow`` (context.limit decisions by
     reason); ``summaries`` and ``resets`` (strategies that replaced the
@@ -452,21 +381,14 @@ def tune(
     four per job, since they mostly wait), so the provider and its client are
     never pickled; a dask cluster cannot take a summarizer. A summary call
     takes no time on the replay's clock, which follows the log. The frame's
-    ``attrs["summary_cost"]`` (a ``convlab.summaries.SummaryCost``) says what
+    ``attrs["summary_cost"]`` (a ``convlab.replay.SummaryCost``) says what
     the summaries cost: ``calls`` made and the ``input_tokens`` they read (the
     provider's usage), ``cached`` summaries the disk answered. What later
     calls read depends on what the summarizer wrote, so a rerun gives the
     same frame through the cache, not a new sweep with ``cache=False``.
 
-    ``dry_run=True`` (with ``summarizer``) calls nothing and writes nothing:
-    it returns a ``SummaryCost`` instead of the frame, with the summary
-    ``calls`` the sweep would make and their ``input_tokens`` (exact
-    o200k_base counts of what each would send), and the ``cached`` ones
-    (with what they read). A summary the cache does not hold yet is stood in
-    for by the stand-in, so a later summary of the same replay, which reads
-    it, is counted on the stand-in's text: ``estimated`` says how many calls
-    rest on that, and ``exact`` is True when none do (then the figures are
-    what the sweep spends, as far as the provider counts as o200k_base does).
+    What the summaries would cost before anything is spent: ``tune_cost``
+    (``dry_run=True`` is the same, and deprecated).
 
     Where it runs: ``jobs`` worker processes on this machine (None: one per
     core it may use; 1: all in this process, no workers), each taking whole
@@ -497,297 +419,181 @@ def tune(
     >>> df[["strategy[0].idle_secs", "calls", "limits_idle", "resets", "tokens_read"]].values.tolist()
     [[600, 2, 1, 1, 402], [86400, 2, 0, 0, 804]]
     """
-    import pandas as pd
-
-    convs = _as_list(conversations)
-    for c in convs:
-        if not isinstance(c, Conversation):
-            raise TypeError(f"tune takes Conversations (what convlab.read(path) returns), got a {type(c).__name__}")
-    if grid is not None:
-        configs_list: list[Any] = config_grid(configs, grid, agent=agent)
-        labels = list(itertools.product(*(list(v) for v in grid.values())))
-        grid_keys = list(grid)
-    else:
-        configs_list = _as_list(configs)
-        labels, grid_keys = [()] * len(configs_list), []
-    parsed = [coerce(c, agent) for c in configs_list]  # check every config before any work
-    if not configs_list:
-        raise ValueError("tune needs at least one config")
-    ReplayLLM(summary_size=summary_size, overhead=overhead)  # the knobs checked as every replay will check them
-    knobs = {"summary_size": summary_size, "overhead": overhead}
-
-    if scheduler not in (None, "local", "dask"):
-        raise ValueError(f"scheduler must be None, 'local' or 'dask', got {scheduler!r}")
-    if scheduler == "dask" and jobs is not None:
-        raise ValueError("jobs= is for the local scheduler: a dask cluster has its own workers")
-    jobs = _jobs(jobs)
-    if chunk is not None and (not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1):
-        raise ValueError(f"chunk must be a positive whole number of configs or None, got {chunk!r}")
-    summaries = summaries_for(summarizer, cache, dry_run=dry_run)
-    if summaries is not None and scheduler == "dask":
-        raise ValueError("a summarizer is called from this process only (it is never sent to a worker): "
-                         "sweep with the local scheduler (jobs=...), not dask")
-
-    counts = ExactCounts()
-    plans = [plan(c) for c in convs]
-    if summaries is not None and not dry_run and jobs > 1:
-        jobs *= _WAITING  # workers mostly wait for summaries: more of them keep the cores busy
-    tasks = _tasks(plans, len(parsed), chunk, 1 if scheduler == "dask" else jobs)
-    workers = scheduler != "dask" and jobs > 1 and len(tasks) > 1
-    if not workers:  # else each worker tokenizes its own conversations, side by side
-        counts.prime(t for p in plans for t in p.texts())
-    total = len(convs) * len(parsed)
-    show = (total >= 20) if progress is None else bool(progress)
-    from tqdm.auto import tqdm
-
-    results: dict[tuple[int, int], dict[str, Any]] = {}
-    bar = tqdm(total=total, desc="tune", unit="replay", disable=not show)
-
-    def done(i: int, rows: list[tuple[int, dict[str, Any]]]) -> None:
-        for j, measures in rows:
-            results[(i, j)] = measures
-        bar.update(len(rows))
-
-    try:
-        if scheduler == "dask":
-            _run_dask(plans, counts, parsed, agent, knobs, tasks, client, done)
-        elif not workers:
-            summarize = None if summaries is None else _asking(summaries, dry_run)
-            for i, js in tasks:
-                done(i, _rows(plans[i], counts, [(j, parsed[j]) for j in js], agent, summarize=summarize, knobs=knobs))
-        else:
-            _run_processes(plans, counts, parsed, agent, knobs, tasks, jobs, done, summaries, dry_run)
-    finally:
-        bar.close()
     if dry_run:
-        return summaries.cost()  # type: ignore[union-attr]
-
-    rows = []
-    for i, c in enumerate(convs):
-        for j, cfg in enumerate(parsed):
-            row = {"conversation": c.id, "source": c.source, "config": j}
-            row.update(dict(zip(grid_keys, labels[j])))
-            row["window"] = cfg.window  # a grid over window: the same value
-            row["strategies"] = _strategies(cfg)
-            row["threshold"] = _threshold(cfg)
-            row.update(results[(i, j)])
-            rows.append(row)
-    df = pd.DataFrame(rows, columns=["conversation", "source", "config", *[k for k in grid_keys if k not in COLUMNS], *COLUMNS])
-    for col in ("first_limit_call", "window", "threshold"):
-        df[col] = df[col].astype("Int64")
-    df["saved"] = 1 - df["tokens_read"] / df["baseline_tokens_read"].where(df["baseline_tokens_read"] > 0)
+        warnings.warn("tune(..., dry_run=True) is deprecated: convlab.tune_cost(...) says what the summaries would cost",
+                      DeprecationWarning, stacklevel=2)
+        return tune_cost(conversations, configs, grid=grid, agent=agent, jobs=jobs, progress=progress, chunk=chunk,  # type: ignore[return-value]
+                         summarizer=summarizer, cache=cache, summary_size=summary_size, overhead=overhead)
+    sweep = _check(conversations, configs, grid=grid, agent=agent, jobs=jobs, progress=progress, scheduler=scheduler,
+                   client=client, chunk=chunk, summarizer=summarizer, cache=cache, summary_size=summary_size,
+                   overhead=overhead, estimate=False)
+    summaries = sweep.summaries
+    df = _frame(sweep, _schedule(sweep, None if summaries is None else _completing(summaries)))
     if summaries is not None:
         df.attrs["summary_cost"] = summaries.cost()
         summaries.warn_failed()
     return df
 
 
-def _asking(summaries: Summaries, dry_run: bool) -> Any:
-    """What a replay in this process asks for a summary (``Replayer``'s ``summarize``)."""
-    if dry_run:
-        return summaries.estimate
+def tune_cost(
+    conversations: Any,
+    configs: Any,
+    *,
+    summarizer: Any = None,
+    grid: Mapping[str, Sequence[Any]] | None = None,
+    agent: str = "bot",
+    jobs: int | None = None,
+    progress: bool | None = None,
+    chunk: int | None = None,
+    cache: Any = None,
+    summary_size: int | float | None = None,
+    overhead: int | None = None,
+) -> SummaryCost:
+    """What the summaries of a ``tune`` with ``summarizer`` would cost, calling nothing and writing nothing.
+
+    The arguments are ``tune``'s (the sweep runs here or in worker
+    processes, never on dask). It returns a ``SummaryCost``: the summary
+    ``calls`` the sweep would make and their ``input_tokens`` (exact
+    o200k_base counts of what each would send), and the ``cached`` ones
+    (with what they read). A summary the cache does not hold yet is stood in
+    for by the stand-in, so a later summary of the same replay, which reads
+    it, is counted on the stand-in's text: ``estimated`` says how many calls
+    rest on that, and ``exact`` is True when none do (then the figures are
+    what the sweep spends, as far as the provider counts as o200k_base does).
+
+    >>> from convlab.tree import Tree
+    >>> from convlab.conversation import Conversation
+    >>> from convlab.providers import EchoLLM
+    >>> t = Tree()
+    >>> _ = t.add({"id": "u1", "role": "user", "content": "hi " * 400}, None)
+    >>> _ = t.add({"id": "a1", "role": "assistant", "content": "hello"}, "u1")
+    >>> _ = t.add({"id": "u2", "role": "user", "content": "again"}, "a1")
+    >>> _ = t.add({"id": "a2", "role": "assistant", "content": "hello again"}, "u2")
+    >>> t.head = "a2"
+    >>> base = '[agent.bot.context]\\n[[agent.bot.context.strategy]]\\nuse = "summarize"\\nover_tokens = 300'
+    >>> tune_cost([Conversation(t, id="c")], base, summarizer=EchoLLM(), cache=False, progress=False)
+    SummaryCost(calls=1, input_tokens=429, cached=0, cached_input_tokens=0, estimated=0, failed=0)
+    """
+    sweep = _check(conversations, configs, grid=grid, agent=agent, jobs=jobs, progress=progress, scheduler=None,
+                   client=None, chunk=chunk, summarizer=summarizer, cache=cache, summary_size=summary_size,
+                   overhead=overhead, estimate=True)
+    assert sweep.summaries is not None  # _check says so when there is no summarizer
+    _schedule(sweep, sweep.summaries.estimate)
+    return sweep.summaries.cost()
+
+
+@dataclass
+class _Sweep:
+    """A sweep, checked before any work: what it replays, under which configs, and where."""
+
+    conversations: list[Conversation]
+    configs: list[ContextConfig]
+    labels: list[tuple[Any, ...]]  # per config, its grid values
+    grid_keys: list[str]
+    agent: str
+    knobs: dict[str, Any]
+    scheduler: str | None
+    jobs: int
+    chunk: int | None
+    client: Any
+    summaries: Summaries | None
+    progress: bool | None
+
+
+def _check(conversations: Any, configs: Any, *, grid: Mapping[str, Sequence[Any]] | None, agent: str, jobs: int | None,
+           progress: bool | None, scheduler: str | None, client: Any, chunk: int | None, summarizer: Any, cache: Any,
+           summary_size: int | float | None, overhead: int | None, estimate: bool) -> _Sweep:
+    """Every argument of a sweep checked (a clear error naming what is wrong) before any work."""
+    convs = _as_list(conversations)
+    for c in convs:
+        if not isinstance(c, Conversation):
+            raise TypeError(f"tune takes Conversations (what convlab.read(path) returns), got a {type(c).__name__}")
+    if grid is not None:
+        documents: list[Any] = config_grid(configs, grid, agent=agent)
+        labels = list(itertools.product(*(list(v) for v in grid.values())))
+        grid_keys = list(grid)
+    else:
+        documents = _as_list(configs)
+        labels, grid_keys = [()] * len(documents), []
+    parsed = [coerce(c, agent) for c in documents]  # check every config before any work
+    if not documents:
+        raise ValueError("tune needs at least one config")
+    ReplayLLM(summary_size=summary_size, overhead=overhead)  # the knobs checked as every replay will check them
+    if scheduler not in (None, "local", "dask"):
+        raise ValueError(f"scheduler must be None, 'local' or 'dask', got {scheduler!r}")
+    if scheduler == "dask" and jobs is not None:
+        raise ValueError("jobs= is for the local scheduler: a dask cluster has its own workers")
+    n_jobs = workers.jobs_for(jobs)
+    if chunk is not None and (not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1):
+        raise ValueError(f"chunk must be a positive whole number of configs or None, got {chunk!r}")
+    summaries = summaries_for(summarizer, cache, dry_run=estimate)
+    if summaries is not None and scheduler == "dask":
+        raise ValueError("a summarizer is called from this process only (it is never sent to a worker): "
+                         "sweep with the local scheduler (jobs=...), not dask")
+    if summaries is not None and not estimate and n_jobs > 1:
+        n_jobs *= workers.WAITING  # workers mostly wait for summaries: more of them keep the cores busy
+    return _Sweep(convs, parsed, labels, grid_keys, agent, {"summary_size": summary_size, "overhead": overhead}, scheduler,
+                  n_jobs, chunk, client, summaries, progress)
+
+
+def _schedule(sweep: _Sweep, ask: Any) -> dict[tuple[int, int], dict[str, Any]]:
+    """Every (conversation, config)'s measures, computed where the sweep runs (``workers``);
+    ``ask`` answers the summary calls in this process (None: the stand-in)."""
+    from tqdm.auto import tqdm
+
+    configs, agent, knobs = sweep.configs, sweep.agent, sweep.knobs
+    counts = ExactCounts()
+    plans = [plan(c) for c in sweep.conversations]
+    dask = sweep.scheduler == "dask"
+    tasks = workers.units(plans, len(configs), sweep.chunk, 1 if dask else sweep.jobs)
+    in_processes = not dask and sweep.jobs > 1 and len(tasks) > 1
+    if not in_processes:  # else each worker tokenizes its own conversations, side by side
+        counts.prime(t for p in plans for t in p.texts())
+    total = len(plans) * len(configs)
+    show = (total >= 20) if sweep.progress is None else bool(sweep.progress)
+    results: dict[tuple[int, int], dict[str, Any]] = {}
+    bar = tqdm(total=total, desc="tune", unit="replay", disable=not show)
+
+    def done(i: int, measured: list[tuple[int, dict[str, Any]]]) -> None:
+        for j, measures in measured:
+            results[(i, j)] = measures
+        bar.update(len(measured))
+
+    try:
+        if dask:
+            workers.run_dask(rows, plans, counts, configs, agent, knobs, tasks, sweep.client, done)
+        elif in_processes:
+            workers.run_processes(rows, plans, counts, configs, agent, knobs, tasks, sweep.jobs, done, ask)
+        else:
+            for i, js in tasks:
+                done(i, rows(plans[i], counts, [(j, configs[j]) for j in js], agent, summarize=ask, knobs=knobs))
+    finally:
+        bar.close()
+    return results
+
+
+def _frame(sweep: _Sweep, results: Mapping[tuple[int, int], Mapping[str, Any]]) -> "pd.DataFrame":
+    """The sweep's frame: one row per (conversation, config), ``COLUMNS`` after the grid keys."""
+    import pandas as pd
+
+    table = []
+    for i, c in enumerate(sweep.conversations):
+        for j, cfg in enumerate(sweep.configs):
+            row = {"conversation": c.id, "source": c.source, "config": j}
+            row.update(dict(zip(sweep.grid_keys, sweep.labels[j])))
+            row["window"] = cfg.window  # a grid over window: the same value
+            row["strategies"] = _strategies(cfg)
+            row["threshold"] = cfg.threshold
+            row.update(results[(i, j)])
+            table.append(row)
+    keys = [k for k in sweep.grid_keys if k not in COLUMNS]
+    df = pd.DataFrame(table, columns=["conversation", "source", "config", *keys, *COLUMNS])
+    for col in ("first_limit_call", "window", "threshold"):
+        df[col] = df[col].astype("Int64")
+    df["saved"] = 1 - df["tokens_read"] / df["baseline_tokens_read"].where(df["baseline_tokens_read"] > 0)
+    return df
+
+
+def _completing(summaries: Summaries) -> Any:
+    """What a replay asks for a summary in a real sweep (``ReplayLLM``'s ``summarize``): the summarizer, through the cache."""
     return lambda request, tokens, guessed: summaries.complete(request)
-
-
-# ----------------------------------------------------------------------
-# where the work runs: here, in worker processes, or on a dask cluster
-# ----------------------------------------------------------------------
-def _jobs(jobs: int | None) -> int:
-    """How many processes: ``jobs``, or every core this process may use."""
-    if jobs is None:
-        try:
-            return max(1, len(os.sched_getaffinity(0)))
-        except AttributeError:  # pragma: no cover - not Linux
-            return os.cpu_count() or 1
-    if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
-        raise ValueError(f"jobs must be a positive whole number (1: one process, no workers) or None (every core), got {jobs!r}")
-    return jobs
-
-
-def _tasks(plans: list[Plan], n_configs: int, chunk: int | None, jobs: int) -> list[tuple[int, list[int]]]:
-    """The units of work: ``(conversation, config indices)``.
-
-    By default a conversation with all its configs (they share the most);
-    with fewer conversations than jobs, each conversation's configs in as
-    many runs as keep every job busy. ``chunk`` configs a unit when given.
-    The longest conversations go first, so that none is left to run alone
-    at the end.
-    """
-    if chunk is None:
-        parts = max(1, -(-jobs // max(1, len(plans))))
-        chunk = max(1, -(-n_configs // parts))
-    tasks = [(i, list(range(k, min(k + chunk, n_configs)))) for i in range(len(plans)) for k in range(0, n_configs, chunk)]
-    tasks.sort(key=lambda t: -len(plans[t[0]].nodes) * len(t[1]))
-    return tasks
-
-
-#: Worker processes per job when a sweep's summary calls go to a real model: a
-#: worker waiting for a summary (seconds, on the network) leaves its core to another.
-_WAITING = 4
-
-_WORK: tuple | None = None  # in a worker process: (plans, counts, configs, agent, knobs, summarize), from _start_worker
-
-
-def _start_worker(plans: list[Plan], counts: ExactCounts, configs: list[ContextConfig], agent: str, knobs: dict[str, Any],
-                  channel: Any) -> None:
-    global _WORK
-    _WORK = (plans, counts, configs, agent, knobs, None if channel is None else _Asker(*channel))
-
-
-def _task(i: int, js: list[int]) -> tuple[int, list[tuple[int, dict[str, Any]]]]:
-    """One unit of work in a worker process. The replays of a conversation stay
-    alive until its last config is placed, so the cyclic collector would walk
-    them again and again for nothing (a third of the time): it waits for the
-    end of the unit, in this process that is ours."""
-    plans, counts, configs, agent, knobs, summarize = _WORK  # type: ignore[misc]
-    counts.prime(plans[i].texts())  # once per worker: a text it counted before is not counted again
-    gc.disable()
-    try:
-        return i, _rows(plans[i], counts, [(j, configs[j]) for j in js], agent, summarize=summarize, knobs=knobs)
-    finally:
-        gc.enable()
-        gc.collect()
-
-
-class _Stopped(Exception):
-    """The calling process stopped the sweep while a worker waited for a summary."""
-
-
-class _Asker:
-    """In a worker process: summary requests go to the calling process, which
-    holds the summarizer and the cache, and wait for its answer."""
-
-    def __init__(self, requests: Any, answers: list, taken: Any) -> None:
-        with taken.get_lock():
-            self.index = taken.value
-            taken.value += 1
-        self.requests, self.answer = requests, answers[self.index]
-
-    def __call__(self, request: Mapping[str, Any], tokens: int, guessed: bool) -> dict[str, Any] | None:
-        self.requests.put((self.index, dict(request), tokens, guessed))
-        kind, payload = self.answer.get()
-        if kind == "reply":
-            return payload
-        if kind == "refused":
-            raise ProviderError(*payload)
-        raise _Stopped("the sweep was stopped")
-
-
-class _Answering:
-    """In the calling process: answers the workers' summary requests from the
-    summarizer and the cache, a few at a time (they wait on the network), and
-    keeps the first error that is not a refusal to raise it here."""
-
-    def __init__(self, ctx: Any, jobs: int, summaries: Summaries, dry_run: bool) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        self.requests = ctx.Queue()
-        self.answers = [ctx.Queue() for _ in range(jobs)]
-        self.taken = ctx.Value("i", 0)
-        self.ask = _asking(summaries, dry_run)
-        self.failed: list[BaseException] = []
-        self.calls = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="convlab-summaries")
-        self.thread = threading.Thread(target=self._serve, name="convlab-summaries", daemon=True)
-        self.thread.start()
-
-    @property
-    def channel(self) -> tuple:
-        return (self.requests, self.answers, self.taken)
-
-    def _serve(self) -> None:
-        while True:
-            item = self.requests.get()
-            if item is None:
-                return
-            self.calls.submit(self._answer, *item)
-
-    def _answer(self, index: int, request: dict[str, Any], tokens: int, guessed: bool) -> None:
-        try:
-            answer = ("reply", self.ask(request, tokens, guessed))
-        except ProviderError as err:
-            answer = ("refused", (err.kind, str(err)))
-        except BaseException as err:  # the summarizer's own fault: the sweep stops with it, here
-            self.failed.append(err)
-            answer = ("stop", None)
-        self.answers[index].put(answer)
-
-    def close(self, stopping: bool) -> None:
-        if stopping:
-            for q in self.answers:  # a worker still waiting stops too
-                q.put(("stop", None))
-        self.requests.put(None)
-        self.thread.join()
-        self.calls.shutdown(wait=True)
-
-
-def _run_processes(plans, counts, parsed, agent, knobs, tasks, jobs, done, summaries=None, dry_run=False) -> None:
-    """The tasks on ``jobs`` worker processes of this machine.
-
-    Workers are forked where the platform can (Linux: they start in
-    milliseconds with the tokenizer and the plans already loaded), else
-    spawned. A worker gets the plans once, when it starts, and sends back
-    only rows. With a summarizer, a worker's summary calls come back here
-    (``_Answering``): the provider and the cache stay in this process, and
-    the provider is never pickled.
-    """
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    jobs = min(jobs, len(tasks))
-    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-    answering = None if summaries is None else _Answering(ctx, jobs, summaries, dry_run)
-    pool = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_start_worker,
-                               initargs=(plans, counts, parsed, agent, knobs, None if answering is None else answering.channel))
-    stopping = True
-    try:
-        # forked workers start with everything this process holds; frozen, the
-        # collector never walks it, so a worker copies only the pages it writes
-        gc.freeze()
-        try:
-            futures = [pool.submit(_task, *tasks[0])]  # with fork: every worker starts here
-        finally:
-            gc.unfreeze()
-        futures += [pool.submit(_task, i, js) for i, js in tasks[1:]]
-        for future in as_completed(futures):
-            done(*future.result())
-        stopping = False
-    except _Stopped:
-        if answering is None or not answering.failed:
-            raise  # pragma: no cover - only the summarizer's own error stops a worker
-    finally:
-        if answering is not None:
-            answering.close(stopping)
-        pool.shutdown(wait=True, cancel_futures=True)
-    if answering is not None and answering.failed:
-        raise answering.failed[0]
-
-
-def _run_remote(p: Plan, counts: ExactCounts, configs: list[tuple[int, ContextConfig]], agent: str,
-                knobs: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
-    return _rows(p, counts, configs, agent, knobs=knobs)
-
-
-def _run_dask(plans, counts, parsed, agent, knobs, tasks, client, done) -> None:
-    try:
-        import distributed
-    except ImportError as err:  # pragma: no cover - an install problem
-        raise ImportError("scheduler='dask' needs dask.distributed: pip install 'convlab[dask]'") from err
-    own = False
-    if client is None:
-        try:
-            client = distributed.get_client()
-        except ValueError as err:
-            raise ValueError("scheduler='dask' needs a client: pass client=<distributed.Client or address>, or start one first") from err
-    elif isinstance(client, str):
-        client = distributed.Client(client)
-        own = True
-    try:
-        scattered = client.scatter(plans, broadcast=False)
-        shared = client.scatter(counts, broadcast=True)
-        futures = {client.submit(_run_remote, scattered[i], shared, [(j, parsed[j]) for j in js], agent, knobs, pure=False): i
-                   for i, js in tasks}
-        for future in distributed.as_completed(futures):
-            done(futures[future], future.result())
-    finally:
-        if own:
-            client.close()

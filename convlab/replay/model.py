@@ -1,0 +1,360 @@
+"""The model a replay's Session calls: ``ReplayLLM``, the logged replies in order.
+
+What each call read (the log's usage where it applies, else the exact count
+plus the hidden overhead), the stand-in summaries and the cost model's knobs
+(``summary_size``, ``overhead``) are its own; the docstring says each rule.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any, Callable, Iterable
+
+from ..errors import ProviderError
+from ..providers.fakes import checked_replies, stand_in, summarized
+from ..tokens import content_text, count_tokens
+from ..tree import input_tokens
+from .plan import ExactCounts, Plan
+
+__all__ = ["ReplayLLM"]
+
+
+def _size(value: Any) -> Any:
+    """``summary_size`` checked: None, a ratio in (0, 1], or a whole number of tokens."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"summary_size must be a ratio of what a summary summarizes (a float, 0 < r <= 1), "
+                         f"a whole number of tokens, or None (the stand-in's own lines), got {value!r}")
+    if isinstance(value, int):
+        if value < 1:
+            raise ValueError(f"summary_size as tokens must be at least 1, got {value!r}")
+        return value
+    if not 0 < value <= 1:
+        raise ValueError(f"summary_size as a ratio must be more than 0 and at most 1, got {value!r}"
+                         + (f" (for {int(value)} tokens, give the whole number {int(value)})" if value > 1 and value.is_integer() else ""))
+    return float(value)
+
+
+def _overhead(value: Any) -> Any:
+    """``overhead`` checked: None (measured from the log) or a whole number of tokens, 0 or more."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"overhead must be a whole number of tokens (0 or more), or None to measure it from the log, got {value!r}")
+    return value
+
+
+#: What a logged reply gives back beside its content (a provider's reply keeps them on the message).
+_REPLY_KEYS = ("tool_calls", "name", "metadata")
+
+
+class ReplayLLM:
+    """Answers each model call with the next logged reply (what ``convlab.replay`` drives).
+
+    ``replies`` is a list, consumed in order, of ``{"content", "usage"?,
+    "id"?, "time"?, "error"?}``, and the logged reply's ``tool_calls``,
+    ``name`` and ``metadata``, given back with it. A reply is consumed when
+    it is given out (or its ``error`` raised); a call refused as too long
+    gets the same reply when it runs again. ``expect(id)`` names the reply
+    the next call is for (a replay says it before each call, so a reply no
+    call asked for, its turn failed, never shifts the later ones).
+
+    - ``usage``: the logged usage when the reply *applies* (``applies(request)``,
+      default always) and the log has it. Otherwise the call is taken to read
+      the exact count of its messages plus the *hidden overhead*:
+      ``{"input_tokens": count(messages) + overhead, "output_tokens": count of
+      the reply}``. A logged reply no longer applies when the model reads a
+      history the log never had (after a strategy rewrote it).
+    - The hidden overhead is what a provider reads beyond the transcript (a
+      system prompt and tool definitions no log line holds, and its own
+      tokenizer's surplus over ``count``): at a call whose logged usage
+      applies, ``max(0, logged input - count(messages))``, observed; at any
+      other call, the overhead of the most recent earlier call whose logged
+      usage applied and whose history is whole (``seen[-1]["carry"]``), 0
+      when there is none (a log with no usage at all). A reply marked
+      ``"whole": False`` answered a history the file lost part of (a parent
+      not in the file): the logged input counts messages the transcript no
+      longer holds, so its observed overhead is carried on only while no call
+      with a whole history has been seen (``carry_whole`` says which it is).
+      Not the logged call a stale reply stands in for:
+      that call read the log's longer history, and its overhead grows with
+      it. The overhead carried past a rewrite still holds the tokenizer's
+      surplus on the history the rewrite shortened, so the usage of a stale
+      reply leans high rather than low.
+    - ``overhead`` (a whole number of tokens) is the hidden overhead given
+      instead: every call the log's usage does not answer reads ``exact +
+      overhead`` (a log with no usage at all: every call). A call whose
+      logged usage applies still reads the logged input, and its ``overhead``
+      in ``seen`` is still the one observed. Default None: measured from the
+      log, as above.
+    - ``window``: refuse (``too_long``) a call that reads more, by that same
+      measure (the logged input, or the exact count plus the overhead).
+    - ``time``: the call's ``latency`` brings the session's clock to the
+      reply's logged time (never back).
+    - Summary calls get a deterministic stand-in for a summary of what they
+      read (``stand_in``): a log holds no reply for a summary it never asked
+      for. Its size is ``summary_size``: None (default) for the stand-in's
+      own lines (one short line per message summarized, about 10 to 15
+      tokens each, as ``EchoLLM`` writes it), a ratio (a float, 0 < r <= 1)
+      of the exact tokens it summarizes, or a whole number of tokens. What
+      every later call reads starts from it, so it decides every later count.
+      Their usage is the exact count of what they read, no overhead: a
+      summary call carries its strategy's prompt, not the agent's hidden one.
+    - ``summarize(request, tokens, guessed)``: what answers the summary
+      calls instead of the stand-in (``tokens``: the exact count of what the
+      request sends; ``guessed``: this model already wrote a stand-in, so the
+      request may not be what a real run sends): a reply, a
+      ``ProviderError``, or None for the stand-in (counted in ``stand_ins``).
+
+    A replay's model answers for one Session (``bind``): it reads the
+    session's clock, counts what each call reads exactly by the session's
+    ids (``counts``, an ``ExactCounts``; a copy counts as its original), and
+    a logged reply applies unless the history's first message starts a
+    branch a strategy's ``context.replace`` made (its ``replaces`` is set and
+    it is not one of the log's own compactions, which the driver names with
+    ``compacted``). On its own (no session) it counts with ``count_tokens``,
+    ``applies(request)`` says whether a reply applies (default always) and
+    ``clock()`` gives the time the latency runs to.
+
+    What it records is its own, and ``until(mark)`` gives a model that goes
+    on from a ``mark()`` (what a fork of a replay starts from): ``used`` lists
+    the ids of the replies given out, ``stale`` those given out that did not
+    apply, ``seen`` one dict per (non-summary) call: ``reply``, ``applies``,
+    ``read`` (the logged input where it applies, else ``exact +
+    overhead``), ``exact``, ``overhead``, ``logged``, ``refused``, ``whole``,
+    ``carry`` and ``carry_whole`` (the overhead later calls carry, and
+    whether a call with a whole history showed it);
+    ``summaries`` one dict per summary call: ``read``, ``refused``;
+    ``stand_ins`` the summaries the stand-in wrote although ``summarize`` was
+    asked; ``compactions`` the log's own compactions, ``{summary id: 1-based
+    index of the first call that reads it}``.
+
+    >>> llm = ReplayLLM([{"id": "a1", "content": "hello", "usage": {"input_tokens": 40, "output_tokens": 1}},
+    ...                  {"id": "a2", "content": "hi again"}],
+    ...                 applies=lambda request: len(request["messages"]) == 1)
+    >>> llm.complete({"messages": [{"role": "user", "content": "hi"}]})  # the log's usage: 39 hidden tokens
+    {'content': 'hello', 'usage': {'input_tokens': 40, 'output_tokens': 1}}
+    >>> llm.complete({"messages": [{"role": "user", "content": "summary"}, {"role": "user", "content": "hello world"}]})
+    {'content': 'hi again', 'usage': {'input_tokens': 42, 'output_tokens': 2}}
+    >>> [(x["exact"], x["overhead"], x["read"]) for x in llm.seen], llm.stale
+    ([(1, 39, 40), (3, 39, 42)], ['a2'])
+    >>> given = ReplayLLM([{"id": "a1", "content": "hi"}], overhead=500, summary_size=0.5)
+    >>> given.complete({"messages": [{"role": "user", "content": "hello world"}]})["usage"]
+    {'input_tokens': 502, 'output_tokens': 1}
+    >>> history = [{"role": "user", "content": "word " * 400}, {"role": "user", "content": "Summarize."}]
+    >>> count_tokens(given.complete({"messages": history, "summary": True})["content"])  # half of 400
+    200
+    """
+
+    def __init__(
+        self,
+        replies: Iterable[Mapping[str, Any]] = (),
+        window: int | None = None,
+        *,
+        clock: Callable[[], float] | None = None,
+        applies: Callable[[Mapping[str, Any]], bool] | None = None,
+        summary_size: int | float | None = None,
+        overhead: int | None = None,
+        summarize: Callable[[Mapping[str, Any], int, bool], dict[str, Any] | None] | None = None,
+        counts: ExactCounts | None = None,
+    ):
+        if window is not None and (not isinstance(window, int) or window <= 0):
+            raise ValueError(f"window must be a positive integer, got {window!r}")
+        self.summary_size = _size(summary_size)
+        self.overhead = _overhead(overhead)
+        self.replies = checked_replies(replies)
+        self.window = window
+        self.latency = 0.0
+        self.clock = clock
+        self.applies = applies
+        self.summarize = summarize
+        self.counts = counts
+        self._session: Any = None
+        self._exact: dict[str, int] = {}  # session id -> exact tokens (a bound model's cache)
+        self.used: list[Any] = []
+        self.next = 0  # the index in ``replies`` of the reply the next call gets
+        self._index = {r["id"]: i for i, r in enumerate(self.replies) if r.get("id") is not None}
+        self.stale: list[Any] = []
+        self.seen: list[dict[str, Any]] = []
+        self.summaries: list[dict[str, Any]] = []
+        self.stand_ins = 0
+        self.compactions: dict[str, int] = {}
+        self.last_applied = True
+
+    @classmethod
+    def for_plan(cls, plan: Plan, window: int | None, **kwargs: Any) -> "ReplayLLM":
+        """The model of a replay of ``plan``: its logged replies, in the order they are replayed."""
+        replies = []
+        for nid in plan.calls:
+            node = plan.nodes[nid]
+            keys = {k: node[k] for k in _REPLY_KEYS if node.get(k) is not None}
+            replies.append({"id": nid, "content": node["content"], "usage": node.get("usage"), "time": node.get("time"),
+                            "whole": nid not in plan.lost, **keys})
+        return cls(replies, window, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"ReplayLLM({len(self.used)}/{len(self.replies)} replies used)"
+
+    def expect(self, reply_id: Any) -> None:
+        """The next call is for the logged reply ``reply_id`` (and so is a call refused as too long
+        that runs again): what a replay says before each call, so that a reply no call asked for
+        (its turn failed) never shifts a later call onto another reply."""
+        if reply_id not in self._index:
+            raise ValueError(f"ReplayLLM has no logged reply {reply_id!r}")
+        self.next = self._index[reply_id]
+
+    # -- one session -------------------------------------------------------
+    def bind(self, session: Any) -> None:
+        """Answer for ``session``: its clock, its ids (see the class docstring). Once, before its first call."""
+        if self.clock is not None or self.applies is not None:
+            raise ValueError("a ReplayLLM bound to a session reads its clock and history there: give no clock= or applies=")
+        self._session = session
+
+    def compacted(self, summary_id: str) -> None:
+        """The log's own compaction recorded its summary ``summary_id``: the history under it is the log's."""
+        self.compactions[summary_id] = len(self.seen) + 1
+
+    def mark(self) -> tuple[int, int, int, int]:
+        """Where the model stands: what ``until`` goes on from."""
+        return (len(self.seen), len(self.summaries), self.stand_ins, len(self.compactions))
+
+    def until(self, mark: tuple[int, int, int, int], window: int | None) -> "ReplayLLM":
+        """A model, for a new session (``bind`` it), whose records are this one's up to ``mark``
+        (a ``mark()`` of this model), with the same replies, knobs, ``summarize`` and counts,
+        refusing above ``window``."""
+        calls, summaries, stand_ins, compactions = mark
+        new = copy.copy(self)
+        new.window, new.latency, new._session, new._exact = window, 0.0, None, {}
+        new.seen = [dict(x) for x in self.seen[:calls]]
+        new.used = [x["reply"] for x in new.seen if not x["refused"]]
+        # the reply after the last one given (a replay names each call's own with expect anyway)
+        new.next = self._index.get(new.used[-1], len(new.used) - 1) + 1 if new.used else 0
+        new.stale = [x["reply"] for x in new.seen if not x["refused"] and not x["applies"]]
+        new.last_applied = next((x["applies"] for x in reversed(new.seen) if not x["refused"]), True)
+        new.summaries = [dict(x) for x in self.summaries[:summaries]]
+        new.stand_ins = stand_ins
+        new.compactions = dict(list(self.compactions.items())[:compactions])
+        return new
+
+    # -- what a call reads ---------------------------------------------------
+    def _exact_of(self, sid: str) -> int:
+        """Exact tokens of the session message ``sid`` (a copy counts as its original)."""
+        n = self._exact.get(sid)
+        if n is None:
+            node = self._session.tree.nodes[sid]
+            n = self._exact_of(node["copied_from"]) if node.get("copied_from") else self._tokens(content_text(node["content"]))
+            self._exact[sid] = n
+        return n
+
+    def _tokens(self, text: str) -> int:
+        return self.counts.tokens(text) if self.counts is not None else count_tokens(text)
+
+    def count(self, messages: list[Mapping[str, Any]]) -> int:
+        """The exact count of ``messages`` (o200k_base): by the bound session's ids where it has them."""
+        if self._session is None and self.counts is None:
+            return count_tokens(list(messages))
+        tree = self._session.tree if self._session is not None else ()
+        total = 0
+        for m in messages:
+            mid = m.get("id")
+            if mid is not None and mid in tree:
+                total += self._exact_of(mid)
+            else:
+                text = content_text(m.get("content"))
+                total += self._tokens(text) if text else 0
+        return total
+
+    def _reads_logged(self, request: Mapping[str, Any]) -> bool:
+        """Whether the logged reply applies: the model reads logged history (see the class docstring)."""
+        if self._session is None:
+            return True if self.applies is None else bool(self.applies(request))
+        messages = request.get("messages") or []
+        first = messages[0].get("id") if messages else None
+        node = self._session.tree.nodes.get(first) if first is not None else None
+        return node is None or node["replaces"] is None or first in self.compactions
+
+    def _carried(self) -> int:
+        """The hidden overhead of a call the log's usage does not answer."""
+        if self.overhead is not None:
+            return self.overhead
+        return self.seen[-1]["carry"] if self.seen else 0
+
+    def _carry(self, overhead: int, observed: bool, whole: bool) -> tuple[int, bool]:
+        """What later calls carry after this one: its observed overhead if its history is whole (or no
+        earlier call's was), else what the calls before it carried; and whether that came from a whole one."""
+        before = (self.seen[-1]["carry"], self.seen[-1]["carry_whole"]) if self.seen else (overhead, False)
+        if observed and (whole or not before[1]):
+            return overhead, whole
+        return before
+
+    def _stand_in(self, messages: list[Mapping[str, Any]]) -> str:
+        size = self.summary_size
+        if isinstance(size, float):
+            size = max(1, round(size * self.count(summarized(messages))))
+        return stand_in(messages, size)
+
+    def _latency_to(self, time: Any) -> float:
+        now = self._session.clock if self._session is not None else self.clock() if self.clock is not None else None
+        if now is None or not isinstance(time, (int, float)):
+            return 0.0
+        return max(0.0, float(time) - float(now))
+
+    # -- the calls -------------------------------------------------------------
+    def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        messages = list(request.get("messages") or [])
+        self.latency = 0.0
+        if request.get("summary"):
+            return self._summary(request, messages)
+        n = self.next
+        if n >= len(self.replies):
+            raise ProviderError("failed", f"ReplayLLM has no logged reply left for call {n + 1}")
+        reply = self.replies[n]
+        applies = self._reads_logged(request)
+        logged = input_tokens(reply.get("usage"))
+        exact = self.count(messages)
+        whole = reply.get("whole", True) is not False
+        observed = applies and logged is not None
+        if observed:
+            overhead = max(0, logged - exact)
+            read = logged
+        else:
+            overhead = self._carried()
+            read = exact + overhead
+        carry, carry_whole = self._carry(overhead, observed, whole)
+        seen = {"reply": reply.get("id"), "applies": applies, "read": read, "exact": exact, "overhead": overhead,
+                "logged": logged, "refused": False, "whole": whole, "carry": carry, "carry_whole": carry_whole}
+        self.seen.append(seen)
+        if self.window is not None and read > self.window:
+            seen["refused"] = True
+            raise ProviderError("too_long", f"{read} tokens is more than the window of {self.window}")
+        self.used.append(reply.get("id"))
+        self.next += 1
+        self.last_applied = applies
+        if not applies:
+            self.stale.append(reply.get("id"))
+        self.latency = self._latency_to(reply.get("time"))
+        if "error" in reply:
+            raise ProviderError(reply["error"], reply.get("message"))
+        if applies and logged is not None:
+            usage = dict(reply["usage"])
+        else:
+            usage = {"input_tokens": read, "output_tokens": self.count([{"content": reply["content"]}])}
+        keys = {k: copy.deepcopy(reply[k]) for k in _REPLY_KEYS if reply.get(k) is not None}
+        return {"content": copy.deepcopy(reply["content"]), "usage": usage, **keys}
+
+    def _summary(self, request: Mapping[str, Any], messages: list[Mapping[str, Any]]) -> dict[str, Any]:
+        """A summary call: the window's check, then ``summarize``'s reply or the stand-in."""
+        read = self.count(messages)
+        refused = self.window is not None and read > self.window
+        self.summaries.append({"read": read, "refused": refused})
+        if refused:
+            raise ProviderError("too_long", f"{read} tokens is more than the window of {self.window}")
+        if self.summarize is not None:
+            real = self.summarize(request, read, self.stand_ins > 0)
+            if real is not None:
+                return real
+            self.stand_ins += 1
+        content = self._stand_in(messages)
+        return {"content": content, "usage": {"input_tokens": read, "output_tokens": self.count([{"content": content}])}}

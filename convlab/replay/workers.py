@@ -1,0 +1,232 @@
+"""Where a sweep's work runs: here, in worker processes, or on a dask cluster.
+
+Conversations (and, with fewer conversations than cores, runs of their
+configs) go to worker processes, one per core by default, or to a
+dask.distributed cluster. Every unit runs the same function (the sweep's
+``rows``, given here), so every way gives the same frame, row for row. With
+a summarizer, a worker's summary calls come back to the calling process
+(``_Asker`` there, ``_Answering`` here): the provider stays where it is.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import threading
+from collections.abc import Mapping
+from typing import Any, Callable
+
+from ..context import ContextConfig
+from ..errors import ProviderError
+from .plan import ExactCounts, Plan
+
+__all__ = ["jobs_for", "units", "run_processes", "run_dask", "WAITING", "Measured"]
+
+#: What a unit of work gives back: ``(config index, measures)`` per config of one conversation.
+Measured = list[tuple[int, dict[str, Any]]]
+#: The sweep's ``rows(plan, counts, configs, agent, *, summarize=, knobs=)``: what every unit runs.
+Rows = Callable[..., Measured]
+#: Told each unit's result as it comes: ``done(conversation index, measured)``.
+Done = Callable[[int, Measured], None]
+
+
+def jobs_for(jobs: int | None) -> int:
+    """How many processes: ``jobs``, or every core this process may use."""
+    if jobs is None:
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # pragma: no cover - not Linux
+            return os.cpu_count() or 1
+    if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
+        raise ValueError(f"jobs must be a positive whole number (1: one process, no workers) or None (every core), got {jobs!r}")
+    return jobs
+
+
+def units(plans: list[Plan], n_configs: int, chunk: int | None, jobs: int) -> list[tuple[int, list[int]]]:
+    """The units of work: ``(conversation, config indices)``.
+
+    By default a conversation with all its configs (they share the most);
+    with fewer conversations than jobs, each conversation's configs in as
+    many runs as keep every job busy. ``chunk`` configs a unit when given.
+    The longest conversations go first, so that none is left to run alone
+    at the end.
+    """
+    if chunk is None:
+        parts = max(1, -(-jobs // max(1, len(plans))))
+        chunk = max(1, -(-n_configs // parts))
+    tasks = [(i, list(range(k, min(k + chunk, n_configs)))) for i in range(len(plans)) for k in range(0, n_configs, chunk)]
+    tasks.sort(key=lambda t: -len(plans[t[0]].nodes) * len(t[1]))
+    return tasks
+
+
+#: Worker processes per job when a sweep's summary calls go to a real model: a
+#: worker waiting for a summary (seconds, on the network) leaves its core to another.
+WAITING = 4
+
+_WORK: tuple | None = None  # in a worker process: (rows, plans, counts, configs, agent, knobs, summarize), from _start_worker
+
+
+def _start_worker(rows: Callable[..., Any], plans: list[Plan], counts: ExactCounts, configs: list[ContextConfig], agent: str,
+                  knobs: dict[str, Any], channel: Any) -> None:
+    global _WORK
+    _WORK = (rows, plans, counts, configs, agent, knobs, None if channel is None else _Asker(*channel))
+
+
+def _task(i: int, js: list[int]) -> tuple[int, Measured]:
+    """One unit of work in a worker process. The replays of a conversation stay
+    alive until its last config is placed, so the cyclic collector would walk
+    them again and again for nothing (a third of the time): it waits for the
+    end of the unit, in this process that is ours."""
+    rows, plans, counts, configs, agent, knobs, summarize = _WORK  # type: ignore[misc]
+    counts.prime(plans[i].texts())  # once per worker: a text it counted before is not counted again
+    gc.disable()
+    try:
+        return i, rows(plans[i], counts, [(j, configs[j]) for j in js], agent, summarize=summarize, knobs=knobs)
+    finally:
+        gc.enable()
+        gc.collect()
+
+
+class _Stopped(Exception):
+    """The calling process stopped the sweep while a worker waited for a summary."""
+
+
+class _Asker:
+    """In a worker process: summary requests go to the calling process, which
+    holds the summarizer and the cache, and wait for its answer."""
+
+    def __init__(self, requests: Any, answers: list, taken: Any) -> None:
+        with taken.get_lock():
+            self.index = taken.value
+            taken.value += 1
+        self.requests, self.answer = requests, answers[self.index]
+
+    def __call__(self, request: Mapping[str, Any], tokens: int, guessed: bool) -> dict[str, Any] | None:
+        self.requests.put((self.index, dict(request), tokens, guessed))
+        kind, payload = self.answer.get()
+        if kind == "reply":
+            return payload
+        if kind == "refused":
+            raise ProviderError(*payload)
+        raise _Stopped("the sweep was stopped")
+
+
+class _Answering:
+    """In the calling process: answers the workers' summary requests from the
+    summarizer and the cache, a few at a time (they wait on the network), and
+    keeps the first error that is not a refusal to raise it here."""
+
+    def __init__(self, ctx: Any, jobs: int, ask: Callable[..., Any]) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.requests = ctx.Queue()
+        self.answers = [ctx.Queue() for _ in range(jobs)]
+        self.taken = ctx.Value("i", 0)
+        self.ask = ask
+        self.failed: list[BaseException] = []
+        self.calls = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="convlab-summaries")
+        self.thread = threading.Thread(target=self._serve, name="convlab-summaries", daemon=True)
+        self.thread.start()
+
+    @property
+    def channel(self) -> tuple:
+        return (self.requests, self.answers, self.taken)
+
+    def _serve(self) -> None:
+        while True:
+            item = self.requests.get()
+            if item is None:
+                return
+            self.calls.submit(self._answer, *item)
+
+    def _answer(self, index: int, request: dict[str, Any], tokens: int, guessed: bool) -> None:
+        try:
+            answer = ("reply", self.ask(request, tokens, guessed))
+        except ProviderError as err:
+            answer = ("refused", (err.kind, str(err)))
+        except BaseException as err:  # the summarizer's own fault: the sweep stops with it, here
+            self.failed.append(err)
+            answer = ("stop", None)
+        self.answers[index].put(answer)
+
+    def close(self, stopping: bool) -> None:
+        if stopping:
+            for q in self.answers:  # a worker still waiting stops too
+                q.put(("stop", None))
+        self.requests.put(None)
+        self.thread.join()
+        self.calls.shutdown(wait=True)
+
+
+def run_processes(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: list[ContextConfig], agent: str,
+                  knobs: dict[str, Any], tasks: list[tuple[int, list[int]]], jobs: int, done: Done,
+                  ask: Callable[..., Any] | None = None) -> None:
+    """The tasks (``units``) on ``jobs`` worker processes of this machine, each running ``rows``;
+    ``ask`` answers the workers' summary calls here (None: the stand-in).
+
+    Workers are forked where the platform can (Linux: they start in
+    milliseconds with the tokenizer and the plans already loaded), else
+    spawned. A worker gets the plans once, when it starts, and sends back
+    only rows. With a summarizer, a worker's summary calls come back here
+    (``_Answering``): the provider and the cache stay in this process, and
+    the provider is never pickled.
+    """
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    jobs = min(jobs, len(tasks))
+    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    answering = None if ask is None else _Answering(ctx, jobs, ask)
+    pool = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_start_worker,
+                               initargs=(rows, plans, counts, parsed, agent, knobs, None if answering is None else answering.channel))
+    stopping = True
+    try:
+        # forked workers start with everything this process holds; frozen, the
+        # collector never walks it, so a worker copies only the pages it writes
+        gc.freeze()
+        try:
+            futures = [pool.submit(_task, *tasks[0])]  # with fork: every worker starts here
+        finally:
+            gc.unfreeze()
+        futures += [pool.submit(_task, i, js) for i, js in tasks[1:]]
+        for future in as_completed(futures):
+            done(*future.result())
+        stopping = False
+    except _Stopped:
+        if answering is None or not answering.failed:
+            raise  # pragma: no cover - only the summarizer's own error stops a worker
+    finally:
+        if answering is not None:
+            answering.close(stopping)
+        pool.shutdown(wait=True, cancel_futures=True)
+    if answering is not None and answering.failed:
+        raise answering.failed[0]
+
+
+def run_dask(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: list[ContextConfig], agent: str,
+             knobs: dict[str, Any], tasks: list[tuple[int, list[int]]], client: Any, done: Done) -> None:
+    """The tasks (``units``) on a dask.distributed cluster (``client``: a Client, an address, or None for
+    the current one), each running ``rows``; the plans are scattered once, the counts broadcast."""
+    try:
+        import distributed
+    except ImportError as err:  # pragma: no cover - an install problem
+        raise ImportError("scheduler='dask' needs dask.distributed: pip install 'convlab[dask]'") from err
+    own = False
+    if client is None:
+        try:
+            client = distributed.get_client()
+        except ValueError as err:
+            raise ValueError("scheduler='dask' needs a client: pass client=<distributed.Client or address>, or start one first") from err
+    elif isinstance(client, str):
+        client = distributed.Client(client)
+        own = True
+    try:
+        scattered = client.scatter(plans, broadcast=False)
+        shared = client.scatter(counts, broadcast=True)
+        futures = {client.submit(rows, scattered[i], shared, [(j, parsed[j]) for j in js], agent, knobs=knobs, pure=False): i
+                   for i, js in tasks}
+        for future in distributed.as_completed(futures):
+            done(futures[future], future.result())
+    finally:
+        if own:
+            client.close()
