@@ -188,3 +188,103 @@ def test_no_compaction_ever_keeps_a_result_without_its_call(msgs, worker, cfg):
     if of_type(s, "context.replaced"):  # what the model must still answer is kept word for word
         copies = {n["copied_from"] for n in s.path()}
         assert set(kept_ids) <= copies, (kept_ids, copies)
+
+
+# -- replayed and swept (issue 22 part 3: usable as worker= in replay and tune, and as a grid axis) --------------
+
+
+def agent_log(turns=6, result_chars=600):
+    """An imported agent session: each turn a question, a tool call, its result and an answer, with usage."""
+    from convlab.conversation import Conversation
+    from convlab.tree import Tree
+
+    t, parent, clock = Tree(), None, 0.0
+    for i in range(turns):
+        rows = [
+            {"id": f"u{i}", "role": "user", "content": f"question {i} " * 20},
+            {"id": f"c{i}", "role": "assistant", "content": "", "tool_calls": [call(f"t{i}")]},
+            {"id": f"r{i}", "role": "tool", "tool_call_id": f"t{i}", "content": f"result {i} " * (result_chars // 9)},
+            {"id": f"a{i}", "role": "assistant", "content": f"answer {i}"},
+        ]
+        for row in rows:
+            clock += 1.0
+            if row["role"] == "assistant":
+                row["usage"] = {"input_tokens": 50 * (i + 1), "output_tokens": 5}
+            t.add({**row, "time": clock}, parent)
+            parent = row["id"]
+    t.head = parent
+    return Conversation(t, id="agent")
+
+
+LIMIT = config({"use": "summarize", "over_tokens": 400})
+
+
+@pytest.mark.parametrize("worker", [compact.sliding_window(keep_turns=1), compact.summary_tail(keep_tokens=350),
+                                    compact.clear_tool_results(keep=1)])
+def test_a_compaction_replays_a_log_as_a_live_session_would_run_it(worker):
+    """replay(conv, config, worker=w): the config raises the limit, the worker's context.replace answers it (what the
+    engine proposes is not used); the replayed path is the worker's, every result still has its call, and the
+    figures are the replay's usual ones."""
+    c = agent_log()
+    r = convlab.replay(c, LIMIT, worker=worker)
+    base = convlab.replay(c, LIMIT)
+    assert r.limits and all(x["replaced"] for x in r.limits if x["reason"] == "full")
+    path = r.session.path()
+    every_result_has_its_call(path)
+    assert path[-1]["content"] == "answer 5" and r.stale
+    kinds = [m["kind"] for m in path]
+    if isinstance(worker, compact._SlidingWindow):
+        assert "summary" not in kinds and [m["id"] for m in path if m["role"] == "user"][-1] == r.map["u5"]
+        assert sum(m["role"] == "user" and not toolcalls.is_result(m) for m in path) <= 2
+    elif isinstance(worker, compact._ClearToolResults):
+        assert "summary" not in kinds
+        assert sum(m["content"] == compact.PLACEHOLDER for m in path) >= 1
+    else:
+        assert kinds[0] == "summary"
+    assert [m["content"] for m in r.session.path()] != [m["content"] for m in base.session.path()]
+
+
+def test_a_worker_axis_in_the_grid_sweeps_workers_beside_the_engines_strategies():
+    """grid={"worker": [...], "window": [...]}: one row per combination in product order, the worker column says
+    which (None: the engine's proposal), and each row equals a replay of its own."""
+    c = agent_log()
+    workers = [None, compact.sliding_window(keep_turns=1), compact.clear_tool_results(keep=0)]
+    df = convlab.tune([c], LIMIT, grid={"worker": workers, "window": [100000, 200000]}, jobs=1, progress=False)
+    assert df["worker"].isna().tolist()[:2] == [True, True]
+    assert df["worker"].tolist()[2:] == [ "sliding_window(keep_turns=1)", "sliding_window(keep_turns=1)",
+                                     "clear_tool_results(keep=0)", "clear_tool_results(keep=0)"]
+    assert df["window"].tolist() == [100000, 200000] * 3
+    for (_, row), w in zip(df.iterrows(), [w for w in workers for _ in range(2)]):
+        alone = convlab.replay(c, LIMIT.replace("[agent.bot.context]", f"[agent.bot.context]\nwindow = {row['window']}"), worker=w)
+        own = alone.measures()
+        assert {k: row[k] for k in ("tokens_read", "stale", "calls", "summaries", "resets", "max_count")} == \
+            {k: own[k] for k in ("tokens_read", "stale", "calls", "summaries", "resets", "max_count")}
+    assert df.loc[df["worker"].isna(), "tokens_read"].tolist() != df.loc[df["worker"] == "clear_tool_results(keep=0)", "tokens_read"].tolist()
+
+
+def test_tune_worker_applies_to_every_config_and_in_worker_processes():
+    """tune(..., worker=w) answers every config's limits with w; worker processes give the same frame."""
+    c = agent_log()
+    w = compact.sliding_window(keep_turns=2)
+    one = convlab.tune([c, agent_log(turns=4)], [LIMIT, config({"use": "reset", "over_tokens": 300})], worker=w,
+                       jobs=1, progress=False)
+    two = convlab.tune([c, agent_log(turns=4)], [LIMIT, config({"use": "reset", "over_tokens": 300})], worker=w,
+                       jobs=2, progress=False)
+    assert (one["worker"] == repr(w)).all()
+    assert one.drop(columns=["source"]).equals(two.drop(columns=["source"]))
+
+
+def test_bad_workers_are_named_before_any_work():
+    c = agent_log(turns=2)
+    with pytest.raises(TypeError, match="worker must be None or a callable worker"):
+        convlab.replay(c, LIMIT, worker="chat")
+    with pytest.raises(TypeError, match="worker must be None or a callable worker"):
+        convlab.tune([c], LIMIT, grid={"worker": [None, 3]}, progress=False)
+    with pytest.raises(ValueError, match="cannot be sent to worker processes"):
+        convlab.tune([c, agent_log(turns=3)], LIMIT, worker=lambda d: d["proposed"], jobs=2, progress=False)
+
+    def broken(decision):
+        raise KeyError("oops")
+
+    with pytest.raises(ValueError, match=r"the worker .*broken.* raised KeyError at the context.limit of call"):
+        convlab.replay(agent_log(), LIMIT, worker=broken)

@@ -15,7 +15,7 @@ from convlab.replay import ExactCounts, Replayer, replay
 from convlab.replay.plan import plan
 from convlab.tree import Tree
 from convlab.context import coerce
-from convlab.replay.sweep import COLUMNS, config_grid, rows, tune, tune_cost
+from convlab.replay.sweep import COLUMNS, Setup, config_grid, rows, tune, tune_cost
 
 from realdata import REAL, require
 
@@ -103,8 +103,8 @@ def test_configs_as_a_list_of_texts_documents_and_parsed_configs():
     assert df.loc[0, "tokens_read"] == df.loc[2, "tokens_read"]
 
 
-def parsed(docs):
-    return [(j, coerce(d, "bot")) for j, d in enumerate(docs)]
+def parsed(docs, worker=None):
+    return [(j, Setup(coerce(d, "bot"), worker)) for j, d in enumerate(docs)]
 
 
 #: The cost model's knobs, as tests sweep them: the defaults, then each set.
@@ -202,6 +202,23 @@ def test_shared_replays_carry_the_hidden_overhead_into_forks():
         shared = rows(p, counts, configs, "bot")
         assert _clean(shared) == _clean(rows(p, counts, configs, "bot", share=False))
         assert any(m["stale"] > 0 and m["first_limit_call"] > 1 for _, m in shared)  # a fork from a later turn
+
+
+def test_shared_replays_equal_replaying_every_config_with_workers_among_them():
+    """Issue 22 (3): configs that differ only in the worker answering their limits share the replay up to the
+    first limit a worker answers, and each row still equals its own replay from the start."""
+    from convlab import compact
+
+    counts = ExactCounts()
+    docs = config_grid(BASE, AXES)
+    setups = [(j, Setup(cfg.config, w)) for w in (None, compact.sliding_window(keep_turns=2), compact.clear_tool_results(keep=1))
+              for j, cfg in parsed(docs)]
+    setups = [(j, s) for j, (_, s) in enumerate(setups)]
+    for c in CONVS + HIDDEN_CONVS:
+        p = plan(c)
+        counts.prime(p.texts())
+        shared = rows(p, counts, setups, "bot")
+        assert _clean(shared) == _clean(rows(p, counts, setups, "bot", share=False))
 
 
 @pytest.mark.realdata
@@ -356,9 +373,9 @@ def test_a_config_forks_from_the_replay_it_agrees_with_longest(monkeypatch):
     forks = []
     real = Replayer.fork
 
-    def spy(self, turn, config=None):
+    def spy(self, turn, config=None, worker=None):
         forks.append((self.plan.conversation_id, bool(self.config.strategies), min(self.starts), turn))
-        return real(self, turn, config)
+        return real(self, turn, config, worker)
 
     monkeypatch.setattr(Replayer, "fork", spy)
     df = tune(CONVS, BASE, grid=AXES, progress=False, jobs=1)

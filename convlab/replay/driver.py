@@ -140,12 +140,15 @@ class Replayer:
         summarize: Callable[[Mapping[str, Any], int, bool], dict[str, Any] | None] | None = None,
         summary_size: int | float | None = None,
         overhead: int | None = None,
+        worker: Any = None,
     ):
         """``summarize`` answers the summary calls, ``summary_size`` and
         ``overhead`` are the cost model's knobs: ``ReplayLLM`` documents them;
         they go to every fork. ``counts`` (default: new) are shared by every
-        replay of a sweep."""
+        replay of a sweep. ``worker`` answers each ``context.limit`` (None:
+        with what the engine proposes; see ``replay``)."""
         config = coerce(config, agent)
+        self.worker = limit_worker(worker)
         counts = counts if counts is not None else ExactCounts()
         model = ReplayLLM.for_plan(plan, config.window, summarize=summarize, counts=counts, summary_size=summary_size,
                                    overhead=overhead)
@@ -174,15 +177,17 @@ class Replayer:
         model.bind(self.session)
         self.session.subscribe(self._on_event)
 
-    def fork(self, turn: int, config: Any = None) -> "Replayer":
-        """A replay of the same plan under ``config`` that starts where this one
-        stood when its turn ``turn`` started (it must have run that turn): the
-        session loaded from the events so far, and the model's and the driver's
-        records as they were. ``run(turn)`` goes on from there. Until that turn
-        the two are the same replay when ``config`` says what this replay's
-        config said at every point it was consulted before it."""
+    def fork(self, turn: int, config: Any = None, worker: Any = None) -> "Replayer":
+        """A replay of the same plan under ``config`` (and ``worker``) that starts
+        where this one stood when its turn ``turn`` started (it must have run that
+        turn): the session loaded from the events so far, and the model's and the
+        driver's records as they were. ``run(turn)`` goes on from there. Until that
+        turn the two are the same replay when ``config`` says what this replay's
+        config said at every point it was consulted before it (and no
+        ``context.limit`` was answered by a worker that differs)."""
         config = coerce(config, self.agent)
         new = Replayer.__new__(Replayer)
+        new.worker = limit_worker(worker)
         if turn == 0:
             new._setup(self.plan, config, self.agent, self.llm.until((0, 0, 0, 0), config.window), _Record(), None)
             return new
@@ -386,8 +391,8 @@ class Replayer:
         created = self._recorded(lambda: s.decide(actions))
         while s.decision is not None and s.decision["type"] == "context.limit":
             old_head = s.head
-            proposed = s.decision["proposed"]  # decide checks and copies what it is given
-            events = self._during(lambda: s.decide(proposed))
+            answer = self._limit_answer()  # decide checks and copies what it is given
+            events = self._during(lambda: s.decide(answer))
             made = _made_by_replace(events)
             if made:
                 self.record.limits[-1]["replaced"] = True
@@ -397,6 +402,18 @@ class Replayer:
                 self._remap(old_head, made)
             created += [e["message"]["id"] for e in events if e["type"] == "message.new"]
         return created
+
+    def _limit_answer(self) -> list[dict[str, Any]]:
+        """The answer to the waiting ``context.limit``: what the engine proposes, or the worker's (given
+        the decision as a worker sees it, the path included: ``Session.pending``)."""
+        if self.worker is None:
+            return self.session.decision["proposed"]
+        decision = self.session.pending
+        try:
+            return self.worker(decision)
+        except Exception as err:  # a worker's bug, named: the replay cannot go on without its answer
+            raise ValueError(f"replay: the worker {self.worker!r} raised {type(err).__name__} at the context.limit "
+                             f"of call {decision['call']['id']} (turn {self.turn + 1} of the plan): {err}") from err
 
     def _remap(self, old_head: str | None, made: list[str]) -> None:
         """After a strategy's context.replace the log goes on from the new history:
@@ -409,6 +426,16 @@ class Replayer:
                 self.record.map[back[orig]] = m
         if old_head in back:
             self.record.map[back[old_head]] = made[-1]
+
+
+def limit_worker(worker: Any) -> Any:
+    """``worker`` checked as a replay takes it: None (the engine's proposal answers each
+    ``context.limit``) or a callable that takes a decision and returns actions
+    (``convlab.compact``'s compactions; any worker ``Session(worker=...)`` takes)."""
+    if worker is None or callable(worker):
+        return worker
+    hint = " (the engine's own proposal is worker=None)" if worker in ("chat", "manual") else ""
+    raise TypeError(f"worker must be None or a callable worker such as convlab.compact.sliding_window(), got {worker!r}{hint}")
 
 
 def _made_by_replace(events: list[Event]) -> list[str]:
@@ -424,7 +451,8 @@ def _made_by_replace(events: list[Event]) -> list[str]:
 
 
 def replay(conversation: Conversation, config: Any = None, *, agent: str = "bot", summarizer: Any = None,
-           cache: Any = None, summary_size: int | float | None = None, overhead: int | None = None) -> Replay:
+           cache: Any = None, summary_size: int | float | None = None, overhead: int | None = None,
+           worker: Any = None) -> Replay:
     """Re-enact an imported conversation through the protocol: a ``Replay``.
 
     Each logged assistant reply is one model call, answered by ``ReplayLLM``
@@ -467,6 +495,15 @@ def replay(conversation: Conversation, config: Any = None, *, agent: str = "bot"
       log's usage does not answer (after a rewrite, or in a log with no
       usage at all).
 
+    ``worker`` answers each ``context.limit`` the config raises: None (the
+    default) answers with what the engine proposes (the strategy that fired);
+    a worker such as ``convlab.compact.clear_tool_results()`` answers with its
+    own compaction (its ``context.replace`` then the held call), as it would
+    in a live ``Session(worker=...)``. The config still says when a limit is
+    raised; the worker says what is done about it. A worker that raises is a
+    ``ValueError`` naming it and the call; an answer the engine refuses is its
+    ``Refused``.
+
     Summary calls get a stand-in summary (the log has none), unless
     ``summarizer`` names a provider to send them to: replies still come from
     the log, summaries from that model, each made once and kept in the
@@ -495,7 +532,7 @@ def replay(conversation: Conversation, config: Any = None, *, agent: str = "bot"
     counts = ExactCounts()
     summarize = None if summaries is None else (lambda request, tokens, guessed: summaries.complete(request))
     replayer = Replayer(p, config, counts=counts, agent=agent, summarize=summarize, summary_size=summary_size,
-                        overhead=overhead)  # the config and the knobs checked before any work
+                        overhead=overhead, worker=worker)  # the config, the knobs and the worker checked before any work
     counts.prime(p.texts())  # one batch, as a sweep does
     result = replayer.run().result()
     if summaries is not None:

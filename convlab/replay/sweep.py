@@ -37,7 +37,7 @@ from ..context import ContextConfig, applies, coerce, load_config, toml_document
 from ..conversation import Conversation
 from ..errors import ConfigError
 from . import workers
-from .driver import Replayer
+from .driver import Replayer, limit_worker
 from .model import ReplayLLM
 from .plan import ExactCounts, Plan, plan
 from .result import Replay
@@ -46,12 +46,13 @@ from .summaries import Summaries, SummaryCost, summaries_for
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["tune", "tune_cost", "config_grid", "COLUMNS", "rows"]
+__all__ = ["tune", "tune_cost", "config_grid", "COLUMNS", "rows", "Setup"]
 
 #: The measured columns of a tune frame, in order (after conversation, source, config and the grid keys).
 COLUMNS = (
     "window",
     "strategies",
+    "worker",
     "threshold",
     "calls",
     "summary_calls",
@@ -149,16 +150,27 @@ def config_grid(base: Any, axes: Mapping[str, Sequence[Any]], *, agent: str = "b
 # ----------------------------------------------------------------------
 # one conversation under many configs: replays that share what they can
 # ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Setup:
+    """What one config of a sweep replays under: the context ``config`` (when a
+    ``context.limit`` is raised) and the ``worker`` that answers it (None: the
+    engine's proposal; see ``convlab.replay``)."""
+
+    config: ContextConfig
+    worker: Any = None
+
+
 def _strategy_key(strategy: Any) -> tuple:
     return (strategy.use, strategy.prompt, strategy.llm, strategy.model)
 
 
-def _says(config: ContextConfig, point: tuple) -> Any:
-    """What ``config`` says at a point where a replay consulted its config (``Replayer.record.consulted``)."""
-    kind = point[1]
+def _says(setup: Setup, point: tuple) -> Any:
+    """What ``setup`` says at a point where a replay consulted its config (``Replayer.record.consulted``):
+    at a limit raised, which strategy and which worker answer it."""
+    config, kind = setup.config, point[1]
     if kind == "limit":
         limit = applies(config, point[2], first_call=point[3], idle_for=point[4])
-        return None if limit is None else (limit.reason, _strategy_key(limit.strategy))
+        return None if limit is None else (limit.reason, _strategy_key(limit.strategy), setup.worker)
     if kind == "read":
         return config.window is not None and point[2] > config.window
     return _strategy_key(config.summarize_strategy())  # overflow
@@ -171,7 +183,7 @@ class _SharedReplay:
     something else in turn ``k`` forks from it there."""
 
     replayer: Replayer
-    config: ContextConfig
+    setup: Setup
     says: list[Any]  # what config says at each of replayer.record.consulted
     start: int  # the turn it forked at from its parent (0: it ran from the start)
     row: dict[str, Any]
@@ -181,13 +193,13 @@ class _SharedReplay:
     def made(cls, replayer: Replayer, start: int, parent: "_SharedReplay | None" = None) -> "_SharedReplay":
         """The run of a finished replay; forked at ``start`` from ``parent``, whose
         config says the same before that turn (so what it said is not asked again)."""
-        cfg, consulted = replayer.config, replayer.record.consulted
+        setup, consulted = Setup(replayer.config, replayer.worker), replayer.record.consulted
         n = replayer.starts[start].consulted if parent is not None else 0
-        says = (parent.says[:n] if parent is not None else []) + [_says(cfg, p) for p in consulted[n:]]
-        return cls(replayer, cfg, says, start, replayer.result().measures(), [])
+        says = (parent.says[:n] if parent is not None else []) + [_says(setup, p) for p in consulted[n:]]
+        return cls(replayer, setup, says, start, replayer.result().measures(), [])
 
-    def differs(self, config: ContextConfig, from_turn: int) -> int | None:
-        """The turn where ``config`` first says something else than this run's config,
+    def differs(self, config: Setup, from_turn: int) -> int | None:
+        """The turn where ``config`` first says something else than this run's setup,
         looking from turn ``from_turn`` on (before it they agree); None if never."""
         points = self.replayer.record.consulted
         i = self.replayer.starts[from_turn].consulted if from_turn in self.replayer.starts else 0
@@ -198,7 +210,7 @@ class _SharedReplay:
         return None
 
 
-def _closest(root: _SharedReplay, config: ContextConfig) -> tuple[_SharedReplay, int | None]:
+def _closest(root: _SharedReplay, config: Setup) -> tuple[_SharedReplay, int | None]:
     """The run ``config`` shares the most with: the one where it first says
     something else latest (None: it says the same everywhere), and that turn.
 
@@ -229,9 +241,9 @@ def _baseline(base: Replay, row: Mapping[str, Any], given: int | None) -> dict[s
     return {"baseline_tokens_read": row["tokens_read"], **hidden}
 
 
-def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, ContextConfig]], agent: str, *,
+def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, Setup]], agent: str, *,
          share: bool = True, summarize: Any = None, knobs: Mapping[str, Any] = {}) -> list[tuple[int, dict[str, Any]]]:
-    """The measures of one conversation under each ``(index, config)``.
+    """The measures of one conversation under each ``(index, setup)``.
 
     The first replay has no config (nothing fires: the log as it was): the
     baseline every row is measured against. Each config shares the replay
@@ -241,8 +253,10 @@ def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, ContextConfi
     start (what the sharing must equal). ``knobs`` are the cost model's
     (``Replayer``'s ``summary_size`` and ``overhead``).
     """
-    def replayer(cfg: ContextConfig | None) -> Replayer:
-        return Replayer(p, cfg, counts=counts, agent=agent, summarize=summarize, **knobs)
+    def replayer(setup: Setup | None) -> Replayer:
+        if setup is None:
+            return Replayer(p, None, counts=counts, agent=agent, summarize=summarize, **knobs)
+        return Replayer(p, setup.config, counts=counts, agent=agent, summarize=summarize, worker=setup.worker, **knobs)
 
     base = replayer(None).run()
     given = knobs.get("overhead")
@@ -256,7 +270,7 @@ def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, ContextConfi
     for j, cfg in configs:
         run, turn = _closest(root, cfg)
         if turn is not None:
-            child = _SharedReplay.made(run.replayer.fork(turn, cfg).run(turn), turn, run)
+            child = _SharedReplay.made(run.replayer.fork(turn, cfg.config, cfg.worker).run(turn), turn, run)
             run.children.append(child)
             run = child
         out.append((j, {**run.row, **baseline}))
@@ -291,6 +305,7 @@ def tune(
     cache: Any = None,
     summary_size: int | float | None = None,
     overhead: int | None = None,
+    worker: Any = None,
     dry_run: bool = False,
 ) -> "pd.DataFrame":
     """Replay conversations under context configs: one row per (conversation, config).
@@ -298,11 +313,16 @@ def tune(
     ``configs`` is one config or a list (TOML text, a path to a .toml file,
     a parsed document, a ``ContextConfig``); with ``grid`` it is the base
     config that ``convlab.config_grid`` spreads over the grid's keys, each of
-    which becomes a column.
+    which becomes a column. ``worker`` answers every config's
+    ``context.limit`` (None: the engine's proposal; a compaction of
+    ``convlab.compact``: its own, see ``convlab.replay``); a grid's
+    ``"worker"`` axis sweeps workers (None among them for the engine's) beside
+    the other keys.
 
     Columns: ``conversation`` (its id), ``source`` (the file it was read
     from: ``Conversation.source``), ``config`` (index into the configs), the
-    grid keys, then ``COLUMNS``: ``window``, ``strategies``; ``threshold``
+    grid keys, then ``COLUMNS``: ``window``, ``strategies``, ``worker`` (its
+    repr, None for the engine's proposal); ``threshold``
     (``ContextConfig.threshold``: the smallest count above which one of its
     strategies applies by size, an ``over_tokens`` or ``window - 16000`` for
     a strategy without ``idle_secs``; NA when none does); ``calls`` (model calls, summary calls
@@ -423,10 +443,10 @@ def tune(
         warnings.warn("tune(..., dry_run=True) is deprecated: convlab.tune_cost(...) says what the summaries would cost",
                       DeprecationWarning, stacklevel=2)
         return tune_cost(conversations, configs, grid=grid, agent=agent, jobs=jobs, progress=progress, chunk=chunk,  # type: ignore[return-value]
-                         summarizer=summarizer, cache=cache, summary_size=summary_size, overhead=overhead)
+                         summarizer=summarizer, cache=cache, summary_size=summary_size, overhead=overhead, worker=worker)
     sweep = _check(conversations, configs, grid=grid, agent=agent, jobs=jobs, progress=progress, scheduler=scheduler,
                    client=client, chunk=chunk, summarizer=summarizer, cache=cache, summary_size=summary_size,
-                   overhead=overhead, estimate=False)
+                   overhead=overhead, estimate=False, worker=worker)
     summaries = sweep.summaries
     df = _frame(sweep, _schedule(sweep, None if summaries is None else _completing(summaries)))
     if summaries is not None:
@@ -448,6 +468,7 @@ def tune_cost(
     cache: Any = None,
     summary_size: int | float | None = None,
     overhead: int | None = None,
+    worker: Any = None,
 ) -> SummaryCost:
     """What the summaries of a ``tune`` with ``summarizer`` would cost, calling nothing and writing nothing.
 
@@ -476,7 +497,7 @@ def tune_cost(
     """
     sweep = _check(conversations, configs, grid=grid, agent=agent, jobs=jobs, progress=progress, scheduler=None,
                    client=None, chunk=chunk, summarizer=summarizer, cache=cache, summary_size=summary_size,
-                   overhead=overhead, estimate=True)
+                   overhead=overhead, estimate=True, worker=worker)
     assert sweep.summaries is not None  # _check says so when there is no summarizer
     _schedule(sweep, sweep.summaries.estimate)
     return sweep.summaries.cost()
@@ -487,7 +508,7 @@ class _Sweep:
     """A sweep, checked before any work: what it replays, under which configs, and where."""
 
     conversations: list[Conversation]
-    configs: list[ContextConfig]
+    configs: list[Setup]
     labels: list[tuple[Any, ...]]  # per config, its grid values
     grid_keys: list[str]
     agent: str
@@ -502,22 +523,13 @@ class _Sweep:
 
 def _check(conversations: Any, configs: Any, *, grid: Mapping[str, Sequence[Any]] | None, agent: str, jobs: int | None,
            progress: bool | None, scheduler: str | None, client: Any, chunk: int | None, summarizer: Any, cache: Any,
-           summary_size: int | float | None, overhead: int | None, estimate: bool) -> _Sweep:
+           summary_size: int | float | None, overhead: int | None, estimate: bool, worker: Any = None) -> _Sweep:
     """Every argument of a sweep checked (a clear error naming what is wrong) before any work."""
     convs = _as_list(conversations)
     for c in convs:
         if not isinstance(c, Conversation):
             raise TypeError(f"tune takes Conversations (what convlab.read(path) returns), got a {type(c).__name__}")
-    if grid is not None:
-        documents: list[Any] = config_grid(configs, grid, agent=agent)
-        labels = list(itertools.product(*(list(v) for v in grid.values())))
-        grid_keys = list(grid)
-    else:
-        documents = _as_list(configs)
-        labels, grid_keys = [()] * len(documents), []
-    parsed = [coerce(c, agent) for c in documents]  # check every config before any work
-    if not documents:
-        raise ValueError("tune needs at least one config")
+    setups, labels, grid_keys = _setups(configs, grid, limit_worker(worker), agent)
     ReplayLLM(summary_size=summary_size, overhead=overhead)  # the knobs checked as every replay will check them
     if scheduler not in (None, "local", "dask"):
         raise ValueError(f"scheduler must be None, 'local' or 'dask', got {scheduler!r}")
@@ -532,8 +544,50 @@ def _check(conversations: Any, configs: Any, *, grid: Mapping[str, Sequence[Any]
                          "sweep with the local scheduler (jobs=...), not dask")
     if summaries is not None and not estimate and n_jobs > 1:
         n_jobs *= workers.WAITING  # workers mostly wait for summaries: more of them keep the cores busy
-    return _Sweep(convs, parsed, labels, grid_keys, agent, {"summary_size": summary_size, "overhead": overhead}, scheduler,
+    if scheduler == "dask" or n_jobs > 1:
+        _sendable({x.worker for x in setups if x.worker is not None})
+    return _Sweep(convs, setups, labels, grid_keys, agent, {"summary_size": summary_size, "overhead": overhead}, scheduler,
                   n_jobs, chunk, client, summaries, progress)
+
+
+def _setups(configs: Any, grid: Mapping[str, Sequence[Any]] | None, worker: Any,
+            agent: str) -> tuple[list[Setup], list[tuple[Any, ...]], list[str]]:
+    """The sweep's setups (each config checked), each one's grid values, and the grid's keys. A grid's
+    ``"worker"`` axis (workers, or None for the engine's proposal) sets the worker; ``worker`` the rest's."""
+    if grid is None:
+        documents = _as_list(configs)
+        if not documents:
+            raise ValueError("tune needs at least one config")
+        return [Setup(coerce(c, agent), worker) for c in documents], [()] * len(documents), []
+    keys = list(grid)
+    values = [list(grid[k]) for k in keys]
+    axes = {k: v for k, v in zip(keys, values) if k != "worker"}
+    at = keys.index("worker") if "worker" in keys else None
+    # one config per combination of the other axes (config_grid's product order), each parsed once
+    parsed = [coerce(d, agent) for d in config_grid(configs, axes, agent=agent)]
+    others = [range(len(v)) for k, v in zip(keys, values) if k != "worker"]
+    by_rest = dict(zip(itertools.product(*others), parsed))
+    setups, labels = [], []
+    for picks in itertools.product(*(range(len(v)) for v in values)):
+        rest = tuple(p for i, p in enumerate(picks) if i != at)
+        setups.append(Setup(by_rest[rest], worker if at is None else limit_worker(values[at][picks[at]])))
+        labels.append(tuple(values[i][p] for i, p in enumerate(picks)))
+    if not setups:
+        raise ValueError("tune needs at least one config: an axis of the grid has no values")
+    return setups, labels, keys
+
+
+def _sendable(workers_used: set[Any]) -> None:
+    """A worker goes to worker processes pickled: one that does not pickle is named before any work."""
+    import pickle
+
+    for w in workers_used:
+        try:
+            pickle.dumps(w)
+        except Exception as err:
+            raise ValueError(f"the worker {w!r} cannot be sent to worker processes ({type(err).__name__}: {err}): "
+                             "give jobs=1 to run the sweep in this process, or a worker that pickles "
+                             "(convlab.compact's do)") from err
 
 
 def _schedule(sweep: _Sweep, ask: Any) -> dict[tuple[int, int], dict[str, Any]]:
@@ -581,9 +635,10 @@ def _frame(sweep: _Sweep, results: Mapping[tuple[int, int], Mapping[str, Any]]) 
         for j, cfg in enumerate(sweep.configs):
             row = {"conversation": c.id, "source": c.source, "config": j}
             row.update(dict(zip(sweep.grid_keys, sweep.labels[j])))
-            row["window"] = cfg.window  # a grid over window: the same value
-            row["strategies"] = _strategies(cfg)
-            row["threshold"] = cfg.threshold
+            row["window"] = cfg.config.window  # a grid over window: the same value
+            row["strategies"] = _strategies(cfg.config)
+            row["worker"] = None if cfg.worker is None else repr(cfg.worker)
+            row["threshold"] = cfg.config.threshold
             row.update(results[(i, j)])
             table.append(row)
     keys = [k for k in sweep.grid_keys if k not in COLUMNS]

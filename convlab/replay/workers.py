@@ -16,7 +16,6 @@ import threading
 from collections.abc import Mapping
 from typing import Any, Callable
 
-from ..context import ContextConfig
 from ..errors import ProviderError
 from .plan import ExactCounts, Plan
 
@@ -24,7 +23,7 @@ __all__ = ["jobs_for", "units", "run_processes", "run_dask", "WAITING", "Measure
 
 #: What a unit of work gives back: ``(config index, measures)`` per config of one conversation.
 Measured = list[tuple[int, dict[str, Any]]]
-#: The sweep's ``rows(plan, counts, configs, agent, *, summarize=, knobs=)``: what every unit runs.
+#: The sweep's ``rows(plan, counts, setups, agent, *, summarize=, knobs=)``: what every unit runs (a setup: ``sweep.Setup``).
 Rows = Callable[..., Measured]
 #: Told each unit's result as it comes: ``done(conversation index, measured)``.
 Done = Callable[[int, Measured], None]
@@ -66,7 +65,7 @@ WAITING = 4
 _WORK: tuple | None = None  # in a worker process: (rows, plans, counts, configs, agent, knobs, summarize), from _start_worker
 
 
-def _start_worker(rows: Callable[..., Any], plans: list[Plan], counts: ExactCounts, configs: list[ContextConfig], agent: str,
+def _start_worker(rows: Callable[..., Any], plans: list[Plan], counts: ExactCounts, configs: list[Any], agent: str,
                   knobs: dict[str, Any], channel: Any) -> None:
     global _WORK
     _WORK = (rows, plans, counts, configs, agent, knobs, None if channel is None else _Asker(*channel))
@@ -158,7 +157,7 @@ class _Answering:
         self.calls.shutdown(wait=True)
 
 
-def run_processes(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: list[ContextConfig], agent: str,
+def run_processes(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: list[Any], agent: str,
                   knobs: dict[str, Any], tasks: list[tuple[int, list[int]]], jobs: int, done: Done,
                   ask: Callable[..., Any] | None = None) -> None:
     """The tasks (``units``) on ``jobs`` worker processes of this machine, each running ``rows``;
@@ -203,7 +202,7 @@ def run_processes(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: li
         raise answering.failed[0]
 
 
-def run_dask(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: list[ContextConfig], agent: str,
+def run_dask(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: list[Any], agent: str,
              knobs: dict[str, Any], tasks: list[tuple[int, list[int]]], client: Any, done: Done) -> None:
     """The tasks (``units``) on a dask.distributed cluster (``client``: a Client, an address, or None for
     the current one), each running ``rows``; the plans are scattered once, the counts broadcast."""
