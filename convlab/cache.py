@@ -77,7 +77,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["predict", "PromptCache", "Rule", "rule", "RULES", "TTLS"]
+__all__ = ["predict", "PromptCache", "Rule", "rule", "default_rule", "RULES", "TTLS"]
 
 #: The cache rules ``predict`` knows (None: no cache).
 RULES = ("anthropic", "openai")
@@ -123,6 +123,24 @@ def _ttl(ttl: Any) -> float:
 def _minimum(model: str | None) -> int:
     name = (model or "").rsplit(":", 1)[-1].rsplit("/", 1)[-1]
     return next((n for prefix, n in _ANTHROPIC_MINIMUM if name.startswith(prefix)), 1024)
+
+
+def default_rule(model: str | None) -> str | None:
+    """The cache rule of a model (a name or a ``provider:model`` spec): ``"anthropic"`` for
+    Claude models, ``"openai"`` for GPT and o-series models, None for any other (or none).
+
+    >>> default_rule("claude-sonnet-4-5"), default_rule("openai:gpt-4o"), default_rule("o3-mini"), default_rule("gemini-2.5-pro")
+    ('anthropic', 'openai', 'openai', None)
+    """
+    if not isinstance(model, str):
+        return None
+    provider, _, name = model.lower().rpartition(":")
+    name = name.rsplit("/", 1)[-1]
+    if provider == "anthropic" or name.startswith("claude"):
+        return "anthropic"
+    if provider == "openai" or name.startswith("gpt") or (name[:1] == "o" and name[1:2].isdigit()):
+        return "openai"
+    return None
 
 
 def rule(name: str | Rule | None, ttl: Any = None, model: str | None = None) -> Rule | None:

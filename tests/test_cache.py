@@ -220,3 +220,12 @@ def test_eight_thousand_calls_read_only_what_changed(name):
     assert reads[0] <= 4 * 2 * 8000  # the new blocks and the known one they follow, never the path
     assert got[1]["cached"] == (20100 if name == "anthropic" else 20096)
     assert got[500]["cached"] == 0 and got[501]["cached"] > 20000  # the gap: all of it expired, then written again
+
+
+@pytest.mark.parametrize("model, expected", [
+    ("claude-opus-4-6", "anthropic"), ("anthropic:claude-haiku-4-5", "anthropic"), ("aws:anthropic/claude-3-haiku", "anthropic"),
+    ("gpt-4o", "openai"), ("openai:o4-mini", "openai"), ("azure:gpt-4.1", "openai"), ("gemini-2.5-pro", None),
+    ("openrouter:meta/llama-3", None), (None, None), ("", None), ("omni", None),
+])
+def test_default_rule(model, expected):
+    assert cache.default_rule(model) == expected
