@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 
-from .errors import (CallCancelled, ConfigError, LogError, LogWarning, ProviderError, ReadError, ReadWarning, Refused, SummaryWarning,
+from .errors import (CallCancelled, ConfigError, LogError, LogWarning, PriceError, ProviderError, ReadError, ReadWarning, Refused, SummaryWarning,
                      TokenizerError, TuneWarning)
 
 __version__ = "0.1.0"
@@ -57,13 +57,14 @@ _LAZY = {
 }
 
 __all__ = sorted(
-    ["CallCancelled", "ConfigError", "LogError", "LogWarning", "ProviderError", "ReadError", "ReadWarning", "Refused", "SummaryWarning",
+    ["CallCancelled", "ConfigError", "LogError", "LogWarning", "PriceError", "ProviderError", "ReadError", "ReadWarning", "Refused", "SummaryWarning",
      "TokenizerError", "TuneWarning", *_LAZY]
 )
 
 
-#: public modules, imported on first attribute access (``convlab.compact.sliding_window(...)``)
-_MODULES = ("compact",)
+#: public modules, imported on first attribute access (``convlab.compact.sliding_window(...)``;
+#: ``convlab.presets(...)``: the module is callable)
+_MODULES = ("compact", "cache", "prices", "presets")
 
 
 def __getattr__(name: str):
