@@ -825,7 +825,8 @@ class Session:
         (mid,) = self._new_ids(1)  # exact: nothing else is recorded while the call runs
         announce = {"message_id": mid} if stream else {}  # streamed: llm.delta shows the id, so it is taken for good
         self._emit("llm.started", turn_id=tid, call_id=call_id, summary=False, llm=llm_name, model=model, **announce)
-        messages = jsondata.copy(given) if given is not None else self._tree.messages()  # the provider's to keep
+        # the path: a read-only view, read only where the provider reads it; messages the action names: its own copy
+        messages = jsondata.copy(given) if given is not None else PathView(self._tree, self.head)
         request = {"model": model, "messages": messages, "stream": stream, "summary": False}
         try:
             reply = self._complete(self.llms[llm_name], request, self._delta_to(tid, call_id, mid) if stream else None)

@@ -261,9 +261,31 @@ class _Start:
     stale: int
     consulted: int
     stand_ins: int
-    map: dict[str, str]
+    map: int  # writes to the id map so far (``_IdMap.at`` rebuilds it)
     compactions: tuple[tuple[str, int], ...]
     clock: float  # the session's clock (a loaded session's starts at 0 at the least: a log's times may be earlier)
+
+
+class _IdMap(dict):
+    """The replay's id map (imported id -> session id), remembering its writes in
+    order: where a turn started is the number of writes so far, not a copy of the
+    map (a copy a turn made the replay quadratic), and ``at(n)`` rebuilds the map
+    as it was then (what a fork starts from)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[tuple[str, str]] = []
+
+    def __setitem__(self, key: str, value: str) -> None:
+        super().__setitem__(key, value)
+        self.writes.append((key, value))
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def at(self, n: int) -> dict[str, str]:
+        return dict(self.writes[:n])
 
 
 #: Event types a fork leaves out: between turns no decision waits, so they change nothing.
@@ -351,7 +373,7 @@ class Replayer:
         self.counts = counts if counts is not None else ExactCounts()
         self.agent = agent
         nodes = plan.nodes
-        self.map: dict[str, str] = {}  # imported id -> session id (where the log goes on)
+        self.map: dict[str, str] = _IdMap()  # imported id -> session id (where the log goes on)
         self.stale: list[str] = []
         # the log's own summaries (replayed through context.replace): session id -> the next model call's index
         self.compactions: dict[str, int] = {}
@@ -405,7 +427,7 @@ class Replayer:
                        log=io.BytesIO(b"".join(self._lines[:at.events])), **self.knobs)
         new.session.clock = at.clock
         new.stand_ins = at.stand_ins
-        new.map.update(at.map)
+        new.map.update(self.map.at(at.map))
         new.compactions.update(at.compactions)
         new.trace = [dict(x) for x in self.trace[:at.trace]]
         new.stale = self.stale[:at.stale]
@@ -510,7 +532,7 @@ class Replayer:
         for k in range(start, len(self.plan.turns)):
             self.turn = k
             self.starts[k] = _Start(len(self.session.events), len(self.trace), len(self.llm.summaries), len(self.limits),
-                                    len(self.stale), len(self.consulted), self.stand_ins, dict(self.map),
+                                    len(self.stale), len(self.consulted), self.stand_ins, len(self.map.writes),
                                     tuple(self.compactions.items()), self.session.clock)
             self._run_turn(self.plan.turns[k])
         return self

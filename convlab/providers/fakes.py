@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ..errors import ProviderError
 from ..tokens import content_text, count_tokens, get_encoding
-from ..tree import input_tokens
+from ..tree import PathView, input_tokens
 
 __all__ = ["EchoLLM", "ScriptedLLM", "ReplayLLM", "ProviderError", "chunks", "stand_in"]
 
@@ -119,7 +119,18 @@ class _Streams:
         yield reply
 
 
-def _last_text(messages: list[Mapping[str, Any]]) -> str:
+def _read(messages: Sequence[Mapping[str, Any]]) -> int:
+    """The exact o200k_base tokens of what a call reads: the tree's running count for
+    the path (``PathView.tokens``: only the messages not counted yet are read), else
+    ``count_tokens`` of the messages given."""
+    if isinstance(messages, PathView):
+        return messages.tokens()
+    return count_tokens(list(messages))
+
+
+def _last_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The text of the last user or tool message (read from the end: a path view walks
+    up only that far)."""
     for m in reversed(messages):
         if m.get("role") in ("user", "tool"):
             return content_text(m.get("content"))
@@ -141,8 +152,10 @@ def _checked(replies: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 class EchoLLM(_Streams):
     """Replies by echoing the last user (or tool) message; counts exactly; streams in a few chunks.
 
-    ``usage.input_tokens`` is the exact o200k_base count of what it read.
-    With ``window`` it refuses a call that reads more (``too_long``). A summary
+    ``usage.input_tokens`` is the exact o200k_base count of what it read
+    (for the path a session hands it, a ``PathView``, the tree's running
+    count: a call reads the messages up to the last user one and those not
+    counted yet, never the whole path). With ``window`` it refuses a call that reads more (``too_long``). A summary
     call gets a deterministic, non-empty summary of what it read.
 
     >>> llm = EchoLLM()
@@ -163,13 +176,13 @@ class EchoLLM(_Streams):
         return f"EchoLLM(window={self.window!r}, latency={self.latency!r})"
 
     def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        messages = list(request.get("messages") or [])
-        read = count_tokens(messages)
+        messages = request.get("messages") or []
+        read = _read(messages)
         if self.window is not None and read > self.window:
             raise ProviderError("too_long", f"{read} tokens is more than the window of {self.window}")
         self.calls += 1
         if request.get("summary"):
-            content = stand_in(messages)
+            content = stand_in(list(messages))
         else:
             text = _last_text(messages)
             content = f"echo: {text}" if text else "echo"
@@ -203,7 +216,9 @@ class ScriptedLLM(_Streams):
 
     def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
         n = len(self.requests)
-        self.requests.append({**request, "messages": [dict(m) for m in request.get("messages") or []]})
+        messages = request.get("messages") or []
+        # a path view never changes: kept as it is (O(1)); messages given as a list: copied
+        self.requests.append({**request, "messages": messages if isinstance(messages, PathView) else [dict(m) for m in messages]})
         if n >= len(self.replies):
             raise ProviderError("failed", f"ScriptedLLM has no reply left for call {n + 1} (it had {len(self.replies)})")
         reply = self.replies[n]
@@ -211,7 +226,7 @@ class ScriptedLLM(_Streams):
             raise ProviderError(reply["error"], reply.get("message"))
         usage = reply.get("usage")
         if usage is None:
-            usage = {"input_tokens": count_tokens(list(request.get("messages") or [])), "output_tokens": count_tokens(content_text(reply["content"]))}
+            usage = {"input_tokens": _read(messages), "output_tokens": count_tokens(content_text(reply["content"]))}
         return {"content": copy.deepcopy(reply["content"]), "usage": dict(usage)}
 
 
@@ -265,7 +280,11 @@ class ReplayLLM:
       every later call reads starts from it, so it decides every later count.
       Their usage is the exact count of what they read, no overhead: a
       summary call carries its strategy's prompt, not the agent's hidden one.
-    - ``count``: how to count messages exactly (default ``count_tokens``).
+    - ``count``: how to count messages exactly (default ``count_tokens``). It
+      must add up message by message, as ``count_tokens`` does: the path a
+      call reads (a ``PathView``) is counted with ``count([m])`` for each
+      message, once, in the tree's running count (``PathView.tokens``), so a
+      call never re-reads the path.
 
     ``used`` lists the ids of the replies given out, ``stale`` those given
     out that did not apply, ``seen`` one dict per (non-summary) call: ``reply``,
@@ -337,10 +356,21 @@ class ReplayLLM:
             return 0.0
         return max(0.0, float(time) - float(self.clock()))
 
+    def _exact(self, messages: Sequence[Mapping[str, Any]]) -> int:
+        """``count`` of what a call reads; for a path view, the tree's running count
+        message by message (``count([m])`` each: only the messages not counted yet)."""
+        if not isinstance(messages, PathView):
+            return self.count(list(messages))
+        return messages.tokens(None if self.count is count_tokens else self._count_one)
+
+    def _count_one(self, message: Mapping[str, Any]) -> int:
+        return self.count([message])
+
     def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        messages = list(request.get("messages") or [])
+        messages = request.get("messages") or []
         self.latency = 0.0
         if request.get("summary"):
+            messages = list(messages)
             read = self.count(messages)
             refused = self.window is not None and read > self.window
             self.summaries.append({"read": read, "refused": refused})
@@ -354,7 +384,7 @@ class ReplayLLM:
         reply = self.replies[n]
         applies = True if self.applies is None else bool(self.applies(request))
         logged = input_tokens(reply.get("usage"))
-        exact = self.count(messages)
+        exact = self._exact(messages)
         if applies and logged is not None:
             overhead = max(0, logged - exact)
             read = logged
