@@ -418,7 +418,8 @@ class Session:
                 turn = self._turn_of[tid]
             else:
                 turn = self._keep_turn(ev["turn"])
-            turn.update(status="running", messages=[], trigger=jsondata.copy(ev["trigger"]), started=ev["time"])
+            # the event's own trigger, shared (see _request)
+            turn.update(status="running", messages=[], trigger=ev["trigger"], started=ev["time"])
             self._running = tid
             self._calls.turn_started()
         elif t in TURN_ENDS:
@@ -739,15 +740,18 @@ class Session:
     def _request(self, kind: str, **extra: Any) -> None:
         """Ask the worker. The event names the head instead of holding the path
         (the path of a node never changes), so a decision costs O(1) in the log
-        however long the conversation."""
+        however long the conversation. It shares the turn's ``trigger`` and
+        ``client_state`` (the engine replaces them whole, never changes them in
+        place): every object a session keeps is one more for each of Python's
+        full collections to visit, which a long session pays per turn."""
         turn = self._turn_of[self._running]
         decision = {
             "type": kind,
             "turn_id": turn["id"],
-            "trigger": jsondata.copy(turn["trigger"]),
+            "trigger": turn["trigger"],
             "head": self.head,
             "state": self._tree.state_at(),
-            "client_state": jsondata.copy(turn["client_state"]),
+            "client_state": turn["client_state"],
             **extra,
         }
         self._emit("decision.requested", turn_id=turn["id"], decision=decision)

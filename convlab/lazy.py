@@ -26,7 +26,7 @@ import networkx as nx
 
 from . import jsondata
 from .tokens import content_chars
-from .tree import Tree, input_tokens, new_node
+from .tree import Tree, input_tokens, new_node, nodes_in_order
 
 __all__ = ["LazyTree", "LazyEvents"]
 
@@ -211,7 +211,7 @@ class LazyTree(Tree):
 
     def nodes_in_order(self) -> list[dict[str, Any]]:
         if self._built is not None:
-            return super().nodes_in_order()
+            return [dict(a) for a in nodes_in_order(self._built)]
         return [dict(self._cache[i]) if i in self._cache else self._read(i) for i in range(len(self._ids))]
 
     @property

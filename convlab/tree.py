@@ -1,8 +1,11 @@
-"""The message tree (PROTOCOL.md section 1) on a networkx DiGraph.
+"""The message tree (PROTOCOL.md section 1), shown as a networkx DiGraph.
 
 One node per recorded message, keyed by its id, edge parent -> child. The
 root is not a message and not a node: top-level messages have ``parent``
-``None``. The tree only grows.
+``None``. The tree only grows. It keeps its nodes in flat maps (id ->
+attributes, first child, next sibling); the ``networkx.DiGraph`` that
+``Tree.graph`` (and ``Session.tree``) shows is built the first time it is
+asked for and kept up to date from then on.
 
 Beside the graph the tree keeps, per node, what the count of PROTOCOL.md 5.1
 needs so that counting never re-reads the path: the node's characters, the
@@ -364,7 +367,6 @@ class Tree:
     """
 
     def __init__(self) -> None:
-        self._graph = nx.DiGraph()
         self.roots: list[str] = []
         self.head: str | None = None
         self.seq = 0
@@ -380,17 +382,36 @@ class Tree:
         # the running exact count (exact_count): per node counted, the tokens root -> it, and by what
         self._exact: dict[str, int] = {}
         self._exact_by: Any = None
-        # id -> the graph's own attribute dict: a walk up the path reads a plain dict, not a NodeView
+        # id -> its attribute dict (in creation order); the children as first child, next sibling
+        # (flat maps of ids: no container per node for Python's collector to walk)
         self._node: dict[str, dict[str, Any]] = {}
+        self._first_kid: dict[str, str] = {}
+        self._last_kid: dict[str, str] = {}
+        self._next_kid: dict[str, str] = {}
+        self._built: nx.DiGraph | None = None
 
     @property
     def graph(self) -> nx.DiGraph:
-        """The tree as a ``networkx.DiGraph``: one node per message, edge parent -> child."""
-        return self._graph
+        """The tree as a ``networkx.DiGraph``: one node per message, edge parent -> child.
+
+        Built on first use, then kept up to date; its node dicts are the tree's
+        own (what ``node`` returns), so a change of state shows in both. Until
+        then the tree keeps no graph: a session that never asks for it (a
+        script, a replay's own bookkeeping) keeps three containers fewer a
+        message for the collector to walk."""
+        if self._built is None:
+            g = nx.DiGraph()
+            for nid, attrs in self._node.items():
+                g.add_node(nid, **attrs)
+                self._node[nid] = g.nodes[nid]
+                if attrs["parent"] is not None:
+                    g.add_edge(attrs["parent"], nid)
+            self._built = g
+        return self._built
 
     # -- storage primitives ------------------------------------------
     def _has(self, node_id: object) -> bool:
-        return node_id in self._graph
+        return node_id in self._node
 
     def _parent_of(self, node_id: str) -> str | None:
         return self._node[node_id]["parent"]
@@ -414,7 +435,7 @@ class Tree:
         self._near[node_id] = near
 
     def _kids(self, node_id: str) -> Iterable[str]:
-        return self._graph.successors(node_id)
+        return self.children(node_id)
 
     def _top_of(self, node_id: str) -> str:
         return self._root[node_id]
@@ -458,7 +479,15 @@ class Tree:
         return [jsondata.copy(self._attrs(n)) for n in self.path_ids(head)]
 
     def children(self, node_id: str | None) -> list[str]:
-        return children(self.graph, node_id, self.roots)
+        """Children of a node (None: the top-level messages), oldest first."""
+        if node_id is None:
+            return list(self.roots)
+        out = []
+        kid = self._first_kid.get(node_id)
+        while kid is not None:
+            out.append(kid)
+            kid = self._next_kid.get(kid)
+        return out
 
     def _chars_of(self, node_id: str) -> int:
         return self._chars[node_id]
@@ -580,13 +609,22 @@ class Tree:
         nid = node["id"]
         self._check_new(nid, parent)
         self.seq += 1
-        attrs = new_node(node, parent=parent, seq=self.seq)
-        self._graph.add_node(nid, **attrs)
-        self._node[nid] = stored = self._graph.nodes[nid]
+        attrs = stored = new_node(node, parent=parent, seq=self.seq)
+        if self._built is not None:
+            self._built.add_node(nid, **attrs)
+            stored = self._built.nodes[nid]
+            if parent is not None:
+                self._built.add_edge(parent, nid)
+        self._node[nid] = stored
         if parent is None:
             self.roots.append(nid)
         else:
-            self._graph.add_edge(parent, nid)
+            last = self._last_kid.get(parent)
+            if last is None:
+                self._first_kid[parent] = nid
+            else:
+                self._next_kid[last] = nid
+            self._last_kid[parent] = nid
         self._book(nid, parent, content_chars(attrs["content"]), attrs["role"] == "assistant" and input_tokens(attrs["usage"]) is not None)
         if attrs["state"] is not None:
             self._stated.add(nid)
@@ -632,7 +670,8 @@ class Tree:
 
     # -- whole tree ----------------------------------------------------
     def nodes_in_order(self) -> list[dict[str, Any]]:
-        return [dict(a) for a in nodes_in_order(self.graph)]
+        """Every node's attributes (copies of the top level) in creation (``seq``) order."""
+        return [dict(a) for a in self._node.values()]
 
     @classmethod
     def from_nodes(cls, nodes: Iterable[Mapping[str, Any]], head: str | None = None) -> "Tree":
