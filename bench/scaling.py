@@ -79,12 +79,49 @@ def run_drive(smoke: bool) -> Row:
     row.finish(num, den)
     s = drive(small)
     read = [e["usage"]["input_tokens"] for e in s.events if e["type"] == "llm.completed"]
+    full, few = collections_during(lambda: drive(big)), collections_during(lambda: drive(small))
+    off = [without_collector(lambda: drive(n)) / n for n in (big, small)]
     row.note = (f"convlab.Session() (EchoLLM, chat worker, no strategy), N submits of one user message, each a turn "
                 f"with one streamed call; CPU seconds of the process, best of {REPEATS['drive']}, alternating: "
                 f"{big:,} turns {num * big:.2f} s, {small:,} turns {den * small:.2f} s; the last call reads "
-                f"{len(s.path()) - 1:,} messages at {small:,} turns ({read[-1]:,} tokens, EchoLLM's exact count)")
-    row.extra = {"seconds_per_turn_big": a, "seconds_per_turn_small": b, "turns": [small, big]}
+                f"{2 * small - 1:,} messages at {small:,} turns ({read[-1]:,} tokens, EchoLLM's exact count); what "
+                f"still grows is Python's cyclic collector walking the live session: {full[0]} full collections "
+                f"during a {big:,}-turn run ({full[1]:.2f} s), {few[0]} during a {small:,}-turn run ({few[1]:.2f} s); "
+                f"with the collector off (one sample each) the ratio is {off[0] / off[1]:.2f}")
+    row.extra = {"seconds_per_turn_big": a, "seconds_per_turn_small": b, "turns": [small, big],
+                 "full_collections": {str(big): full, str(small): few}, "per_turn_collector_off": off}
     return row
+
+
+def collections_during(fn: Callable[[], Any]) -> tuple[int, float]:
+    """How many full (generation 2) collections ran during ``fn``, and their CPU seconds."""
+    seen = [0, 0.0, 0.0]
+
+    def watch(phase: str, info: dict) -> None:
+        if info["generation"] == 2:
+            if phase == "start":
+                seen[2] = time.process_time()
+            else:
+                seen[0] += 1
+                seen[1] += time.process_time() - seen[2]
+
+    gc.collect()
+    gc.callbacks.append(watch)
+    try:
+        fn()
+    finally:
+        gc.callbacks.remove(watch)
+    return int(seen[0]), seen[1]
+
+
+def without_collector(fn: Callable[[], Any]) -> float:
+    """CPU seconds of ``fn`` with the cyclic collector off (a diagnostic, never a row's figure)."""
+    gc.collect()
+    gc.disable()
+    try:
+        return cpu(fn)
+    finally:
+        gc.enable()
 
 
 # ----------------------------------------------------------------------
