@@ -300,3 +300,34 @@ def test_a_path_view_is_read_only_and_the_reader_owns_what_it_reads():
     t.add({"id": "u3", "role": "user", "content": "later"}, "u2")  # the tree grows: the view does not change
     assert view == plain and len(view) == 3 and repr(view) == "PathView(3 messages, head='u2')"
     assert PathView(t, None) == [] and not PathView(t, None)
+
+
+# -- the one walk and the lane rule (issue 21) over the flat maps (issue 26) ----------
+@settings(max_examples=60)
+@given(st.data())
+def test_the_walk_and_the_lanes_read_the_graph_as_the_flat_maps_hold_it(data):
+    """path_to, nodes_in_order, children, newest_leaves and lane_from over ``Tree.graph`` (built
+    when first asked for, part way through, then kept up to date) say what the tree's own flat
+    maps say, on a Tree and on a LazyTree; following a lane lands where a checkout does."""
+    from convlab.tree import lane_child, lane_from, newest_leaves, nodes_in_order, path_to
+
+    for kind in (0, 1):
+        t, ids = data.draw(grown(kind))
+        graph = t.graph  # built now, from the flat maps
+        more = data.draw(st.integers(0, 5))
+        for i in range(more):  # added after: the graph follows
+            nid = f"m{i}"
+            t.add({"id": nid, "role": "user", "content": "later"}, data.draw(st.sampled_from([None, *ids])))
+            ids.append(nid)
+        assert t.graph is graph and set(graph.nodes) == set(ids)
+        assert [a["id"] for a in nodes_in_order(graph)] == [a["id"] for a in t.nodes_in_order()] == ids
+        newest = newest_leaves(nodes_in_order(graph))
+        for nid in [None, *ids]:
+            assert children(graph, nid, t.roots) == t.children(nid)
+        for nid in ids:
+            assert path_to(graph.nodes, nid) == t.path_ids(nid)
+            assert newest[nid] == graph.nodes[newest_leaf(graph, nid)]["seq"]
+            lane = lane_from(graph, nid, newest)
+            assert lane[-1] == newest_leaf(graph, nid) and path_to(graph.nodes, lane[-1])[-len(lane):] == lane
+            kids = t.children(nid)
+            assert lane_child(kids, newest, on_path=kids[-1] if kids else None) == (kids[-1] if kids else None)
