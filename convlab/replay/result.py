@@ -144,9 +144,10 @@ class Replay:
         (3010, 3012, 0.012252)
         """
         calls = [c for c in self.calls if "cached" in c]
-        if not calls:
+        if not calls:  # not costed, or no model call at all (a priced replay of no call costs its summaries: nothing)
+            usd = sum(s.get("usd") or 0.0 for s in self.summary_calls) if self.priced else math.nan
             return {"cached": 0, "cache_write": 0, "logged_cached": math.nan, "err_cached_mean": math.nan,
-                    "err_cached_p95": math.nan, "cached_share": math.nan, "usd": math.nan}
+                    "err_cached_p95": math.nan, "cached_share": math.nan, "usd": usd}
         logged = [c for c in calls if c["logged_cached"] is not None]
         errors = [c["cached"] - c["logged_cached"] for c in logged]
         read = sum(int(c["read"]) for c in calls)
