@@ -2,7 +2,8 @@
 
 The engine keeps the active branch in memory; every other branch stays in the
 session log and is loaded again when a view names it. ``Session.load(path,
-lazy=True)`` does the same: ``LazyTree`` keeps, per message, its id, parent,
+lazy=True)`` does the same: ``LazyTree`` (a ``Tree`` over a ``LogStore``, the
+storage protocol of ``convlab.tree``) keeps, per message, its id, parent,
 role, depth, top-level message and nearest node with worker state, character
 counts, the reported input of a model reply and the byte offset of its
 ``message.new`` line, in flat arrays (tens of bytes a message, not the
@@ -19,16 +20,15 @@ from __future__ import annotations
 import json
 import os
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Iterator
 
 import networkx as nx
 
 from . import jsondata
-from .tokens import content_chars
-from .tree import Tree, input_tokens, new_node, nodes_in_order
+from .tree import Record, Tree, new_node, nodes_in_order
 
-__all__ = ["LazyTree", "LazyEvents"]
+__all__ = ["LazyTree", "LogStore", "LazyEvents"]
 
 _ROLE_CODES = {"system": 0, "user": 1, "assistant": 2, "tool": 3}
 
@@ -51,15 +51,16 @@ class _LogReader:
             self._fh.close()
 
 
-class LazyTree(Tree):
-    """A ``Tree`` whose messages' contents stay in the session log.
-
-    ``offset`` is the byte offset of the ``message.new`` line being applied
-    while loading; messages added after loading (offset -1) are kept in memory.
+class LogStore:
+    """A ``NodeStore`` (``convlab.tree``) that keeps messages' contents in the session
+    log: per node, flat arrays of indices and numbers (its parent, children,
+    ``Record`` and nearest node with worker state) and the byte offset of its
+    ``message.new`` line, from which its attributes are read when asked for (then
+    kept). ``offset`` is the offset of the line being applied while loading; a node
+    put with offset -1 (added after loading) is kept in memory.
     """
 
     def __init__(self, path: str | os.PathLike):
-        super().__init__()
         self._reader = _LogReader(path)
         self.offset = -1
         self._idx: dict[str, int] = {}
@@ -81,100 +82,37 @@ class LazyTree(Tree):
         self._states: dict[int, Any] = {}
         self._built: nx.DiGraph | None = None
 
-    # -- storage primitives ------------------------------------------
-    def _has(self, node_id: object) -> bool:
+    def __contains__(self, node_id: object) -> bool:
         return node_id in self._idx
 
-    def _parent_of(self, node_id: str) -> str | None:
-        p = self._par[self._idx[node_id]]
-        return None if p < 0 else self._ids[p]
-
-    def _read(self, i: int) -> dict[str, Any]:
-        ev = self._reader.read(self._noff[i])
-        msg = ev["message"]
-        attrs = new_node(msg)
-        attrs["state"] = jsondata.copy(self._states.get(i))
-        return attrs
-
-    def _attrs(self, node_id: str) -> dict[str, Any]:
-        if self._built is not None:
-            return self._built.nodes[node_id]
-        i = self._idx[node_id]
-        attrs = self._cache.get(i)
-        if attrs is None:
-            attrs = self._cache[i] = self._read(i)
-        return attrs
-
-    def _state_of(self, node_id: str) -> Any:
-        return self._states.get(self._idx[node_id])
-
-    def _input_of(self, node_id: str) -> int:
-        return self._ninput[self._idx[node_id]]
-
-    def _chars_of(self, node_id: str) -> int:
-        return self._nchars[self._idx[node_id]]
-
-    def _cum_of(self, node_id: str) -> int:
-        return self._ncum[self._idx[node_id]]
-
-    def _any_state(self) -> bool:
-        return bool(self._states)
-
-    def _depth_of(self, node_id: str) -> int:
-        return self._ndepth[self._idx[node_id]]
-
-    def _top_of(self, node_id: str) -> str:
-        return self._ids[self._nroot[self._idx[node_id]]]
-
-    def _near_of(self, node_id: str) -> str | None:
-        k = self._nnear[self._idx[node_id]]
-        return None if k < 0 else self._ids[k]
-
-    def _put_near(self, node_id: str, near: str | None) -> None:
-        self._nnear[self._idx[node_id]] = -1 if near is None else self._idx[near]
-
-    def _kids(self, node_id: str) -> list[str]:
-        return self.children(node_id)
-
-    def _last_of(self, node_id: str) -> str | None:
-        k = self._nlast[self._idx[node_id]]
-        return None if k < 0 else self._ids[k]
-
-    # -- writing -------------------------------------------------------
-    def add(self, node: Mapping[str, Any], parent: str | None) -> dict[str, Any]:
-        nid = node["id"]
-        self._check_new(nid, parent)
-        self.seq += 1
-        attrs = new_node(node, parent=parent, seq=self.seq)
+    def put(self, attrs: dict[str, Any], record: Record) -> dict[str, Any]:
+        nid, parent = attrs["id"], attrs["parent"]
+        idx = self._idx
         i = len(self._ids)
-        p = -1 if parent is None else self._idx[parent]
-        self._idx[nid] = i
+        p = -1 if parent is None else idx[parent]
+        idx[nid] = i
         self._ids.append(nid)
         self._par.append(p)
         self._role.append(_ROLE_CODES[attrs["role"]])
-        chars = content_chars(attrs["content"])
-        self._nchars.append(chars)
-        self._ncum.append(chars + (self._ncum[p] if p >= 0 else 0))
-        reported = input_tokens(attrs["usage"]) if attrs["role"] == "assistant" else None
-        self._ninput.append(-1 if reported is None else reported)
-        self._nlast.append(i if reported is not None else (self._nlast[p] if p >= 0 else -1))
+        self._nchars.append(record.chars)
+        self._ncum.append(record.cum)
+        self._ninput.append(-1 if record.reported is None else record.reported)
+        self._nlast.append(-1 if record.last_call is None else idx[record.last_call])
         self._noff.append(self.offset)
         self._first.append(-1)
         self._lastkid.append(-1)
         self._next.append(-1)
-        self._ndepth.append(1 if p < 0 else self._ndepth[p] + 1)
-        self._nroot.append(i if p < 0 else self._nroot[p])
+        self._ndepth.append(record.depth)
+        self._nroot.append(idx[record.top])
+        self._nnear.append(-1)
         if p >= 0:
             if self._first[p] < 0:
                 self._first[p] = i
             else:
                 self._next[self._lastkid[p]] = i
             self._lastkid[p] = i
-        else:
-            self.roots.append(nid)
         if attrs["state"] is not None:
             self._states[i] = jsondata.copy(attrs["state"])
-        self._nnear.append(i if attrs["state"] is not None else self._nnear[p] if p >= 0 else -1)
         if self.offset < 0:
             self._cache[i] = attrs
         if self._built is not None:
@@ -184,19 +122,32 @@ class LazyTree(Tree):
             return self._built.nodes[nid]
         return attrs
 
-    def set_state(self, node_id: str, state: Any) -> None:
-        i = self._idx[node_id]
-        self._states[i] = jsondata.copy(state)
-        if self._built is not None:
-            self._built.nodes[node_id]["state"] = jsondata.copy(state)
-        elif i in self._cache:
-            self._cache[i]["state"] = jsondata.copy(state)
-        self._renear(node_id)
+    def _read(self, i: int) -> dict[str, Any]:
+        ev = self._reader.read(self._noff[i])
+        attrs = new_node(ev["message"])
+        attrs["state"] = jsondata.copy(self._states.get(i))
+        return attrs
 
-    # -- reading -------------------------------------------------------
-    def children(self, node_id: str | None) -> list[str]:
-        if node_id is None:
-            return list(self.roots)
+    def attrs(self, node_id: str) -> dict[str, Any]:
+        if self._built is not None:
+            return self._built.nodes[node_id]
+        i = self._idx[node_id]
+        attrs = self._cache.get(i)
+        if attrs is None:
+            attrs = self._cache[i] = self._read(i)
+        return attrs
+
+    def parent(self, node_id: str) -> str | None:
+        p = self._par[self._idx[node_id]]
+        return None if p < 0 else self._ids[p]
+
+    def record(self, node_id: str) -> Record:
+        i, ids = self._idx[node_id], self._ids
+        last, reported = self._nlast[i], self._ninput[i]
+        return Record(self._ndepth[i], ids[self._nroot[i]], self._nchars[i], self._ncum[i],
+                      None if last < 0 else ids[last], None if reported < 0 else reported)
+
+    def children(self, node_id: str) -> list[str]:
         out = []
         k = self._first[self._idx[node_id]]
         while k >= 0:
@@ -204,17 +155,29 @@ class LazyTree(Tree):
             k = self._next[k]
         return out
 
-    def warm(self, node_ids: list[str]) -> None:
-        """Read these messages into memory now (the active path after loading)."""
-        for n in node_ids:
-            self._attrs(n)
+    def state(self, node_id: str) -> Any:
+        return self._states.get(self._idx[node_id])
+
+    def set_state(self, node_id: str, state: Any) -> None:
+        i = self._idx[node_id]
+        self._states[i] = state
+        if self._built is not None:
+            self._built.nodes[node_id]["state"] = jsondata.copy(state)
+        elif i in self._cache:
+            self._cache[i]["state"] = jsondata.copy(state)
+
+    def near(self, node_id: str) -> str | None:
+        k = self._nnear[self._idx[node_id]]
+        return None if k < 0 else self._ids[k]
+
+    def set_near(self, node_id: str, near: str | None) -> None:
+        self._nnear[self._idx[node_id]] = -1 if near is None else self._idx[near]
 
     def nodes_in_order(self) -> list[dict[str, Any]]:
         if self._built is not None:
             return [dict(a) for a in nodes_in_order(self._built)]
         return [dict(self._cache[i]) if i in self._cache else self._read(i) for i in range(len(self._ids))]
 
-    @property
     def graph(self) -> nx.DiGraph:
         """The whole graph, built on first use by reading every message (then kept)."""
         if self._built is None:
@@ -228,6 +191,33 @@ class LazyTree(Tree):
             self._built = g
             self._cache = {}
         return self._built
+
+
+class LazyTree(Tree):
+    """A ``Tree`` whose messages' contents stay in the session log: a ``Tree`` over a
+    ``LogStore``; it adds only what loading needs (``offset``, ``warm``).
+
+    ``offset`` is the byte offset of the ``message.new`` line being applied
+    while loading; messages added after loading (offset -1) are kept in memory.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self._log_store = LogStore(path)
+        super().__init__(self._log_store)
+
+    @property
+    def offset(self) -> int:
+        """The byte offset of the ``message.new`` line being applied (-1: none)."""
+        return self._log_store.offset
+
+    @offset.setter
+    def offset(self, value: int) -> None:
+        self._log_store.offset = value
+
+    def warm(self, node_ids: list[str]) -> None:
+        """Read these messages into memory now (the active path after loading)."""
+        for n in node_ids:
+            self.node(n)
 
 
 class LazyEvents(Sequence):

@@ -2,25 +2,27 @@
 
 One node per recorded message, keyed by its id, edge parent -> child. The
 root is not a message and not a node: top-level messages have ``parent``
-``None``. The tree only grows. It keeps its nodes in flat maps (id ->
-attributes, first child, next sibling); the ``networkx.DiGraph`` that
-``Tree.graph`` (and ``Session.tree``) shows is built the first time it is
-asked for and kept up to date from then on.
+``None``. The tree only grows. It keeps its nodes in a store (``NodeStore``, the
+storage protocol: a node's attributes, parent, children, worker state and fixed
+``Record``); the default ``MemoryStore`` keeps flat maps, and the
+``networkx.DiGraph`` that ``Tree.graph`` (and ``Session.tree``) shows is built the
+first time it is asked for and kept up to date from then on. ``convlab.lazy``
+supplies a store that keeps contents in the session log; every rule is here.
 
 Beside the graph the tree keeps, per node, what the count of PROTOCOL.md 5.1
-needs so that counting never re-reads the path: the node's characters, the
-characters from the root to it (inclusive), and the nearest node at or above
-it whose ``usage`` came from a model reply; for a ``PathView`` (what a model
-call reads), the node's depth and its top-level message, and the running
-exact count of the paths counted so far (``exact_count``). Matching a view uses the id index
-(the graph's node dict) and one parent check per message: it never walks the
-tree.
+needs so that counting never re-reads the path (its ``Record``): the node's
+characters, the characters from the root to it (inclusive), and the nearest node
+at or above it whose ``usage`` came from a model reply; for a ``PathView`` (what
+a model call reads), the node's depth and its top-level message; the nearest
+node with worker state at or above it (``state_at``); and the running exact
+count of the paths counted so far (``exact_count``). Matching a view uses the
+id index and one parent check per message: it never walks the tree.
 
 This module knows nothing of turns, decisions or the engine.
 """
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Callable, Iterable, Iterator, NotRequired, TypedDict
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, NotRequired, Protocol, TypedDict
 
 import networkx as nx
 
@@ -29,6 +31,9 @@ from .tokens import content_chars, content_text, count_tokens, estimate
 
 __all__ = [
     "Tree",
+    "NodeStore",
+    "MemoryStore",
+    "Record",
     "PathView",
     "MessageView",
     "Node",
@@ -428,6 +433,144 @@ class PathView(Sequence):
         return self._tree.exact_count(self._head, count)
 
 
+class Record(NamedTuple):
+    """What recording a node fixes for good (the tree only grows), kept per node so
+    that nothing per turn re-reads the path: the count of PROTOCOL.md 5.1 and a
+    ``PathView`` read it. ``Tree`` computes it once, from the parent's; a store
+    keeps it."""
+
+    depth: int  # messages root -> the node (1: a top-level one)
+    top: str  # the top-level message its path starts with
+    chars: int  # its characters (content_chars)
+    cum: int  # the characters root -> it, inclusive
+    last_call: str | None  # the nearest model reply (with reported input) at or above it
+    reported: int | None  # its reported input, if it is a model reply (input_tokens)
+
+
+class NodeStore(Protocol):
+    """Where a ``Tree`` keeps its nodes: the storage protocol. ``Tree`` owns every
+    rule (ids, the count, worker state, views, lanes) and asks a store only for
+    these. ``MemoryStore`` (the default) keeps all in memory; ``convlab.lazy``
+    supplies one that keeps contents in the session log.
+
+    - ``node in store``: whether ``node`` is recorded;
+    - ``put(attrs, record)``: record a new node (``attrs`` from ``new_node``, its
+      ``parent`` recorded already) and return its stored attribute dict;
+    - ``attrs(node)``: its attribute dict (loaded on demand: the tree's own, which
+      ``Tree.node`` gives); ``parent(node)``; ``record(node)``: its ``Record``;
+    - ``children(node)``: its children, oldest first;
+    - ``state(node)`` / ``set_state(node, state)``: its worker state (``state``
+      already the store's own copy), without loading the node;
+    - ``near(node)`` / ``set_near(node, near)``: the nearest node with worker state
+      at or above it (``None``: none), what ``Tree.state_at`` reads;
+    - ``nodes_in_order()``: every node's attributes (copies of the top level) in
+      ``seq`` order; ``graph()``: the whole tree as a ``networkx.DiGraph`` whose node
+      dicts are the attribute dicts from then on, kept up to date by ``put``.
+    """
+
+    def __contains__(self, node_id: object) -> bool: ...
+    def put(self, attrs: dict[str, Any], record: Record) -> dict[str, Any]: ...
+    def attrs(self, node_id: str) -> dict[str, Any]: ...
+    def parent(self, node_id: str) -> str | None: ...
+    def record(self, node_id: str) -> Record: ...
+    def children(self, node_id: str) -> list[str]: ...
+    def state(self, node_id: str) -> Any: ...
+    def set_state(self, node_id: str, state: Any) -> None: ...
+    def near(self, node_id: str) -> str | None: ...
+    def set_near(self, node_id: str, near: str | None) -> None: ...
+    def nodes_in_order(self) -> list[dict[str, Any]]: ...
+    def graph(self) -> nx.DiGraph: ...
+
+
+class MemoryStore:
+    """A ``NodeStore`` in memory, ``Tree``'s default: flat maps of ids (id -> attribute
+    dict, first child, next sibling, record, nearest state), no container per node
+    beyond its attributes and record. The ``networkx.DiGraph`` is built the first
+    time it is asked for: until then a session that never asks for it (a script, a
+    replay's own bookkeeping) keeps three containers fewer a message for the
+    collector to walk.
+
+    >>> s = MemoryStore(); _ = s.put(new_node({"role": "user"}, id="u1", seq=1), Record(1, "u1", 0, 0, None, None))
+    >>> "u1" in s, s.parent("u1"), s.record("u1").depth, s.children("u1")
+    (True, None, 1, [])
+    """
+
+    def __init__(self) -> None:
+        self._node: dict[str, dict[str, Any]] = {}  # in creation order
+        self._rec: dict[str, Record] = {}
+        self._near: dict[str, str | None] = {}
+        self._first_kid: dict[str, str] = {}
+        self._last_kid: dict[str, str] = {}
+        self._next_kid: dict[str, str] = {}
+        self._built: nx.DiGraph | None = None
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self._node
+
+    def put(self, attrs: dict[str, Any], record: Record) -> dict[str, Any]:
+        nid, parent = attrs["id"], attrs["parent"]
+        stored = attrs
+        if self._built is not None:
+            self._built.add_node(nid, **attrs)
+            stored = self._built.nodes[nid]
+            if parent is not None:
+                self._built.add_edge(parent, nid)
+        self._node[nid] = stored
+        self._rec[nid] = record
+        self._near[nid] = None
+        if parent is not None:
+            last = self._last_kid.get(parent)
+            if last is None:
+                self._first_kid[parent] = nid
+            else:
+                self._next_kid[last] = nid
+            self._last_kid[parent] = nid
+        return stored
+
+    def attrs(self, node_id: str) -> dict[str, Any]:
+        return self._node[node_id]
+
+    def parent(self, node_id: str) -> str | None:
+        return self._node[node_id]["parent"]
+
+    def record(self, node_id: str) -> Record:
+        return self._rec[node_id]
+
+    def children(self, node_id: str) -> list[str]:
+        out = []
+        kid = self._first_kid.get(node_id)
+        while kid is not None:
+            out.append(kid)
+            kid = self._next_kid.get(kid)
+        return out
+
+    def state(self, node_id: str) -> Any:
+        return self._node[node_id]["state"]
+
+    def set_state(self, node_id: str, state: Any) -> None:
+        self._node[node_id]["state"] = state
+
+    def near(self, node_id: str) -> str | None:
+        return self._near[node_id]
+
+    def set_near(self, node_id: str, near: str | None) -> None:
+        self._near[node_id] = near
+
+    def nodes_in_order(self) -> list[dict[str, Any]]:
+        return [dict(a) for a in self._node.values()]
+
+    def graph(self) -> nx.DiGraph:
+        if self._built is None:
+            g = nx.DiGraph()
+            for nid, attrs in self._node.items():
+                g.add_node(nid, **attrs)
+                self._node[nid] = g.nodes[nid]
+                if attrs["parent"] is not None:
+                    g.add_edge(attrs["parent"], nid)
+            self._built = g
+        return self._built
+
+
 class Tree:
     """A message tree with a head.
 
@@ -440,111 +583,54 @@ class Tree:
     >>> t.match([{"id": "u1", "role": "user", "content": "?"}, {"role": "user", "content": "LA?"}])
     (1, 'u1')
 
-    The storage primitives (``_has``, ``_parent_of``, ``_attrs``, ``_state_of``,
-    ``_kids``, the per-node bookkeeping: ``_depth_of``, ``_top_of``, ``_near_of``,
-    and the count's) are all that ``convlab.lazy.LazyTree``
-    overrides to keep contents in the session log instead of in memory.
+    Its nodes live in a ``store`` (a ``NodeStore``; default: a ``MemoryStore``);
+    ``convlab.lazy.LazyTree`` is a ``Tree`` over a store that keeps contents in the
+    session log. Every rule is here, written once, whatever the store.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, store: NodeStore | None = None) -> None:
         self.roots: list[str] = []
         self.head: str | None = None
         self.seq = 0
-        # per node, for the count (PROTOCOL.md 5.1) without re-reading the path
-        self._chars: dict[str, int] = {}
-        self._cum: dict[str, int] = {}
-        self._last_call: dict[str, str | None] = {}
-        self._stated: set[str] = set()  # nodes with worker state: state_at is O(1) without any
-        # per node, for a PathView: its depth (messages root -> it) and its top-level ancestor
-        self._depth: dict[str, int] = {}
-        self._root: dict[str, str] = {}
-        self._near: dict[str, str | None] = {}  # the nearest node with worker state at or above (state_at)
+        self._store: NodeStore = MemoryStore() if store is None else store
+        self._stated = False  # any worker state set: state_at is O(1) without any
         # the running exact count (exact_count): per node counted, the tokens root -> it, and by what
         self._exact: dict[str, int] = {}
         self._exact_by: Any = None
-        # id -> its attribute dict (in creation order); the children as first child, next sibling
-        # (flat maps of ids: no container per node for Python's collector to walk)
-        self._node: dict[str, dict[str, Any]] = {}
-        self._first_kid: dict[str, str] = {}
-        self._last_kid: dict[str, str] = {}
-        self._next_kid: dict[str, str] = {}
-        self._built: nx.DiGraph | None = None
 
     @property
     def graph(self) -> nx.DiGraph:
         """The tree as a ``networkx.DiGraph``: one node per message, edge parent -> child.
 
         Built on first use, then kept up to date; its node dicts are the tree's
-        own (what ``node`` returns), so a change of state shows in both. Until
-        then the tree keeps no graph: a session that never asks for it (a
-        script, a replay's own bookkeeping) keeps three containers fewer a
-        message for the collector to walk."""
-        if self._built is None:
-            g = nx.DiGraph()
-            for nid, attrs in self._node.items():
-                g.add_node(nid, **attrs)
-                self._node[nid] = g.nodes[nid]
-                if attrs["parent"] is not None:
-                    g.add_edge(attrs["parent"], nid)
-            self._built = g
-        return self._built
-
-    # -- storage primitives ------------------------------------------
-    def _has(self, node_id: object) -> bool:
-        return node_id in self._node
-
-    def _parent_of(self, node_id: str) -> str | None:
-        return self._node[node_id]["parent"]
-
-    def _attrs(self, node_id: str) -> dict[str, Any]:
-        return self._node[node_id]
-
-    def _state_of(self, node_id: str) -> Any:
-        return self._node[node_id]["state"]
-
-    def _input_of(self, node_id: str) -> int:
-        return input_tokens(self._node[node_id]["usage"])
-
-    def _depth_of(self, node_id: str) -> int:
-        return self._depth[node_id]
-
-    def _near_of(self, node_id: str) -> str | None:
-        return self._near[node_id]
-
-    def _put_near(self, node_id: str, near: str | None) -> None:
-        self._near[node_id] = near
-
-    def _kids(self, node_id: str) -> Iterable[str]:
-        return self.children(node_id)
-
-    def _top_of(self, node_id: str) -> str:
-        return self._root[node_id]
+        own (what ``node`` returns), so a change of state shows in both."""
+        return self._store.graph()
 
     # -- reading -------------------------------------------------------
     def __contains__(self, node_id: object) -> bool:
-        return self._has(node_id)
+        return node_id in self._store
 
     def __len__(self) -> int:
         return self.seq
 
     def node(self, node_id: str) -> dict[str, Any]:
-        return self._attrs(node_id)
+        return self._store.attrs(node_id)
 
     def parent(self, node_id: str) -> str | None:
         """The parent of a recorded message (None: a top-level one)."""
-        return self._parent_of(node_id)
+        return self._store.parent(node_id)
 
     def depth(self, node_id: str) -> int:
         """How many messages the path root -> ``node_id`` holds (1: a top-level one), O(1)."""
-        return self._depth_of(node_id)
+        return self._store.record(node_id).depth
 
     def root_of(self, node_id: str) -> str:
         """The top-level message the path to ``node_id`` starts with, O(1)."""
-        return self._top_of(node_id)
+        return self._store.record(node_id).top
 
     def ancestors(self, node_id: str | None) -> Iterator[str]:
         """``node_id`` and its ancestors, head first (up the parent links)."""
-        parent_of = self._parent_of
+        parent_of = self._store.parent
         while node_id is not None:
             yield node_id
             node_id = parent_of(node_id)
@@ -556,35 +642,18 @@ class Tree:
 
     def path(self, head: str | None = None) -> list[dict[str, Any]]:
         """Node dicts root -> head (copies that share nothing with the tree)."""
-        return [jsondata.copy(self._attrs(n)) for n in self.path_ids(head)]
+        attrs = self._store.attrs
+        return [jsondata.copy(attrs(n)) for n in self.path_ids(head)]
 
     def children(self, node_id: str | None) -> list[str]:
         """Children of a node (None: the top-level messages), oldest first."""
-        if node_id is None:
-            return list(self.roots)
-        out = []
-        kid = self._first_kid.get(node_id)
-        while kid is not None:
-            out.append(kid)
-            kid = self._next_kid.get(kid)
-        return out
-
-    def _chars_of(self, node_id: str) -> int:
-        return self._chars[node_id]
-
-    def _cum_of(self, node_id: str) -> int:
-        return self._cum[node_id]
-
-    def _last_of(self, node_id: str) -> str | None:
-        return self._last_call[node_id]
+        return list(self.roots) if node_id is None else self._store.children(node_id)
 
     def messages(self, head: str | None = None) -> list[dict[str, Any]]:
         """The messages root -> ``head`` as the model reads them (fresh dicts)."""
         head = self.head if head is None else head
-        return [message_of(self._attrs(n)) for n in self.path_ids(head)] if head is not None else []
-
-    def _any_state(self) -> bool:
-        return bool(self._stated)
+        attrs = self._store.attrs
+        return [message_of(attrs(n)) for n in self.path_ids(head)] if head is not None else []
 
     def exact_count(self, head: str | None = None, count: Callable[[Mapping[str, Any]], int] | None = None) -> int:
         """The exact tokens of the messages root -> ``head`` (default: the head):
@@ -611,11 +680,12 @@ class Tree:
         done = self._exact
         todo: list[str] = []
         node: str | None = head
+        parent_of = self._store.parent
         while node is not None and node not in done:
             todo.append(node)
-            node = self._parent_of(node)
+            node = parent_of(node)
         total = 0 if node is None else done[node]
-        attrs = self._attrs
+        attrs = self._store.attrs
         for n in reversed(todo):
             if count is None:
                 content = attrs(n)["content"]
@@ -635,11 +705,11 @@ class Tree:
         head = self.head if head is None else head
         if head is None:
             return 0
-        last = self._last_of(head)
-        if last is None:
-            return estimate(self._cum_of(head))
-        since = self._cum_of(head) - self._cum_of(last) + self._chars_of(last)
-        return self._input_of(last) + estimate(since)
+        rec = self._store.record(head)
+        if rec.last_call is None:
+            return estimate(rec.cum)
+        last = rec if rec.last_call == head else self._store.record(rec.last_call)
+        return last.reported + estimate(rec.cum - last.cum + last.chars)  # type: ignore[operator]  # a last_call has reported input
 
     # -- matching a view (PROTOCOL.md 2) ------------------------------
     def match(self, view: list[Mapping[str, Any]]) -> tuple[int, str | None]:
@@ -649,12 +719,13 @@ class Tree:
         Raises ``ViewError`` when the known ids are not a path of the tree, or
         when a message in the rest reuses a recorded id or an id twice.
         """
-        has, parent_of = self._has, self._parent_of
+        store = self._store
+        parent_of = store.parent
         parent: str | None = None
         k = 0
         for k, msg in enumerate(view):
             mid = msg.get("id")
-            if mid is None or not has(mid):
+            if mid is None or mid not in store:
                 break
             if parent_of(mid) != parent:
                 where = "a top-level message" if parent is None else f"a child of {parent!r}"
@@ -667,7 +738,7 @@ class Tree:
             mid = view[j].get("id")
             if mid is None:
                 continue
-            if has(mid):
+            if mid in store:
                 raise ViewError(f"messages[{j}]: id {mid!r} is already recorded; a new message needs a new id or none")
             if mid in seen:
                 raise ViewError(f"messages[{j}]: id {mid!r} appears twice in the view")
@@ -676,9 +747,9 @@ class Tree:
 
     # -- writing -------------------------------------------------------
     def _check_new(self, nid: str, parent: str | None) -> None:
-        if self._has(nid):
+        if nid in self._store:
             raise ValueError(f"id {nid!r} is already recorded")
-        if parent is not None and not self._has(parent):
+        if parent is not None and parent not in self._store:
             raise ValueError(f"parent {parent!r} is not recorded")
 
     def add(self, node: Mapping[str, Any], parent: str | None) -> dict[str, Any]:
@@ -690,67 +761,57 @@ class Tree:
         nid = node["id"]
         self._check_new(nid, parent)
         self.seq += 1
-        attrs = stored = new_node(node, parent=parent, seq=self.seq)
-        if self._built is not None:
-            self._built.add_node(nid, **attrs)
-            stored = self._built.nodes[nid]
-            if parent is not None:
-                self._built.add_edge(parent, nid)
-        self._node[nid] = stored
+        attrs = new_node(node, parent=parent, seq=self.seq)
+        store = self._store
+        stored = store.put(attrs, self._record(nid, parent, attrs))
         if parent is None:
             self.roots.append(nid)
-        else:
-            last = self._last_kid.get(parent)
-            if last is None:
-                self._first_kid[parent] = nid
-            else:
-                self._next_kid[last] = nid
-            self._last_kid[parent] = nid
-        self._book(nid, parent, content_chars(attrs["content"]), attrs["role"] == "assistant" and input_tokens(attrs["usage"]) is not None)
         if attrs["state"] is not None:
-            self._stated.add(nid)
-        self._near[nid] = nid if attrs["state"] is not None else None if parent is None else self._near[parent]
+            self._stated = True
+            store.set_near(nid, nid)
+        elif parent is not None:
+            store.set_near(nid, store.near(parent))
         return stored
 
-    def _book(self, nid: str, parent: str | None, chars: int, is_call: bool) -> None:
-        self._chars[nid] = chars
-        self._depth[nid] = 1 if parent is None else self._depth[parent] + 1
-        self._root[nid] = nid if parent is None else self._root[parent]
-        self._cum[nid] = chars + (self._cum[parent] if parent is not None else 0)
-        if is_call:
-            self._last_call[nid] = nid
-        else:
-            self._last_call[nid] = self._last_call[parent] if parent is not None else None
+    def _record(self, nid: str, parent: str | None, attrs: Mapping[str, Any]) -> Record:
+        """The new node's ``Record``, from its parent's."""
+        chars = content_chars(attrs["content"])
+        reported = input_tokens(attrs["usage"]) if attrs["role"] == "assistant" else None
+        call = nid if reported is not None else None
+        if parent is None:
+            return Record(1, nid, chars, chars, call, reported)
+        up = self._store.record(parent)
+        return Record(up.depth + 1, up.top, chars, chars + up.cum, up.last_call if call is None else call, reported)
 
     def set_state(self, node_id: str, state: Any) -> None:
-        self._attrs(node_id)["state"] = jsondata.copy(state)
-        self._stated.add(node_id)
+        self._store.set_state(node_id, jsondata.copy(state))
+        self._stated = True
         self._renear(node_id)
 
     def _renear(self, node_id: str) -> None:
         """The nearest node with state, at or above ``node_id`` and each node under it,
         after ``node_id``'s state changed. O(1) for a leaf (the head, as a rule); else
         the nodes under it down to the next ones with state of their own."""
+        store = self._store
         todo = [node_id]
         while todo:
             n = todo.pop()
-            if n != node_id and self._state_of(n) is not None:
+            if n != node_id and store.state(n) is not None:
                 continue  # its own state is nearest for all under it
-            parent = self._parent_of(n)
-            self._put_near(n, n if self._state_of(n) is not None else None if parent is None else self._near_of(parent))
-            todo.extend(self._kids(n))
+            parent = store.parent(n)
+            store.set_near(n, n if store.state(n) is not None else None if parent is None else store.near(parent))
+            todo.extend(store.children(n))
 
     def state_at(self, head: str | None = None) -> dict[str, Any]:
         """The worker state nearest the head on the path (PROTOCOL.md 6); ``{}`` if
         none. O(1): each node knows the nearest node with state at or above it."""
-        if not self._any_state():
+        if not self._stated:
             return {}
         head = self.head if head is None else head
-        near = None if head is None else self._near_of(head)
-        return {} if near is None else jsondata.copy(self._state_of(near))
+        near = None if head is None else self._store.near(head)
+        return {} if near is None else jsondata.copy(self._store.state(near))
 
     # -- whole tree ----------------------------------------------------
     def nodes_in_order(self) -> list[dict[str, Any]]:
         """Every node's attributes (copies of the top level) in creation (``seq``) order."""
-        return [dict(a) for a in self._node.values()]
-
+        return self._store.nodes_in_order()

@@ -33,11 +33,11 @@ def test_only_the_active_path_is_read_at_load(logged):
     lazy = convlab.Session.load(path, lazy=True, append=False)
     tree = lazy._tree
     assert isinstance(tree, LazyTree) and isinstance(lazy.events, LazyEvents)
-    assert len(tree._cache) == len(s.path())  # the warmed path, nothing else
+    assert len(tree._store._cache) == len(s.path())  # the warmed path, nothing else
     assert lazy.path() == s.path() and lazy.tokens() == s.tokens() and lazy.state == s.state
     off_path = next(n for n in s.tree.nodes if n not in {p["id"] for p in s.path()})
     assert tree.node(off_path) == s.tree.nodes[off_path]
-    assert len(tree._cache) == len(s.path()) + 1  # read when asked, then kept
+    assert len(tree._store._cache) == len(s.path()) + 1  # read when asked, then kept
 
 
 def test_children_roots_and_the_whole_graph_equal_eager(logged):

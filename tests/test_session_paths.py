@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 import convlab
-from convlab.tree import PathView, Tree
+from convlab.tree import MemoryStore, PathView, Tree
 from session_support import make, message, m
 
 
@@ -78,18 +78,18 @@ def test_scripted_llm_keeps_the_view_and_echo_counts_it_exactly():
 
 
 class Reads:
-    """Counts what the tree is asked for: a message's attributes, a parent link."""
+    """Counts what the tree asks its store for: a message's attributes, a parent link."""
 
     def __init__(self, monkeypatch):
         self.n = 0
-        for name in ("_attrs", "_parent_of"):
-            original = getattr(Tree, name)
+        for name in ("attrs", "parent"):
+            original = getattr(MemoryStore, name)
 
             def counted(tree, node_id, _original=original):
                 self.n += 1
                 return _original(tree, node_id)
 
-            monkeypatch.setattr(Tree, name, counted)
+            monkeypatch.setattr(MemoryStore, name, counted)
 
     def during(self, act) -> int:
         before = self.n

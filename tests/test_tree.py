@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from convlab.tokens import content_chars
 from convlab.tree import (
     MESSAGE_KEYS,
+    MemoryStore,
     RECORDED,
     Node,
     Tree,
@@ -266,8 +267,8 @@ def test_the_running_exact_count_reads_only_what_it_has_not_counted(monkeypatch)
     t = chain(*[(f"n{i}", f"n{i - 1}" if i else None, "user", f"message number {i}") for i in range(200)])
     assert t.exact_count("n199") == count_tokens(t.messages("n199"))
     read = []
-    original = Tree._attrs
-    monkeypatch.setattr(Tree, "_attrs", lambda self, n: read.append(n) or original(self, n))
+    original = MemoryStore.attrs
+    monkeypatch.setattr(MemoryStore, "attrs", lambda self, n: read.append(n) or original(self, n))
     t.add({"id": "x", "role": "assistant", "content": "a reply"}, "n199")
     t.add({"id": "y", "role": "user", "content": "and a branch"}, "n150")
     x, y = t.exact_count("x"), t.exact_count("y")
