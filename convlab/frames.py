@@ -1,7 +1,7 @@
 """Conversations as pandas DataFrames: one row per message, or one row per conversation.
 
 Everything is computed in one pass over the nodes in ``seq`` order (parents
-come before their children), plus one depth-first walk for the branches;
+come before their children), plus one depth-first walk and one pass back for the branches;
 exact token counts go through ``count_batch``, which encodes each distinct
 text once. pandas is imported here, never by ``import convlab``.
 """
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Protocol
 import networkx as nx
 
 from .tokens import content_chars, content_text, count_batch
-from .tree import input_tokens, nodes_in_order
+from .tree import input_tokens, lane_child, newest_leaves, nodes_in_order
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -52,22 +52,29 @@ def _depths(nodes: list[dict[str, Any]]) -> dict[str, int]:
     return depth
 
 
-def _branches(graph: nx.DiGraph, nodes: list[dict[str, Any]]) -> dict[str, int]:
-    """Branch index per node: the number of leaves before it in a depth-first walk (children oldest first)."""
+def _branches(nodes: list[dict[str, Any]], path: list[str]) -> dict[str, int]:
+    """Branch index per node: the number of the leaf its lane ends at (the lane rule,
+    ``convlab.tree.lane_child``, followed down from it), leaves numbered in a
+    depth-first walk, children oldest first."""
     kids: dict[str | None, list[str]] = {}
     for a in nodes:
         kids.setdefault(a["parent"], []).append(a["id"])
-    branch: dict[str, int] = {}
-    leaves = 0
+    number: dict[str, int] = {}
     stack = list(reversed(kids.get(None, [])))
     while stack:
         n = stack.pop()
-        branch[n] = leaves
         below = kids.get(n)
         if below:
             stack.extend(reversed(below))
         else:
-            leaves += 1
+            number[n] = len(number)
+    newest = newest_leaves(nodes)
+    continues = dict(zip(path, path[1:]))  # a node on the active path -> the next one
+    branch: dict[str, int] = {}
+    for a in reversed(nodes):  # children before their parents
+        n = a["id"]
+        below = kids.get(n)
+        branch[n] = number[n] if not below else branch[lane_child(below, newest, continues.get(n))]  # type: ignore[index]
     return branch
 
 
@@ -90,13 +97,15 @@ def frame(conversation: HasTree, encoding: str = "o200k_base") -> "pd.DataFrame"
     - ``depth``: messages from the root to this one, inclusive (a top-level
       message has depth 1, so the head's depth is ``len(path())``);
     - ``on_path``: on the active path, root -> head;
-    - ``branch``: which root-to-leaf branch the message belongs to. Walk the
-      tree depth-first, children oldest first, and number the leaves 0, 1, 2,
-      ... in the order the walk reaches them. A message's branch is the
-      number of the first leaf below it (itself, for a leaf). So branch 0 is
-      the oldest branch from the first root down, and branch k holds exactly
-      the messages that leaf k's path does not share with branches 0..k-1:
-      the messages of one branch are a chain, starting where it forked off.
+    - ``branch``: which lane of the drawn tree the message is in (``render_tree``,
+      the tree view): the lane rule (``convlab.tree.lane_child``: on the active
+      path the child on it, elsewhere the child whose subtree holds the newest
+      leaf) followed down from the message ends at one leaf, and ``branch`` is
+      that leaf's number. Leaves are numbered 0, 1, 2, ... in a depth-first walk,
+      children oldest first (a leaf's number does not depend on the head). So
+      branch k holds the messages whose lane ends at leaf k: a chain, from where
+      it forks off its parent's lane (or a top-level message) down to leaf k;
+      the active path (followed past the head) is one branch.
     - ``turn``: the user messages (summaries included) from the root to this
       message, inclusive: 0 before the first user message, then 1, 2, ...
       ``turn_id``: the engine's turn id where the tree records one;
@@ -114,7 +123,7 @@ def frame(conversation: HasTree, encoding: str = "o200k_base") -> "pd.DataFrame"
     >>> t.head = "a2"
     >>> df = frame(convlab.Conversation(t, id="c"))
     >>> df[["id", "depth", "on_path", "branch", "turn"]].values.tolist()
-    [['u1', 1, True, 0, 1], ['a1', 2, False, 0, 1], ['a2', 2, True, 1, 1]]
+    [['u1', 1, True, 1, 1], ['a1', 2, False, 0, 1], ['a2', 2, True, 1, 1]]
     >>> df["input_tokens"].tolist()
     [<NA>, 10, <NA>]
     """
@@ -126,8 +135,9 @@ def frame(conversation: HasTree, encoding: str = "o200k_base") -> "pd.DataFrame"
     graph = conversation.tree
     nodes = nodes_in_order(graph)
     depth = _depths(nodes)
-    branch = _branches(graph, nodes)
-    on_path = {n["id"] for n in conversation.path()}
+    path = [n["id"] for n in conversation.path()]
+    branch = _branches(nodes, path)
+    on_path = set(path)
     turns: dict[str, int] = {}
     for a in nodes:
         p = a["parent"]

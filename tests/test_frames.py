@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import networkx as nx
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import convlab
 from convlab.frames import CONVERSATION_COLUMNS, FRAME_COLUMNS
@@ -22,10 +25,11 @@ def tree_conversation(edges, head, usage=None):
     return convlab.Conversation(t, id="c", title="T", format="openai")
 
 
-# u1 - a1 - u2 - a2          (branch 0)
-#         \ u3 - a3          (branch 1)
-#              \ a3b         (branch 2)
-# s1 (a second root: a summary) - a4   (branch 3)
+# u1 - a1 - u2 - a2          (leaf 0: a2)
+#         \ u3 - a3          (leaf 1: a3)
+#              \ a3b         (leaf 2: a3b, the head)
+# s1 (a second root: a summary) - a4   (leaf 3: a4)
+# Branches follow the lane rule: u1, a1, u3 are in the lane of the path, to a3b (2).
 EDGES = [
     ("u1", None, "user"), ("a1", "u1", "assistant"), ("u2", "a1", "user"), ("a2", "u2", "assistant"),
     ("u3", "a1", "user"), ("a3", "u3", "assistant"), ("a3b", "u3", "assistant"),
@@ -41,7 +45,7 @@ def test_frame_columns_and_rows():
     assert df.parent.tolist() == [e[1] for e in EDGES]
     assert df.depth.tolist() == [1, 2, 3, 4, 3, 4, 4, 1, 2]
     assert df[df.on_path].id.tolist() == ["u1", "a1", "u3", "a3b"]
-    assert df.branch.tolist() == [0, 0, 0, 0, 1, 1, 2, 3, 3]
+    assert df.branch.tolist() == [2, 2, 0, 0, 2, 1, 2, 3, 3]
     assert df.turn.tolist() == [1, 1, 2, 2, 2, 2, 2, 1, 1]
     assert df.chars.tolist() == [len(f"text of {e[0]}") for e in EDGES]
     assert df.tokens.tolist() == [count_tokens(f"text of {e[0]}") for e in EDGES]
@@ -49,23 +53,28 @@ def test_frame_columns_and_rows():
 
 
 def test_branch_definition_holds_on_a_real_tree_with_forks(real):
-    """Branch k is a chain: the part of leaf k's root path that branches 0..k-1 do not share."""
+    """Branch k is a chain: the messages whose lane (the lane rule) ends at leaf k, leaves
+    numbered depth-first, children oldest first; the active path is one branch."""
+    from convlab.tree import lane_child, newest_leaves, nodes_in_order
+
     for name in ("chatgpt/chatgpt-tree.librechat.json", "librechat/librechat-tree.json"):
         [c] = convlab.read(real / name)
         df = convlab.frame(c)
         g = c.tree
-        leaves = [n for n in df.id if g.out_degree(n) == 0]
+        leaves = [n for n in nx.dfs_preorder_nodes(_rooted(g), "") if n and g.out_degree(n) == 0]
         assert sorted(df.branch.unique()) == list(range(len(leaves)))
-        seen: set[str] = set()
-        # leaves in branch order = depth-first order, children oldest first
-        for k in range(len(leaves)):
-            part = df[df.branch == k]
-            leaf = part.id.iloc[part.depth.argmax()]
-            assert g.out_degree(leaf) == 0
-            root_path = [m["id"] for m in c.path(leaf)]
-            assert set(part.id) == set(root_path) - seen
-            assert part.sort_values("depth").id.tolist() == [n for n in root_path if n not in seen]
-            seen |= set(root_path)
+        branch = dict(zip(df.id, df.branch))
+        path = [m["id"] for m in c.path()]
+        on = dict(zip(path, path[1:]))
+        assert len({branch[n] for n in path}) == 1
+        newest = newest_leaves(nodes_in_order(g))
+        for k, leaf in enumerate(leaves):
+            part = df[df.branch == k].sort_values("depth").id.tolist()
+            assert part[-1] == leaf and [g.nodes[n]["parent"] for n in part[1:]] == part[:-1]  # a chain down to leaf k
+            parent = g.nodes[part[0]]["parent"]
+            if parent is not None:  # it forks off its parent's lane
+                kids = sorted(g.successors(parent), key=lambda n: g.nodes[n]["seq"])
+                assert lane_child(kids, newest, on.get(parent)) != part[0]
 
 
 def test_usage_columns_sum_cached_input():
@@ -137,3 +146,49 @@ def test_the_wrong_kind_of_argument_says_what_to_pass():
         convlab.conversations_frame(c)
     with pytest.raises(TypeError, match=r"tune takes Conversations \(what convlab.read\(path\) returns\), got a str"):
         convlab.tune("chat.json", "")
+
+
+def _rooted(g):
+    """The graph under one root ("") above the top-level messages, edges in ``seq`` order, for
+    a depth-first walk in the frame's leaf order (networkx walks successors as they were added)."""
+    r = nx.DiGraph()
+    r.add_node("")
+    for n in sorted(g.nodes, key=lambda n: g.nodes[n]["seq"]):
+        r.add_edge(g.nodes[n]["parent"] or "", n)
+    return r
+
+
+@st.composite
+def forest(draw):
+    """A random tree (several top-level messages, forks anywhere) and a head in it (or none)."""
+    n = draw(st.integers(1, 40))
+    parents = [None] + [draw(st.one_of(st.none(), st.integers(0, i - 1))) for i in range(1, n)]
+    head = draw(st.one_of(st.none(), st.integers(0, n - 1)))
+    return parents, head
+
+
+@settings(max_examples=60, deadline=None)
+@given(forest())
+def test_the_frame_the_text_graph_and_the_tree_view_agree_on_lanes(spec):
+    """A child is in its parent's branch in the frame exactly when render_tree draws it in
+    its parent's lane (no fork) and the tree view's layout gives it its parent's lane."""
+    from convlab.text import render_tree
+    from convlab.widgets.treeview import layout
+
+    parents, head = spec
+    t = Tree()
+    for i, p in enumerate(parents):
+        t.add({"id": f"n{i}", "role": "user", "content": f"m{i}"}, None if p is None else f"n{p}")
+    t.head = None if head is None else f"n{head}"
+    df = convlab.frame(convlab.Conversation(t, id="c"))
+    branch = dict(zip(df.id, df.branch))
+    forks = {}
+    for line in render_tree(t.graph, head=t.head, width=200).splitlines():
+        mark = line.index("●") if "●" in line else line.index("○")
+        forks[line[mark + 2:].split(" ", 1)[0]] = "├─" in line[:mark] or "┌─" in line[:mark]
+    lanes = {n["id"]: n["lane"] for n in layout(t.nodes_in_order(), t.head, max_depth=10**6, budget=10**6)["nodes"]}
+    assert set(forks) == set(lanes) == set(branch)
+    for i, p in enumerate(parents):
+        if p is not None:
+            n, up = f"n{i}", f"n{p}"
+            assert (branch[n] == branch[up]) == (not forks[n]) == (lanes[n] == lanes[up]), (n, up)
