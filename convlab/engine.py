@@ -41,7 +41,7 @@ from . import inputs, jsondata, providers
 from .context import DEFAULT_PROMPT, ContextConfig, Strategy, applies, coerce, kept
 from .errors import CallCancelled, LogError, ProviderError, Refused
 from .lazy import LazyEvents, LazyTree
-from .log import LogWriter, event_at, read_lines
+from .log import TREE_EVENTS, LogWriter, apply_tree_event, event_at, read_lines
 from .tokens import content_chars, content_text, estimate
 from .tree import Message, PathView, Tree, ViewError, message_of, new_node
 from .wire import EVENT_FIELDS, Decision, Event, Receipt, Snapshot, Turn, receipt
@@ -394,16 +394,12 @@ class Session:
     def _apply(self, ev: Mapping[str, Any]) -> None:
         """The reducer: change the model by one event (live, or read from a log)."""
         t = ev["type"]
-        if t == "message.new":
-            msg = ev["message"]
-            self._tree.add(msg, msg["parent"])
-            self._tree.head = msg["id"]
-            self._waiting_ids.discard(msg["id"])
-            self._calls.announced.pop(msg["id"], None)
-        elif t == "head.moved":
-            self._tree.head = ev["to"]
-        elif t == "state.changed":
-            self._tree.set_state(ev["node"], ev["state"])
+        if t in TREE_EVENTS:
+            apply_tree_event(self._tree, ev)
+            if t == "message.new":
+                mid = ev["message"]["id"]
+                self._waiting_ids.discard(mid)
+                self._calls.announced.pop(mid, None)
         elif t.startswith("turn."):
             self._apply_turn(t, ev)
         elif t == "decision.requested":

@@ -97,15 +97,13 @@ def frame(conversation: HasTree, encoding: str = "o200k_base") -> "pd.DataFrame"
     - ``depth``: messages from the root to this one, inclusive (a top-level
       message has depth 1, so the head's depth is ``len(path())``);
     - ``on_path``: on the active path, root -> head;
-    - ``branch``: which lane of the drawn tree the message is in (``render_tree``,
-      the tree view): the lane rule (``convlab.tree.lane_child``: on the active
-      path the child on it, elsewhere the child whose subtree holds the newest
-      leaf) followed down from the message ends at one leaf, and ``branch`` is
-      that leaf's number. Leaves are numbered 0, 1, 2, ... in a depth-first walk,
-      children oldest first (a leaf's number does not depend on the head). So
-      branch k holds the messages whose lane ends at leaf k: a chain, from where
-      it forks off its parent's lane (or a top-level message) down to leaf k;
-      the active path (followed past the head) is one branch.
+    - ``branch``: the lane of the drawn tree (``render_tree``, the tree view) the
+      message is in. The lane rule (``convlab.tree.lane_child``: on the active
+      path the child on it, elsewhere the child with the newest leaf) followed
+      down from it ends at one leaf; ``branch`` is that leaf's number, leaves
+      numbered 0, 1, 2, ... depth-first, children oldest first (not depending on
+      the head). So branch k is a chain from where it forks off its parent's
+      lane (or a top-level message) down to leaf k; the active path is one.
     - ``turn``: the user messages (summaries included) from the root to this
       message, inclusive: 0 before the first user message, then 1, 2, ...
       ``turn_id``: the engine's turn id where the tree records one;

@@ -13,12 +13,13 @@ import json
 import os
 import warnings
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, BinaryIO, Iterator
 
 from .errors import LogError, LogWarning
 from .tree import Tree
 
-__all__ = ["LogWriter", "read_lines", "parse_event", "event_at", "read_tree", "TREE_EVENTS"]
+__all__ = ["LogWriter", "read_lines", "parse_event", "event_at", "read_tree", "TREE_EVENTS", "apply_tree_event"]
 
 
 #: How a log's bytes reach its file: ``os.write`` (a test makes it fail to play a full disk).
@@ -163,6 +164,32 @@ def event_at(name: str, item: tuple[int, int, bytes]) -> dict[str, Any]:
 TREE_EVENTS = ("message.new", "head.moved", "state.changed")
 
 
+def apply_tree_event(tree: Tree, ev: Mapping[str, Any]) -> None:
+    """Change ``tree`` by one tree event (``TREE_EVENTS``): the one place that says what each
+    does, for a live session's reducer and for ``read_tree`` alike. ``message.new`` records
+    the message under its parent and moves the head to it; ``head.moved`` moves the head;
+    ``state.changed`` sets a node's worker state. An event that does not fit the tree raises
+    what the tree raises (``KeyError``, ``ValueError``, ...); any other event, a ``ValueError``.
+
+    >>> t = Tree()
+    >>> apply_tree_event(t, {"type": "message.new", "message": {"id": "u1", "parent": None, "role": "user", "content": "hi"}})
+    >>> apply_tree_event(t, {"type": "state.changed", "node": "u1", "state": {"k": 1}})
+    >>> t.head, t.state_at()
+    ('u1', {'k': 1})
+    """
+    t = ev["type"]
+    if t == "message.new":
+        msg = ev["message"]
+        tree.add(msg, msg["parent"])
+        tree.head = msg["id"]
+    elif t == "head.moved":
+        tree.head = ev["to"]
+    elif t == "state.changed":
+        tree.set_state(ev["node"], ev["state"])
+    else:
+        raise ValueError(f"{t!r} is not a tree event (one of {', '.join(TREE_EVENTS)})")
+
+
 def read_tree(source: str | os.PathLike | BinaryIO) -> tuple[Tree, str | None]:
     """The message tree a session log records, and its agent: what an importer needs of a log,
     read without a Session (the tree's events, in order; a torn last line dropped with a
@@ -188,13 +215,7 @@ def read_tree(source: str | os.PathLike | BinaryIO) -> tuple[Tree, str | None]:
         if t not in TREE_EVENTS:
             continue
         try:
-            if t == "message.new":
-                tree.add(ev["message"], ev["message"]["parent"])
-                tree.head = ev["message"]["id"]
-            elif t == "head.moved":
-                tree.head = ev["to"]
-            else:
-                tree.set_state(ev["node"], ev["state"])
+            apply_tree_event(tree, ev)
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise LogError(f"{name}: line {item[0]}: the {t} event does not fit the tree ({err!r})", line=item[0]) from None
     if not seen_start:
