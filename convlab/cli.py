@@ -509,8 +509,7 @@ def _check_sweep(args: argparse.Namespace, name: str, text: str, notes: _Notes) 
 
 def _check_pricing(args: argparse.Namespace) -> None:
     """--model and --cache-ttl checked before any work: a model genai-prices does not know names close ones."""
-    from .errors import PriceError
-    from .replay.driver import pricing_for
+    import convlab
 
     ttl = args.cache_ttl
     if ttl not in ("5m", "1h"):
@@ -519,11 +518,14 @@ def _check_pricing(args: argparse.Namespace) -> None:
         except ValueError:
             raise _Usage(f"--cache-ttl {ttl!r}: 5m, 1h or a number of seconds") from None
     try:
-        pricing_for(args.model, "auto", args.cache_ttl)
-    except PriceError as err:
-        raise _Usage(f"--model: {err}") from None
+        convlab.cache.rule("anthropic", args.cache_ttl)
     except ValueError as err:
         raise _Usage(f"--cache-ttl: {err}") from None
+    if args.model is not None:
+        try:
+            convlab.prices.Prices(args.model, cache_ttl=args.cache_ttl)
+        except convlab.PriceError as err:
+            raise _Usage(f"--model: {err}") from None
 
 
 def _with_presets(args: argparse.Namespace, text: str, grid: dict[str, list[Any]]) -> list[Any]:

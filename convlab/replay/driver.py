@@ -41,6 +41,18 @@ Times: before a turn starts the clock moves to its first message's logged
 ``time``; a reply's time is reached through ``ReplayLLM``'s latency. A
 missing time (``None``) or one earlier than the clock leaves the clock where
 it is: no time passes, so a missing time never makes a turn idle.
+
+Where the log compacted itself (a summary root) and a strategy fires too,
+the log's compaction is replayed as the log did it, whatever the strategy
+did before: its ``context.replace`` replaces the history the replay has
+at that point (the strategy's, if one rewrote it) with the log's summary,
+so from there on the model reads what the log's model read, the logged
+usage applies again and those replies are not stale. The strategy fires
+only on what follows, by the same rules as anywhere (an idle strategy at
+the first call after the summary proposes the call as it was: nothing
+precedes what it must keep). A reply the log gives straight after its
+summary is the compaction's own turn: ``[context.replace, llm.call]`` in
+one answer.
 """
 
 from __future__ import annotations
@@ -518,17 +530,8 @@ def replay(conversation: Conversation, config: Any = None, *, agent: str = "bot"
     answered there (and any that could not be given) are listed in
     ``Replay.stale``. ``Replay`` documents what else it holds.
 
-    Where the log compacted itself (a summary root) and a strategy fires too,
-    the log's compaction is replayed as the log did it, whatever the strategy
-    did before: its ``context.replace`` replaces the history the replay has
-    at that point (the strategy's, if one rewrote it) with the log's summary,
-    so from there on the model reads what the log's model read, the logged
-    usage applies again and those replies are not stale. The strategy fires
-    only on what follows, by the same rules as anywhere (an idle strategy at
-    the first call after the summary proposes the call as it was: nothing
-    precedes what it must keep). A reply the log gives straight after its
-    summary is the compaction's own turn: ``[context.replace, llm.call]`` in
-    one answer.
+    Where the log compacted itself and a strategy fires too, the log's
+    compaction is replayed as the log did it (the module says how).
 
     The cost model's knobs (``ReplayLLM`` documents both):
 
@@ -537,32 +540,19 @@ def replay(conversation: Conversation, config: Any = None, *, agent: str = "bot"
       float ``0 < r <= 1``: that share of the exact tokens it summarizes
       (0.1: a tenth); an int: that many tokens. Every later count starts
       from it.
-    - ``overhead``: the hidden prompt (system prompt and tool definitions no
-      log line holds). None (default): measured from the log, the logged
-      input minus the exact count of the transcript at the most recent call
-      whose logged usage applies; an int: that many tokens at every call the
-      log's usage does not answer (after a rewrite, or in a log with no
-      usage at all).
+    - ``overhead``: the hidden prompt (system prompt and tools). None
+      (default): measured from the log; an int: that many tokens at every
+      call the log's usage does not answer.
 
-    ``worker`` answers each ``context.limit`` the config raises: None (the
-    default) answers with what the engine proposes (the strategy that fired);
-    a worker such as ``convlab.compact.clear_tool_results()`` answers with its
-    own compaction (its ``context.replace`` then the held call), as it would
-    in a live ``Session(worker=...)``. The config still says when a limit is
-    raised; the worker says what is done about it. A worker that raises is a
-    ``ValueError`` naming it and the call; an answer the engine refuses is its
-    ``Refused``.
-
-    What the calls cost (``convlab.replay.cost``): ``model`` (a genai-prices
-    name, ``"claude-sonnet-4-5"``, or ``"provider:model"``) prices every call,
-    summary calls included, in US dollars (``Replay.calls[i]["usd"]``);
-    ``prompt_cache`` is the provider's cache rule (``"anthropic"``,
-    ``"openai"``, None: no cache; ``"auto"``, the default: the rule of
-    ``model``, else of the log's own model) predicting each call's
-    ``cached`` and ``cache_write`` tokens, with ``cache_ttl`` its lifetime
-    (``"5m"``, ``"1h"`` or seconds). The name ``cache`` was taken already (the
-    summary cache's folder). An unknown model is a ``convlab.PriceError``
-    naming the close matches.
+    ``worker`` answers each ``context.limit`` the config raises (None: what
+    the engine proposes; a ``convlab.compact`` compaction: its own, as in a
+    live ``Session(worker=...)``); one that raises is a ``ValueError`` naming
+    it and the call. ``model`` (a genai-prices name or ``provider:model``)
+    prices every call in dollars (``calls[i]["usd"]``); ``prompt_cache``
+    (``"anthropic"``, ``"openai"``, None; ``"auto"``: the model's rule, else
+    the log's model's) and ``cache_ttl`` predict each call's ``cached`` and
+    ``cache_write`` (``convlab.replay.cost``; ``cache`` names the summary
+    cache's folder).
 
     Summary calls get a stand-in summary (the log has none), unless
     ``summarizer`` names a provider to send them to: replies still come from
