@@ -12,8 +12,9 @@ import contextlib
 import json
 import os
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO
 
 from .errors import LogError, LogWarning
 from .tree import Tree

@@ -13,7 +13,8 @@ the last step, lines run wider. Width is counted in terminal cells
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .text import cells, fit
 
@@ -29,7 +30,7 @@ def plain(value: Any) -> Any:
     """
     import pandas as pd
 
-    if value is None or not isinstance(value, str) and pd.isna(value):
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
         return None
     if hasattr(value, "item"):  # numpy scalars
         value = value.item()
@@ -133,13 +134,13 @@ def fit_table(columns: list[Column], width: int) -> list[str]:
         kept = [c for c in columns if not c.optional or c.optional > step["drop"]]
         heads = [c.short if step["short"] else c.header for c in kept]
         cols = [c.small if step["small"] else c.full for c in kept]
-        sizes = [max([cells(h)] + [cells(v) for v in vals]) for h, vals in zip(heads, cols)]
+        sizes = [max([cells(h)] + [cells(v) for v in vals]) for h, vals in zip(heads, cols, strict=True)]
         texts = [i for i, c in enumerate(kept) if c.least]
         room = width - step["gap"] * (len(kept) - 1) - sum(sz for i, sz in enumerate(sizes) if i not in texts)
         least = [sizes[i] if step["text"] is None else min(sizes[i], max(kept[i].least, cells(heads[i]), step["text"]))
                  for i in texts]
         if room >= sum(least) or step is STEPS[-1]:
-            for i, size in zip(texts, _share(least, [sizes[i] for i in texts], room)):
+            for i, size in zip(texts, _share(least, [sizes[i] for i in texts], room), strict=True):
                 sizes[i] = size
             lines = [heads] + [[col[r] for col in cols] for r in range(len(cols[0]) if cols else 0)]
             return [_line(values, sizes, kept, step["gap"]) for values in lines]
@@ -168,7 +169,7 @@ def _share(least: list[int], most: list[int], room: int) -> list[int]:
 
 def _line(values: list[str], sizes: list[int], kept: list[Column], gap: int) -> str:
     out = []
-    for v, size, c in zip(values, sizes, kept):
+    for v, size, c in zip(values, sizes, kept, strict=True):
         v = shorten(v, size, c.keep_end)
         pad = " " * (size - cells(v))
         out.append(pad + v if c.number else v + pad)

@@ -38,8 +38,8 @@ from __future__ import annotations
 import socket
 import time
 import uuid
-from collections.abc import Mapping
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 import convlab
 
@@ -94,7 +94,7 @@ class AGUIAgent:
             self._client.close()
             self._client = None
 
-    def __enter__(self) -> "AGUIAgent":
+    def __enter__(self) -> AGUIAgent:
         return self
 
     def __exit__(self, *_exc: Any) -> None:

@@ -36,6 +36,7 @@ schema knows only ``success`` and ``interrupt`` and rejects the run otherwise
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -63,8 +64,6 @@ from ag_ui.core import (
     ToolCallEndEvent,
     ToolCallStartEvent,
 )
-
-import time
 
 import convlab
 
@@ -95,7 +94,7 @@ def refusal(message: str, code: str, metadata: Mapping[str, Any] | None = None,
     """
     when = time.time() if at is None else at
     return [RunErrorEvent(message=message, code=code, metadata=dict(metadata) if metadata else None,
-                          timestamp=int(round(when * 1000)))]
+                          timestamp=round(when * 1000))]
 
 
 def speaks_cancelled(run: RunAgentInput) -> bool:
@@ -120,7 +119,7 @@ def snapshot_run(run: RunAgentInput, messages: list[dict[str, Any]], state: Any 
     >>> [e.type.value for e in snapshot_run(inp, [], at=1.0)]
     ['RUN_STARTED', 'MESSAGES_SNAPSHOT', 'RUN_FINISHED']
     """
-    ts = int(round((time.time() if at is None else at) * 1000))
+    ts = round((time.time() if at is None else at) * 1000)
     out: list[BaseEvent] = [RunStartedEvent(thread_id=run.thread_id, run_id=run.run_id, protocol_version=PROTOCOL_VERSION,
                                             input=run, timestamp=ts),
                             MessagesSnapshotEvent(messages=messages, timestamp=ts)]
@@ -156,7 +155,7 @@ class RunEvents:
         self._state = session.state
 
     def _now(self, time: float | None = None) -> int:
-        return int(round((self.session.clock if time is None else time) * 1000))
+        return round((self.session.clock if time is None else time) * 1000)
 
     def _add(self, event: BaseEvent) -> None:
         self.events.append(event)

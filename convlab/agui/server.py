@@ -46,9 +46,10 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from ag_ui.core import RunAgentInput
@@ -115,7 +116,7 @@ def check_thread_id(thread_id: Any) -> str:
     if thread_id.startswith(".") or any(ord(c) < 32 for c in thread_id):
         raise ValueError(f"threadId: {thread_id!r} starts with '.' or has a control character")
     try:
-        size = len(f"{thread_id}.jsonl".encode("utf-8"))
+        size = len(f"{thread_id}.jsonl".encode())
     except UnicodeEncodeError as err:
         raise ValueError(f"threadId: {thread_id!r} is not valid as a file name (a lone surrogate at "
                          f"{err.start} has no UTF-8)") from None

@@ -155,7 +155,7 @@ class Server:
         self._thread.join(timeout=10)
         self._socket.close()
 
-    def __enter__(self) -> "Server":
+    def __enter__(self) -> Server:
         return self
 
     def __exit__(self, *exc: Any) -> None:

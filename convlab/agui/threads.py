@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # the app owns its threads; a thread only reads the app's set
 __all__ = ["ServedThread", "ServedRun", "Unreadable", "served_llm"]
 
 
-def served_llm(llm: Any, thread: "ServedThread") -> Any:
+def served_llm(llm: Any, thread: ServedThread) -> Any:
     """The app's provider(s) for ``thread``: each lets go of the thread's ``view`` while
     it waits for the model, and a streaming one stops mid-stream when its client is gone."""
     def wrap(p: Any) -> Any:
@@ -54,7 +54,7 @@ class _Unlocking:
     """A provider that lets go of its thread's ``view`` lock while it waits for the model,
     so a read of the thread answers meanwhile."""
 
-    def __init__(self, provider: Any, thread: "ServedThread"):
+    def __init__(self, provider: Any, thread: ServedThread):
         self.provider = provider
         self.thread = thread
 
@@ -186,7 +186,7 @@ class _FairLock:
         self._next = 0
         self._serving = 0
 
-    def __enter__(self) -> "_FairLock":
+    def __enter__(self) -> _FairLock:
         with self._cv:
             ticket = self._next
             self._next += 1
@@ -208,7 +208,7 @@ class ServedThread:
     the step waits for its model (``waiting``). ``changing()`` takes both.
     """
 
-    def __init__(self, thread_id: str, app: "AGUIApp"):
+    def __init__(self, thread_id: str, app: AGUIApp):
         self.id = thread_id
         self.app = app
         self.path = app.log_dir / f"{thread_id}.jsonl"

@@ -11,8 +11,8 @@ tool output): ``metadata.hidden`` says which ones ChatGPT does not show.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from ..conversation import Conversation
 from .documents import Document

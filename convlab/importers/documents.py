@@ -28,9 +28,10 @@ import json
 import os
 import sys
 import zlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain, islice
-from typing import Any, BinaryIO, Callable, Iterable, Iterator
+from typing import Any, BinaryIO
 
 from ..conversation import Conversation
 from ..errors import ReadError

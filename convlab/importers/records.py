@@ -34,9 +34,9 @@ import datetime as _dt
 import math
 import sys
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Union
+from typing import Any
 
 from .. import jsondata
 from ..conversation import LOST_PARENT, Conversation
@@ -165,7 +165,7 @@ def to_time(value: Any) -> float | None:
         try:
             t = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
             if t.tzinfo is None:
-                t = t.replace(tzinfo=_dt.timezone.utc)
+                t = t.replace(tzinfo=_dt.UTC)
             return t.timestamp()
         except (ValueError, OverflowError, OSError):
             return None
@@ -301,7 +301,7 @@ def build(records: list[Record], problems: Problems) -> Tree:
             else:
                 loop = seen[seen.index(cur):]
                 first = min(loop, key=position.__getitem__)
-                problems.add(first, "parent ids loop (" + " -> ".join(loop + [loop[0]]) + "); kept as a top-level message")
+                problems.add(first, "parent ids loop (" + " -> ".join([*loop, loop[0]]) + "); kept as a top-level message")
                 rec = by_id[first]
                 waiting[rec.parent].remove(rec)  # type: ignore[index]
                 if not waiting[rec.parent]:  # type: ignore[index]
@@ -327,7 +327,7 @@ def _repair_text(r: Record, problems: Problems) -> None:
 
 #: How a conversation's head is chosen: the id of the log's current node, a
 #: rule over the built tree (for formats that record none), or None: the newest leaf.
-Head = Union[str, Callable[[Tree], Union[str, None]], None]
+Head = str | Callable[[Tree], str | None] | None
 
 
 def descend(tree: Tree, node: str | None, pick: Callable[[str, list[str]], str]) -> str | None:

@@ -10,8 +10,8 @@ imported when the first ``OpenAIChat`` is made, never by ``import convlab``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from ..errors import ProviderError
 from ..tokens import content_text

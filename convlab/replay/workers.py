@@ -13,8 +13,8 @@ from __future__ import annotations
 import gc
 import os
 import threading
-from collections.abc import Mapping
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ..errors import ProviderError
 from .plan import ExactCounts, Plan
