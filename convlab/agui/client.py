@@ -110,7 +110,7 @@ class AGUIAgent:
     def __enter__(self) -> AGUIAgent:
         return self
 
-    def __exit__(self, *_exc: Any) -> None:
+    def __exit__(self, *_exc: object) -> None:
         self.close()
 
     # -- the provider ------------------------------------------------------

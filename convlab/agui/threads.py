@@ -125,11 +125,18 @@ class ServedRun:
         self.stop = threading.Event()
         self.turn: str | None = None
         self.done = False
-        self.after: list[dict] | None = None  # a view to take once the run's (answered) turn ends
-        self.events: RunEvents | None = None
+        self.after: list[Mapping[str, Any]] | None = None  # a view to take once the run's (answered) turn ends
+        self.events: RunEvents | None = None  # made when the run's input is taken (AGUIApp._take)
         self._sent = 0
         self._woken = False
         self._encoder = EventEncoder()
+
+    @property
+    def started(self) -> RunEvents:
+        """The run's events, once its input was taken: every step after that reads them."""
+        if self.events is None:
+            raise RuntimeError("the run's input was not taken yet: it has no events")
+        return self.events
 
     def flush(self) -> None:
         """Encode the events not sent yet and hand them to the response."""
@@ -194,7 +201,7 @@ class _FairLock:
                 self._cv.wait()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         with self._cv:
             self._serving += 1
             self._cv.notify_all()
@@ -299,7 +306,8 @@ class ServedThread:
             run.events.on_event(event)
             if event["type"] in ("llm.delta", "llm.started"):
                 run.flush()  # before a model call, and its text as it comes; the rest at the run's end
-        other = self.runs.get(event.get("turn_id"))
+        turn = event.get("turn_id")
+        other = self.runs.get(turn) if isinstance(turn, str) else None
         if other is not None and other is not run and other.events is not None:
             other.events.on_event(event)
 
