@@ -19,7 +19,7 @@ import time
 import traceback
 from pathlib import Path
 
-from . import agui, chatgpt_export, count, lab, logs, match, sweep, throughput, treeview
+from . import agui, chatgpt_export, count, lab, logs, match, scaling, sweep, throughput, treeview
 from .harness import Row, log, machine, table
 
 #: (key, runner) in the order of the table
@@ -37,11 +37,15 @@ ROWS = [
     ("agui", agui.run),
     ("lab", lab.run_lab),
     ("lab-growth", lab.run_growth),
+    ("drive", scaling.run_drive),
+    ("replay", scaling.run_replay),
+    ("tune-scale", scaling.run_tune),
 ]
 
 GOALS = {"match": (1.5, "<="), "count": (1.0, "<="), "load": (3, "<="), "tokens": (0.9, ">="), "sweep": (3, "<="),
          "lazy": (0.1, "<="), "peer": (100, ">="), "treeview": (12, "<="), "export": (2.5, "<="), "export_memory": (3, "<="),
-         "agui": (1.0, ">="), "lab": (2, "<="), "lab-growth": (1, "<=")}
+         "agui": (1.0, ">="), "lab": (2, "<="), "lab-growth": (1, "<="),
+         "drive": (1.3, "<="), "replay": (1.3, "<="), "tune-scale": (4, "<=")}
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -385,13 +385,13 @@ def write_log(turns: list[Turn], path: str | os.PathLike, *, agent: str = "bot")
             for content, usage, result in t.steps:
                 llm += 1
                 cid = f"llm-{llm}"
+                aid = f"e{llm}"  # a streamed call announces its reply's id (PROTOCOL.md rev 4)
                 seq += 1
                 emit({"seq": seq, "time": clock, "type": "llm.started", "turn_id": tid, "call_id": cid, "summary": False, "llm": "default",
-                      "model": None, "message_id": f"e{llm}"})
+                      "model": None, "message_id": aid})
                 clock += LATENCY
                 seq += 1
                 emit({"seq": seq, "time": clock, "type": "llm.completed", "turn_id": tid, "call_id": cid, "usage": usage})
-                aid = f"e{llm}"
                 seq += 1
                 emit({"seq": seq, "time": clock, "type": "message.new", "turn_id": tid,
                       "message": node(aid, head, "assistant", content, tid, usage=dict(usage))})

@@ -17,6 +17,7 @@ from .errors import (
     ConfigError as ConfigError,
     LogError as LogError,
     LogWarning as LogWarning,
+    PriceError as PriceError,
     ProviderError as ProviderError,
     ReadError as ReadError,
     ReadWarning as ReadWarning,
@@ -37,6 +38,8 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports eac
     from .providers.local_chat import LocalChat as LocalChat
     from .providers.openai_chat import OpenAIChat as OpenAIChat
     from .ranking import rank as rank
+
+    # replay: the function, as callers use it (at run time, the package, callable as the function)
     from .replay import (
         Replay as Replay,
         ReplayLLM as ReplayLLM,
@@ -106,8 +109,9 @@ __all__ = sorted(  # noqa: PLE0605
 )
 
 
-#: public modules, imported on first attribute access (``convlab.compact.sliding_window(...)``)
-_MODULES = ("compact",)
+#: public modules, imported on first attribute access (``convlab.compact.sliding_window(...)``;
+#: ``convlab.presets(...)``: the module is callable)
+_MODULES = ("compact", "cache", "prices", "presets")
 
 
 def __getattr__(name: str):

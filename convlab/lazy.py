@@ -3,10 +3,11 @@
 The engine keeps the active branch in memory; every other branch stays in the
 session log and is loaded again when a view names it. ``Session.load(path,
 lazy=True)`` does the same: ``LazyTree`` keeps, per message, its id, parent,
-role, character counts, the reported input of a model reply and the byte
-offset of its ``message.new`` line, in flat arrays (tens of bytes a message,
-not the kilobytes of its content). A message's full attributes are read from
-the log when something asks for them: the active path, a view that names it,
+role, depth, top-level message and nearest node with worker state, character
+counts, the reported input of a model reply and the byte offset of its
+``message.new`` line, in flat arrays (tens of bytes a message, not the
+kilobytes of its content). A message's full attributes are read from the log
+when something asks for them: the active path, a view that names it,
 ``snapshot()``, a widget. ``LazyEvents`` does the same for the event list.
 
 Every observable result equals eager loading; only memory differs. Asking
@@ -25,7 +26,7 @@ import networkx as nx
 
 from . import jsondata
 from .tokens import content_chars
-from .tree import Tree, input_tokens, new_node
+from .tree import Tree, input_tokens, new_node, nodes_in_order
 
 __all__ = ["LazyTree", "LazyEvents"]
 
@@ -73,6 +74,9 @@ class LazyTree(Tree):
         self._first = array("q")  # first child, -1
         self._lastkid = array("q")  # last child, -1
         self._next = array("q")  # next sibling, -1
+        self._ndepth = array("q")  # messages root -> it
+        self._nroot = array("q")  # index of its top-level ancestor
+        self._nnear = array("q")  # index of the nearest node with worker state at or above, -1
         self._cache: dict[int, dict[str, Any]] = {}
         self._states: dict[int, Any] = {}
         self._built: nx.DiGraph | None = None
@@ -116,6 +120,22 @@ class LazyTree(Tree):
     def _any_state(self) -> bool:
         return bool(self._states)
 
+    def _depth_of(self, node_id: str) -> int:
+        return self._ndepth[self._idx[node_id]]
+
+    def _top_of(self, node_id: str) -> str:
+        return self._ids[self._nroot[self._idx[node_id]]]
+
+    def _near_of(self, node_id: str) -> str | None:
+        k = self._nnear[self._idx[node_id]]
+        return None if k < 0 else self._ids[k]
+
+    def _put_near(self, node_id: str, near: str | None) -> None:
+        self._nnear[self._idx[node_id]] = -1 if near is None else self._idx[near]
+
+    def _kids(self, node_id: str) -> list[str]:
+        return self.children(node_id)
+
     def _last_of(self, node_id: str) -> str | None:
         k = self._nlast[self._idx[node_id]]
         return None if k < 0 else self._ids[k]
@@ -142,6 +162,8 @@ class LazyTree(Tree):
         self._first.append(-1)
         self._lastkid.append(-1)
         self._next.append(-1)
+        self._ndepth.append(1 if p < 0 else self._ndepth[p] + 1)
+        self._nroot.append(i if p < 0 else self._nroot[p])
         if p >= 0:
             if self._first[p] < 0:
                 self._first[p] = i
@@ -152,6 +174,7 @@ class LazyTree(Tree):
             self.roots.append(nid)
         if attrs["state"] is not None:
             self._states[i] = jsondata.copy(attrs["state"])
+        self._nnear.append(i if attrs["state"] is not None else self._nnear[p] if p >= 0 else -1)
         if self.offset < 0:
             self._cache[i] = attrs
         if self._built is not None:
@@ -168,6 +191,7 @@ class LazyTree(Tree):
             self._built.nodes[node_id]["state"] = jsondata.copy(state)
         elif i in self._cache:
             self._cache[i]["state"] = jsondata.copy(state)
+        self._renear(node_id)
 
     # -- reading -------------------------------------------------------
     def children(self, node_id: str | None) -> list[str]:
@@ -187,7 +211,7 @@ class LazyTree(Tree):
 
     def nodes_in_order(self) -> list[dict[str, Any]]:
         if self._built is not None:
-            return super().nodes_in_order()
+            return [dict(a) for a in nodes_in_order(self._built)]
         return [dict(self._cache[i]) if i in self._cache else self._read(i) for i in range(len(self._ids))]
 
     @property

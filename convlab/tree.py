@@ -1,13 +1,18 @@
-"""The message tree (PROTOCOL.md section 1) on a networkx DiGraph.
+"""The message tree (PROTOCOL.md section 1), shown as a networkx DiGraph.
 
 One node per recorded message, keyed by its id, edge parent -> child. The
 root is not a message and not a node: top-level messages have ``parent``
-``None``. The tree only grows.
+``None``. The tree only grows. It keeps its nodes in flat maps (id ->
+attributes, first child, next sibling); the ``networkx.DiGraph`` that
+``Tree.graph`` (and ``Session.tree``) shows is built the first time it is
+asked for and kept up to date from then on.
 
 Beside the graph the tree keeps, per node, what the count of PROTOCOL.md 5.1
 needs so that counting never re-reads the path: the node's characters, the
 characters from the root to it (inclusive), and the nearest node at or above
-it whose ``usage`` came from a model reply. Matching a view uses the id index
+it whose ``usage`` came from a model reply; for a ``PathView`` (what a model
+call reads), the node's depth and its top-level message, and the running
+exact count of the paths counted so far (``exact_count``). Matching a view uses the id index
 (the graph's node dict) and one parent check per message: it never walks the
 tree.
 
@@ -15,16 +20,17 @@ This module knows nothing of turns, decisions or the engine.
 """
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Iterable, Iterator, NotRequired, TypedDict
+from typing import Any, Callable, Iterable, Iterator, NotRequired, TypedDict
 
 import networkx as nx
 
 from . import jsondata
-from .tokens import content_chars, estimate
+from .tokens import content_chars, content_text, count_tokens, estimate
 
 __all__ = [
     "Tree",
     "PathView",
+    "MessageView",
     "Node",
     "Message",
     "ROLES",
@@ -259,13 +265,90 @@ def lane_from(graph: nx.DiGraph, node: str, newest: Mapping[str, int]) -> list[s
     return out
 
 
-class PathView(Sequence):
-    """The messages of the path root -> ``head`` (``message_of`` each), made when read.
+class MessageView(Mapping):
+    """One message of a ``PathView``, as a model call or a worker reads it: a
+    read-only mapping (``message_of`` the node, made when it was read). What it
+    holds is the reader's own copy, so nothing it does reaches the tree and
+    nothing the tree does changes it. ``dict(m)``, ``copy.copy`` and
+    ``copy.deepcopy`` give a plain dict; so does unpickling.
 
-    What the built-in worker reads of a decision: the last message, in O(1)
-    (``view[-1]`` is the head's message, with no walk); anything else walks the
-    path once.
+    >>> m = MessageView({"id": "u1", "role": "user", "content": "hi"})
+    >>> m["role"], m.get("name"), dict(m) == m, m
+    ('user', None, True, {'id': 'u1', 'role': 'user', 'content': 'hi'})
+    >>> m["role"] = "assistant"
+    Traceback (most recent call last):
+    ...
+    TypeError: 'MessageView' object does not support item assignment
     """
+
+    __slots__ = ("_m",)
+
+    def __init__(self, message: Mapping[str, Any]) -> None:
+        self._m = message
+
+    def __getitem__(self, key: str) -> Any:
+        return self._m[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._m.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._m
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._m)
+
+    def __len__(self) -> int:
+        return len(self._m)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, MessageView):
+            return self._m == other._m
+        return self._m == other if isinstance(other, Mapping) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self._m)
+
+    def __copy__(self) -> dict[str, Any]:
+        return dict(self._m)
+
+    def __deepcopy__(self, memo: dict) -> dict[str, Any]:
+        return jsondata.copy(self._m)
+
+    def __reduce__(self) -> tuple:
+        return dict, (jsondata.copy(self._m),)
+
+
+#: How far up from the head ``PathView[i]`` walks before it reads the whole path once.
+_WALK = 32
+
+
+class PathView(Sequence):
+    """The path root -> ``head`` as a model call and the built-in worker read it: a
+    read-only ``Sequence`` of read-only messages (``MessageView``), each made when
+    it is read, so a reader pays only for what it reads.
+
+    A path never changes (the tree only grows), so a view holds for good, and
+    whatever reads it sees the same messages. O(1): ``len``, ``bool``, the
+    first and the last message, and ``tokens()`` (the tree's running count);
+    ``reversed`` walks up only as far as it is read, as does an index near
+    the end; anything else reads the path once. ``list(view)`` materialises
+    it (what a provider that must serialise the path does, once per call);
+    ``copy.deepcopy`` and pickling give a list of plain dicts.
+
+    >>> t = Tree()
+    >>> _ = t.add({"id": "u1", "role": "user", "content": "hi"}, None)
+    >>> _ = t.add({"id": "a1", "role": "assistant", "content": "hello"}, "u1")
+    >>> view = PathView(t, "a1")
+    >>> len(view), view[0]["content"], view[-1]["role"], [m["id"] for m in reversed(view)], view.tokens()
+    (2, 'hi', 'assistant', ['a1', 'u1'], 2)
+    >>> view == [{"id": "u1", "role": "user", "content": "hi"}, {"id": "a1", "role": "assistant", "content": "hello"}]
+    True
+    """
+
+    __slots__ = ("_tree", "_head", "_ids")
 
     def __init__(self, tree: "Tree", head: str | None) -> None:
         self._tree, self._head = tree, head
@@ -276,18 +359,73 @@ class PathView(Sequence):
             self._ids = self._tree.path_ids(self._head) if self._head is not None else []
         return self._ids
 
+    def _at(self, node_id: str) -> MessageView:
+        return MessageView(message_of(self._tree.node(node_id)))
+
     def __bool__(self) -> bool:
         return self._head is not None
 
     def __len__(self) -> int:
-        return len(self._path())
+        return 0 if self._head is None else self._tree.depth(self._head)
 
     def __getitem__(self, i):  # type: ignore[override]
-        if i == -1 and self._head is not None:
-            return message_of(self._tree.node(self._head))
         if isinstance(i, slice):
-            return [message_of(self._tree.node(n)) for n in self._path()[i]]
-        return message_of(self._tree.node(self._path()[i]))
+            return [self._at(n) for n in self._path()[i]]
+        n = len(self)
+        k = i + n if i < 0 else i
+        if not 0 <= k < n:
+            raise IndexError(f"path index {i} out of range (the path has {n} messages)")
+        if k == 0:
+            return self._at(self._tree.root_of(self._head))
+        up = n - 1 - k
+        if self._ids is None and up <= _WALK:
+            node = self._head
+            for _ in range(up):
+                node = self._tree.parent(node)
+            return self._at(node)
+        return self._at(self._path()[k])
+
+    def __iter__(self) -> Iterator[MessageView]:
+        for n in self._path():
+            yield self._at(n)
+
+    def __reversed__(self) -> Iterator[MessageView]:
+        ids = reversed(self._ids) if self._ids is not None else self._tree.ancestors(self._head)
+        for n in ids:
+            yield self._at(n)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PathView) and other._tree is self._tree and other._head == self._head:
+            return True
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"PathView({len(self)} messages, head={self._head!r})"
+
+    def __copy__(self) -> "PathView":
+        return self
+
+    def __deepcopy__(self, memo: dict) -> list[dict[str, Any]]:
+        return [message_of(self._tree.node(n)) for n in self._path()]
+
+    def __reduce__(self) -> tuple:
+        return list, (self.__deepcopy__({}),)
+
+    @property
+    def head(self) -> str | None:
+        """The id of the path's last message (None: the empty path)."""
+        return self._head
+
+    def tokens(self, count: Callable[[Mapping[str, Any]], int] | None = None) -> int:
+        """The exact tokens of the path: ``count(message)`` summed over its messages
+        (default: the o200k_base count of each message's text, as ``count_tokens``
+        counts a list), kept running by the tree (``Tree.exact_count``): each
+        message is counted once, however many calls read it."""
+        return self._tree.exact_count(self._head, count)
 
 
 class Tree:
@@ -302,13 +440,13 @@ class Tree:
     >>> t.match([{"id": "u1", "role": "user", "content": "?"}, {"role": "user", "content": "LA?"}])
     (1, 'u1')
 
-    The storage primitives (``_has``, ``_parent_of``, ``_attrs``, ``_state_of``
-    and the count's bookkeeping) are all that ``convlab.lazy.LazyTree``
+    The storage primitives (``_has``, ``_parent_of``, ``_attrs``, ``_state_of``,
+    ``_kids``, the per-node bookkeeping: ``_depth_of``, ``_top_of``, ``_near_of``,
+    and the count's) are all that ``convlab.lazy.LazyTree``
     overrides to keep contents in the session log instead of in memory.
     """
 
     def __init__(self) -> None:
-        self._graph = nx.DiGraph()
         self.roots: list[str] = []
         self.head: str | None = None
         self.seq = 0
@@ -317,17 +455,43 @@ class Tree:
         self._cum: dict[str, int] = {}
         self._last_call: dict[str, str | None] = {}
         self._stated: set[str] = set()  # nodes with worker state: state_at is O(1) without any
-        # id -> the graph's own attribute dict: a walk up the path reads a plain dict, not a NodeView
+        # per node, for a PathView: its depth (messages root -> it) and its top-level ancestor
+        self._depth: dict[str, int] = {}
+        self._root: dict[str, str] = {}
+        self._near: dict[str, str | None] = {}  # the nearest node with worker state at or above (state_at)
+        # the running exact count (exact_count): per node counted, the tokens root -> it, and by what
+        self._exact: dict[str, int] = {}
+        self._exact_by: Any = None
+        # id -> its attribute dict (in creation order); the children as first child, next sibling
+        # (flat maps of ids: no container per node for Python's collector to walk)
         self._node: dict[str, dict[str, Any]] = {}
+        self._first_kid: dict[str, str] = {}
+        self._last_kid: dict[str, str] = {}
+        self._next_kid: dict[str, str] = {}
+        self._built: nx.DiGraph | None = None
 
     @property
     def graph(self) -> nx.DiGraph:
-        """The tree as a ``networkx.DiGraph``: one node per message, edge parent -> child."""
-        return self._graph
+        """The tree as a ``networkx.DiGraph``: one node per message, edge parent -> child.
+
+        Built on first use, then kept up to date; its node dicts are the tree's
+        own (what ``node`` returns), so a change of state shows in both. Until
+        then the tree keeps no graph: a session that never asks for it (a
+        script, a replay's own bookkeeping) keeps three containers fewer a
+        message for the collector to walk."""
+        if self._built is None:
+            g = nx.DiGraph()
+            for nid, attrs in self._node.items():
+                g.add_node(nid, **attrs)
+                self._node[nid] = g.nodes[nid]
+                if attrs["parent"] is not None:
+                    g.add_edge(attrs["parent"], nid)
+            self._built = g
+        return self._built
 
     # -- storage primitives ------------------------------------------
     def _has(self, node_id: object) -> bool:
-        return node_id in self._graph
+        return node_id in self._node
 
     def _parent_of(self, node_id: str) -> str | None:
         return self._node[node_id]["parent"]
@@ -341,6 +505,21 @@ class Tree:
     def _input_of(self, node_id: str) -> int:
         return input_tokens(self._node[node_id]["usage"])
 
+    def _depth_of(self, node_id: str) -> int:
+        return self._depth[node_id]
+
+    def _near_of(self, node_id: str) -> str | None:
+        return self._near[node_id]
+
+    def _put_near(self, node_id: str, near: str | None) -> None:
+        self._near[node_id] = near
+
+    def _kids(self, node_id: str) -> Iterable[str]:
+        return self.children(node_id)
+
+    def _top_of(self, node_id: str) -> str:
+        return self._root[node_id]
+
     # -- reading -------------------------------------------------------
     def __contains__(self, node_id: object) -> bool:
         return self._has(node_id)
@@ -350,6 +529,18 @@ class Tree:
 
     def node(self, node_id: str) -> dict[str, Any]:
         return self._attrs(node_id)
+
+    def parent(self, node_id: str) -> str | None:
+        """The parent of a recorded message (None: a top-level one)."""
+        return self._parent_of(node_id)
+
+    def depth(self, node_id: str) -> int:
+        """How many messages the path root -> ``node_id`` holds (1: a top-level one), O(1)."""
+        return self._depth_of(node_id)
+
+    def root_of(self, node_id: str) -> str:
+        """The top-level message the path to ``node_id`` starts with, O(1)."""
+        return self._top_of(node_id)
 
     def ancestors(self, node_id: str | None) -> Iterator[str]:
         """``node_id`` and its ancestors, head first (up the parent links)."""
@@ -368,7 +559,15 @@ class Tree:
         return [jsondata.copy(self._attrs(n)) for n in self.path_ids(head)]
 
     def children(self, node_id: str | None) -> list[str]:
-        return children(self.graph, node_id, self.roots)
+        """Children of a node (None: the top-level messages), oldest first."""
+        if node_id is None:
+            return list(self.roots)
+        out = []
+        kid = self._first_kid.get(node_id)
+        while kid is not None:
+            out.append(kid)
+            kid = self._next_kid.get(kid)
+        return out
 
     def _chars_of(self, node_id: str) -> int:
         return self._chars[node_id]
@@ -386,6 +585,46 @@ class Tree:
 
     def _any_state(self) -> bool:
         return bool(self._stated)
+
+    def exact_count(self, head: str | None = None, count: Callable[[Mapping[str, Any]], int] | None = None) -> int:
+        """The exact tokens of the messages root -> ``head`` (default: the head):
+        ``count(message)`` summed over them (``count`` gets each as a read-only
+        ``MessageView``; default: the o200k_base count of the message's text, as
+        ``count_tokens`` counts a list of messages).
+
+        Kept running: the total root -> each node is remembered, so a call reads
+        only the messages not counted yet (those since the last count, on a
+        path that goes on), never the whole path again. A different ``count``
+        starts the totals afresh (the tree keeps one counter's).
+
+        >>> t = Tree()
+        >>> _ = t.add({"id": "u1", "role": "user", "content": "hello world"}, None)
+        >>> _ = t.add({"id": "a1", "role": "assistant", "content": "hi"}, "u1")
+        >>> t.exact_count("a1"), t.exact_count("u1"), t.exact_count("a1", count=lambda m: len(m["content"]))
+        (3, 2, 13)
+        """
+        head = self.head if head is None else head
+        if head is None:
+            return 0
+        if count != self._exact_by:
+            self._exact, self._exact_by = {}, count
+        done = self._exact
+        todo: list[str] = []
+        node: str | None = head
+        while node is not None and node not in done:
+            todo.append(node)
+            node = self._parent_of(node)
+        total = 0 if node is None else done[node]
+        attrs = self._attrs
+        for n in reversed(todo):
+            if count is None:
+                content = attrs(n)["content"]
+                text = content if content.__class__ is str else content_text(content)
+                total += count_tokens(text) if text else 0
+            else:
+                total += count(MessageView(message_of(attrs(n))))
+            done[n] = total
+        return total
 
     def count(self, head: str | None = None) -> int:
         """PROTOCOL.md 5.1 for the path root -> ``head`` (default: the head), O(1).
@@ -451,20 +690,32 @@ class Tree:
         nid = node["id"]
         self._check_new(nid, parent)
         self.seq += 1
-        attrs = new_node(node, parent=parent, seq=self.seq)
-        self._graph.add_node(nid, **attrs)
-        self._node[nid] = stored = self._graph.nodes[nid]
+        attrs = stored = new_node(node, parent=parent, seq=self.seq)
+        if self._built is not None:
+            self._built.add_node(nid, **attrs)
+            stored = self._built.nodes[nid]
+            if parent is not None:
+                self._built.add_edge(parent, nid)
+        self._node[nid] = stored
         if parent is None:
             self.roots.append(nid)
         else:
-            self._graph.add_edge(parent, nid)
+            last = self._last_kid.get(parent)
+            if last is None:
+                self._first_kid[parent] = nid
+            else:
+                self._next_kid[last] = nid
+            self._last_kid[parent] = nid
         self._book(nid, parent, content_chars(attrs["content"]), attrs["role"] == "assistant" and input_tokens(attrs["usage"]) is not None)
         if attrs["state"] is not None:
             self._stated.add(nid)
+        self._near[nid] = nid if attrs["state"] is not None else None if parent is None else self._near[parent]
         return stored
 
     def _book(self, nid: str, parent: str | None, chars: int, is_call: bool) -> None:
         self._chars[nid] = chars
+        self._depth[nid] = 1 if parent is None else self._depth[parent] + 1
+        self._root[nid] = nid if parent is None else self._root[parent]
         self._cum[nid] = chars + (self._cum[parent] if parent is not None else 0)
         if is_call:
             self._last_call[nid] = nid
@@ -474,18 +725,32 @@ class Tree:
     def set_state(self, node_id: str, state: Any) -> None:
         self._attrs(node_id)["state"] = jsondata.copy(state)
         self._stated.add(node_id)
+        self._renear(node_id)
+
+    def _renear(self, node_id: str) -> None:
+        """The nearest node with state, at or above ``node_id`` and each node under it,
+        after ``node_id``'s state changed. O(1) for a leaf (the head, as a rule); else
+        the nodes under it down to the next ones with state of their own."""
+        todo = [node_id]
+        while todo:
+            n = todo.pop()
+            if n != node_id and self._state_of(n) is not None:
+                continue  # its own state is nearest for all under it
+            parent = self._parent_of(n)
+            self._put_near(n, n if self._state_of(n) is not None else None if parent is None else self._near_of(parent))
+            todo.extend(self._kids(n))
 
     def state_at(self, head: str | None = None) -> dict[str, Any]:
-        """The worker state nearest the head on the path (PROTOCOL.md 6); ``{}`` if none."""
+        """The worker state nearest the head on the path (PROTOCOL.md 6); ``{}`` if
+        none. O(1): each node knows the nearest node with state at or above it."""
         if not self._any_state():
             return {}
-        for n in self.ancestors(self.head if head is None else head):
-            st = self._state_of(n)
-            if st is not None:
-                return jsondata.copy(st)
-        return {}
+        head = self.head if head is None else head
+        near = None if head is None else self._near_of(head)
+        return {} if near is None else jsondata.copy(self._state_of(near))
 
     # -- whole tree ----------------------------------------------------
     def nodes_in_order(self) -> list[dict[str, Any]]:
-        return [dict(a) for a in nodes_in_order(self.graph)]
+        """Every node's attributes (copies of the top level) in creation (``seq``) order."""
+        return [dict(a) for a in self._node.values()]
 

@@ -16,6 +16,8 @@ errors and clock moves keep every invariant of PROTOCOL.md:
   NaN and infinities, integers past 64 bits, deep nesting) are refused with nothing written; a log
   write that fails anywhere (a torn line or none) refuses the whole entry point and changes nothing,
   so memory equals the log at every step; a streamed id is never given to another message
+- a model call reads the path root -> head as a read-only view, its exact count the tree's running
+  one, and what it read never changes; the state is the nearest one walking up (6)
 
 Profiles (tests/conftest.py): "ci" (300 examples, the default) and HYPOTHESIS_PROFILE=deep.
 """
@@ -38,6 +40,7 @@ from session_support import PAGE_CONFIG, check_limited_then_exactly_one, check_w
 
 import convlab
 import convlab.log
+from convlab.tree import PathView
 
 CONFIGS = [
     None,
@@ -66,8 +69,19 @@ class FaultyScript(convlab.ScriptedLLM):
     def __init__(self, script):
         self.raises = {i: item["raise"] for i, item in enumerate(script) if "raise" in item}
         super().__init__([{"content": "unused"} if "raise" in item else item for item in script])
+        self.session = None
+        self.read: list[tuple[PathView, list]] = []  # each path a call read, and what it read then
+        self.wrong: list[str] = []  # kept, not raised: an assertion inside a provider is a failed call
 
     def complete(self, request):
+        messages = request.get("messages")
+        if isinstance(messages, PathView):
+            then = [dict(m) for m in messages]
+            if then != self.session.view(messages.head):
+                self.wrong.append(f"call {len(self.requests) + 1} read {then}, not the path to {messages.head}")
+            if messages.tokens() != convlab.count_tokens(then):
+                self.wrong.append(f"call {len(self.requests) + 1}: the running count {messages.tokens()} is not the exact one")
+            self.read.append((messages, then))
         name = self.raises.get(len(self.requests))
         if name is not None:
             self.requests.append(dict(request))
@@ -191,9 +205,9 @@ class SessionMachine(RuleBasedStateMachine):
                     return [{"type": "state.set", "state": {"turns": len(decision["messages"])}}, {"type": "llm.call"}]
                 return []
 
-        self.s = convlab.Session(
-            config=cfg, worker=worker, autorun=autorun, llm=FaultyScript(script + tail), log=self.log, clock=0.0
-        )
+        llm = FaultyScript(script + tail)
+        self.s = convlab.Session(config=cfg, worker=worker, autorun=autorun, llm=llm, log=self.log, clock=0.0)
+        llm.session = self.s
         self.s.subscribe(self._saw)
 
     def _saw(self, event):
@@ -561,6 +575,27 @@ class SessionMachine(RuleBasedStateMachine):
             if mid in replies:
                 started = [e for e in self.s.events if e["type"] == "llm.started" and e.get("message_id") == mid]
                 assert started and replies[mid]["role"] == "assistant", mid
+
+    @invariant()
+    def a_call_reads_the_path_and_what_it_read_holds(self):
+        """A model call reads the path root -> head, as a read-only view whose exact count is the
+        tree's running one; what a call read never changes, whatever the session did since
+        (a refused entry point restored included)."""
+        if self.s is None:
+            return
+        llm = self.s.llms["default"]
+        assert not llm.wrong, llm.wrong[0]
+        for view, then in llm.read[-10:]:
+            assert list(view) == then and len(view) == len(then)
+
+    @invariant()
+    def state_is_the_nearest_on_the_path(self):
+        """6: the state is the one nearest the head walking up (the tree answers in O(1))."""
+        if self.s is None:
+            return
+        nodes = self.nodes()
+        states = [nodes[n]["state"] for n in reversed(self.path_to(self.s.head, nodes)) if nodes[n]["state"] is not None]
+        assert self.s.state == (states[0] if states else {})
 
     @invariant()
     def limited_then_exactly_one(self):

@@ -192,3 +192,142 @@ def test_a_path_view_reads_the_head_without_walking_and_equals_the_messages():
     assert view[-1] == {"id": "u2", "role": "user", "content": "c"} and view._ids is None  # no walk for the last message
     assert list(view) == t.messages("u2") and len(view) == 3 and view[0:2] == t.messages("a1")
     assert not PathView(t, None) and len(PathView(t, None)) == 0
+
+
+# -- the path a model call reads: a read-only view -----------------------------
+def _both_kinds(tmp_path_factory=None):
+    """A Tree and a LazyTree (messages added in memory, as after loading) built alike."""
+    from convlab.lazy import LazyTree
+
+    return [Tree(), LazyTree("/nonexistent/never-read.jsonl")]
+
+
+@st.composite
+def grown(draw, kind):
+    """A random tree of ``kind`` (0: Tree, 1: LazyTree) with worker state set on some
+    nodes, some of them inner ones (after their children were added)."""
+    t = _both_kinds()[kind]
+    ids: list[str] = []
+    for i in range(draw(st.integers(1, 30))):
+        parent = draw(st.sampled_from([None, *ids]))
+        role = draw(st.sampled_from(["user", "assistant", "tool"]))
+        content = draw(st.one_of(st.text(max_size=20), st.lists(st.just({"type": "text", "text": "x y"}), max_size=2)))
+        state = {"at": i} if draw(st.integers(0, 5)) == 0 else None
+        t.add({"id": f"n{i}", "role": role, "content": content, "state": state}, parent)
+        ids.append(f"n{i}")
+        if draw(st.integers(0, 4)) == 0:
+            t.set_state(draw(st.sampled_from(ids)), {"set": i})
+    return t, ids
+
+
+def _walked_state(t, head):
+    for n in t.ancestors(head):
+        if t.node(n)["state"] is not None:
+            return t.node(n)["state"]
+    return {}
+
+
+@settings(max_examples=60)
+@given(st.data())
+def test_state_at_is_the_nearest_state_walking_up_on_both_trees(data):
+    """state_at is O(1) from per-node bookkeeping, also after state set on an inner node:
+    it equals walking up, on a Tree and on a LazyTree."""
+    for kind in (0, 1):
+        t, ids = data.draw(grown(kind))
+        for head in ids:
+            assert t.state_at(head) == _walked_state(t, head)
+
+
+@settings(max_examples=60)
+@given(trees(), st.data())
+def test_a_path_view_reads_as_the_messages_however_it_is_read(tree_ids, data):
+    from convlab.tokens import count_tokens
+    from convlab.tree import PathView
+
+    t, ids = tree_ids
+    head = data.draw(st.sampled_from(ids))
+    messages = t.messages(head)
+    view = PathView(t, head)
+    n = len(messages)
+    assert len(view) == n and bool(view) and view.head == head
+    i = data.draw(st.integers(-n, n - 1))
+    assert PathView(t, head)[i] == messages[i]  # an index, from a fresh view: a walk up or the path once
+    assert list(reversed(view)) == messages[::-1] and view[1:-1] == messages[1:-1]
+    assert view == messages and messages == view and list(view) == messages
+    assert view.tokens() == count_tokens(messages)
+    assert PathView(t, head).tokens(count=lambda m: len(m["id"])) == sum(len(m["id"]) for m in messages)
+    with pytest.raises(IndexError, match=f"path index {n} out of range"):
+        view[n]
+
+
+def test_the_running_exact_count_reads_only_what_it_has_not_counted(monkeypatch):
+    from convlab.tokens import count_tokens
+
+    t = chain(*[(f"n{i}", f"n{i - 1}" if i else None, "user", f"message number {i}") for i in range(200)])
+    assert t.exact_count("n199") == count_tokens(t.messages("n199"))
+    read = []
+    original = Tree._attrs
+    monkeypatch.setattr(Tree, "_attrs", lambda self, n: read.append(n) or original(self, n))
+    t.add({"id": "x", "role": "assistant", "content": "a reply"}, "n199")
+    t.add({"id": "y", "role": "user", "content": "and a branch"}, "n150")
+    x, y = t.exact_count("x"), t.exact_count("y")
+    assert read == ["x", "y"]  # one new message each: the rest was counted before
+    monkeypatch.undo()
+    assert (x, y) == (count_tokens(t.messages("x")), count_tokens(t.messages("y")))
+
+
+def test_a_path_view_is_read_only_and_the_reader_owns_what_it_reads():
+    import copy
+    import pickle
+
+    from convlab.tree import MessageView, PathView
+
+    t = chain(("u1", None, "user", [{"type": "text", "text": "a"}]), ("a1", "u1", "assistant", "b"), ("u2", "a1", "user", "c"))
+    view = PathView(t, "u2")
+    first = view[0]
+    assert isinstance(first, MessageView) and view._ids is None  # first, last and len: no walk
+    assert len(view) == 3 and view[-1]["content"] == "c" and view._ids is None
+    with pytest.raises(TypeError):
+        first["content"] = "changed"  # type: ignore[index]
+    first["content"][0]["text"] = "mine"  # the reader's copy: the tree does not see it
+    assert t.node("u1")["content"] == [{"type": "text", "text": "a"}] and view[0]["content"][0]["text"] == "a"
+    with pytest.raises(AttributeError):
+        view.append({"role": "user", "content": "x"})  # type: ignore[attr-defined]
+    plain = copy.deepcopy(view)
+    assert type(plain) is list and all(type(m) is dict for m in plain) and plain == t.messages("u2")
+    assert pickle.loads(pickle.dumps(view)) == plain and type(pickle.loads(pickle.dumps(first))) is dict
+    assert copy.copy(view) is view and type(copy.deepcopy(first)) is dict
+    t.add({"id": "u3", "role": "user", "content": "later"}, "u2")  # the tree grows: the view does not change
+    assert view == plain and len(view) == 3 and repr(view) == "PathView(3 messages, head='u2')"
+    assert PathView(t, None) == [] and not PathView(t, None)
+
+
+# -- the one walk and the lane rule (issue 21) over the flat maps (issue 26) ----------
+@settings(max_examples=60)
+@given(st.data())
+def test_the_walk_and_the_lanes_read_the_graph_as_the_flat_maps_hold_it(data):
+    """path_to, nodes_in_order, children, newest_leaves and lane_from over ``Tree.graph`` (built
+    when first asked for, part way through, then kept up to date) say what the tree's own flat
+    maps say, on a Tree and on a LazyTree; following a lane lands where a checkout does."""
+    from convlab.tree import lane_child, lane_from, newest_leaves, nodes_in_order, path_to
+
+    for kind in (0, 1):
+        t, ids = data.draw(grown(kind))
+        graph = t.graph  # built now, from the flat maps
+        more = data.draw(st.integers(0, 5))
+        for i in range(more):  # added after: the graph follows
+            nid = f"m{i}"
+            t.add({"id": nid, "role": "user", "content": "later"}, data.draw(st.sampled_from([None, *ids])))
+            ids.append(nid)
+        assert t.graph is graph and set(graph.nodes) == set(ids)
+        assert [a["id"] for a in nodes_in_order(graph)] == [a["id"] for a in t.nodes_in_order()] == ids
+        newest = newest_leaves(nodes_in_order(graph))
+        for nid in [None, *ids]:
+            assert children(graph, nid, t.roots) == t.children(nid)
+        for nid in ids:
+            assert path_to(graph.nodes, nid) == t.path_ids(nid)
+            assert newest[nid] == graph.nodes[newest_leaf(graph, nid)]["seq"]
+            lane = lane_from(graph, nid, newest)
+            assert lane[-1] == newest_leaf(graph, nid) and path_to(graph.nodes, lane[-1])[-len(lane):] == lane
+            kids = t.children(nid)
+            assert lane_child(kids, newest, on_path=kids[-1] if kids else None) == (kids[-1] if kids else None)

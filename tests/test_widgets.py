@@ -610,9 +610,9 @@ def test_a_widget_that_fails_to_build_leaves_nothing_behind(bad, comms, monkeypa
     listening = set()
     subscribe = s.subscribe
 
-    def tracked(fn):
+    def tracked(fn, types=None):
         listening.add(fn)
-        stop = subscribe(fn)
+        stop = subscribe(fn, types)
         return lambda: (listening.discard(fn), stop())
 
     s.subscribe = tracked

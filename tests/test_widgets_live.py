@@ -388,7 +388,7 @@ def test_the_chat_redraws_its_messages_only_when_the_path_changes(monkeypatch):
     monkeypatch.setattr(_MessageRow, "bind", lambda self, node: (binds.append(node["id"]), real(self, node)))
     made = []
     init = _MessageRow.__init__
-    monkeypatch.setattr(_MessageRow, "__init__", lambda self, chat: (made.append(1), init(self, chat))[1])
+    monkeypatch.setattr(_MessageRow, "__init__", lambda self, chat, node: (made.append(1), init(self, chat, node))[1])
     s = convlab.Session(worker="manual")
     chat = ChatView(s, limit=10)
     for i in range(60):

@@ -6,6 +6,15 @@ A provider is any object with ``complete(request) -> reply`` that raises
 - ``request`` is ``{"model", "messages", "stream", "summary"}``; ``summary``
   is true for the engine's own summary calls (never streamed). ``model`` is
   None when the call names none: the provider's own model answers.
+- ``messages`` is a read-only ``Sequence`` of read-only ``Mapping``s. The
+  path a call reads is a ``convlab.tree.PathView`` over the tree: nothing is
+  copied until it is read, and a provider pays for what it reads (the last
+  message, ``len``, ``view.tokens()`` are O(1)). A provider that must
+  serialise the path reads it once per call (``list(messages)``, or
+  ``[dict(m) for m in messages]`` for plain dicts: ``json.dumps`` takes only
+  those); the view never changes, so it may be kept. The engine's summary
+  calls, and calls whose ``llm.call`` names its own ``messages``, get a list
+  of fresh dicts.
 - ``reply`` is ``{"content", "usage"}`` plus, where the model made them,
   ``tool_calls``, ``name`` and ``metadata`` (kept on the recorded message).
   ``usage`` has ``input_tokens`` (all the input read, or split out as

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Sequence
 
 from ..errors import ProviderError
 from ..tokens import content_text, count_tokens, get_encoding
+from ..tree import PathView
 
 __all__ = ["EchoLLM", "ScriptedLLM", "ProviderError", "chunks", "stand_in", "summarized", "checked_replies"]
 
@@ -92,7 +93,18 @@ class _Streams:
         yield reply
 
 
-def _last_text(messages: list[Mapping[str, Any]]) -> str:
+def _read(messages: Sequence[Mapping[str, Any]]) -> int:
+    """The exact o200k_base tokens of what a call reads: the tree's running count for
+    the path (``PathView.tokens``: only the messages not counted yet are read), else
+    ``count_tokens`` of the messages given."""
+    if isinstance(messages, PathView):
+        return messages.tokens()
+    return count_tokens(list(messages))
+
+
+def _last_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The text of the last user or tool message (read from the end: a path view walks
+    up only that far)."""
     for m in reversed(messages):
         if m.get("role") in ("user", "tool"):
             return content_text(m.get("content"))
@@ -114,8 +126,10 @@ def checked_replies(replies: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
 class EchoLLM(_Streams):
     """Replies by echoing the last user (or tool) message; counts exactly; streams in a few chunks.
 
-    ``usage.input_tokens`` is the exact o200k_base count of what it read.
-    With ``window`` it refuses a call that reads more (``too_long``). A summary
+    ``usage.input_tokens`` is the exact o200k_base count of what it read
+    (for the path a session hands it, a ``PathView``, the tree's running
+    count: a call reads the messages up to the last user one and those not
+    counted yet, never the whole path). With ``window`` it refuses a call that reads more (``too_long``). A summary
     call gets a deterministic, non-empty summary of what it read.
 
     >>> llm = EchoLLM()
@@ -136,13 +150,13 @@ class EchoLLM(_Streams):
         return f"EchoLLM(window={self.window!r}, latency={self.latency!r})"
 
     def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        messages = list(request.get("messages") or [])
-        read = count_tokens(messages)
+        messages = request.get("messages") or []
+        read = _read(messages)
         if self.window is not None and read > self.window:
             raise ProviderError("too_long", f"{read} tokens is more than the window of {self.window}")
         self.calls += 1
         if request.get("summary"):
-            content = stand_in(messages)
+            content = stand_in(list(messages))
         else:
             text = _last_text(messages)
             content = f"echo: {text}" if text else "echo"
@@ -176,7 +190,9 @@ class ScriptedLLM(_Streams):
 
     def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
         n = len(self.requests)
-        self.requests.append({**request, "messages": [dict(m) for m in request.get("messages") or []]})
+        messages = request.get("messages") or []
+        # a path view never changes: kept as it is (O(1)); messages given as a list: copied
+        self.requests.append({**request, "messages": messages if isinstance(messages, PathView) else [dict(m) for m in messages]})
         if n >= len(self.replies):
             raise ProviderError("failed", f"ScriptedLLM has no reply left for call {n + 1} (it had {len(self.replies)})")
         reply = self.replies[n]
@@ -184,5 +200,5 @@ class ScriptedLLM(_Streams):
             raise ProviderError(reply["error"], reply.get("message"))
         usage = reply.get("usage")
         if usage is None:
-            usage = {"input_tokens": count_tokens(list(request.get("messages") or [])), "output_tokens": count_tokens(content_text(reply["content"]))}
+            usage = {"input_tokens": _read(messages), "output_tokens": count_tokens(content_text(reply["content"]))}
         return {"content": copy.deepcopy(reply["content"]), "usage": dict(usage)}

@@ -80,16 +80,40 @@ class _Start:
     limits: int
     stale: int
     consulted: int
-    map: dict[str, str]
+    map: int  # writes to the id map so far (``_IdMap.at`` rebuilds the map as it was)
     model: tuple[int, int, int, int]  # ReplayLLM.mark()
     clock: float  # the session's clock (a loaded session's starts at 0 at the least: a log's times may be earlier)
+
+
+class _IdMap(dict):
+    """The replay's id map (imported id -> session id), remembering its writes in
+    order: where a turn started is the number of writes so far, not a copy of the
+    map (a copy a turn made the replay quadratic), and ``at(n)`` is the map as it
+    was then, journaling on (what a fork starts from)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[tuple[str, str]] = []
+
+    def __setitem__(self, key: str, value: str) -> None:
+        super().__setitem__(key, value)
+        self.writes.append((key, value))
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def at(self, n: int) -> "_IdMap":
+        new = _IdMap()
+        new.update(self.writes[:n])
+        return new
 
 
 @dataclass
 class _Record:
     """What the driver records (the model records its own calls): one owner, cut at a turn by ``until``."""
 
-    map: dict[str, str] = field(default_factory=dict)  # imported id -> session id (where the log goes on)
+    map: _IdMap = field(default_factory=_IdMap)  # imported id -> session id (where the log goes on)
     stale: list[str] = field(default_factory=list)  # imported ids of the logged replies that no longer apply
     limits: list[dict[str, Any]] = field(default_factory=list)  # context.limit decisions, with what was answered
     trace: list[dict[str, Any]] = field(default_factory=list)  # one entry per model call (not summary calls)
@@ -97,7 +121,7 @@ class _Record:
 
     def until(self, at: _Start) -> "_Record":
         """The record as it was when the turn of ``at`` started."""
-        return _Record(dict(at.map), self.stale[:at.stale], [dict(x) for x in self.limits[:at.limits]],
+        return _Record(self.map.at(at.map), self.stale[:at.stale], [dict(x) for x in self.limits[:at.limits]],
                        [dict(x) for x in self.trace[:at.trace]], self.consulted[:at.consulted])
 
 
@@ -274,7 +298,7 @@ class Replayer:
             self.turn = k
             rec = self.record
             self.starts[k] = _Start(len(self.session.events), len(rec.trace), len(rec.limits), len(rec.stale), len(rec.consulted),
-                                    dict(rec.map), self.llm.mark(), self.session.clock)
+                                    len(rec.map.writes), self.llm.mark(), self.session.clock)
             self._run_turn(self.plan.turns[k])
         return self
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from ..errors import ProviderError
 from ..providers.fakes import checked_replies, stand_in, summarized
 from ..tokens import content_text, count_tokens
-from ..tree import input_tokens
+from ..tree import PathView, input_tokens
 from .plan import ExactCounts, Plan
 
 __all__ = ["ReplayLLM"]
@@ -117,6 +117,11 @@ class ReplayLLM:
     ``compacted``). On its own (no session) it counts with ``count_tokens``,
     ``applies(request)`` says whether a reply applies (default always) and
     ``clock()`` gives the time the latency runs to.
+
+    The exact count adds up message by message: the path a call reads (a
+    ``PathView``) is counted with ``count([m])`` for each message, once, in
+    the tree's running count (``PathView.tokens``), so a call never re-reads
+    the path; a list of messages is counted whole.
 
     What it records is its own, and ``until(mark)`` gives a model that goes
     on from a ``mark()`` (what a fork of a replay starts from): ``used`` lists
@@ -239,6 +244,16 @@ class ReplayLLM:
         return new
 
     # -- what a call reads ---------------------------------------------------
+    def _read_exact(self, messages: Sequence[Mapping[str, Any]]) -> int:
+        """``count`` of what a call reads; for a path view, the tree's running count message by
+        message (``count([m])`` each: only the messages not counted yet)."""
+        if not isinstance(messages, PathView):
+            return self.count(list(messages))
+        return messages.tokens(None if self._session is None and self.counts is None else self._count_one)
+
+    def _count_one(self, message: Mapping[str, Any]) -> int:
+        return self.count([message])
+
     def _exact_of(self, sid: str) -> int:
         """Exact tokens of the session message ``sid`` (a copy counts as its original)."""
         n = self._exact.get(sid)
@@ -303,17 +318,17 @@ class ReplayLLM:
 
     # -- the calls -------------------------------------------------------------
     def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        messages = list(request.get("messages") or [])
+        messages = request.get("messages") or []  # the path a session hands it: a PathView, read where needed
         self.latency = 0.0
         if request.get("summary"):
-            return self._summary(request, messages)
+            return self._summary(request, list(messages))
         n = self.next
         if n >= len(self.replies):
             raise ProviderError("failed", f"ReplayLLM has no logged reply left for call {n + 1}")
         reply = self.replies[n]
         applies = self._reads_logged(request)
         logged = input_tokens(reply.get("usage"))
-        exact = self.count(messages)
+        exact = self._read_exact(messages)
         whole = reply.get("whole", True) is not False
         observed = applies and logged is not None
         if observed:

@@ -25,7 +25,7 @@ from ipywidgets.widgets.widget_string import HTMLStyle, LabelStyle
 
 from .. import readable
 from . import intents
-from .live import INTERVAL, Live, close_inside, hold
+from .live import INTERVAL, Live, close_inside, hold, kinds
 from .source import REPLAY_HINT, source_of
 
 __all__ = ["ChatView", "ROLE_COLORS", "STYLE"]
@@ -92,7 +92,7 @@ class _Kit:
         self.plain = w.Layout()
         self.hidden = w.Layout(display="none")
         self.center = w.Layout(align_items="center")
-        self.fill = w.Layout(flex="1")
+        self.push = w.Layout(width="auto", margin="0 0 0 auto")  # the first button: pushed to the right end
         self.row = w.Layout(flex="0 0 auto")  # never squeezed by the scroll box
         self.button = w.ButtonStyle()
         self.html = HTMLStyle()
@@ -104,8 +104,17 @@ class _Kit:
     def make_button(self, description: str, tooltip: str, layout: w.Layout) -> w.Button:
         return w.Button(description=description, tooltip=tooltip, layout=layout, style=self.button)
 
-    def make_html(self) -> w.HTML:
-        return w.HTML(layout=self.plain, style=self.html)
+    def make_html(self, value: str = "") -> w.HTML:
+        return w.HTML(value=value, layout=self.plain, style=self.html)
+
+
+def _role(node: Mapping[str, Any]) -> str:
+    """What a row shows a message as: its role, or ``summary``."""
+    return "summary" if node.get("kind") == "summary" else node["role"]
+
+
+def _text_html(text: str) -> str:
+    return f'<div class="clw-text">{esc(text)}</div>'
 
 
 class _MessageRow(w.VBox):
@@ -113,40 +122,41 @@ class _MessageRow(w.VBox):
 
     A row shows one message at a time (``bind``); the chat binds it to
     another when it moves on, instead of making new widgets. The ‹ k/n ›
-    arrows and the edit area are made the first time they are needed.
+    arrows and the edit area are made the first time they are needed. A new
+    row is made showing its first message (``node``): its widgets open with
+    their values and classes, no update follows (a chat's first draw makes
+    ``limit`` rows, and in a kernel every message to the browser costs).
     """
 
-    def __init__(self, chat: "ChatView") -> None:
+    def __init__(self, chat: "ChatView", node: Mapping[str, Any]) -> None:
         kit = chat._kit
         self.chat = chat
-        self.node_id: str | None = None
-        self.role: str | None = None
-        self.content = ""
-        self.header = kit.make_html()
+        self.node_id: str | None = node["id"]
+        self.role: str | None = _role(node)
+        self.content = readable(node.get("content"))
+        self.header = kit.make_html(role_badge(node))
         self.nav: w.HBox | None = None  # ‹ k/n ›, made at the first fork
         self.edit_button = self.regen_button = None
         buttons = []
         if not chat.readonly:
-            self.edit_button = kit.make_button("Edit", "send the view with this message changed: a new branch", kit.auto)
+            self.edit_button = kit.make_button("Edit", "send the view with this message changed: a new branch", kit.push)
             self.regen_button = kit.make_button("Regenerate", "send the view without this reply: a new reply beside it",
-                                            kit.auto)
+                                                kit.auto if self.role == "assistant" else kit.auto_hidden)
             buttons = [self.edit_button, self.regen_button]
             self.edit_button.on_click(lambda _b: self._open_editor(True))
             self.regen_button.on_click(lambda _b: chat.regenerate(self.node_id))
-        self.text = kit.make_html()
+        self.text = kit.make_html(_text_html(self.content))
         self.editor: w.Textarea | None = None  # made on the first Edit: most rows are never edited
         self.edit_box: w.VBox | None = None
-        self.top = w.HBox([self.header, w.HBox(layout=kit.fill), *buttons], layout=kit.center)
-        self.top.add_class("clw-small")
-        super().__init__([self.top, self.text], layout=kit.row)
-        self.add_class("clw-msg")
+        self.top = w.HBox([self.header, *buttons], layout=kit.center, _dom_classes=("clw-small",))
+        super().__init__([self.top, self.text], layout=kit.row, _dom_classes=("clw-msg", f"clw-msg-{self.role}"))
 
     def bind(self, node: Mapping[str, Any]) -> None:
         """Show ``node`` (a message of the path) in this row."""
         if node["id"] == self.node_id:
             return
         self.node_id = node["id"]
-        role = "summary" if node.get("kind") == "summary" else node["role"]
+        role = _role(node)
         if role != self.role:
             if self.role is not None:
                 self.remove_class(f"clw-msg-{self.role}")
@@ -156,7 +166,7 @@ class _MessageRow(w.VBox):
                 self.regen_button.layout = self.chat._kit.auto if role == "assistant" else self.chat._kit.auto_hidden
         self.header.value = role_badge(node)
         self.content = readable(node.get("content"))
-        self.text.value = f'<div class="clw-text">{esc(self.content)}</div>'
+        self.text.value = _text_html(self.content)
         if self.edit_box is not None:
             self.edit_box.layout.display = "none"
 
@@ -214,6 +224,8 @@ class ChatView(Live, w.VBox):
     >>> ChatView(s)
     ChatView(agent='bot', path=2, head='e1')
     """
+
+    EVENTS = kinds(_EVENTS)
 
     def __init__(self, session: Any, *, limit: int = 40, interval: float = INTERVAL) -> None:
         source = source_of(session, "ChatView")  # a wrong argument raises before anything is built
@@ -352,12 +364,13 @@ class ChatView(Live, w.VBox):
             row.close()
 
     def _take(self, node: Mapping[str, Any]) -> _MessageRow:
-        """A free row (one that showed a message of the same role if there is one) or a new one."""
-        role = "summary" if node.get("kind") == "summary" else node["role"]
+        """A free row (one that showed a message of the same role if there is one) or a new one
+        (made showing ``node``)."""
+        role = _role(node)
         for i in range(len(self._free) - 1, -1, -1):
             if self._free[i].role == role:
                 return self._free.pop(i)
-        return self._free.pop() if self._free else _MessageRow(self)
+        return self._free.pop() if self._free else _MessageRow(self, node)
 
     def _title(self) -> None:
         src = self.source

@@ -17,7 +17,7 @@ import ipywidgets as w
 from .. import kept, readable
 from . import intents
 from .chat import STYLE, esc, role_badge
-from .live import INTERVAL, Live, close_inside, hold
+from .live import INTERVAL, Live, close_inside, hold, kinds
 from .source import source_of
 
 __all__ = ["DecisionPanel", "plan_text", "reset_plan", "accept_plan"]
@@ -76,6 +76,8 @@ class DecisionPanel(Live, w.VBox):
     >>> DecisionPanel(convlab.Session(worker="manual"))
     DecisionPanel(pending=None)
     """
+
+    EVENTS = kinds(_EVENTS)
 
     def __init__(self, session: Any, *, interval: float = INTERVAL) -> None:
         session = source_of(session, "DecisionPanel", needs_session=True)  # raises before anything is built

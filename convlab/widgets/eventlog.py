@@ -20,6 +20,7 @@ from typing import Any
 import ipywidgets as w
 from ipywidgets.widgets.widget_string import HTMLStyle
 
+from .. import Session
 from .chat import STYLE, esc
 from .live import INTERVAL, Live
 from .source import source_of
@@ -117,6 +118,8 @@ class EventLog(Live, w.VBox):
     >>> EventLog(convlab.Session())
     EventLog(events=1, filter='all')
     """
+
+    EVENTS = frozenset(Session.EVENTS)  # every recorded event (a notice has no seq)
 
     def __init__(self, session: Any, *, limit: int = 200, interval: float = INTERVAL) -> None:
         source = source_of(session, "EventLog", needs_session=True)  # a wrong argument raises before anything is built

@@ -19,7 +19,7 @@ import ipywidgets as w
 
 from .. import count_tokens
 from .chat import STYLE, esc
-from .live import INTERVAL, Live
+from .live import INTERVAL, Live, kinds
 from .source import REPLAY_HINT, source_of
 
 __all__ = ["ContextGauge", "gauge_marks"]
@@ -72,6 +72,8 @@ class ContextGauge(Live, w.VBox):
     >>> ContextGauge(convlab.Session(config="[agent.bot.context]\\nwindow = 200000"))
     ContextGauge(tokens=0, exact=0, window=200000)
     """
+
+    EVENTS = kinds(_EVENTS)
 
     def __init__(self, session: Any, *, interval: float = INTERVAL) -> None:
         source = source_of(session, "ContextGauge")  # a wrong argument raises before anything is built

@@ -52,10 +52,11 @@ from typing import Any, Callable, Iterator
 
 from ipywidgets import Widget
 
+from .. import Session
 from .source import shown
 
 __all__ = ["Redraw", "INTERVAL", "RATIO", "DECAY", "SLOWEST", "QUIET", "ENDS", "hold", "flush", "register",
-           "close_inside"]
+           "close_inside", "kinds", "LOOK"]
 
 #: Seconds between two draws of one widget while events keep coming (at most 4 a second).
 INTERVAL = 0.25
@@ -69,6 +70,24 @@ SLOWEST = 1.0
 QUIET = 1.0
 #: Events after which a session may wait a while: where a widget on a thread with no event loop draws.
 ENDS = frozenset({"turn.completed", "turn.cancelled", "turn.failed", "decision.requested"})
+
+#: Everything a session tells its subscribers: its event types and its notices.
+_TOLD = (*Session.EVENTS, *Session.NOTICES)
+
+
+def kinds(prefixes: tuple[str, ...]) -> frozenset[str]:
+    """The event types (and notices) that start with one of ``prefixes``: what a widget
+    subscribes to, so the session does not call it for the others (a long run tells
+    every subscriber a dozen things a turn).
+
+    >>> sorted(kinds(("head.", "context.re")))
+    ['context.replaced', 'head.moved']
+    """
+    return frozenset(t for t in _TOLD if t.startswith(prefixes))
+
+
+#: Events at which a widget that waits for its draw looks whether it is due (``Redraw.touch``).
+LOOK = ENDS | {"llm.delta"}
 
 _dirty: "weakref.WeakSet[Redraw]" = weakref.WeakSet()  # widgets with events not drawn yet
 _by_source: "weakref.WeakKeyDictionary[Any, weakref.WeakSet[Redraw]]" = weakref.WeakKeyDictionary()
@@ -113,7 +132,16 @@ class Redraw:
 
     def touch(self, kind: str = "") -> None:
         """An event (of type ``kind``) changed what the widget shows: draw now if it has waited
-        long enough, else later."""
+        long enough, else later.
+
+        Called for most events of a session (a dozen a turn), so the common case does the
+        least: a widget that already waits for its draw looks at the clock only at the events
+        of ``LOOK`` (where a turn ends or stops for a decision, and a streamed chunk), which
+        come at least once a turn: between them an event only notes its thread. A touch that
+        names no event always looks."""
+        if self.dirty and kind and kind not in LOOK:
+            self.thread = threading.get_ident()
+            return
         now = self._event()
         first = not self.dirty
         if first:
@@ -245,6 +273,8 @@ class Live:
     kit) names them in ``_held()``."""
 
     redraw: Redraw
+    #: The event types the widget follows (None: all; ``kinds`` makes them from prefixes).
+    EVENTS: frozenset[str] | None = None
 
     def _bind(self, source: Any) -> None:
         """What the widget shows: ``source`` (what ``source_of`` gave), ``session`` (the live
@@ -273,7 +303,7 @@ class Live:
                 self.add_class(cls)  # type: ignore[attr-defined]
             self._follow(source, interval)
             (first or self._sync)()  # type: ignore[attr-defined]
-            self._unsubscribe = source.subscribe(self._on_event)  # type: ignore[attr-defined]
+            self._unsubscribe = source.subscribe(self._on_event, types=self.EVENTS)  # type: ignore[attr-defined]
         except BaseException:
             self.close()
             raise

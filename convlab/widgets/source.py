@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from .. import Conversation, Session
 
@@ -64,7 +64,10 @@ class ReadOnly:
         """The count of PROTOCOL.md 5.1 for the path to the head (the log's usage where it has it)."""
         return self.conversation.tokens()
 
-    def subscribe(self, fn: Callable[[dict], None]) -> Callable[[], None]:
+    def subscribe(self, fn: Callable[[dict], None], types: Iterable[str] | None = None) -> Callable[[], None]:
+        """As ``Session.subscribe``: the only event of a read-only conversation is a local ``head.moved``."""
+        if types is not None and "head.moved" not in set(types):
+            return lambda: None
         self._subscribers.append(fn)
 
         def unsubscribe() -> None:

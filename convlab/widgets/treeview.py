@@ -38,7 +38,7 @@ import traitlets
 from .. import brief
 from ..tree import lane_child, newest_leaves, path_to
 from . import intents
-from .live import INTERVAL, Live, hold
+from .live import INTERVAL, Live, hold, kinds
 from .source import source_of
 
 __all__ = ["TreeView", "layout", "PREVIEW_CHARS"]
@@ -243,6 +243,8 @@ class TreeView(Live, anywidget.AnyWidget):
     >>> TreeView(s)
     TreeView(agent='bot', messages=0, shown=0, head=None)
     """
+
+    EVENTS = kinds(_EVENTS)
 
     _esm = _STATIC / "treeview.js"
     _css = _STATIC / "treeview.css"

@@ -1,0 +1,213 @@
+"""A turn costs the same at the 8,000th as at the first, driven or replayed (three rows).
+
+- ``drive``: a fresh ``Session`` (``EchoLLM``, the chat worker, no strategy)
+  and N submits, one turn each (what a notebook that simulates a long session
+  does): CPU seconds per turn at 8,000 turns over at 1,000.
+- ``replay``: ``convlab.replay`` of a plain conversation (a generated agent
+  session: user, tool-call rounds with results of 0.8 to 4 KB, an answer;
+  replies carry the log's ``usage``), built with ``Tree.add`` as an importer
+  builds one: CPU seconds per message at 16,000 messages over at 2,000 (the
+  first 2,000 of the same conversation).
+- ``tune-scale``: ``convlab.tune`` of one 8,000-message conversation of that
+  kind over 20 configs (``WINDOWS`` x ``OVER``: which window, and when to
+  summarize before it fills), as a user runs it (worker processes, one per
+  core), over one ``convlab.replay`` of the same conversation; wall time,
+  since the sweep's point is to use both cores.
+
+CPU time (``time.process_time``: this process, every thread) for the two
+scaling rows: the machine is shared, and the ratio is the engine's own work.
+Each side alternates with the other, best of ``REPEATS``; the collector runs,
+as users run.
+"""
+
+from __future__ import annotations
+
+import gc
+import random
+import time
+from typing import Any, Callable
+
+from .corpus import agent_messages
+from .harness import Row, once, paired
+
+#: (small, large) per row, full and smoke
+SIZES = {"drive": ((1_000, 8_000), (100, 800)), "replay": ((2_000, 16_000), (200, 1_600)), "tune": (8_000, 400)}
+REPEATS = {"drive": 3, "replay": 3, "tune": 3}
+
+BASE = """
+[agent.bot.context]
+window = 200000
+[[agent.bot.context.strategy]]
+use = "summarize"
+"""
+WINDOWS = [64_000, 128_000, 200_000, 400_000, 1_000_000]
+OVER = [None, 50_000, 100_000, 150_000]
+SMOKE_WINDOWS = [20_000, 24_000, 32_000, 64_000, 1_000_000]
+SMOKE_OVER = [None, 4_000, 8_000, 12_000]
+
+
+def cpu(fn: Callable[[], Any]) -> float:
+    """CPU seconds of this process (all its threads) for one call of ``fn``, after a full collection."""
+    gc.collect()
+    t0 = time.process_time()
+    fn()
+    return time.process_time() - t0
+
+
+# ----------------------------------------------------------------------
+# driving a session
+# ----------------------------------------------------------------------
+def drive(turns: int) -> Any:
+    """A fresh session driven ``turns`` turns (EchoLLM, chat worker, no strategy)."""
+    import convlab
+
+    s = convlab.Session()
+    for i in range(turns):
+        s.submit({"type": "client.message", "agent_id": "bot",
+                  "message": {"role": "user", "content": f"message {i}: how is it going?"}})
+    return s
+
+
+def run_drive(smoke: bool) -> Row:
+    small, big = SIZES["drive"][1 if smoke else 0]
+    row = Row("drive", f"driving a session: per turn at {big:,} turns / at {small:,}", 1.3, "<=",
+              num_label=f"a turn ({big:,})", den_label=f"a turn ({small:,})")
+    done = drive(50)  # warm up: imports, the tokenizer
+    assert len(done.turns) == 50 and done.path()[-1]["content"] == "echo: message 49: how is it going?"
+    num, den, a, b = paired(lambda: cpu(lambda: drive(big)) / big, lambda: cpu(lambda: drive(small)) / small,
+                            REPEATS["drive"])
+    row.finish(num, den)
+    s = drive(small)
+    read = [e["usage"]["input_tokens"] for e in s.events if e["type"] == "llm.completed"]
+    full, few = collections_during(lambda: drive(big)), collections_during(lambda: drive(small))
+    off = [without_collector(lambda: drive(n)) / n for n in (big, small)]
+    row.note = (f"convlab.Session() (EchoLLM, chat worker, no strategy), N submits of one user message, each a turn "
+                f"with one streamed call; CPU seconds of the process, best of {REPEATS['drive']}, alternating: "
+                f"{big:,} turns {num * big:.2f} s, {small:,} turns {den * small:.2f} s; the last call reads "
+                f"{2 * small - 1:,} messages at {small:,} turns ({read[-1]:,} tokens, EchoLLM's exact count); what "
+                f"still grows is Python's cyclic collector walking the live session: {full[0]} full collections "
+                f"during a {big:,}-turn run ({full[1]:.2f} s), {few[0]} during a {small:,}-turn run ({few[1]:.2f} s); "
+                f"with the collector off (one sample each) the ratio is {off[0] / off[1]:.2f}")
+    row.extra = {"seconds_per_turn_big": a, "seconds_per_turn_small": b, "turns": [small, big],
+                 "full_collections": {str(big): full, str(small): few}, "per_turn_collector_off": off}
+    return row
+
+
+def collections_during(fn: Callable[[], Any]) -> tuple[int, float]:
+    """How many full (generation 2) collections ran during ``fn``, and their CPU seconds."""
+    seen = [0, 0.0, 0.0]
+
+    def watch(phase: str, info: dict) -> None:
+        if info["generation"] == 2:
+            if phase == "start":
+                seen[2] = time.process_time()
+            else:
+                seen[0] += 1
+                seen[1] += time.process_time() - seen[2]
+
+    gc.collect()
+    gc.callbacks.append(watch)
+    try:
+        fn()
+    finally:
+        gc.callbacks.remove(watch)
+    return int(seen[0]), seen[1]
+
+
+def without_collector(fn: Callable[[], Any]) -> float:
+    """CPU seconds of ``fn`` with the cyclic collector off (a diagnostic, never a row's figure)."""
+    gc.collect()
+    gc.disable()
+    try:
+        return cpu(fn)
+    finally:
+        gc.enable()
+
+
+# ----------------------------------------------------------------------
+# replaying a plain conversation
+# ----------------------------------------------------------------------
+def conversation(n: int, *, seed: int = 2, name: str = "plain") -> Any:
+    """A plain agent conversation of ``n`` messages as an importer would give it: a ``Tree``
+    built with ``Tree.add``, the log's times (seconds between messages, minutes between
+    turns, now and then hours) and its usage."""
+    from convlab.conversation import Conversation
+    from convlab.tree import Tree
+
+    rng = random.Random(seed + 1000)
+    tree = Tree()
+    parent = None
+    clock = 1_700_000_000.0
+    for m in agent_messages(n, seed=seed):
+        if m["role"] == "user":
+            clock += rng.choice([rng.uniform(20, 600)] * 9 + [rng.uniform(3_600, 50_000)])
+        else:
+            clock += rng.uniform(2, 40)
+        node = {k: v for k, v in m.items() if k != "tool_call"}
+        tree.add({**node, "time": round(clock, 3)}, parent)
+        parent = m["id"]
+    tree.head = parent
+    return Conversation(tree, id=f"{name}-{n}", title=f"a generated agent session of {n:,} messages", format="convlab")
+
+
+def run_replay(smoke: bool) -> Row:
+    import convlab
+
+    small, big = SIZES["replay"][1 if smoke else 0]
+    row = Row("replay", f"replaying a plain conversation: per message at {big:,} messages / at {small:,}", 1.3, "<=",
+              num_label=f"a message ({big:,})", den_label=f"a message ({small:,})")
+    short, long = conversation(small), conversation(big)
+    assert [n["content"] for n in short.path()] == [n["content"] for n in long.path()[:small]]  # the same start
+    convlab.replay(conversation(60))  # warm up
+    results = {}
+
+    def one(conv):
+        results[len(conv)] = convlab.replay(conv)
+
+    num, den, a, b = paired(lambda: cpu(lambda: one(long)) / big, lambda: cpu(lambda: one(short)) / small,
+                            REPEATS["replay"])
+    r = results[big]
+    assert len(r.session.path()) == big and not r.stale
+    assert len(r.calls) == sum(1 for m in long.path() if m["role"] == "assistant")
+    row.finish(num, den)
+    row.note = (f"convlab.replay (no config) of a generated agent session built as an importer builds one "
+                f"(user, tool-call rounds with results of 0.8 to 4 KB, an answer; the log's usage and times), "
+                f"the first {small:,} messages of it against all {big:,}; each replay tokenizes its messages once; "
+                f"CPU seconds, best of {REPEATS['replay']}, alternating: {num * big:.2f} s / {den * small:.2f} s; "
+                f"{len(r.calls):,} model calls, the last one reading {r.calls[-1]['exact']:,} tokens")
+    row.extra = {"seconds_per_message_big": a, "seconds_per_message_small": b, "messages": [small, big]}
+    return row
+
+
+# ----------------------------------------------------------------------
+# a sweep over one long conversation
+# ----------------------------------------------------------------------
+def run_tune(smoke: bool) -> Row:
+    import convlab
+
+    n = SIZES["tune"][1 if smoke else 0]
+    windows, over = (SMOKE_WINDOWS, SMOKE_OVER) if smoke else (WINDOWS, OVER)
+    grid = {"window": windows, "strategy[0].over_tokens": over}
+    row = Row("tune-scale", f"a 20-config sweep of one {n:,}-message conversation / one replay of it", 4, "<=",
+              num_label="tune", den_label="replay")
+    conv = conversation(n, seed=7, name="long")
+    convlab.replay(conversation(60))  # warm up
+    frames = []
+
+    def sweep():
+        frames.append(convlab.tune([conv], BASE, grid=grid, progress=False))
+
+    num, den, a, b = paired(lambda: once(sweep), lambda: once(lambda: convlab.replay(conv)), REPEATS["tune"])
+    df = frames[-1]
+    assert len(df) == 20
+    fired = df["limits_full"] + df["limits_idle"] + df["limits_overflow"]
+    distinct = len(df[["calls", "limits_full", "summaries", "stale", "tokens_read", "first_limit_call"]].drop_duplicates())
+    row.finish(num, den)
+    row.note = (f"convlab.tune over window {[f'{w // 1000}k' for w in windows]} x summarize over_tokens "
+                f"{[None if o is None else f'{o // 1000}k' for o in over]} in worker processes, one per core "
+                f"(the default); {int((fired > 0).sum())} of 20 configs hold a call, {distinct} distinct replays, "
+                f"the first held call between call {int(df['first_limit_call'].min())} and "
+                f"{int(df['first_limit_call'].max())} of {int(df['calls'].max()):,}; denominator: convlab.replay "
+                f"of the conversation once; wall seconds, best of {REPEATS['tune']}, alternating")
+    row.extra = {"samples_num": a, "samples_den": b, "distinct_replays": distinct}
+    return row
