@@ -104,7 +104,7 @@ _LAZY = {
 
 # built from _LAZY so that each lazy name is written once (tests/test_package.py pins the list)
 __all__ = sorted(  # noqa: PLE0605
-    ["CallCancelled", "ConfigError", "LogError", "LogWarning", "ProviderError", "ReadError", "ReadWarning", "Refused", "SummaryWarning",
+    ["CallCancelled", "ConfigError", "LogError", "LogWarning", "PriceError", "ProviderError", "ReadError", "ReadWarning", "Refused", "SummaryWarning",
      "TokenizerError", "TuneWarning", *_LAZY]
 )
 
