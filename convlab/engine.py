@@ -32,10 +32,10 @@ import math
 import os
 import warnings
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, BinaryIO, Callable, Iterable
+from typing import Any, BinaryIO
 
 from . import inputs, jsondata, providers
 from .context import DEFAULT_PROMPT, ContextConfig, Strategy, applies, coerce, kept
@@ -627,7 +627,7 @@ class Session:
             trigger = {**trigger, "message_ids": ids}
         queued = tid in self._turn_of
         self._emit("turn.started", turn_id=tid, trigger=trigger, **({} if queued else {"turn": turn}))
-        for m, mid in zip(messages, ids):
+        for m, mid in zip(messages, ids, strict=True):
             self._emit("message.new", turn_id=tid, message=new_node(m, id=mid, parent=under, seq=self._tree.seq + 1,
                                                                     time=self.clock, turn_id=tid))
             under = mid
@@ -975,7 +975,7 @@ class Session:
                 nodes.append(m)
         first = {"replaces": old_head, "state": self._tree.state_at() or None}
         parent = None
-        for n, mid in zip(nodes, self._ids_for(nodes)):
+        for n, mid in zip(nodes, self._ids_for(nodes), strict=True):
             node = new_node(n, id=mid, parent=parent, seq=self._tree.seq + 1, time=self.clock, turn_id=tid,
                             kind=n.get("kind", "message"), copied_from=n.get("copied_from"), **first)
             self._emit("message.new", turn_id=tid, message=node, **({"copied_from": n["copied_from"]} if n.get("copied_from") else {}))
@@ -998,7 +998,7 @@ class Session:
         clock: float | None = None,
         append: bool | None = None,
         lazy: bool = False,
-    ) -> "Session":
+    ) -> Session:
         """Rebuild a session from its log, in one pass, and go on appending to it.
 
         ``source`` is the log's path, or a binary file object open on it (a

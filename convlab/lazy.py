@@ -19,8 +19,8 @@ from __future__ import annotations
 import json
 import os
 from array import array
-from collections.abc import Mapping, Sequence
-from typing import Any, Iterator
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import networkx as nx
 
@@ -267,7 +267,7 @@ class LazyEvents(Sequence):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
             return NotImplemented
-        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
 
     def __repr__(self) -> str:
         return f"LazyEvents({len(self)} events)"

@@ -14,7 +14,7 @@ the last step, lines run wider. Width is counted in terminal cells
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
 from .text import cells, fit
 
@@ -101,11 +101,21 @@ class Column:
         self.keep_end = keep_end
 
 
+class _Step(TypedDict):
+    """One step of STEPS."""
+
+    text: int | None
+    short: bool
+    small: bool
+    gap: int
+    drop: int
+
+
 #: How a table gives way to a narrow width, one step at a time: while text columns (ids, files)
 #: stay whole, short headers, then one space between columns; then text cut down to ``text``
 #: cells (0: as far as each column's ``least``), compact numbers, and the optional columns
 #: (``drop``: those numbered up to it). ``text`` None: text as it is.
-STEPS = (
+STEPS: tuple[_Step, ...] = (
     {"text": None, "short": False, "small": False, "gap": 2, "drop": 0},
     {"text": None, "short": True, "small": False, "gap": 2, "drop": 0},
     {"text": None, "short": True, "small": False, "gap": 1, "drop": 0},

@@ -19,8 +19,8 @@ tree.
 This module knows nothing of turns, decisions or the engine.
 """
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Callable, Iterable, Iterator, NotRequired, TypedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, NotRequired, TypedDict
 
 import networkx as nx
 
@@ -348,7 +348,7 @@ class PathView(Sequence):
     True
     """
 
-    __slots__ = ("_tree", "_head", "_ids")
+    __slots__ = ("_head", "_ids", "_tree")
 
     def __init__(self, tree: "Tree", head: str | None) -> None:
         self._tree, self._head = tree, head
@@ -399,7 +399,7 @@ class PathView(Sequence):
             return True
         if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
             return NotImplemented
-        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
 
     __hash__ = None  # type: ignore[assignment]
 

@@ -37,8 +37,8 @@ module of their SDK, which is imported only when one is made.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from ..errors import CallCancelled, ProviderError
 from ..inputs import reply_from

@@ -7,8 +7,8 @@ What a provider is (``complete``, ``stream``, ``latency``, refusing with
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
-from typing import Any, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from ..errors import ProviderError
 from ..tokens import content_text, count_tokens, get_encoding

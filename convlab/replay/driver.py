@@ -45,12 +45,13 @@ it is: no time passes, so a missing time never makes a turn idle.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..context import ContextConfig, coerce
 from ..conversation import Conversation
@@ -103,7 +104,7 @@ class _IdMap(dict):
         for key, value in dict(*args, **kwargs).items():
             self[key] = value
 
-    def at(self, n: int) -> "_IdMap":
+    def at(self, n: int) -> _IdMap:
         new = _IdMap()
         new.update(self.writes[:n])
         return new
@@ -119,7 +120,7 @@ class _Record:
     trace: list[dict[str, Any]] = field(default_factory=list)  # one entry per model call (not summary calls)
     consulted: list[tuple] = field(default_factory=list)  # (turn, kind, *data): see Replayer
 
-    def until(self, at: _Start) -> "_Record":
+    def until(self, at: _Start) -> _Record:
         """The record as it was when the turn of ``at`` started."""
         return _Record(self.map.at(at.map), self.stale[:at.stale], [dict(x) for x in self.limits[:at.limits]],
                        [dict(x) for x in self.trace[:at.trace]], self.consulted[:at.consulted])
@@ -201,7 +202,7 @@ class Replayer:
         model.bind(self.session)
         self.session.subscribe(self._on_event)
 
-    def fork(self, turn: int, config: Any = None, worker: Any = None) -> "Replayer":
+    def fork(self, turn: int, config: Any = None, worker: Any = None) -> Replayer:
         """A replay of the same plan under ``config`` (and ``worker``) that starts
         where this one stood when its turn ``turn`` started (it must have run that
         turn): the session loaded from the events so far, and the model's and the
@@ -292,7 +293,7 @@ class Replayer:
         if time is not None and time > self.session.clock:
             self.session.advance(time - self.session.clock)
 
-    def run(self, start: int = 0) -> "Replayer":
+    def run(self, start: int = 0) -> Replayer:
         """Run the plan's turns from turn ``start`` (all of them by default) to the end."""
         for k in range(start, len(self.plan.turns)):
             self.turn = k
@@ -308,7 +309,7 @@ class Replayer:
             session=self.session,
             map=dict(self.record.map),
             stale=list(dict.fromkeys(self.record.stale)),
-            calls=[{**entry, **seen} for entry, seen in zip(self.record.trace, self.llm.seen)],
+            calls=[{**entry, **seen} for entry, seen in zip(self.record.trace, self.llm.seen, strict=False)],
             limits=list(self.record.limits),
             conversation_id=self.plan.conversation_id,
             compactions=[{"id": sid, "call": call} for sid, call in self.llm.compactions.items()],
@@ -354,7 +355,7 @@ class Replayer:
                                    else {"type": "client.append", "messages": msgs})
         else:
             created = self._view_to(parent, msgs)
-        self.record.map.update(zip(turn.nodes, created))
+        self.record.map.update(zip(turn.nodes, created, strict=False))
 
     def _start_compact(self, turn: PlannedTurn) -> list[dict[str, Any]]:
         """The log's own compaction, as the engine records one (see the module docstring):
@@ -405,7 +406,7 @@ class Replayer:
         """Answer with ``actions``; the tool results they add (``adds``, imported ids) map to
         the messages recorded, in order (the log's summary, recorded first, is mapped apart)."""
         created = [sid for sid in self._decide(actions) if sid not in self.llm.compactions]
-        self.record.map.update(zip(adds, created))
+        self.record.map.update(zip(adds, created, strict=False))
 
     def _decide(self, actions: list[dict[str, Any]]) -> list[str]:
         """Answer the waiting decision, then every context.limit that follows it
@@ -416,7 +417,7 @@ class Replayer:
         while s.decision is not None and s.decision["type"] == "context.limit":
             old_head = s.head
             answer = self._limit_answer()  # decide checks and copies what it is given
-            events = self._during(lambda: s.decide(answer))
+            events = self._during(functools.partial(s.decide, answer))
             made = _made_by_replace(events)
             if made:
                 self.record.limits[-1]["replaced"] = True

@@ -128,7 +128,7 @@ class _MessageRow(w.VBox):
     ``limit`` rows, and in a kernel every message to the browser costs).
     """
 
-    def __init__(self, chat: "ChatView", node: Mapping[str, Any]) -> None:
+    def __init__(self, chat: ChatView, node: Mapping[str, Any]) -> None:
         kit = chat._kit
         self.chat = chat
         self.node_id: str | None = node["id"]
@@ -314,7 +314,7 @@ class ChatView(Live, w.VBox):
                                         + ' <span class="clw-muted">streaming…</span>')
             self.stream_text.value = f'<div class="clw-text">{esc("".join(stream["parts"]))}</div>'
         rows = [self._rows[nid] for nid in self._shown_ids()]
-        children = tuple(rows + [self.stream_row]) if stream is not None else tuple(rows)
+        children = (*rows, self.stream_row) if stream is not None else tuple(rows)
         if children != self.messages.children:
             self.messages.children = children
         self._title()
@@ -344,7 +344,7 @@ class ChatView(Live, w.VBox):
     def _bind_rows(self) -> None:
         shown = self._shown_ids()
         hidden = len(self._path_ids) - len(shown)
-        self.earlier.layout.display = "" if hidden or self._show_all and len(self._path_ids) > self.limit else "none"
+        self.earlier.layout.display = "" if hidden or (self._show_all and len(self._path_ids) > self.limit) else "none"
         self.earlier.description = f"Show {hidden} earlier messages" if hidden else "Show only the newest"
         want = set(shown)
         for nid in [n for n in self._rows if n not in want]:

@@ -18,14 +18,14 @@ from typing import Any
 import ipywidgets as w
 
 from .. import LogError, Session
-from .chat import ChatView, STYLE, esc
+from . import intents
+from .chat import STYLE, ChatView, esc
 from .decisions import DecisionPanel
 from .eventlog import EventLog
 from .gauge import ContextGauge
 from .live import INTERVAL, close_inside
 from .source import REPLAY_HINT, shown, source_of
 from .treeview import TreeView
-from . import intents
 
 __all__ = ["Lab"]
 

@@ -48,7 +48,8 @@ import sys
 import threading
 import time
 import weakref
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from ipywidgets import Widget
 
@@ -89,8 +90,8 @@ def kinds(prefixes: tuple[str, ...]) -> frozenset[str]:
 #: Events at which a widget that waits for its draw looks whether it is due (``Redraw.touch``).
 LOOK = ENDS | {"llm.delta"}
 
-_dirty: "weakref.WeakSet[Redraw]" = weakref.WeakSet()  # widgets with events not drawn yet
-_by_source: "weakref.WeakKeyDictionary[Any, weakref.WeakSet[Redraw]]" = weakref.WeakKeyDictionary()
+_dirty: weakref.WeakSet[Redraw] = weakref.WeakSet()  # widgets with events not drawn yet
+_by_source: weakref.WeakKeyDictionary[Any, weakref.WeakSet[Redraw]] = weakref.WeakKeyDictionary()
 _depth: dict[int, int] = {}  # id(source) -> nesting of hold()
 _hooked: list[Any] = []  # the IPython shell whose post_run_cell flushes
 _lock = threading.Lock()  # _dirty and _by_source change on any thread that emits events

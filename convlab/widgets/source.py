@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import os
 import weakref
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from .. import Conversation, Session
 
@@ -22,7 +23,7 @@ __all__ = ["ReadOnly", "source_of", "shown", "REPLAY_HINT"]
 #: How to get a Session for an imported conversation (``replay`` re-enacts it through the protocol).
 REPLAY_HINT = "convlab.replay(conversation) re-enacts it as a live Session"
 
-_shared: "weakref.WeakValueDictionary[int, ReadOnly]" = weakref.WeakValueDictionary()
+_shared: weakref.WeakValueDictionary[int, ReadOnly] = weakref.WeakValueDictionary()
 
 
 class ReadOnly:

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import pathlib
 from collections import ChainMap, deque
-from collections.abc import Mapping
-from typing import Any, Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import anywidget
 import traitlets
@@ -194,7 +194,7 @@ def _rows(attrs: Mapping[str, Mapping[str, Any]], kids: Mapping[str | None, list
     """Rows and lanes: preorder, the child that continues the lane (``lane_child``) last in its
     parent's lane, the others forking one lane right just above it; the toggle markers."""
     on_path = set(path)
-    next_on_path = dict(zip([None, *path], path))
+    next_on_path = dict(zip([None, *path], path, strict=False))
     newest = newest_leaves(attrs.values())
     out_nodes: list[dict[str, Any]] = []
     markers: list[dict[str, Any]] = []
