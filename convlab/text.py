@@ -198,7 +198,8 @@ def readable(content: Any) -> str:
         content = [content]
     if not isinstance(content, (list, tuple)):
         return str(content)
-    out, text = [], False
+    out: list[Any] = []  # text (merged) and parts, in order
+    text = False
     for p in content:
         if isinstance(p, str) or (isinstance(p, Mapping) and p.get("type") == "text" and isinstance(p.get("text"), str)):
             piece = p if isinstance(p, str) else p["text"]

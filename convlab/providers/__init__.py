@@ -156,7 +156,7 @@ def call(provider: Any, request: Mapping[str, Any], on_delta: Callable[[str], No
     streams = on_delta is not None and hasattr(provider, "stream")
     try:
         try:
-            result = _streamed(provider.stream(request), on_delta) if streams else provider.complete(request)
+            result = _streamed(provider.stream(request), on_delta) if streams and on_delta is not None else provider.complete(request)
         finally:
             if took is not None:
                 took(_latency(provider))

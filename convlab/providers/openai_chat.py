@@ -204,7 +204,8 @@ class OpenAIChat(SDKChat):
             return None
         status = getattr(err, "status_code", None)
         body = getattr(err, "body", None)
-        message = body.get("message") if isinstance(body, dict) and isinstance(body.get("message"), str) else getattr(err, "message", str(err))
+        said = body.get("message") if isinstance(body, dict) else None
+        message = said if isinstance(said, str) else str(getattr(err, "message", None) or err)
         code = getattr(err, "code", None)
         code = None if code is None or str(code).isdigit() else code  # llama.cpp's server repeats the HTTP status as its code
         kind = getattr(err, "type", None)

@@ -260,7 +260,7 @@ class Summaries:
     def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
         model = model_of(self.provider, request)
         key = request_key(model, request)
-        mine = None
+        mine: Future[dict[str, Any]] | None = None
         with self._lock:
             entry = self._known.get(key)
             waiting = self._asked.get(key) if entry is None else None
@@ -269,6 +269,7 @@ class Summaries:
         if entry is None and waiting is not None:
             entry = waiting.result()  # another thread is making it
         elif entry is None:
+            assert mine is not None, "made above, under the lock: this thread makes the entry"
             try:
                 entry = self._remembered(key) or self._call(key, model, request)
                 mine.set_result(entry)
@@ -301,7 +302,7 @@ class Summaries:
                 with self._lock:
                     self._failed.setdefault(key, str(err))
                 raise  # a failure is not the input's: asked again next time
-            entry = {"key": key, "model": model, "error": "too_long", "message": str(err)}
+            entry: dict[str, Any] = {"key": key, "model": model, "error": "too_long", "message": str(err)}
         else:
             entry = {"key": key, "model": model, "reply": reply}
         self._write(key, entry)
