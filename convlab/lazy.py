@@ -20,13 +20,14 @@ import json
 import os
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, cast, overload
 
 import networkx as nx
 
 from . import jsondata
 from .tokens import content_chars
 from .tree import Tree, input_tokens, new_node, nodes_in_order
+from .wire import Event
 
 __all__ = ["LazyTree", "LazyEvents"]
 
@@ -230,28 +231,32 @@ class LazyTree(Tree):
         return self._built
 
 
-class LazyEvents(Sequence):
+class LazyEvents(Sequence[Event]):
     """The session's events, read from the log by offset; new ones kept in memory."""
 
     def __init__(self, path: str | os.PathLike):
         self._reader = _LogReader(path)
         self._offsets = array("q")
-        self._tail: list[dict[str, Any]] = []
+        self._tail: list[Event] = []
 
     def add_logged(self, offset: int) -> None:
         self._offsets.append(offset)
 
-    def append(self, event: dict[str, Any]) -> None:
+    def append(self, event: Event) -> None:
         self._tail.append(event)
 
     def __len__(self) -> int:
         return len(self._offsets) + len(self._tail)
 
-    def _one(self, i: int) -> dict[str, Any]:
+    def _one(self, i: int) -> Event:
         n = len(self._offsets)
-        return self._reader.read(self._offsets[i]) if i < n else self._tail[i - n]
+        return cast(Event, self._reader.read(self._offsets[i])) if i < n else self._tail[i - n]  # a logged event
 
-    def __getitem__(self, i):  # type: ignore[override]
+    @overload
+    def __getitem__(self, i: int) -> Event: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Event]: ...
+    def __getitem__(self, i: int | slice) -> Event | list[Event]:
         if isinstance(i, slice):
             return [self._one(k) for k in range(*i.indices(len(self)))]
         if i < 0:
@@ -260,7 +265,7 @@ class LazyEvents(Sequence):
             raise IndexError("event index out of range")
         return self._one(i)
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
+    def __iter__(self) -> Iterator[Event]:
         for i in range(len(self)):
             yield self._one(i)
 

@@ -578,7 +578,7 @@ class Tree:
     def _last_of(self, node_id: str) -> str | None:
         return self._last_call[node_id]
 
-    def messages(self, head: str | None = None) -> list[dict[str, Any]]:
+    def messages(self, head: str | None = None) -> list[Message]:
         """The messages root -> ``head`` as the model reads them (fresh dicts)."""
         head = self.head if head is None else head
         return [message_of(self._attrs(n)) for n in self.path_ids(head)] if head is not None else []

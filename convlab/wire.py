@@ -52,7 +52,7 @@ class Turn(TypedDict):
     started: float | None
     ended: float | None
     error: str | None
-    reason: NotRequired[str]  # a cancelled turn's
+    reason: NotRequired[str | None]  # a cancelled turn's (None: the client gave none)
 
 
 class Event(TypedDict):

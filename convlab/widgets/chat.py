@@ -273,7 +273,7 @@ class ChatView(Live, w.VBox):
         self._start(source, interval, ("clw", "clw-box", "cl-chat"))
 
     # -- following the session ---------------------------------------------------
-    def _on_event(self, event: dict[str, Any]) -> None:
+    def _on_event(self, event: Mapping[str, Any]) -> None:
         kind = event.get("type", "")
         stream = self._stream
         if kind == "llm.delta":  # to subscribers only: no seq, never in session.events

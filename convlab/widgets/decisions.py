@@ -92,7 +92,7 @@ class DecisionPanel(Live, w.VBox):
         self._start(session, interval, ("clw", "clw-box", "cl-decisions"))
 
     # -- drawing -----------------------------------------------------------
-    def _on_event(self, event: dict[str, Any]) -> None:
+    def _on_event(self, event: Mapping[str, Any]) -> None:
         kind = str(event.get("type", ""))
         if kind == "decision.requested":
             self.redraw.mark(kind)  # a worker may answer it at once: shown if it still waits at the next draw

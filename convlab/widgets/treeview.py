@@ -299,7 +299,7 @@ class TreeView(Live, anywidget.AnyWidget):
                 "markers": self._markers, "links": self._links, "version": self._version}
 
     # -- following the session ---------------------------------------------------
-    def _on_event(self, event: dict[str, Any]) -> None:
+    def _on_event(self, event: Mapping[str, Any]) -> None:
         kind = event.get("type", "")
         if kind == "message.new":
             self._added.append(event["message"]["id"])
