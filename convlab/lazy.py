@@ -20,7 +20,7 @@ import json
 import os
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, cast, overload
+from typing import IO, Any, cast, overload
 
 import networkx as nx
 
@@ -39,7 +39,7 @@ class _LogReader:
 
     def __init__(self, path: str | os.PathLike):
         self.path = os.fspath(path)
-        self._fh = None
+        self._fh: IO[bytes] | None = None
 
     def read(self, offset: int) -> dict[str, Any]:
         if self._fh is None:
@@ -78,7 +78,7 @@ class LazyTree(Tree):
         self._ndepth = array("q")  # messages root -> it
         self._nroot = array("q")  # index of its top-level ancestor
         self._nnear = array("q")  # index of the nearest node with worker state at or above, -1
-        self._cache: dict[int, dict[str, Any]] = {}
+        self._cache: dict[int, dict[str, Any]] = {}  # the nodes read (Node dicts), by index
         self._states: dict[int, Any] = {}
         self._built: nx.DiGraph | None = None
 
@@ -95,7 +95,7 @@ class LazyTree(Tree):
         msg = ev["message"]
         attrs = new_node(msg)
         attrs["state"] = jsondata.copy(self._states.get(i))
-        return attrs
+        return cast(dict[str, Any], attrs)  # kept as the plain dict a graph's node is
 
     def _attrs(self, node_id: str) -> dict[str, Any]:
         if self._built is not None:
@@ -146,7 +146,7 @@ class LazyTree(Tree):
         nid = node["id"]
         self._check_new(nid, parent)
         self.seq += 1
-        attrs = new_node(node, parent=parent, seq=self.seq)
+        attrs = cast(dict[str, Any], new_node(node, parent=parent, seq=self.seq))  # kept as the plain dict a graph's node is
         i = len(self._ids)
         p = -1 if parent is None else self._idx[parent]
         self._idx[nid] = i
@@ -219,7 +219,7 @@ class LazyTree(Tree):
     def graph(self) -> nx.DiGraph:
         """The whole graph, built on first use by reading every message (then kept)."""
         if self._built is None:
-            g = nx.DiGraph()
+            g: nx.DiGraph = nx.DiGraph()
             for i, nid in enumerate(self._ids):
                 attrs = self._cache[i] if i in self._cache else self._read(i)
                 g.add_node(nid, **attrs)

@@ -20,7 +20,7 @@ This module knows nothing of turns, decisions or the engine.
 """
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict, cast, overload
 
 import networkx as nx
 
@@ -325,7 +325,7 @@ class MessageView(Mapping):
 _WALK = 32
 
 
-class PathView(Sequence):
+class PathView(Sequence[MessageView]):
     """The path root -> ``head`` as a model call and the built-in worker read it: a
     read-only ``Sequence`` of read-only messages (``MessageView``), each made when
     it is read, so a reader pays only for what it reads.
@@ -368,12 +368,16 @@ class PathView(Sequence):
     def __len__(self) -> int:
         return 0 if self._head is None else self._tree.depth(self._head)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    @overload
+    def __getitem__(self, i: int) -> MessageView: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[MessageView]: ...
+    def __getitem__(self, i: int | slice) -> MessageView | list[MessageView]:
         if isinstance(i, slice):
             return [self._at(n) for n in self._path()[i]]
         n = len(self)
         k = i + n if i < 0 else i
-        if not 0 <= k < n:
+        if not 0 <= k < n or self._head is None:  # (an empty path has no head)
             raise IndexError(f"path index {i} out of range (the path has {n} messages)")
         if k == 0:
             return self._at(self._tree.root_of(self._head))
@@ -381,7 +385,9 @@ class PathView(Sequence):
         if self._ids is None and up <= _WALK:
             node = self._head
             for _ in range(up):
-                node = self._tree.parent(node)
+                parent = self._tree.parent(node)
+                assert parent is not None, "a node above the head, below the root, has a parent"
+                node = parent
             return self._at(node)
         return self._at(self._path()[k])
 
@@ -409,7 +415,7 @@ class PathView(Sequence):
     def __copy__(self) -> "PathView":
         return self
 
-    def __deepcopy__(self, memo: dict) -> list[dict[str, Any]]:
+    def __deepcopy__(self, memo: dict) -> list[Message]:
         return [message_of(self._tree.node(n)) for n in self._path()]
 
     def __reduce__(self) -> tuple:
@@ -480,7 +486,7 @@ class Tree:
         script, a replay's own bookkeeping) keeps three containers fewer a
         message for the collector to walk."""
         if self._built is None:
-            g = nx.DiGraph()
+            g: nx.DiGraph = nx.DiGraph()
             for nid, attrs in self._node.items():
                 g.add_node(nid, **attrs)
                 self._node[nid] = g.nodes[nid]
@@ -503,7 +509,9 @@ class Tree:
         return self._node[node_id]["state"]
 
     def _input_of(self, node_id: str) -> int:
-        return input_tokens(self._node[node_id]["usage"])
+        n = input_tokens(self._node[node_id]["usage"])
+        assert n is not None, "asked only of a node that reports its input (_last_of)"
+        return n
 
     def _depth_of(self, node_id: str) -> int:
         return self._depth[node_id]
@@ -690,7 +698,8 @@ class Tree:
         nid = node["id"]
         self._check_new(nid, parent)
         self.seq += 1
-        attrs = stored = new_node(node, parent=parent, seq=self.seq)
+        attrs = new_node(node, parent=parent, seq=self.seq)
+        stored: dict[str, Any] = cast(dict[str, Any], attrs)  # stored as a plain dict: the graph's own attribute dict, once there is a graph
         if self._built is not None:
             self._built.add_node(nid, **attrs)
             stored = self._built.nodes[nid]

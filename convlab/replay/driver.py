@@ -49,7 +49,7 @@ import functools
 import io
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,8 +57,7 @@ from ..context import ContextConfig, coerce
 from ..conversation import Conversation
 from ..engine import SUMMARY_PREFIX, Session
 from ..tokens import content_text
-from ..tree import message_of
-from ..wire import Event
+from ..tree import Message, message_of
 from .model import ReplayLLM
 from .plan import ExactCounts, Plan, PlannedTurn, plan
 from .result import Replay
@@ -284,7 +283,7 @@ class Replayer:
             return None
         return self.record.map.get(imported, self.session.head)
 
-    def _message(self, nid: str) -> dict[str, Any]:
+    def _message(self, nid: str) -> Message:
         """A logged node as a client sends it: with its id unless the session cannot take it
         (an id of the engine's own form, or one it already has)."""
         return message_of(self.plan.nodes[nid], with_id=not _ENGINE_ID.match(nid) and nid not in self.session.tree)
@@ -319,7 +318,8 @@ class Replayer:
         """Ids of the messages recorded while ``act`` ran (read from its events)."""
         return [e["message"]["id"] for e in self._during(act) if e["type"] == "message.new"]
 
-    def _during(self, act: Callable[[], Any]) -> list[Event]:
+    def _during(self, act: Callable[[], Any]) -> Sequence[Mapping[str, Any]]:
+        """The events ``act`` made (read as mappings: an event's fields beyond its type depend on the type)."""
         events = self.session.events
         start = len(events)
         act()
@@ -328,9 +328,9 @@ class Replayer:
     def _submit(self, inp: dict[str, Any]) -> list[str]:
         return self._recorded(lambda: self.session.submit({**inp, "agent_id": self.agent}))
 
-    def _view_to(self, sid: str | None, extra: list[dict[str, Any]] = ()) -> list[str]:
+    def _view_to(self, sid: str | None, extra: Sequence[Mapping[str, Any]] = ()) -> list[str]:
         view = self.session.view(sid) if sid is not None else []
-        return self._submit({"type": "client.messages", "messages": view + list(extra)})
+        return self._submit({"type": "client.messages", "messages": [*view, *extra]})
 
     def _run_turn(self, turn: PlannedTurn) -> None:
         self._advance_to(turn.time)
@@ -432,8 +432,11 @@ class Replayer:
         """The answer to the waiting ``context.limit``: what the engine proposes, or the worker's (given
         the decision as a worker sees it, the path included: ``Session.pending``)."""
         if self.worker is None:
-            return self.session.decision["proposed"]
+            waiting = self.session.decision
+            assert waiting is not None, "a context.limit waits"
+            return waiting["proposed"]
         decision = self.session.pending
+        assert decision is not None, "a context.limit waits"
         try:
             return self.worker(decision)
         except Exception as err:  # a worker's bug, named: the replay cannot go on without its answer
@@ -463,7 +466,7 @@ def limit_worker(worker: Any) -> Any:
     raise TypeError(f"worker must be None or a callable worker such as convlab.compact.sliding_window(), got {worker!r}{hint}")
 
 
-def _made_by_replace(events: list[Event]) -> list[str]:
+def _made_by_replace(events: Sequence[Mapping[str, Any]]) -> list[str]:
     """Ids a ``context.replace`` recorded among ``events``: the ``message.new``
     events before its ``context.replaced`` (none when there was no replace)."""
     made: list[str] = []

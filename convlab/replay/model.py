@@ -331,7 +331,7 @@ class ReplayLLM:
         exact = self._read_exact(messages)
         whole = reply.get("whole", True) is not False
         observed = applies and logged is not None
-        if observed:
+        if applies and logged is not None:  # (observed)
             overhead = max(0, logged - exact)
             read = logged
         else:

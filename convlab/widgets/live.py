@@ -48,8 +48,8 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ipywidgets import Widget
 
@@ -277,6 +277,11 @@ class Live:
     #: The event types the widget follows (None: all; ``kinds`` makes them from prefixes).
     EVENTS: frozenset[str] | None = None
 
+    if TYPE_CHECKING:  # what the widget class Live is mixed into has (ipywidgets), or each widget defines
+        def add_class(self, className: str) -> Any: ...
+        def _sync(self) -> None: ...
+        def _on_event(self, event: Mapping[str, Any]) -> None: ...
+
     def _bind(self, source: Any) -> None:
         """What the widget shows: ``source`` (what ``source_of`` gave), ``session`` (the live
         Session; None for an imported conversation) and ``conversation`` (the imported
@@ -291,7 +296,7 @@ class Live:
         return self.conversation is not None
 
     def _follow(self, source: Any, interval: float) -> None:
-        self.redraw = Redraw(self._draw, interval)  # type: ignore[attr-defined]
+        self.redraw = Redraw(self._draw, interval)
         register(source, self.redraw)
 
     def _start(self, source: Any, interval: float, classes: tuple[str, ...] = (),
@@ -301,10 +306,10 @@ class Live:
         closes everything it made and raises: nothing half-built stays behind."""
         try:
             for cls in classes:
-                self.add_class(cls)  # type: ignore[attr-defined]
+                self.add_class(cls)
             self._follow(source, interval)
-            (first or self._sync)()  # type: ignore[attr-defined]
-            self._unsubscribe = source.subscribe(self._on_event, types=self.EVENTS)  # type: ignore[attr-defined]
+            (first or self._sync)()
+            self._unsubscribe = source.subscribe(self._on_event, types=self.EVENTS)
         except BaseException:
             self.close()
             raise
@@ -317,7 +322,7 @@ class Live:
         """What the ``Redraw`` calls: ``_sync``. A drawing bug is shown in the widget
         (``_show_error``), never raised into the engine's event loop."""
         try:
-            self._sync()  # type: ignore[attr-defined]
+            self._sync()
         except Exception as err:
             self._show_error(f"display error: {type(err).__name__}: {err}")
 
@@ -338,7 +343,7 @@ class Live:
         close_inside(self, *held)
         for x in held:
             x.close()
-        super().close()  # type: ignore[misc]
+        super().close()  # type: ignore[misc]  # the widget class Live is mixed into has close() (ipywidgets); object has none
 
 
 def _after_cell(*_args: Any) -> None:

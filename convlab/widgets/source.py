@@ -98,9 +98,10 @@ def source_of(given: Any, widget: str, *, needs_session: bool = False) -> Sessio
     elif isinstance(getattr(given, "session", None), Session):
         source = given.session
     elif isinstance(given, Conversation):
-        source = _shared.get(id(given))
-        if source is None or source.conversation is not given:
-            source = _shared[id(given)] = ReadOnly(given)
+        shared = _shared.get(id(given))
+        if shared is None or shared.conversation is not given:
+            shared = _shared[id(given)] = ReadOnly(given)
+        source = shared
     elif isinstance(given, (list, tuple)):
         raise TypeError(f"{widget} shows one conversation, got a {type(given).__name__} of {len(given)}: "
                         f"convlab.read() returns a list, pass one of its items, e.g. {widget}(convs[0])")
