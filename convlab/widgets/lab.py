@@ -107,6 +107,7 @@ class Lab(w.VBox):
             c = self.conversation
             return f"Lab(conversation={c.id!r}, messages={len(c)}, head={c.head!r}, read_only=True)"
         s = self.session
+        assert s is not None, "a Lab shows a Session when it shows no conversation"
         p = s.pending
         return (f"Lab(agent={intents.agent_of(s)!r}, messages={s.tree.number_of_nodes()}, head={s.head!r}, "
                 f"turns={len(s.turns)}, pending={None if p is None else p['type']!r})")

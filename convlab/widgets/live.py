@@ -291,6 +291,13 @@ class Live:
         self.session, self.conversation = shown(source)
 
     @property
+    def live(self) -> Session:
+        """The live Session a widget made with ``source_of(..., needs_session=True)`` shows."""
+        if self.session is None:
+            raise TypeError(f"{type(self).__name__} shows an imported conversation: it has no live Session")
+        return self.session
+
+    @property
     def readonly(self) -> bool:
         """An imported conversation: look and switch branches, never submit."""
         return self.conversation is not None

@@ -268,7 +268,7 @@ class TreeView(Live, anywidget.AnyWidget):
             self._acting = False  # inside this view's own intent: the selection stays
             self._anchor = source.head  # the head the selection was made against
             self._status: dict[str, str] = {} if self.readonly else {
-                t["id"]: t["status"] for t in source.turns if t.get("status") in ("cancelled", "failed", "running")}
+                t["id"]: t["status"] for t in self.live.turns if t.get("status") in ("cancelled", "failed", "running")}
             self._added: list[str] = []  # messages recorded since the last draw
             self._turns: set[str] = set()  # turns whose status changed since the last draw
             self._turn_rows: dict[str, list[str]] = {}  # turn id -> its shown rows
@@ -305,6 +305,8 @@ class TreeView(Live, anywidget.AnyWidget):
             self._added.append(event["message"]["id"])
         elif kind in _SHOWN_STATUS:
             tid = event.get("turn_id")
+            if tid is None:  # (a turn's event always names it)
+                return
             status = _SHOWN_STATUS[kind]
             if status is None:
                 self._status.pop(tid, None)
