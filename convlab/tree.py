@@ -133,7 +133,7 @@ def new_node(fields: Mapping[str, Any], **recorded: Any) -> Node:
     for key in MESSAGE_KEYS:
         if fields.get(key) is not None:
             node[key] = fields[key]
-    return node  # type: ignore[return-value]
+    return node  # type: ignore[return-value]  # built key by key from _DEFAULTS (the Node schema): mypy cannot follow
 
 
 def message_of(node: Mapping[str, Any], *, with_id: bool = True) -> Message:
@@ -152,7 +152,7 @@ def message_of(node: Mapping[str, Any], *, with_id: bool = True) -> Message:
         value = get(key)
         if value is not None:
             msg[key] = value if value.__class__ is str else jsondata.copy(value)
-    return msg  # type: ignore[return-value]
+    return msg  # type: ignore[return-value]  # a Message built key by key (MESSAGE_KEYS): mypy cannot follow
 
 
 def nodes_in_order(graph: nx.DiGraph) -> list[dict[str, Any]]:
@@ -259,7 +259,7 @@ def lane_from(graph: nx.DiGraph, node: str, newest: Mapping[str, int]) -> list[s
     out = [node]
     kids = list(graph.successors(node))
     while kids:
-        node = lane_child(kids, newest)  # type: ignore[assignment]
+        node = lane_child(kids, newest)  # type: ignore[assignment]  # never None for kids that are not empty
         out.append(node)
         kids = list(graph.successors(node))
     return out
@@ -306,7 +306,7 @@ class MessageView(Mapping):
             return self._m == other._m
         return self._m == other if isinstance(other, Mapping) else NotImplemented
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as a list is: typeshed's object.__hash__ is not Optional
 
     def __repr__(self) -> str:
         return repr(self._m)
@@ -407,7 +407,7 @@ class PathView(Sequence[MessageView]):
             return NotImplemented
         return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as a list is: typeshed's object.__hash__ is not Optional
 
     def __repr__(self) -> str:
         return f"PathView({len(self)} messages, head={self._head!r})"

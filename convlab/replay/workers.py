@@ -76,7 +76,7 @@ def _task(i: int, js: list[int]) -> tuple[int, Measured]:
     alive until its last config is placed, so the cyclic collector would walk
     them again and again for nothing (a third of the time): it waits for the
     end of the unit, in this process that is ours."""
-    rows, plans, counts, configs, agent, knobs, summarize = _WORK  # type: ignore[misc]
+    rows, plans, counts, configs, agent, knobs, summarize = _WORK  # type: ignore[misc]  # set by _start_worker before any task
     counts.prime(plans[i].texts())  # once per worker: a text it counted before is not counted again
     gc.disable()
     try:

@@ -221,7 +221,7 @@ def _rows(attrs: Mapping[str, Mapping[str, Any]], kids: Mapping[str | None, list
             markers.append({"id": nid, "row": row, "lane": lane, "hidden": hidden.get(nid, 0),
                             "expanded": nid in expanded and nid not in hidden})
         else:
-            out_nodes.append(_row(attrs[nid], row, lane, nid in on_path, nid == head, turn_status))  # type: ignore[index]
+            out_nodes.append(_row(attrs[nid], row, lane, nid in on_path, nid == head, turn_status))  # type: ignore[index]  # a "node" entry's id is never None (only a root marker's parent is)
             push_children(nid, lane)
         row += 1
     return out_nodes, markers, row, max_lane
