@@ -77,3 +77,35 @@ def run(smoke: bool) -> Row:
     row.extra = {"samples_num": a, "samples_den": b, "fired": fired, "rows": len(df)}
     return row
 
+
+
+def run_usd(smoke: bool) -> Row:
+    """``tune`` with ``model=`` (every call priced with genai-prices, the prompt cache predicted) over ``tune``
+    without it, on the sweep's corpus and a 20-config part of its grid."""
+    n, messages, path_len = (3, 60, 20) if smoke else (20, 300, 100)
+    row = Row("tune-usd", f"tune with model= / without, on the sweep corpus ({n} conversations, 20 configs)",
+              1.3, "<=", num_label="model=", den_label="without")
+    try:
+        import convlab
+    except ImportError as err:
+        row.error = f"not available: {err}"
+        return row
+    convs = conversations(n, messages, path_len)
+    grid = {"window": GRID["window"], "strategy[1].over_tokens": GRID["strategy[1].over_tokens"]}
+    frames = {}
+
+    def priced():
+        frames["usd"] = convlab.tune(convs, BASE, grid=grid, progress=False, model="claude-sonnet-4-5")
+
+    def plain():
+        frames["tokens"] = convlab.tune(convs, BASE, grid=grid, progress=False)
+
+    plain()  # warm up (imports, the tokenizer, genai-prices' snapshot)
+    priced()
+    num, den, a, b = paired(lambda: once(priced), lambda: once(plain), 3)
+    row.finish(num, den)
+    df = frames["usd"]
+    row.note = (f"the priced frame: ${df['usd'].sum():,.2f} over {len(df)} rows, {df['cached_share'].mean():.0%} of the input "
+                f"read from the cache on average (predicted); the same replays either way, the cost added after each")
+    row.extra = {"samples_num": a, "samples_den": b}
+    return row

@@ -121,6 +121,13 @@ def _add_tune(sub: Any) -> None:
                            "the cache holds; call nothing")
     tune.add_argument("--no-cache", action="store_true", help="with --summarizer: neither read nor write the summary cache")
     tune.add_argument("--jobs", type=_job_count, metavar="N", help="worker processes (default: one per core; 1: none)")
+    tune.add_argument("--model", metavar="MODEL",
+                      help="price every call in dollars with genai-prices (e.g. claude-sonnet-4-5 or anthropic:claude-sonnet-4-5): "
+                           "usd columns, the prompt cache of its provider, the configs ranked by dollars")
+    tune.add_argument("--cache-ttl", default="5m", metavar="5m|1h|SECONDS", help="the prompt cache's lifetime (default 5m)")
+    tune.add_argument("--preset", metavar="NAMES",
+                      help="the field's auto-compactions beside the config (convlab.presets): claude-code, codex, gemini-cli, pi, "
+                           "a comma-separated list or all; at the config's window (default each peer's)")
     _add_reading_options(tune)
     tune.set_defaults(run=_tune)
 
@@ -500,6 +507,40 @@ def _check_sweep(args: argparse.Namespace, name: str, text: str, notes: _Notes) 
     return grid, columns
 
 
+def _check_pricing(args: argparse.Namespace) -> None:
+    """--model and --cache-ttl checked before any work: a model genai-prices does not know names close ones."""
+    from .errors import PriceError
+    from .replay.driver import pricing_for
+
+    ttl = args.cache_ttl
+    if ttl not in ("5m", "1h"):
+        try:
+            args.cache_ttl = float(ttl)
+        except ValueError:
+            raise _Usage(f"--cache-ttl {ttl!r}: 5m, 1h or a number of seconds") from None
+    try:
+        pricing_for(args.model, "auto", args.cache_ttl)
+    except PriceError as err:
+        raise _Usage(f"--model: {err}") from None
+    except ValueError as err:
+        raise _Usage(f"--cache-ttl: {err}") from None
+
+
+def _with_presets(args: argparse.Namespace, text: str, grid: dict[str, list[Any]]) -> list[Any]:
+    """--preset: the config given (--config; none: the presets alone) and the presets named, at its window."""
+    import convlab
+    from .errors import ConfigError
+
+    if args.grid:
+        raise _Usage("--preset compares whole configs: leave out --grid (or sweep the grid without --preset)")
+    window = convlab.load_config(text, agent=args.agent)[args.agent].window if args.config else None
+    try:
+        presets = convlab.presets(args.preset, window=window)
+    except ConfigError as err:
+        raise _Usage(f"--preset: {err}") from None
+    return ([text] if args.config else []) + presets
+
+
 def _pareto_path(plot: str) -> str:
     """Where --plot's trade-off goes: beside it, ``<stem>-pareto<suffix>``."""
     p = Path(plot)
@@ -510,9 +551,14 @@ def _tune(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
     import convlab
 
     summarizer = _summarizer(args)
+    _check_pricing(args)
     _check_outputs(args)
     name, text = _read_config(args)
-    grid, columns = _check_sweep(args, name, text, notes)
+    # --preset with no --config: the presets alone (the example's grid plays no part)
+    grid, columns = ({}, []) if args.preset and args.config is None else _check_sweep(args, name, text, notes)
+    configs: Any = _with_presets(args, text, grid) if args.preset else text
+    if args.preset:
+        grid = {}
     if args.plot and len(grid) >= 2 and args.value not in columns:
         raise _Usage(f"--value {args.value!r}: not a column of the sweep (columns: {', '.join(columns)})")
     convs = _read(args.paths, args, notes)
@@ -521,18 +567,19 @@ def _tune(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
                  overhead=args.overhead)
     if args.dry_run:  # what the summaries would cost, no table
         with notes.watch("tuning"):
-            cost = convlab.tune_cost(convs, text, **sweep)
+            cost = convlab.tune_cost(convs, configs, **sweep)
         out.write(_say_cost(cost, dry_run=True) + "\n")
         return
     with notes.watch("tuning"):
-        df = convlab.tune(convs, text, **sweep)
+        df = convlab.tune(convs, configs, **sweep, model=args.model, cache_ttl=args.cache_ttl)
+    keys = ["preset"] if args.preset else list(grid)
     if summarizer is not None:
         notes.say(_say_cost(df.attrs["summary_cost"], dry_run=False))
     width = args.width or _terminal_width()
-    out.write("\n".join(_rows_table(df, list(grid), width, summarizer is not None)) + "\n")
+    out.write("\n".join(_rows_table(df, keys, width, summarizer is not None)) + "\n")
     with notes.watch("ranking"):
-        ranked = convlab.rank(df)
-    out.write("\n" + "\n".join(_ranking_table(ranked, list(grid), len(convs), width)) + "\n")
+        ranked = convlab.rank(df, by="usd" if args.model else "tokens")
+    out.write("\n" + "\n".join(_ranking_table(ranked, keys, len(convs), width)) + "\n")
     if args.out:
         if args.out.lower().endswith(".parquet"):
             df.to_parquet(args.out, index=False)
@@ -540,10 +587,10 @@ def _tune(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
             df.to_csv(args.out, index=False)
         out.write(f"wrote {args.out}\n")
     if args.plot:
-        _plot(args, df, ranked, grid, convs, text, out, notes)
+        _plot(args, df, ranked, grid, convs, configs, out, notes)
 
 
-def _plot(args: argparse.Namespace, df: Any, ranked: Any, grid: dict[str, list[Any]], convs: list[Any], text: str,
+def _plot(args: argparse.Namespace, df: Any, ranked: Any, grid: dict[str, list[Any]], convs: list[Any], configs: Any,
           out: TextIO, notes: _Notes) -> None:
     """--plot: the heatmap (two grid keys) or the count per call, and the trade-off beside it."""
     import convlab
@@ -559,9 +606,11 @@ def _plot(args: argparse.Namespace, df: Any, ranked: Any, grid: dict[str, list[A
 
             longest = max(convs, key=len)
             top = ranked.iloc[0]
-            config = convlab.config_grid(text, grid, agent=args.agent)[int(top["config"])] if grid else text
+            chosen = configs[int(top["config"])] if isinstance(configs, list) else \
+                convlab.config_grid(configs, grid, agent=args.agent)[int(top["config"])] if grid else configs
+            config, worker = (chosen.config, chosen.worker) if isinstance(chosen, convlab.presets.Preset) else (chosen, None)
             fig = plots.count_per_call(convlab.replay(longest, config, agent=args.agent, summary_size=args.summary_size,
-                                                      overhead=args.overhead),
+                                                      overhead=args.overhead, worker=worker),
                                        title=f"count per call: {longest.id}, {config_label(top, keys)}, ranked first")
         fig.savefig(args.plot, dpi=100)
         pareto = _pareto_path(args.plot)
@@ -595,6 +644,12 @@ def _percent(v: Any) -> str:
     return f"{v:.0%}"
 
 
+def _dollars(v: Any) -> str:
+    if v != v:  # NaN: not priced
+        return "-"
+    return f"${v:,.2f}" if abs(v) >= 1 or v == 0 else f"${v:.4f}"
+
+
 def _rows_table(df: Any, keys: list[str], width: int, summarizer: bool) -> list[str]:
     """The sweep's table: one line per (conversation, config), the columns that matter, fitted to ``width``."""
     from .ranking import short_keys
@@ -610,6 +665,8 @@ def _rows_table(df: Any, keys: list[str], width: int, summarizer: bool) -> list[
         Column("calls", list(df["calls"]), optional=1),
         Column("tokens_read", list(df["tokens_read"]), short="read", short_fmt=compact),
         Column("saved", list(df["saved"]), fmt=_percent),
+        *([Column("usd", list(df["usd"]), fmt=_dollars), Column("cached_share", list(df["cached_share"]), short="cached",
+                                                                fmt=_percent)] if df["usd"].notna().any() else []),
         Column("summaries", list(df["summaries"]), short="summ"),
         *([Column("summary_tokens", list(df["summary_tokens"]), short="sum_tok", short_fmt=compact)] if summarizer else []),
         Column("resets", list(df["resets"])),
@@ -628,14 +685,20 @@ def _ranking_table(ranked: Any, keys: list[str], conversations: int, width: int)
     from .tables import Column, fit_table
 
     names = short_keys(keys)
+    by_usd = ranked.attrs.get("by") == "usd"
     intro = (f"configs ranked over {_plural(conversations, 'conversation')}: saved = tokens read below the same "
              f"conversations replayed with no strategy; pareto = no config saves as much with as few summaries + resets")
+    if by_usd:
+        intro += ("; ranked by dollars: usd = every call priced (genai-prices) with the prompt cache predicted, "
+                  "saved_usd (saved$) = the share of the dollars below the baseline")
     cols = [
         Column("rank", list(ranked.index)),
         Column("config", list(ranked["config"]), short="cfg"),
         *[Column(k, list(ranked[k]), short=names[k], fmt=str) for k in keys if k != "window"],
         Column("window", list(ranked["window"]), fmt=str, optional=0 if "window" in keys else 2),
         Column("saved", list(ranked["saved"]), fmt=_percent),
+        *([Column("usd", list(ranked["usd"]), fmt=_dollars), Column("saved_usd", list(ranked["saved_usd"]), short="saved$",
+                                                                    fmt=_percent)] if by_usd else []),
         Column("summaries", list(ranked["summaries"]), short="summ"),
         Column("resets", list(ranked["resets"])),
         Column("stale", list(ranked["stale"])),

@@ -231,7 +231,9 @@ def sweep_pareto(ranked: Any, *, title: str | None = None):
     much with as few rewrites) are marked, joined as the front and labelled
     with their configs (``config_label``, short keys; configs that made the
     same figures share a point and a label); the others are grey. The
-    baseline, no saving, is the dashed line at 0.
+    baseline, no saving, is the dashed line at 0. A ranking by dollars
+    (``convlab.rank(df, by="usd")``) puts the share of dollars saved on the
+    axis instead (``saved_usd``).
 
     >>> import pandas as pd
     >>> ranked = pd.DataFrame({"config": [0, 1, 2], "window": [64000, 128000, 200000], "summaries": [13, 1, 0],
@@ -246,11 +248,13 @@ def sweep_pareto(ranked: Any, *, title: str | None = None):
 
     if "pareto" not in ranked.columns:
         ranked = rank(ranked)
-    for col in ("config", "summaries", "resets", "saved", "pareto"):
+    dollars = ranked.attrs.get("by") == "usd"
+    measure = "saved_usd" if dollars else "saved"
+    for col in ("config", "summaries", "resets", measure, "pareto"):
         if col not in ranked.columns:
             raise KeyError(f"sweep_pareto takes what convlab.rank returns; this frame has no column {col!r}")
     keys = grid_keys(ranked) if "window" in ranked.columns else []
-    data = ranked.assign(rewrites=ranked["summaries"] + ranked["resets"], percent=ranked["saved"] * 100)
+    data = ranked.assign(rewrites=ranked["summaries"] + ranked["resets"], percent=ranked[measure] * 100)
     data = data[data["percent"].notna()]
     front = data[data["pareto"].astype(bool)].sort_values(["rewrites", "percent"])
     rest = data[~data["pareto"].astype(bool)]
@@ -274,7 +278,7 @@ def sweep_pareto(ranked: Any, *, title: str | None = None):
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.yaxis.set_major_formatter(PercentFormatter(decimals=None))
     ax.set_xlabel("summaries + resets (the history rewritten), all conversations")
-    ax.set_ylabel("tokens read, saved against the baseline")
+    ax.set_ylabel("dollars, saved against the baseline" if dollars else "tokens read, saved against the baseline")
     ax.margins(x=0.08, y=0.12)
     ax.set_xlim(left=-max(0.5, 0.04 * right))
     legend = ax.legend(loc="lower right", fontsize="small")

@@ -33,6 +33,7 @@ __all__ = ["rank", "RANK_COLUMNS", "grid_keys", "config_label", "short_keys"]
 RANK_COLUMNS = (
     "window",
     "strategies",
+    "worker",
     "threshold",
     "conversations",
     "calls",
@@ -78,7 +79,9 @@ def config_label(row: Any, keys: Sequence[str], names: Mapping[str, str] | None 
 
     names = names or {}
     shown = ([] if "window" in keys or "window" not in row or pd.isna(row["window"]) else ["window"]) + list(keys)
-    values = ", ".join(f"{names.get(k, k)}={plain(row[k])}" for k in shown)
+    worker = row["worker"] if "worker" in row and "worker" not in keys else None
+    values = ", ".join([f"{names.get(k, k)}={plain(row[k])}" for k in shown]
+                       + ([f"worker={worker}"] if isinstance(worker, str) else []))
     return f"config {int(row['config'])}" + (f" ({values})" if values else "")
 
 
@@ -94,12 +97,16 @@ def short_keys(keys: Sequence[str]) -> dict[str, str]:
     return {k: (name if taken.count(name) == 1 else k.removeprefix("strategy")) for k, name in last.items()}
 
 
-def rank(df: Any):
+#: What ``rank`` can rank by: the share of tokens read that a config saved, or of dollars (``by="usd"``).
+BY = ("tokens", "usd")
+
+
+def rank(df: Any, by: str = "tokens"):
     """The configs of a sweep ranked by what they save against what they cost, over every conversation.
 
     ``df`` is what ``convlab.tune`` returns (or that frame read back from its
     CSV). One row per config, the best first (index ``rank``, from 1):
-    ``config`` and the grid keys, ``window``, ``strategies`` and
+    ``config`` and the grid keys, ``window``, ``strategies``, ``worker`` and
     ``threshold`` as in the tune frame; ``conversations``; summed over them,
     ``calls``, ``limits`` (context.limit decisions, every reason),
     ``summaries``, ``resets``, ``stale`` (logged replies that no longer
@@ -110,6 +117,15 @@ def rank(df: Any):
     it saved); ``pareto``, True when no other config saves at least as much
     with at most as many summaries and resets (and does better on one of
     the two); ``warning``, why its figures mislead ("" when nothing does).
+
+    ``by="usd"`` ranks by dollars instead, for a sweep made with ``model=``
+    (``convlab.tune(..., model="claude-sonnet-4-5")``): the frame gains
+    ``usd`` and ``baseline_usd`` (summed), ``usd_saved`` (``baseline_usd -
+    usd``, dollars) and ``saved_usd`` (``1 - usd / baseline_usd``), and the
+    Pareto front and the order read ``saved_usd`` where they read ``saved``
+    (with a prompt cache a config can read fewer tokens and cost more:
+    every summary makes the next call write the cache again).
+    ``ranked.attrs["by"]`` says which.
 
     The order: the Pareto configs first, then the others, each by ``saved``
     (most first), then fewer summaries and resets, fewer stale replies, and
@@ -154,6 +170,11 @@ def rank(df: Any):
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"rank takes the frame convlab.tune returns, got {type(df).__name__}"
                         + (" (a dry run's cost: run the sweep without dry_run)" if hasattr(df, "estimated") else ""))
+    if by not in BY:
+        raise ValueError(f"rank: by must be one of {BY}, got {by!r}")
+    if by == "usd" and ("usd" not in df.columns or "baseline_usd" not in df.columns or df["usd"].isna().all()):
+        raise ValueError("rank(df, by='usd') needs a sweep priced in dollars: convlab.tune(..., model='claude-sonnet-4-5') "
+                         "(the frame's usd column is missing or empty)")
     needed = ("conversation", "config", "window", "strategies", "threshold", "calls", "limits_full", "limits_idle", "limits_overflow",
               "summaries", "resets", "stale", "failed_turns", "tokens_read", "baseline_tokens_read", "overhead")
     missing = [c for c in needed if c not in df.columns]
@@ -161,18 +182,30 @@ def rank(df: Any):
         raise KeyError(f"rank takes the frame convlab.tune returns; this one has no column {', '.join(map(repr, missing))}")
     keys = grid_keys(df)
     rows = df.assign(limits=df["limits_full"] + df["limits_idle"] + df["limits_overflow"])
+    if "worker" not in rows.columns:  # a frame from before workers were swept: the engine's proposal
+        rows = rows.assign(worker=None)
     groups = rows.groupby("config", sort=True)
-    first = groups[[*keys, "window", "strategies", "threshold"]].first()
-    out = first.join(groups.size().rename("conversations")).join(groups[list(_SUMMED)].sum()).reset_index()
+    first = groups[[*keys, "window", "strategies", "worker", "threshold"]].first()
+    summed = [*_SUMMED, *(("usd", "baseline_usd") if by == "usd" else ())]
+    out = first.join(groups.size().rename("conversations")).join(groups[summed].sum(min_count=1)).reset_index()
     base = out["baseline_tokens_read"].astype(float)
     out["saved"] = 1 - out["tokens_read"] / base.where(base > 0)
+    measure = "saved"
+    if by == "usd":
+        dollars = out["baseline_usd"].astype(float)
+        out["usd_saved"] = dollars - out["usd"]
+        out["saved_usd"] = 1 - out["usd"] / dollars.where(dollars > 0)
+        measure = "saved_usd"
     rewrites = out["summaries"] + out["resets"]
-    out["pareto"] = [_undominated(out["saved"], rewrites, i) for i in range(len(out))]
+    out["pareto"] = [_undominated(out[measure], rewrites, i) for i in range(len(out))]
     out["warning"] = [_warning(row, rows[rows["config"] == row["config"]]) for _, row in out.iterrows()]
-    out = out.assign(_rewrites=rewrites, _front=~out["pareto"], _saved=-out["saved"].fillna(-math.inf))
+    out = out.assign(_rewrites=rewrites, _front=~out["pareto"], _saved=-out[measure].fillna(-math.inf))
     out = out.sort_values(["_front", "_saved", "_rewrites", "stale", "config"], kind="stable")
-    out = out[["config", *keys, *RANK_COLUMNS]].reset_index(drop=True)
+    extra = ["usd", "baseline_usd", "usd_saved", "saved_usd"] if by == "usd" else []
+    columns = [*RANK_COLUMNS[:RANK_COLUMNS.index("saved") + 1], *extra, *RANK_COLUMNS[RANK_COLUMNS.index("saved") + 1:]]
+    out = out[["config", *keys, *columns]].reset_index(drop=True)
     out.index = pd.RangeIndex(1, len(out) + 1, name="rank")
+    out.attrs["by"] = by
     said: dict[str, list[Any]] = {}  # one warning per reason, naming every config it holds for
     for _, row in out.iterrows():
         if row["warning"]:

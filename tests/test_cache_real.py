@@ -38,3 +38,82 @@ def test_a_model_switch_misses_and_the_compactions_sub_agent_keeps_the_cache_war
     assert rows[switch][0].read == 0 and rows[switch][1]["cached"] == 0  # opus -> haiku: another model's cache
     assert main["causes"]["model switch"] <= 21448  # back to opus after 40 minutes: only the warm prefix missed
     assert abs(main["session"]["sum_error"]) <= abs(main["fitted"]["sum_error"])  # the sub-agent shares the cache
+
+
+# -- the same goal through convlab.replay itself (what tune and the notebook report) -----------------------------
+
+
+@pytest.fixture(scope="module")
+def replays():
+    import convlab
+
+    return [(c, convlab.replay(c)) for c in cache_check.conversations(require())]
+
+
+def test_the_cache_goal_holds_through_replay_on_every_real_claude_code_conversation(replays):
+    """replay(conv) with no strategy predicts each call's cache read (Replay.calls[i]["cached"]) beside the log's
+    (["logged_cached"]): the sum within 10% and the median call within 10%, on every real conversation."""
+    import statistics
+
+    checked = 0
+    for c, r in replays:
+        calls = [x for x in r.calls if x["logged_cached"] is not None]
+        if not calls:
+            continue
+        checked += 1
+        logged, predicted = sum(x["logged_cached"] for x in calls), sum(x["cached"] for x in calls)
+        rel = [abs(x["cached"] - x["logged_cached"]) / x["logged_cached"] if x["logged_cached"] else float(x["cached"] > 0)
+               for x in calls]
+        assert abs(predicted - logged) <= cache_check.GOAL * logged, (c.id, predicted, logged)
+        assert statistics.median(rel) <= cache_check.GOAL, (c.id, statistics.median(rel))
+        m = r.measures()
+        assert m["logged_cached"] == logged and m["cached"] == predicted
+        assert abs(m["err_cached_mean"]) <= m["err_cached_p95"]
+    assert checked >= 6
+
+
+def test_a_strategys_compaction_is_a_cache_miss_beyond_the_hidden_prompt(replays):
+    """A summary a strategy makes rewrites the prefix: the next call reads from the cache only the hidden prompt
+    (which survives the compaction), and writes the rest; a config that summarizes reads fewer tokens than the
+    log yet writes more to the cache."""
+    import convlab
+    from convlab.replay.cost import fit
+    from convlab.replay.plan import ExactCounts, plan
+
+    c = next(c for c, _ in replays if c.id == "ae4a77f8-aedd-4bc1-888f-c94edc91af04")
+    cfg = "[agent.bot.context]\nwindow = 200000\n[[agent.bot.context.strategy]]\nuse = 'summarize'\nover_tokens = 60000\n"
+    r = convlab.replay(c, cfg, model="claude-opus-4-6")
+    base = convlab.replay(c, model="claude-opus-4-6")
+    fired = [x["call"] for x in r.limits if x["replaced"]]
+    assert fired
+    after = r.calls[fired[0] - 1]  # the held call, run on the summary
+    hidden = round(fit(plan(c), ExactCounts()).of(after["reply"])[2])
+    assert after["cached"] <= hidden and after["cache_write"] > 0
+    assert r.measures()["tokens_read"] < base.measures()["tokens_read"]
+    assert r.measures()["cache_write"] > base.measures()["cache_write"]
+
+
+def test_the_dollars_are_genai_prices_over_the_replays_own_predicted_usage(replays):
+    """Each call's usd is genai-prices' price of its read, cached, cache_write and output; the replay's usd is
+    their sum with the summary calls'."""
+    from decimal import Decimal
+
+    import genai_prices
+
+    import convlab
+
+    c = next(c for c, _ in replays if c.id == "491e126e-1e71-469c-ade2-fcc8af567c74")
+    r = convlab.replay(c, "[agent.bot.context]\n[[agent.bot.context.strategy]]\nuse = 'summarize'\nover_tokens = 20000\n",
+                       model="anthropic:claude-sonnet-4-5")
+    total = Decimal(0)
+    for x in r.calls:
+        usage = genai_prices.Usage(input_tokens=int(x["read"]), cache_read_tokens=x["cached"],
+                                   cache_write_tokens=x["cache_write"], output_tokens=x["output"])
+        price = genai_prices.calc_price(usage, model_ref="claude-sonnet-4-5", provider_id="anthropic").total_price
+        assert x["usd"] == float(price)
+        total += price
+    assert r.summary_calls
+    for s in r.summary_calls:
+        usage = genai_prices.Usage(input_tokens=s["read"], output_tokens=s["output"])
+        total += genai_prices.calc_price(usage, model_ref="claude-sonnet-4-5", provider_id="anthropic").total_price
+    assert r.measures()["usd"] == pytest.approx(float(total), rel=1e-12)

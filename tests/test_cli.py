@@ -755,3 +755,39 @@ def test_the_count_plot_with_one_grid_key_is_drawn_under_the_config_ranked_first
     (replayed, kw), = drawn
     assert replayed.session.config.window in (20000, 148431) and "ranked first" in kw["title"]
     assert f"window={replayed.session.config.window}" in kw["title"]
+
+
+# -- tune in dollars, and the peers' presets (issue 22) ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--model", "claude-sonet-4-5"], "convlab: --model: genai-prices knows no model 'claude-sonet-4-5'; close matches: "
+                                      "anthropic:claude-sonnet-4-5"),
+    (["--cache-ttl", "2h"], "convlab: --cache-ttl '2h': 5m, 1h or a number of seconds\n"),
+    (["--preset", "cursor"], "convlab: --preset: presets: unknown preset 'cursor' (known: claude-code, codex, gemini-cli, pi, or all)\n"),
+    (["--preset", "all", "--grid", "window=64000,128000"], "convlab: --preset compares whole configs: leave out --grid"),
+])
+def test_model_ttl_and_preset_mistakes_are_one_line_before_any_work(extra, message, session_log, no_work, capsys):
+    assert main(["tune", str(session_log), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and err.count("\n") == 1
+
+
+@pytest.mark.realdata
+def test_tune_in_dollars_with_the_presets_on_a_real_session(capsys):
+    """convlab tune log --model M --preset all: a row per (conversation, preset) with its dollars and cached share,
+    and the presets ranked by dollars; the figures are the library's."""
+    real = require()
+    path = real / "claude_code" / "subagent.jsonl"
+    assert main(["tune", str(path), "--model", "claude-sonnet-4-5", "--preset", "all", "--no-progress", "--width", "150"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].split() == ["conv", "source", "cfg", "preset", "window", "calls", "read", "saved", "usd", "cached",
+                                "summ", "resets", "stale", "err95"]
+    assert [line.split()[3] for line in lines[1:5]] == ["claude-code", "codex", "gemini-cli", "pi"]
+    assert "ranked by dollars" in out
+    df = convlab.tune(convlab.read(path), convlab.presets("all"), model="claude-sonnet-4-5", progress=False)
+    ranked = convlab.rank(df, by="usd")
+    assert list(df["preset"]) == ["claude-code", "codex", "gemini-cli", "pi"]
+    assert f"${df['usd'].iloc[0]:.4f}" in out and (df["usd"] > 0).all() and (df["cached_share"] > 0.5).all()
+    assert ranked.attrs["by"] == "usd" and list(ranked.columns).count("saved_usd") == 1

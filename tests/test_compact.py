@@ -128,7 +128,7 @@ def test_a_compaction_answers_every_other_decision_as_the_chat_worker():
 
 
 @pytest.mark.parametrize("worker", [compact.clear_tool_results(keep=2, exclude_tools=("Read",)),
-                                    compact.summary_tail(keep_tokens=0.3), compact.sliding_window(keep_turns=4)])
+                                    compact.summary_tail(keep_tokens=0.3), compact.sliding_window(keep_turns=1)])
 def test_a_compaction_pickles_and_says_what_it_is(worker):
     again = pickle.loads(pickle.dumps(worker))
     assert again == worker and repr(again) == repr(worker) and "0x" not in repr(worker)
@@ -288,3 +288,31 @@ def test_bad_workers_are_named_before_any_work():
 
     with pytest.raises(ValueError, match=r"the worker .*broken.* raised KeyError at the context.limit of call"):
         convlab.replay(agent_log(), LIMIT, worker=broken)
+
+
+@pytest.mark.realdata
+def test_every_compaction_and_preset_replays_the_real_session_and_sweeps():
+    """Issue 22 (done when): each compaction (as a grid's worker axis) and each peer's preset replays the real
+    Claude Code session and sweeps, priced: every one fires there, rewrites the history it reads, keeps every
+    tool result with its call, and costs other dollars than the log."""
+    from realdata import require
+
+    real = require()
+    (c,) = [x for x in convlab.read(real / "claude_code" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl.gz")
+            if x.id == "ae4a77f8-aedd-4bc1-888f-c94edc91af04"]
+    cfg = config({"use": "summarize", "over_tokens": 80000})
+    workers = [compact.clear_tool_results(keep=3), compact.summary_tail(keep_tokens=20000), compact.sliding_window(keep_turns=1)]
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", convlab.TuneWarning)
+        df = convlab.tune([c], cfg, grid={"worker": workers}, model="claude-sonnet-4-5", progress=False)
+        peers = convlab.tune([c], convlab.presets("all", window=128_000), model="claude-sonnet-4-5", progress=False)
+    assert df["worker"].tolist() == [repr(w) for w in workers]
+    assert (df["limits_full"] > 0).all() and (df["usd"] != df["baseline_usd"]).all()
+    for w in workers:
+        r = convlab.replay(c, cfg, worker=w)
+        assert any(x["replaced"] for x in r.limits), w
+        every_result_has_its_call(r.session.path())
+    assert list(peers["preset"]) == ["claude-code", "codex", "gemini-cli", "pi"]
+    assert (peers["limits_full"] > 0).all() and peers["usd"].notna().all()

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import convlab
+from convlab import compact
 from convlab.conversation import Conversation
 from convlab.importers import FORMATS
 from convlab.jsondata import repaired
@@ -301,3 +302,30 @@ def test_each_format_s_output_replays_exactly(tmp_path):
         assert convs, name
         for c in convs:
             assert_replays_exactly(c)
+
+
+WORKERS = st.sampled_from([None, compact.sliding_window(keep_turns=1), compact.summary_tail(keep_tokens=0.3),
+                           compact.clear_tool_results(keep=0)])
+
+
+@settings(max_examples=100)
+@given(logs(), CONFIGS, WORKERS, st.sampled_from(["anthropic", "openai", None, "auto"]))
+def test_under_any_config_and_worker_the_costs_hold_together(c, config, worker, rule):
+    """Issue 22: every call a replay makes is costed, whatever the log (hostile values, no usage, times going
+    back), the config and the worker: the predicted cache read and write fit inside what the call read, the
+    dollars are genai-prices' over them, and the frame's figures are their sums."""
+    import math
+
+    from convlab.prices import Prices
+
+    r = replay(c, config, worker=worker, model="claude-sonnet-4-5", prompt_cache=rule)
+    prices = Prices("claude-sonnet-4-5")
+    for x in r.calls:
+        assert 0 <= x["cached"] <= x["read"] and 0 <= x["cache_write"] <= x["read"] - x["cached"]
+        assert x["usd"] == prices.usd(int(x["read"]), x["cached"], x["cache_write"], x["output"]) >= 0
+        if rule is None:
+            assert x["cached"] == x["cache_write"] == 0
+    m = r.measures()
+    assert m["cached"] == sum(x["cached"] for x in r.calls)
+    total = sum(x["usd"] for x in r.calls) + sum(s["usd"] for s in r.summary_calls)
+    assert math.isclose(m["usd"], total, rel_tol=1e-12, abs_tol=1e-12)

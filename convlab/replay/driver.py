@@ -58,6 +58,8 @@ from ..conversation import Conversation
 from ..engine import SUMMARY_PREFIX, Session
 from ..tokens import content_text
 from ..tree import Message, message_of
+from . import cost
+from .cost import Pricing
 from .model import ReplayLLM
 from .plan import ExactCounts, Plan, PlannedTurn, plan
 from .result import Replay
@@ -165,14 +167,17 @@ class Replayer:
         summary_size: int | float | None = None,
         overhead: int | None = None,
         worker: Any = None,
+        pricing: Pricing | None = None,
     ):
         """``summarize`` answers the summary calls, ``summary_size`` and
         ``overhead`` are the cost model's knobs: ``ReplayLLM`` documents them;
         they go to every fork. ``counts`` (default: new) are shared by every
         replay of a sweep. ``worker`` answers each ``context.limit`` (None:
-        with what the engine proposes; see ``replay``)."""
+        with what the engine proposes; see ``replay``). ``pricing`` says how
+        the calls are costed (``cost.Pricing``; None: not at all)."""
         config = coerce(config, agent)
         self.worker = limit_worker(worker)
+        self.pricing = pricing
         counts = counts if counts is not None else ExactCounts()
         model = ReplayLLM.for_plan(plan, config.window, summarize=summarize, counts=counts, summary_size=summary_size,
                                    overhead=overhead)
@@ -212,6 +217,7 @@ class Replayer:
         config = coerce(config, self.agent)
         new = Replayer.__new__(Replayer)
         new.worker = limit_worker(worker)
+        new.pricing = self.pricing
         if turn == 0:
             new._setup(self.plan, config, self.agent, self.llm.until((0, 0, 0, 0), config.window), _Record(), None)
             return new
@@ -240,6 +246,8 @@ class Replayer:
                 "first_call": self._turn_calls == 0,
                 "idle_for": s.idle_for,
                 "checked": ev["call_id"] not in self._held_ids,  # a held call runs again unchecked
+                "time": s.clock,  # when it ran, and the last message it reads (what the prompt cache looks at)
+                "head": s.head,
             }
             rec.trace.append(entry)
             if entry["checked"]:
@@ -303,15 +311,22 @@ class Replayer:
         return self
 
     def result(self) -> Replay:
-        """The finished replay as a ``Replay``."""
+        """The finished replay as a ``Replay`` (its calls costed when the replay has a ``pricing``)."""
+        calls = [{**entry, **seen} for entry, seen in zip(self.record.trace, self.llm.seen, strict=False)]
+        summary_calls = [dict(x) for x in self.llm.summaries]
+        if self.pricing is not None:
+            fitted = self.pricing.fit_for(self.plan, self.counts, self.llm.overhead or 0)
+            cost.annotate(calls, summary_calls, self.session, self.plan, self.counts, fitted, self.pricing)
         return Replay(
             session=self.session,
             map=dict(self.record.map),
             stale=list(dict.fromkeys(self.record.stale)),
-            calls=[{**entry, **seen} for entry, seen in zip(self.record.trace, self.llm.seen, strict=False)],
+            calls=calls,
             limits=list(self.record.limits),
             conversation_id=self.plan.conversation_id,
             compactions=[{"id": sid, "call": call} for sid, call in self.llm.compactions.items()],
+            summary_calls=summary_calls,
+            priced=self.pricing is not None and self.pricing.model is not None,
         )
 
     def _recorded(self, act: Callable[[], Any]) -> list[str]:
@@ -456,6 +471,15 @@ class Replayer:
             self.record.map[back[old_head]] = made[-1]
 
 
+def pricing_for(model: str | None, prompt_cache: str | None, cache_ttl: Any, summarizer: Any = None) -> Pricing | None:
+    """How a replay's calls are costed (``cost.Pricing``), checked; None when nothing is: no model and
+    no cache rule."""
+    if model is None and prompt_cache is None:
+        return None
+    summarizer_model = getattr(summarizer, "model", None) if summarizer is not None else None
+    return Pricing(model, prompt_cache, cache_ttl, summarizer_model if isinstance(summarizer_model, str) and model else None)
+
+
 def limit_worker(worker: Any) -> Any:
     """``worker`` checked as a replay takes it: None (the engine's proposal answers each
     ``context.limit``) or a callable that takes a decision and returns actions
@@ -480,7 +504,8 @@ def _made_by_replace(events: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def replay(conversation: Conversation, config: Any = None, *, agent: str = "bot", summarizer: Any = None,
            cache: Any = None, summary_size: int | float | None = None, overhead: int | None = None,
-           worker: Any = None) -> Replay:
+           worker: Any = None, model: str | None = None, prompt_cache: str | None = "auto",
+           cache_ttl: Any = "5m") -> Replay:
     """Re-enact an imported conversation through the protocol: a ``Replay``.
 
     Each logged assistant reply is one model call, answered by ``ReplayLLM``
@@ -532,6 +557,17 @@ def replay(conversation: Conversation, config: Any = None, *, agent: str = "bot"
     ``ValueError`` naming it and the call; an answer the engine refuses is its
     ``Refused``.
 
+    What the calls cost (``convlab.replay.cost``): ``model`` (a genai-prices
+    name, ``"claude-sonnet-4-5"``, or ``"provider:model"``) prices every call,
+    summary calls included, in US dollars (``Replay.calls[i]["usd"]``);
+    ``prompt_cache`` is the provider's cache rule (``"anthropic"``,
+    ``"openai"``, None: no cache; ``"auto"``, the default: the rule of
+    ``model``, else of the log's own model) predicting each call's
+    ``cached`` and ``cache_write`` tokens, with ``cache_ttl`` its lifetime
+    (``"5m"``, ``"1h"`` or seconds). The name ``cache`` was taken already (the
+    summary cache's folder). An unknown model is a ``convlab.PriceError``
+    naming the close matches.
+
     Summary calls get a stand-in summary (the log has none), unless
     ``summarizer`` names a provider to send them to: replies still come from
     the log, summaries from that model, each made once and kept in the
@@ -559,8 +595,9 @@ def replay(conversation: Conversation, config: Any = None, *, agent: str = "bot"
     p = plan(conversation)
     counts = ExactCounts()
     summarize = None if summaries is None else (lambda request, tokens, guessed: summaries.complete(request))
+    pricing = pricing_for(model, prompt_cache, cache_ttl, summarizer)
     replayer = Replayer(p, config, counts=counts, agent=agent, summarize=summarize, summary_size=summary_size,
-                        overhead=overhead, worker=worker)  # the config, the knobs and the worker checked before any work
+                        overhead=overhead, worker=worker, pricing=pricing)  # the config, the knobs and the worker checked before any work
     counts.prime(p.texts())  # one batch, as a sweep does
     result = replayer.run().result()
     if summaries is not None:

@@ -131,7 +131,7 @@ class ReplayLLM:
     overhead``), ``exact``, ``overhead``, ``logged``, ``refused``, ``whole``,
     ``carry`` and ``carry_whole`` (the overhead later calls carry, and
     whether a call with a whole history showed it);
-    ``summaries`` one dict per summary call: ``read``, ``refused``;
+    ``summaries`` one dict per summary call: ``read``, ``refused``, ``output``;
     ``stand_ins`` the summaries the stand-in wrote although ``summarize`` was
     asked; ``compactions`` the log's own compactions, ``{summary id: 1-based
     index of the first call that reads it}``.
@@ -363,13 +363,18 @@ class ReplayLLM:
         """A summary call: the window's check, then ``summarize``'s reply or the stand-in."""
         read = self.count(messages)
         refused = self.window is not None and read > self.window
-        self.summaries.append({"read": read, "refused": refused})
+        entry = {"read": read, "refused": refused, "output": 0}
+        self.summaries.append(entry)
         if refused:
             raise ProviderError("too_long", f"{read} tokens is more than the window of {self.window}")
         if self.summarize is not None:
             real = self.summarize(request, read, self.stand_ins > 0)
             if real is not None:
+                out = (real.get("usage") or {}).get("output_tokens")
+                entry["output"] = out if isinstance(out, int) and not isinstance(out, bool) and out >= 0 else \
+                    self.count([{"content": real.get("content")}])
                 return real
             self.stand_ins += 1
         content = self._stand_in(messages)
-        return {"content": content, "usage": {"input_tokens": read, "output_tokens": self.count([{"content": content}])}}
+        entry["output"] = self.count([{"content": content}])
+        return {"content": content, "usage": {"input_tokens": read, "output_tokens": entry["output"]}}

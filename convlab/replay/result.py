@@ -36,7 +36,16 @@ class Replay:
       ``overhead`` (the hidden overhead: observed where the log's usage
       applies, else carried from the last call where it did), ``logged`` (the
       log's input tokens or None), ``applies``, ``refused``, ``reply``
-      (imported id), ``call_id``, ``checked``;
+      (imported id), ``call_id``, ``checked``, ``time`` (the clock when it
+      ran) and ``head`` (the last message it read); and, when the replay was
+      costed (``replay(..., model=...)``, or a log whose own model has a cache
+      rule), ``cached`` and ``cache_write`` (the prompt cache predicted:
+      ``convlab.replay.cost``), ``logged_cached`` (the log's cache read where
+      its usage applies, else None), ``output`` (the logged reply's output
+      tokens) and ``usd`` (genai-prices' price of the call, None without a
+      model);
+    - ``summary_calls``: one dict per summary call: ``read``, ``refused``,
+      ``output`` (and ``usd`` when costed);
     - ``limits``: one dict per ``context.limit``: ``reason``, ``strategy``,
       ``tokens``, ``call`` (1-based index of the held model call), ``replaced``,
       ``first_call``, ``idle_for``, and ``summary_tokens`` (the exact length of
@@ -54,6 +63,9 @@ class Replay:
     limits: list[dict[str, Any]]
     conversation_id: str = ""
     compactions: list[dict[str, Any]] = field(default_factory=list)
+    summary_calls: list[dict[str, Any]] = field(default_factory=list)
+    #: whether its calls carry dollars (a model was given)
+    priced: bool = False
 
     def __repr__(self) -> str:
         return (f"Replay(conversation={self.conversation_id!r}, calls={len(self.calls)}, "
@@ -74,8 +86,6 @@ class Replay:
         (1, 9, 0, -8.0)
         """
         limits = self.limits
-        reasons = [x["reason"] for x in limits]
-        lengths = [x["summary_tokens"] for x in limits if "summary_tokens" in x]
         summary_calls = tokens_read = overflows = 0
         for ev in self.session.events:
             t = ev["type"]
@@ -88,6 +98,14 @@ class Replay:
         counts = [c["count"] for c in self.calls] + [x["tokens"] for x in limits]
         err_exact = [c["count"] - c["exact"] for c in self.calls]
         err_usage = [c["count"] - c["logged"] for c in self.calls if c["applies"] and c["logged"] is not None]
+        return {**self._base_measures(summary_calls, tokens_read, overflows, counts), "tokens_read": tokens_read,
+                "err_exact_mean": _mean(err_exact), "err_exact_p95": _p95(err_exact),
+                "err_usage_mean": _mean(err_usage), "err_usage_p95": _p95(err_usage), **self.cost_measures()}
+
+    def _base_measures(self, summary_calls: int, tokens_read: int, overflows: int, counts: list[int]) -> dict[str, Any]:
+        limits = self.limits
+        reasons = [x["reason"] for x in limits]
+        lengths = [x["summary_tokens"] for x in limits if "summary_tokens" in x]
         return {
             "calls": len(self.calls),
             "summary_calls": summary_calls,
@@ -103,12 +121,44 @@ class Replay:
             "stale": len(self.stale),
             "first_limit_call": limits[0]["call"] if limits else None,
             "max_count": max(counts) if counts else 0,
-            "tokens_read": tokens_read,
-            "err_exact_mean": _mean(err_exact),
-            "err_exact_p95": _p95(err_exact),
-            "err_usage_mean": _mean(err_usage),
-            "err_usage_p95": _p95(err_usage),
         }
+
+    def cost_measures(self) -> dict[str, Any]:
+        """What the calls cost, as a sweep's columns: ``cached`` and ``cache_write`` (predicted, summed),
+        ``logged_cached`` (the log's cache reads, where its usage applies), ``err_cached_mean`` and
+        ``err_cached_p95`` (predicted less logged, per call where the log has a figure), ``cached_share``
+        (cached over all the input the model calls read), ``usd`` (every call and summary call; NaN
+        without a model). NaN or 0 where the replay was not costed.
+
+        >>> from convlab.tree import Tree
+        >>> from convlab.conversation import Conversation
+        >>> from convlab.replay import replay
+        >>> t = Tree()
+        >>> _ = t.add({"id": "u1", "role": "user", "content": "hi " * 3000, "time": 0.0}, None)
+        >>> _ = t.add({"id": "a1", "role": "assistant", "content": "ok", "time": 1.0, "usage": {"input_tokens": 3010}}, "u1")
+        >>> _ = t.add({"id": "u2", "role": "user", "content": "more", "time": 2.0}, "a1")
+        >>> _ = t.add({"id": "a2", "role": "assistant", "content": "sure", "time": 3.0, "usage": {"input_tokens": 3020}}, "u2")
+        >>> t.head = "a2"
+        >>> m = replay(Conversation(t, id="c"), model="claude-sonnet-4-5").cost_measures()
+        >>> m["cached"], m["cache_write"], round(m["usd"], 6)
+        (3010, 3012, 0.012252)
+        """
+        calls = [c for c in self.calls if "cached" in c]
+        if not calls:  # not costed, or no model call at all (a priced replay of no call costs its summaries: nothing)
+            usd = sum(s.get("usd") or 0.0 for s in self.summary_calls) if self.priced else math.nan
+            return {"cached": 0, "cache_write": 0, "logged_cached": math.nan, "err_cached_mean": math.nan,
+                    "err_cached_p95": math.nan, "cached_share": math.nan, "usd": usd}
+        logged = [c for c in calls if c["logged_cached"] is not None]
+        errors = [c["cached"] - c["logged_cached"] for c in logged]
+        read = sum(int(c["read"]) for c in calls)
+        cached = sum(c["cached"] for c in calls)
+        usd = math.nan
+        if self.priced:
+            usd = sum(c["usd"] for c in calls) + sum(s.get("usd") or 0.0 for s in self.summary_calls)
+        return {"cached": cached, "cache_write": sum(c["cache_write"] for c in calls),
+                "logged_cached": sum(c["logged_cached"] for c in logged) if logged else math.nan,
+                "err_cached_mean": _mean(errors), "err_cached_p95": _p95(errors),
+                "cached_share": cached / read if read else math.nan, "usd": usd}
 
     def hidden_overhead(self) -> dict[str, int]:
         """The hidden prompt the log shows, as a sweep's ``overhead`` and ``overhead_calls``: the

@@ -37,7 +37,8 @@ from ..context import ContextConfig, applies, coerce, load_config, toml_document
 from ..conversation import Conversation
 from ..errors import ConfigError
 from . import workers
-from .driver import Replayer, limit_worker
+from ..presets import Preset
+from .driver import Replayer, limit_worker, pricing_for
 from .model import ReplayLLM
 from .plan import ExactCounts, Plan, plan
 from .result import Replay
@@ -73,6 +74,15 @@ COLUMNS = (
     "saved",
     "overhead",
     "overhead_calls",
+    "cached",
+    "cache_write",
+    "logged_cached",
+    "err_cached_mean",
+    "err_cached_p95",
+    "cached_share",
+    "usd",
+    "baseline_usd",
+    "usd_saved",
     "err_exact_mean",
     "err_exact_p95",
     "err_usage_mean",
@@ -238,7 +248,7 @@ def _baseline(base: Replay, row: Mapping[str, Any], given: int | None) -> dict[s
     was), whose measures are ``row``: its tokens read, and the hidden overhead (``given``, else the
     log's, ``Replay.hidden_overhead``, with the number of calls it rests on)."""
     hidden = {"overhead": given, "overhead_calls": None} if given is not None else base.hidden_overhead()
-    return {"baseline_tokens_read": row["tokens_read"], **hidden}
+    return {"baseline_tokens_read": row["tokens_read"], "baseline_usd": row["usd"], **hidden}
 
 
 def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, Setup]], agent: str, *,
@@ -306,6 +316,9 @@ def tune(
     summary_size: int | float | None = None,
     overhead: int | None = None,
     worker: Any = None,
+    model: str | None = None,
+    prompt_cache: str | None = "auto",
+    cache_ttl: Any = "5m",
     dry_run: bool = False,
 ) -> "pd.DataFrame":
     """Replay conversations under context configs: one row per (conversation, config).
@@ -317,7 +330,8 @@ def tune(
     ``context.limit`` (None: the engine's proposal; a compaction of
     ``convlab.compact``: its own, see ``convlab.replay``); a grid's
     ``"worker"`` axis sweeps workers (None among them for the engine's) beside
-    the other keys.
+    the other keys. A ``convlab.presets`` preset among ``configs`` brings its
+    own worker, and the frame a ``preset`` column naming each.
 
     Columns: ``conversation`` (its id), ``source`` (the file it was read
     from: ``Conversation.source``), ``config`` (index into the configs), the
@@ -357,7 +371,19 @@ def tune(
     a log with one the error is mostly that prompt), ``err_usage_*`` against
     the log's own usage (only calls whose logged usage applies; NaN where
     none do), as the signed mean and the 95th percentile of the absolute
-    error.
+    error. What the calls cost (``convlab.replay`` and
+    ``convlab.replay.cost`` say how): ``cached`` and ``cache_write`` (the
+    prompt cache predicted, summed over the model calls), ``logged_cached``
+    (the log's cache reads where its usage applies; NaN where none),
+    ``err_cached_mean`` / ``err_cached_p95`` (predicted less logged, per
+    call, as above), ``cached_share`` (cached over every input token the
+    model calls read); with ``model``: ``usd`` (every call and summary call,
+    genai-prices), ``baseline_usd`` (the same conversation with no
+    strategy) and ``usd_saved`` (``baseline_usd - usd``, in dollars:
+    negative when a config costs more than the log did, as one that
+    summarizes often can with a cache); NaN without a model. ``model``,
+    ``prompt_cache`` and ``cache_ttl`` are ``replay``'s, the same for every
+    config; ``convlab.rank(df, by="usd")`` ranks by dollars.
 
     ``tokens_read`` per model call is the log's usage where the logged reply
     still applies. Where it does not (a strategy rewrote the history, or the
@@ -446,7 +472,8 @@ def tune(
                          summarizer=summarizer, cache=cache, summary_size=summary_size, overhead=overhead, worker=worker)
     sweep = _check(conversations, configs, grid=grid, agent=agent, jobs=jobs, progress=progress, scheduler=scheduler,
                    client=client, chunk=chunk, summarizer=summarizer, cache=cache, summary_size=summary_size,
-                   overhead=overhead, estimate=False, worker=worker)
+                   overhead=overhead, estimate=False, worker=worker, model=model, prompt_cache=prompt_cache,
+                   cache_ttl=cache_ttl)
     summaries = sweep.summaries
     df = _frame(sweep, _schedule(sweep, None if summaries is None else _completing(summaries)))
     if summaries is not None:
@@ -523,7 +550,8 @@ class _Sweep:
 
 def _check(conversations: Any, configs: Any, *, grid: Mapping[str, Sequence[Any]] | None, agent: str, jobs: int | None,
            progress: bool | None, scheduler: str | None, client: Any, chunk: int | None, summarizer: Any, cache: Any,
-           summary_size: int | float | None, overhead: int | None, estimate: bool, worker: Any = None) -> _Sweep:
+           summary_size: int | float | None, overhead: int | None, estimate: bool, worker: Any = None,
+           model: str | None = None, prompt_cache: str | None = "auto", cache_ttl: Any = "5m") -> _Sweep:
     """Every argument of a sweep checked (a clear error naming what is wrong) before any work."""
     convs = _as_list(conversations)
     for c in convs:
@@ -546,7 +574,9 @@ def _check(conversations: Any, configs: Any, *, grid: Mapping[str, Sequence[Any]
         n_jobs *= workers.WAITING  # workers mostly wait for summaries: more of them keep the cores busy
     if scheduler == "dask" or n_jobs > 1:
         _sendable({x.worker for x in setups if x.worker is not None})
-    return _Sweep(convs, setups, labels, grid_keys, agent, {"summary_size": summary_size, "overhead": overhead}, scheduler,
+    knobs = {"summary_size": summary_size, "overhead": overhead,
+             "pricing": pricing_for(model, prompt_cache, cache_ttl, summarizer)}  # a model genai-prices lacks: named now
+    return _Sweep(convs, setups, labels, grid_keys, agent, knobs, scheduler,
                   n_jobs, chunk, client, summaries, progress)
 
 
@@ -558,7 +588,11 @@ def _setups(configs: Any, grid: Mapping[str, Sequence[Any]] | None, worker: Any,
         documents = _as_list(configs)
         if not documents:
             raise ValueError("tune needs at least one config")
-        return [Setup(coerce(c, agent), worker) for c in documents], [()] * len(documents), []
+        if not any(isinstance(c, Preset) for c in documents):
+            return [Setup(coerce(c, agent), worker) for c in documents], [()] * len(documents), []
+        # convlab.presets among the configs: each its own worker, and a preset column naming it
+        setups = [Setup(c.config, c.worker) if isinstance(c, Preset) else Setup(coerce(c, agent), worker) for c in documents]
+        return setups, [(c.name if isinstance(c, Preset) else None,) for c in documents], ["preset"]
     keys = list(grid)
     values = [list(grid[k]) for k in keys]
     axes = {k: v for k, v in zip(keys, values) if k != "worker"}
@@ -646,6 +680,7 @@ def _frame(sweep: _Sweep, results: Mapping[tuple[int, int], Mapping[str, Any]]) 
     for col in ("first_limit_call", "window", "threshold"):
         df[col] = df[col].astype("Int64")
     df["saved"] = 1 - df["tokens_read"] / df["baseline_tokens_read"].where(df["baseline_tokens_read"] > 0)
+    df["usd_saved"] = df["baseline_usd"] - df["usd"]
     return df
 
 

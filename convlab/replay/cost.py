@@ -1,0 +1,299 @@
+"""What a replay's calls cost: the prompt cache predicted call by call, and dollars.
+
+A replay knows what each model call read (its path, at its time). The prompt
+cache (``convlab.cache``) says how much of that a provider reads from its
+cache and how much it writes to it; genai-prices (``convlab.prices``) says
+what that costs. Both need each call's input as the provider counts it, which
+the transcript alone does not say: the hidden prompt (system and tools), the
+provider's tokenizer against o200k_base, and what other sessions left warm in
+the cache. So they are fitted from the log's own calls once per conversation
+(``fit``), the way ``bench/cache_check.py`` checks against the real Claude
+Code sessions (docs/cache.md gives the figures):
+
+- per log root (a compaction starts another) and model (a cache is per model;
+  tokenizers differ), the logged input of each call is fitted as ``hidden +
+  ratio * exact`` (least squares; ``exact`` the o200k_base count of its path);
+  a message then reads ``ratio`` times its exact count, and the hidden prompt
+  is ``hidden``;
+- the first ``warm`` tokens of the hidden prompt are what the first call of
+  each model found cached already (its logged cache read, at most ``hidden``):
+  a replay cannot know what other sessions left in the cache, so that much is
+  taken from the log;
+- a log with no usage gives ``hidden`` the replay's own hidden overhead, a
+  ratio of 1 and nothing warm.
+
+Each call's blocks are then the warm part, the rest of the hidden prompt (one
+block per log root and model: it survives a compaction, a strategy's or the
+log's), and one block per message on the path, keyed by its session id (an id
+names its whole path). A call the replay makes on a history a strategy
+rewrote reads new messages, so it misses the cache beyond what it still
+shares: a compaction shows as a cache miss beyond the hidden prompt.
+
+Summary calls are priced too (the summarizer's model, its input, its output),
+as uncached input: what a summary call reads is a slice of the path and a
+prompt, and whether a provider finds that prefix is not modelled (a summary's
+dollars lean high, if anything).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..cache import PromptCache, default_rule, rule
+from ..prices import Prices
+from ..tokens import content_text
+from ..tree import input_tokens
+from .plan import ExactCounts, Plan
+
+__all__ = ["Pricing", "Fit", "fit", "annotate"]
+
+
+@dataclass(frozen=True)
+class Fit:
+    """What the log says each call's input is, beyond the transcript: per ``(log root, model)`` the
+    ``hidden`` prompt and the tokenizer's ``ratio``; per model the ``warm`` tokens the first call found
+    cached; the ``root`` and ``model`` of each logged reply; and the default for a call the log has no
+    figures for (``fallback``: the hidden overhead, ratio 1)."""
+
+    segments: Mapping[tuple[str, str], tuple[float, float]]
+    warm: Mapping[str, int]
+    roots: Mapping[str, str]
+    models: Mapping[str, str]
+    fallback: tuple[float, float]
+
+    def of(self, reply: str | None) -> tuple[str, str, float, float, int]:
+        """``(root, model, hidden, ratio, warm)`` for the call answered by the logged ``reply``."""
+        root = self.roots.get(reply, "") if reply is not None else ""
+        model = self.models.get(reply, "") if reply is not None else ""
+        hidden, ratio = self.segments.get((root, model), self.fallback)
+        return root, model, hidden, ratio, min(self.warm.get(model, 0), int(hidden))
+
+
+def _model_of(node: Mapping[str, Any]) -> str:
+    meta = node.get("metadata")
+    model = meta.get("model") if isinstance(meta, Mapping) else None
+    return model if isinstance(model, str) else ""
+
+
+#: the tokenizer ratios a fit may give (provider tokens per o200k_base token); outside them, or with fewer
+#: than ``_MIN_POINTS`` calls, the fit is not trusted and the ratio is 1 (real Claude models: 1.06 to 1.49)
+_RATIOS = (0.8, 2.0)
+_MIN_POINTS = 3
+
+
+def _least_squares(points: list[tuple[int, int]]) -> tuple[float, float]:
+    """``(hidden, ratio)`` with ``total ~ hidden + ratio * exact`` over ``(exact, total)`` points. Too few
+    points, exact counts that do not vary, a ratio outside ``_RATIOS`` or a negative hidden prompt give
+    ratio 1 and the median difference instead."""
+    xs, ys = [x for x, _ in points], [y for _, y in points]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    var = sum((x - mx) ** 2 for x in xs)
+    ratio = sum((x - mx) * (y - my) for x, y in points) / var if var else 0.0
+    hidden = my - ratio * mx
+    if len(points) < _MIN_POINTS or not _RATIOS[0] <= ratio <= _RATIOS[1] or hidden < 0:
+        return float(max(0, statistics.median_low([y - x for x, y in points]))), 1.0
+    return hidden, ratio
+
+
+def fit(p: Plan, counts: ExactCounts, overhead: int = 0) -> Fit:
+    """The log's figures for ``p``'s calls (see the module), in one pass over its nodes.
+
+    >>> from convlab.tree import Tree
+    >>> from convlab.conversation import Conversation
+    >>> from convlab.replay.plan import plan
+    >>> t = Tree()
+    >>> _ = t.add({"id": "u1", "role": "user", "content": "hi " * 100}, None)
+    >>> _ = t.add({"id": "a1", "role": "assistant", "content": "ok", "metadata": {"model": "m"},
+    ...            "usage": {"input_tokens": 10, "cache_read_input_tokens": 500, "cache_creation_input_tokens": 1700}}, "u1")
+    >>> t.head = "a1"
+    >>> f = fit(plan(Conversation(t, id="c")), ExactCounts())
+    >>> f.of("a1")  # one call: hidden is the 2,210 logged less the 101 exact; the first call found 500 warm
+    ('u1', 'm', 2109.0, 1.0, 500)
+    """
+    nodes = p.nodes
+    exact_to: dict[str, int] = {}
+    roots: dict[str, str] = {}
+    models: dict[str, str] = {}
+    points: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    warm: dict[str, int] = {}
+    first_read: dict[str, int] = {}
+    for nid, node in nodes.items():  # creation order: a parent before its children
+        parent = node.get("parent")
+        roots[nid] = roots.get(parent, nid) if parent is not None else nid
+        exact_to[nid] = exact_to.get(parent, 0) + counts.tokens(content_text(node.get("content")))
+        if node.get("role") != "assistant":
+            continue
+        model = models[nid] = _model_of(node)
+        usage = node.get("usage")
+        total = input_tokens(usage)
+        if total is None:
+            continue
+        points.setdefault((roots[nid], model), []).append((exact_to.get(parent, 0) if parent is not None else 0, total))
+        read = usage.get("cache_read_input_tokens") if isinstance(usage, Mapping) else None
+        if model not in first_read and isinstance(read, int) and not isinstance(read, bool):
+            first_read[model] = read
+    segments = {k: _least_squares(v) for k, v in points.items()}
+    for (_root, model), (hidden, _ratio) in segments.items():
+        if model in first_read and model not in warm:
+            warm[model] = first_read[model] if first_read[model] <= hidden else 0
+    return Fit(segments, warm, roots, models, (float(overhead), 1.0))
+
+
+@dataclass
+class Pricing:
+    """How a replay's calls are costed: the cache ``rule`` ("anthropic", "openai" or None; "auto": the
+    one of ``model``, else of the log's own model), its lifetime ``ttl``, and ``model`` (a genai-prices
+    spec: dollars; None: no dollars). Checked when made: an unknown model is a ``PriceError`` naming close
+    matches, an unknown rule or lifetime a ``ValueError``."""
+
+    model: str | None = None
+    rule: str | None = "auto"
+    ttl: Any = "5m"
+    summarizer_model: str | None = None
+    _prices: dict[str | None, Prices | None] = field(default_factory=dict, repr=False, compare=False)
+    _fits: dict[int, tuple[Plan, Fit]] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.model is not None and not isinstance(self.model, str):
+            raise TypeError(f"model must be a model name such as 'claude-sonnet-4-5' (or 'provider:model'), got {self.model!r}")
+        if self.rule != "auto":
+            rule(self.rule, self.ttl)  # checked now, not at the first call
+        else:
+            rule("anthropic", self.ttl)
+        self.prices(self.model)
+        self.prices(self.summarizer_model)
+
+    def prices(self, model: str | None) -> Prices | None:
+        """genai-prices' prices of ``model`` (looked up once), or None for no model."""
+        if model not in self._prices:
+            self._prices[model] = None if model is None else Prices(model, cache_ttl=self.ttl)
+        return self._prices[model]
+
+    def fit_for(self, p: Plan, counts: ExactCounts, overhead: int = 0) -> Fit:
+        """``fit(p, counts, overhead)``, made once per plan."""
+        key = id(p)
+        got = self._fits.get(key)
+        if got is None or got[0] is not p:
+            got = self._fits[key] = (p, fit(p, counts, overhead))
+        return got[1]
+
+    def rule_for(self, logged_model: str) -> str | None:
+        if self.rule != "auto":
+            return self.rule
+        return default_rule(self.model) if self.model is not None else default_rule(logged_model or None)
+
+    def __getstate__(self) -> dict[str, Any]:  # worker processes look the prices up again
+        return {k: v for k, v in self.__dict__.items() if k not in ("_prices", "_fits")} | {"_prices": {}, "_fits": {}}
+
+
+class _PathBlocks(Sequence):
+    """A call's blocks as ``predict`` reads them, from the end only as far as it must: the warm part,
+    the hidden prompt, then the path root -> ``head`` of the session's tree (one block per message,
+    ``ratio`` times its exact count), walked up from the head as it is read."""
+
+    def __init__(self, head_blocks: list[tuple[Any, int]], head: str | None, depth: int, parent_of: Any, tokens_of: Any,
+                 under: tuple[str, str]):
+        self._front, self._head, self._depth = head_blocks, head, depth
+        self._parent_of, self._tokens_of, self._under = parent_of, tokens_of, under
+        self._at, self._node = len(head_blocks) + depth - 1, head
+
+    def __len__(self) -> int:
+        return len(self._front) + self._depth
+
+    def __getitem__(self, i: int) -> tuple[Any, int]:  # type: ignore[override]
+        if i < 0:
+            i += len(self)
+        if i < len(self._front):
+            return self._front[i]
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        if i > self._at:  # read again from the end (predict reads downwards; anything else starts over)
+            self._at, self._node = len(self) - 1, self._head
+        while self._at > i:
+            self._node, self._at = self._parent_of(self._node), self._at - 1
+        return ((*self._under, self._node), self._tokens_of(self._node))
+
+
+def annotate(calls: list[dict[str, Any]], summary_calls: list[dict[str, Any]], session: Any, p: Plan,
+             counts: ExactCounts, the_fit: Fit, pricing: Pricing) -> None:
+    """Give each of a replay's ``calls`` its ``cached``, ``cache_write``, ``logged_cached``, ``output``
+    and ``usd`` (None without a model), and each summary call its ``usd``, in place."""
+    graph = session.tree
+    nodes = graph.nodes
+    depth: dict[str, int] = {}
+    exact: dict[str, int] = {}
+
+    def parent_of(sid: str) -> str | None:
+        return nodes[sid]["parent"]
+
+    def depth_of(sid: str | None) -> int:
+        chain = []
+        while sid is not None and sid not in depth:
+            chain.append(sid)
+            sid = nodes[sid]["parent"]
+        d = 0 if sid is None else depth[sid]
+        for s in reversed(chain):
+            d += 1
+            depth[s] = d
+        return d
+
+    def exact_of(sid: str) -> int:
+        n = exact.get(sid)
+        if n is None:
+            node = nodes[sid]
+            orig = node.get("copied_from")
+            n = exact_of(orig) if orig in nodes else counts.tokens(content_text(node["content"]))
+            exact[sid] = n
+        return n
+
+    logged_model = next((m for m in the_fit.models.values() if m), "")
+    caches: dict[str | None, PromptCache] = {}
+    warmed: set[tuple[str | None, str]] = set()
+    for c in calls:
+        root, model, hidden, ratio, warm = the_fit.of(c.get("reply"))
+        name = pricing.rule_for(model or logged_model)
+        cache = caches.get(name)
+        if cache is None:
+            cache = caches[name] = PromptCache(name, pricing.ttl, pricing.model or model or logged_model or None)
+        front = [(("warm", model, warm), warm), (("hidden", root, model), max(0, round(hidden) - warm))]
+        if warm and (name, model) not in warmed:  # what other sessions left in the cache, there before the first call
+            warmed.add((name, model))
+            cache.call(c.get("time"), front[:1], model)
+        head = c.get("head")
+        # a message's key names it and what it follows (the hidden prompt of its root and model: a session id names the rest)
+        blocks = _PathBlocks(front, head, depth_of(head), parent_of,
+                             lambda sid, r=ratio: round(r * exact_of(sid)), (root, model))
+        got = cache.call(c.get("time"), blocks, model)
+        read = int(c["read"])
+        c["cached"] = min(got["cached"], read)
+        c["cache_write"] = min(got["cache_write"], read - c["cached"])
+        c["logged_cached"] = _logged_cached(p, c) if c.get("applies") else None
+        c["output"] = _output(p, c, counts)
+    prices = pricing.prices(pricing.model)
+    for c in calls:
+        c["usd"] = None if prices is None else prices.usd(int(c["read"]), c["cached"], c["cache_write"], c["output"])
+    summary_prices = pricing.prices(pricing.summarizer_model or pricing.model)
+    for s in summary_calls:
+        s["usd"] = None if summary_prices is None else summary_prices.usd(int(s["read"]), 0, 0, int(s.get("output") or 0))
+
+
+def _logged_cached(p: Plan, call: Mapping[str, Any]) -> int | None:
+    node = p.nodes.get(call.get("reply"))
+    usage = node.get("usage") if node is not None else None
+    read = usage.get("cache_read_input_tokens") if isinstance(usage, Mapping) else None
+    return read if isinstance(read, int) and not isinstance(read, bool) else None
+
+
+def _output(p: Plan, call: Mapping[str, Any], counts: ExactCounts) -> int:
+    """The logged reply's output tokens, else the exact count of its text."""
+    node = p.nodes.get(call.get("reply"))
+    if node is None:
+        return 0
+    usage = node.get("usage")
+    out = usage.get("output_tokens") if isinstance(usage, Mapping) else None
+    if isinstance(out, int) and not isinstance(out, bool) and out >= 0:
+        return out
+    return counts.tokens(content_text(node.get("content")))
