@@ -8,7 +8,8 @@ text once. pandas is imported here, never by ``import convlab``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Protocol
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import networkx as nx
 
@@ -78,7 +79,7 @@ def _output_tokens(usage: Any) -> int | None:
     return int(v)
 
 
-def frame(conversation: HasTree, encoding: str = "o200k_base") -> "pd.DataFrame":
+def frame(conversation: HasTree, encoding: str = "o200k_base") -> pd.DataFrame:
     """One row per message node of a conversation (or a Session), in creation (``seq``) order.
 
     Columns:
@@ -158,7 +159,7 @@ def frame(conversation: HasTree, encoding: str = "o200k_base") -> "pd.DataFrame"
     return df
 
 
-def conversations_frame(conversations: Iterable[Any]) -> "pd.DataFrame":
+def conversations_frame(conversations: Iterable[Any]) -> pd.DataFrame:
     """One row per conversation: ``id``, ``title``, ``format``, ``source``, ``messages``
     (message nodes), ``branch_points`` (messages with more than one child),
     ``longest_path`` (messages on the longest root-to-leaf path), ``head`` and

@@ -19,8 +19,8 @@ tree.
 This module knows nothing of turns, decisions or the engine.
 """
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Callable, Iterable, Iterator, NotRequired, TypedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, NotRequired, TypedDict, cast, overload
 
 import networkx as nx
 
@@ -133,7 +133,7 @@ def new_node(fields: Mapping[str, Any], **recorded: Any) -> Node:
     for key in MESSAGE_KEYS:
         if fields.get(key) is not None:
             node[key] = fields[key]
-    return node  # type: ignore[return-value]
+    return node  # type: ignore[return-value]  # built key by key from _DEFAULTS (the Node schema): mypy cannot follow
 
 
 def message_of(node: Mapping[str, Any], *, with_id: bool = True) -> Message:
@@ -152,7 +152,7 @@ def message_of(node: Mapping[str, Any], *, with_id: bool = True) -> Message:
         value = get(key)
         if value is not None:
             msg[key] = value if value.__class__ is str else jsondata.copy(value)
-    return msg  # type: ignore[return-value]
+    return msg  # type: ignore[return-value]  # a Message built key by key (MESSAGE_KEYS): mypy cannot follow
 
 
 def nodes_in_order(graph: nx.DiGraph) -> list[dict[str, Any]]:
@@ -259,7 +259,7 @@ def lane_from(graph: nx.DiGraph, node: str, newest: Mapping[str, int]) -> list[s
     out = [node]
     kids = list(graph.successors(node))
     while kids:
-        node = lane_child(kids, newest)  # type: ignore[assignment]
+        node = lane_child(kids, newest)  # type: ignore[assignment]  # never None for kids that are not empty
         out.append(node)
         kids = list(graph.successors(node))
     return out
@@ -306,7 +306,7 @@ class MessageView(Mapping):
             return self._m == other._m
         return self._m == other if isinstance(other, Mapping) else NotImplemented
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as a list is: typeshed's object.__hash__ is not Optional
 
     def __repr__(self) -> str:
         return repr(self._m)
@@ -325,7 +325,7 @@ class MessageView(Mapping):
 _WALK = 32
 
 
-class PathView(Sequence):
+class PathView(Sequence[MessageView]):
     """The path root -> ``head`` as a model call and the built-in worker read it: a
     read-only ``Sequence`` of read-only messages (``MessageView``), each made when
     it is read, so a reader pays only for what it reads.
@@ -348,7 +348,7 @@ class PathView(Sequence):
     True
     """
 
-    __slots__ = ("_tree", "_head", "_ids")
+    __slots__ = ("_head", "_ids", "_tree")
 
     def __init__(self, tree: "Tree", head: str | None) -> None:
         self._tree, self._head = tree, head
@@ -368,12 +368,16 @@ class PathView(Sequence):
     def __len__(self) -> int:
         return 0 if self._head is None else self._tree.depth(self._head)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    @overload
+    def __getitem__(self, i: int) -> MessageView: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[MessageView]: ...
+    def __getitem__(self, i: int | slice) -> MessageView | list[MessageView]:
         if isinstance(i, slice):
             return [self._at(n) for n in self._path()[i]]
         n = len(self)
         k = i + n if i < 0 else i
-        if not 0 <= k < n:
+        if not 0 <= k < n or self._head is None:  # (an empty path has no head)
             raise IndexError(f"path index {i} out of range (the path has {n} messages)")
         if k == 0:
             return self._at(self._tree.root_of(self._head))
@@ -381,7 +385,9 @@ class PathView(Sequence):
         if self._ids is None and up <= _WALK:
             node = self._head
             for _ in range(up):
-                node = self._tree.parent(node)
+                parent = self._tree.parent(node)
+                assert parent is not None, "a node above the head, below the root, has a parent"
+                node = parent
             return self._at(node)
         return self._at(self._path()[k])
 
@@ -399,9 +405,9 @@ class PathView(Sequence):
             return True
         if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
             return NotImplemented
-        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as a list is: typeshed's object.__hash__ is not Optional
 
     def __repr__(self) -> str:
         return f"PathView({len(self)} messages, head={self._head!r})"
@@ -409,7 +415,7 @@ class PathView(Sequence):
     def __copy__(self) -> "PathView":
         return self
 
-    def __deepcopy__(self, memo: dict) -> list[dict[str, Any]]:
+    def __deepcopy__(self, memo: dict) -> list[Message]:
         return [message_of(self._tree.node(n)) for n in self._path()]
 
     def __reduce__(self) -> tuple:
@@ -480,7 +486,7 @@ class Tree:
         script, a replay's own bookkeeping) keeps three containers fewer a
         message for the collector to walk."""
         if self._built is None:
-            g = nx.DiGraph()
+            g: nx.DiGraph = nx.DiGraph()
             for nid, attrs in self._node.items():
                 g.add_node(nid, **attrs)
                 self._node[nid] = g.nodes[nid]
@@ -503,7 +509,9 @@ class Tree:
         return self._node[node_id]["state"]
 
     def _input_of(self, node_id: str) -> int:
-        return input_tokens(self._node[node_id]["usage"])
+        n = input_tokens(self._node[node_id]["usage"])
+        assert n is not None, "asked only of a node that reports its input (_last_of)"
+        return n
 
     def _depth_of(self, node_id: str) -> int:
         return self._depth[node_id]
@@ -578,7 +586,7 @@ class Tree:
     def _last_of(self, node_id: str) -> str | None:
         return self._last_call[node_id]
 
-    def messages(self, head: str | None = None) -> list[dict[str, Any]]:
+    def messages(self, head: str | None = None) -> list[Message]:
         """The messages root -> ``head`` as the model reads them (fresh dicts)."""
         head = self.head if head is None else head
         return [message_of(self._attrs(n)) for n in self.path_ids(head)] if head is not None else []
@@ -690,7 +698,8 @@ class Tree:
         nid = node["id"]
         self._check_new(nid, parent)
         self.seq += 1
-        attrs = stored = new_node(node, parent=parent, seq=self.seq)
+        attrs = new_node(node, parent=parent, seq=self.seq)
+        stored: dict[str, Any] = cast(dict[str, Any], attrs)  # stored as a plain dict: the graph's own attribute dict, once there is a graph
         if self._built is not None:
             self._built.add_node(nid, **attrs)
             stored = self._built.nodes[nid]
