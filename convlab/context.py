@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from . import jsondata, toolcalls
 from .errors import ConfigError
@@ -223,7 +223,8 @@ def parse_context(table: Any, where: str = "context") -> ContextConfig:
         if not isinstance(entry, Mapping):
             raise ConfigError(here, f"must be a table, got {type(entry).__name__}")
         try:
-            strategy = Strategy(**{k: entry.get(k) for k in _FIELDS})
+            given: dict[str, Any] = {k: entry.get(k) for k in _FIELDS}  # Strategy checks each value
+            strategy = Strategy(**given)
             for key in entry:
                 if key not in _FIELDS:
                     raise _unknown_key(key, strategy.use)

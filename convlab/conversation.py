@@ -12,7 +12,7 @@ from typing import Any
 
 import networkx as nx
 
-from .tree import Tree
+from .tree import Message, Tree
 
 __all__ = ["Conversation", "LOST_PARENT"]
 
@@ -91,7 +91,7 @@ class Conversation:
             return []
         return self._tree.path(head)
 
-    def view(self, node_id: str) -> list[dict[str, Any]]:
+    def view(self, node_id: str) -> list[Message]:
         """The view root -> ``node_id``: the messages as a client sends them, every one with its id."""
         if node_id not in self._tree:
             raise KeyError(f"conversation {self.id!r} has no node {node_id!r}")

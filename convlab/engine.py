@@ -32,10 +32,10 @@ import math
 import os
 import warnings
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, BinaryIO, Callable, Iterable
+from typing import Any, BinaryIO, cast
 
 from . import inputs, jsondata, providers
 from .context import DEFAULT_PROMPT, ContextConfig, Strategy, applies, coerce, kept
@@ -157,7 +157,7 @@ class Session:
         clock: float | None = None,
     ):
         self._setup(agent, coerce(config, agent), llm, worker, autorun, clock)
-        self._log = LogWriter(log) if log is not None else None
+        self._log: LogWriter | None = LogWriter(log) if log is not None else None
         self._emit("session.started", agent=agent, config=self.config.to_dict())
 
     def _setup(self, agent: str, config: ContextConfig, llm: Any, worker: Any, autorun: bool, clock: float | None) -> None:
@@ -173,7 +173,7 @@ class Session:
         self.autorun = bool(autorun)
         self.clock = _time(clock or 0.0, "clock")
         self._tree: Tree = Tree()
-        self.events: list[Event] = []
+        self.events: list[Event] | LazyEvents = []  # LazyEvents: a lazy session's, read from its log
         self.turns: list[Turn] = []
         self._turn_of: dict[str, Turn] = {}
         self._queue: list[str] = []
@@ -186,8 +186,8 @@ class Session:
         self._answer: _Answer | None = None
         self._e_next = 1
         self._llm_next = 1
-        self._subscribers: tuple[tuple[Callable[[dict], None], frozenset[str] | None], ...] = ()  # (fn, types)
-        self._log: LogWriter | None = None
+        self._subscribers: tuple[tuple[Callable[[Mapping[str, Any]], None], frozenset[str] | None], ...] = ()  # (fn, types)
+        self._log = None
         self._atomic_depth = 0
 
     def __repr__(self) -> str:
@@ -281,7 +281,7 @@ class Session:
             "turns": jsondata.copy(self.turns),
         }
 
-    def subscribe(self, fn: Callable[[dict], None], types: Iterable[str] | None = None) -> Callable[[], None]:
+    def subscribe(self, fn: Callable[[Mapping[str, Any]], None], types: Iterable[str] | None = None) -> Callable[[], None]:
         """Call ``fn(event)`` after every event, and on every ``llm.delta``
         while a call streams; returns a function that unsubscribes. With
         ``types`` (event types, notices included), only for those: a widget
@@ -322,9 +322,12 @@ class Session:
         if self._log is not None:
             self._log.write(event)
         self._apply(event)
-        self.events.append(event)
-        self._tell(event)
-        return event
+        # an Event is seq, time, type and the fields its type has (wire.EVENT_FIELDS): more keys than its
+        # TypedDict names, which mypy cannot say yet (no open TypedDicts, PEP 728)
+        made = cast(Event, event)
+        self.events.append(made)
+        self._tell(made)
+        return made
 
     def _tell(self, event: Mapping[str, Any]) -> None:
         """Show an event (or a notice: ``llm.delta``, ``session.restored``) to every
@@ -343,7 +346,7 @@ class Session:
                               f"{type(err).__name__}: {err}", RuntimeWarning, stacklevel=3)
 
     @contextlib.contextmanager
-    def _atomic(self) -> Iterable[None]:
+    def _atomic(self) -> Iterator[None]:
         """An entry point (``submit``, ``decide``, ``step``, ``run``) happens whole or
         not at all. When a log write fails inside it, the log is cut back to where
         the entry point found it and the session returns to that state (its answer
@@ -377,11 +380,12 @@ class Session:
             self._log, self._subscribers = log, subscribers
             if lazy and log is not None:  # a lazy session reads its contents from the log: read it again
                 log.cut(log_size)
-                self._tree, self.events = LazyTree(log.path), LazyEvents(log.path)
+                lazily = LazyTree(log.path), LazyEvents(log.path)
+                self._tree, self.events = lazily
                 lines = read_lines(log.path)
-                self._replay_log(str(log.path), next(lines), lines, lazy=True)
-                self._tree.offset = -1
-                self._tree.warm(self._tree.path_ids())
+                self._replay_log(str(log.path), next(lines), lines, lazily)
+                lazily[0].offset = -1
+                lazily[0].warm(lazily[0].path_ids())
             else:
                 for ev in kept_events:
                     self._apply(ev)
@@ -432,12 +436,12 @@ class Session:
             else:
                 turn = self._keep_turn(ev["turn"])
             # the event's own trigger, shared (see _request)
-            turn.update(status="running", messages=[], trigger=ev["trigger"], started=ev["time"])
+            turn["status"], turn["messages"], turn["trigger"], turn["started"] = "running", [], ev["trigger"], ev["time"]
             self._running = tid
             self._calls.turn_started()
         elif t in TURN_ENDS:
             turn = self._turn_of[ev["turn_id"]]
-            turn.update(status=t.split(".")[1], ended=ev["time"])
+            turn["status"], turn["ended"] = t.split(".")[1], ev["time"]
             if t == "turn.failed":
                 turn["error"] = ev.get("error")
             elif t == "turn.cancelled":
@@ -476,7 +480,7 @@ class Session:
                 out.append(cand)
         return out
 
-    def _ids_for(self, messages: list[Mapping[str, Any]]) -> list[str]:
+    def _ids_for(self, messages: Sequence[Mapping[str, Any]]) -> list[str]:
         """The id each message is recorded under: its own, or the next engine id."""
         fresh = iter(self._new_ids(sum(1 for m in messages if not m.get("id")), (m["id"] for m in messages if m.get("id"))))
         return [m.get("id") or next(fresh) for m in messages]
@@ -623,7 +627,7 @@ class Session:
             trigger = {**trigger, "message_ids": ids}
         queued = tid in self._turn_of
         self._emit("turn.started", turn_id=tid, trigger=trigger, **({} if queued else {"turn": turn}))
-        for m, mid in zip(messages, ids):
+        for m, mid in zip(messages, ids, strict=True):
             self._emit("message.new", turn_id=tid, message=new_node(m, id=mid, parent=under, seq=self._tree.seq + 1,
                                                                     time=self.clock, turn_id=tid))
             under = mid
@@ -695,7 +699,7 @@ class Session:
         if self._running is None:
             return self._start_next()  # only a log written before rev 3 can leave a queue waiting
         if self._asked is not None:
-            return self._ask_worker()
+            return self._ask_worker(self._asked)
         if self._answer is None:
             return False  # a turn loaded from a log mid-answer: it waits for an interrupt
         if self._answer.actions:
@@ -706,11 +710,11 @@ class Session:
             self._end_turn("turn.completed")
         return True
 
-    def _ask_worker(self) -> bool:
+    def _ask_worker(self, asked: dict[str, Any]) -> bool:
         if self.worker == "manual":
             return False
         if self.worker == "chat":  # it reads only the path's last message: a view, not a copy of the path
-            actions = chat_worker({**self._asked, "messages": PathView(self._tree, self._asked["head"])})
+            actions = chat_worker({**asked, "messages": PathView(self._tree, asked["head"])})
         else:
             try:
                 actions = self.worker(self.pending)
@@ -757,6 +761,7 @@ class Session:
         ``client_state`` (the engine replaces them whole, never changes them in
         place): every object a session keeps is one more for each of Python's
         full collections to visit, which a long session pays per turn."""
+        assert self._running is not None, "the worker is asked in the running turn"
         turn = self._turn_of[self._running]
         decision = {
             "type": kind,
@@ -783,7 +788,7 @@ class Session:
         """Take the worker's answer: it becomes the answer in flight. An answer to
         ``context.limit`` that will not run a ``context.replace`` (none before a
         ``turn.end``) settles it right away (``context.kept``)."""
-        answering_limit = self._asked["type"] == "context.limit"
+        answering_limit = (self._asked or {}).get("type") == "context.limit"
         self._emit("decision.answered", turn_id=self._running, actions=actions)
         self._answer = _Answer(deque(actions))
         if answering_limit and not _replaces(actions):
@@ -823,6 +828,7 @@ class Session:
         """One ``llm.call``: checked against the strategies unless it was held
         before, then run; the reply is recorded under the head."""
         tid = self._running
+        assert tid is not None, "a call runs in the running turn"
         call_id = action.get("id") or self._new_call_id()
         held = self._calls.held.get(call_id)
         llm_name = action.get("llm") or (held or {}).get("llm") or next(iter(self.llms))
@@ -859,6 +865,7 @@ class Session:
         self._emit("llm.completed", turn_id=tid, call_id=call_id, usage=reply["usage"])
         node = new_node({"role": "assistant", **reply}, id=mid, parent=self.head, seq=self._tree.seq + 1, time=self.clock, turn_id=tid)
         self._emit("message.new", turn_id=tid, message=node)
+        assert self._answer is not None, "the call runs in the answer in flight"
         self._answer.reply = message_of(node)
 
     def _delta_to(self, turn_id: str, call_id: str, message_id: str) -> Callable[[str], None]:
@@ -918,7 +925,7 @@ class Session:
             return as_was
         return [{"type": "context.replace", "summary": summary, "messages": kept_messages}, *as_was]
 
-    def _summarize(self, before: list[Mapping[str, Any]], strategy: Strategy) -> str | None:
+    def _summarize(self, before: Sequence[Mapping[str, Any]], strategy: Strategy) -> str | None:
         """Run the summary call(s) over ``before``; None when there is nothing to
         summarize or the call fails (the call is then proposed as it was)."""
         front = before[:1] if before and before[0]["kind"] == "summary" else []
@@ -933,7 +940,7 @@ class Session:
             self._emit("llm.started", turn_id=tid, call_id=call_id, summary=True, llm=llm_name, model=strategy.model)
             request = {
                 "model": strategy.model,
-                "messages": [message_of(n) for n in front + rest] + [{"role": "user", "content": prompt}],
+                "messages": [*(message_of(n) for n in (*front, *rest)), {"role": "user", "content": prompt}],
                 "stream": False,
                 "summary": True,
             }
@@ -971,7 +978,7 @@ class Session:
                 nodes.append(m)
         first = {"replaces": old_head, "state": self._tree.state_at() or None}
         parent = None
-        for n, mid in zip(nodes, self._ids_for(nodes)):
+        for n, mid in zip(nodes, self._ids_for(nodes), strict=True):
             node = new_node(n, id=mid, parent=parent, seq=self._tree.seq + 1, time=self.clock, turn_id=tid,
                             kind=n.get("kind", "message"), copied_from=n.get("copied_from"), **first)
             self._emit("message.new", turn_id=tid, message=node, **({"copied_from": n["copied_from"]} if n.get("copied_from") else {}))
@@ -994,7 +1001,7 @@ class Session:
         clock: float | None = None,
         append: bool | None = None,
         lazy: bool = False,
-    ) -> "Session":
+    ) -> Session:
         """Rebuild a session from its log, in one pass, and go on appending to it.
 
         ``source`` is the log's path, or a binary file object open on it (a
@@ -1019,8 +1026,9 @@ class Session:
         >>> Session.load(io.BytesIO(raw)).snapshot() == s.snapshot()
         True
         """
-        is_file = hasattr(source, "read")
-        name = getattr(source, "name", "the log") if is_file else os.fspath(source)
+        path = None if hasattr(source, "read") else cast("str | os.PathLike[str]", source)
+        is_file = path is None
+        name = getattr(source, "name", "the log") if path is None else os.fspath(path)
         if append is None:
             append = not is_file
         if is_file and (append or lazy):
@@ -1033,40 +1041,44 @@ class Session:
         if first.get("type") != "session.started":
             raise LogError(f"{name}: line {head[0]} is {first.get('type')!r}, not session.started", line=head[0])
         logged_agent = first.get("agent")
+        if not isinstance(logged_agent, str):
+            raise LogError(f"{name}: line {head[0]}: session.started names no agent (agent: {logged_agent!r})", line=head[0])
         if agent is not None and agent != logged_agent:
             raise LogError(f"{name}: the log is agent {logged_agent!r}, not {agent!r}")
         logged = {"agent": {logged_agent: {"context": first.get("config") or {}}}}
         self = cls.__new__(cls)
         self._setup(logged_agent, coerce(logged if config is None else config, logged_agent), llm, worker, autorun, None)
-        if lazy:
-            self._tree = LazyTree(source)
-            self.events = LazyEvents(source)
-        self._replay_log(name, head, lines, lazy)
-        if lazy:
-            self._tree.offset = -1
-            self._tree.warm(self._tree.path_ids())
+        lazily = None
+        if lazy and path is not None:  # (a file object with lazy=True was refused above)
+            lazily = LazyTree(path), LazyEvents(path)
+            self._tree, self.events = lazily
+        self._replay_log(name, head, lines, lazily)
+        if lazily is not None:
+            lazily[0].offset = -1
+            lazily[0].warm(lazily[0].path_ids())
         self.clock = max(float(self.events[-1]["time"]), float(clock or 0.0))
-        if append:
-            self._log = LogWriter(source, new=False)
+        if append and path is not None:  # (likewise)
+            self._log = LogWriter(path, new=False)
         return self
 
-    def _replay_log(self, name: str, head: tuple[int, int, bytes], lines: Iterable[tuple[int, int, bytes]], lazy: bool) -> None:
-        """Every logged event through the reducer, in order."""
+    def _replay_log(self, name: str, head: tuple[int, int, bytes], lines: Iterable[tuple[int, int, bytes]],
+                    lazily: tuple[LazyTree, LazyEvents] | None) -> None:
+        """Every logged event through the reducer, in order (``lazily``: into the lazy tree and events, as the session's own)."""
         for item in itertools.chain([head], lines):
             ev = event_at(name, item)
-            if lazy:
-                self._tree.offset = item[1]
+            if lazily is not None:
+                lazily[0].offset = item[1]
             try:
                 self._apply(ev)
             except (KeyError, TypeError, ValueError, AttributeError) as err:
                 raise LogError(f"{name}: line {item[0]}: the {ev['type']} event does not fit the session ({err!r})", line=item[0]) from None
-            if lazy:
-                self.events.add_logged(item[1])
+            if lazily is not None:
+                lazily[1].add_logged(item[1])
             else:
-                self.events.append(ev)
+                self.events.append(cast(Event, ev))  # a logged event, checked by event_at
 
 
-def _replaces(actions: list[Mapping[str, Any]]) -> bool:
+def _replaces(actions: Sequence[Mapping[str, Any]]) -> bool:
     """The answer runs a ``context.replace`` (one before any ``turn.end``)."""
     for a in actions:
         if a["type"] == "turn.end":

@@ -30,7 +30,7 @@ class ConfigError(ValueError):
         self.key = key
         self.message = message
 
-    def within(self, where: str) -> "ConfigError":
+    def within(self, where: str) -> ConfigError:
         """The same error with its key under ``where``: ``idle_secs`` -> ``agent.bot.context.strategy[0].idle_secs``."""
         return ConfigError(f"{where}.{self.key}", self.message)
 

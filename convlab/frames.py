@@ -8,7 +8,9 @@ text once. pandas is imported here, never by ``import convlab``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Protocol
+import itertools
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import networkx as nx
 
@@ -69,7 +71,7 @@ def _branches(nodes: list[dict[str, Any]], path: list[str]) -> dict[str, int]:
         else:
             number[n] = len(number)
     newest = newest_leaves(nodes)
-    continues = dict(zip(path, path[1:]))  # a node on the active path -> the next one
+    continues = dict(itertools.pairwise(path))  # a node on the active path -> the next one
     branch: dict[str, int] = {}
     for a in reversed(nodes):  # children before their parents
         n = a["id"]
@@ -85,7 +87,7 @@ def _output_tokens(usage: Any) -> int | None:
     return int(v)
 
 
-def frame(conversation: HasTree, encoding: str = "o200k_base") -> "pd.DataFrame":
+def frame(conversation: HasTree, encoding: str = "o200k_base") -> pd.DataFrame:
     """One row per message node of a conversation (or a Session), in creation (``seq``) order.
 
     Columns:
@@ -166,7 +168,7 @@ def frame(conversation: HasTree, encoding: str = "o200k_base") -> "pd.DataFrame"
     return df
 
 
-def conversations_frame(conversations: Iterable[Any]) -> "pd.DataFrame":
+def conversations_frame(conversations: Iterable[Any]) -> pd.DataFrame:
     """One row per conversation: ``id``, ``title``, ``format``, ``source``, ``messages``
     (message nodes), ``branch_points`` (messages with more than one child),
     ``longest_path`` (messages on the longest root-to-leaf path), ``head`` and

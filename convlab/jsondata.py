@@ -82,7 +82,7 @@ def _problem(v: Any, at: str, depth: int) -> str | None:
             if not k.isascii():
                 found = _text_problem(k)
                 if found:
-                    return f"{at}: key {ascii(k)}: {found}"
+                    return f"{at}: key {k!a}: {found}"
             tx = type(x)
             if tx is str:
                 if not x.isascii():

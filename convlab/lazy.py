@@ -20,13 +20,14 @@ from __future__ import annotations
 import json
 import os
 from array import array
-from collections.abc import Sequence
-from typing import Any, Iterator
+from collections.abc import Iterator, Sequence
+from typing import IO, Any, cast, overload
 
 import networkx as nx
 
 from . import jsondata
 from .tree import Record, Tree, new_node, nodes_in_order
+from .wire import Event
 
 __all__ = ["LazyTree", "LogStore", "LazyEvents"]
 
@@ -38,7 +39,7 @@ class _LogReader:
 
     def __init__(self, path: str | os.PathLike):
         self.path = os.fspath(path)
-        self._fh = None
+        self._fh: IO[bytes] | None = None
 
     def read(self, offset: int) -> dict[str, Any]:
         if self._fh is None:
@@ -78,7 +79,7 @@ class LogStore:
         self._ndepth = array("q")  # messages root -> it
         self._nroot = array("q")  # index of its top-level ancestor
         self._nnear = array("q")  # index of the nearest node with worker state at or above, -1
-        self._cache: dict[int, dict[str, Any]] = {}
+        self._cache: dict[int, dict[str, Any]] = {}  # the nodes read (Node dicts), by index
         self._states: dict[int, Any] = {}
         self._built: nx.DiGraph | None = None
 
@@ -88,6 +89,7 @@ class LogStore:
     def put(self, attrs: dict[str, Any], record: Record) -> dict[str, Any]:
         nid, parent = attrs["id"], attrs["parent"]
         idx = self._idx
+
         i = len(self._ids)
         p = -1 if parent is None else idx[parent]
         idx[nid] = i
@@ -126,7 +128,7 @@ class LogStore:
         ev = self._reader.read(self._noff[i])
         attrs = new_node(ev["message"])
         attrs["state"] = jsondata.copy(self._states.get(i))
-        return attrs
+        return cast(dict[str, Any], attrs)
 
     def attrs(self, node_id: str) -> dict[str, Any]:
         if self._built is not None:
@@ -181,7 +183,7 @@ class LogStore:
     def graph(self) -> nx.DiGraph:
         """The whole graph, built on first use by reading every message (then kept)."""
         if self._built is None:
-            g = nx.DiGraph()
+            g: nx.DiGraph = nx.DiGraph()
             for i, nid in enumerate(self._ids):
                 attrs = self._cache[i] if i in self._cache else self._read(i)
                 g.add_node(nid, **attrs)
@@ -221,27 +223,32 @@ class LazyTree(Tree):
 
 
 class LazyEvents(Sequence):
+
     """The session's events, read from the log by offset; new ones kept in memory."""
 
     def __init__(self, path: str | os.PathLike):
         self._reader = _LogReader(path)
         self._offsets = array("q")
-        self._tail: list[dict[str, Any]] = []
+        self._tail: list[Event] = []
 
     def add_logged(self, offset: int) -> None:
         self._offsets.append(offset)
 
-    def append(self, event: dict[str, Any]) -> None:
+    def append(self, event: Event) -> None:
         self._tail.append(event)
 
     def __len__(self) -> int:
         return len(self._offsets) + len(self._tail)
 
-    def _one(self, i: int) -> dict[str, Any]:
+    def _one(self, i: int) -> Event:
         n = len(self._offsets)
-        return self._reader.read(self._offsets[i]) if i < n else self._tail[i - n]
+        return cast(Event, self._reader.read(self._offsets[i])) if i < n else self._tail[i - n]  # a logged event
 
-    def __getitem__(self, i):  # type: ignore[override]
+    @overload
+    def __getitem__(self, i: int) -> Event: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Event]: ...
+    def __getitem__(self, i: int | slice) -> Event | list[Event]:
         if isinstance(i, slice):
             return [self._one(k) for k in range(*i.indices(len(self)))]
         if i < 0:
@@ -250,14 +257,14 @@ class LazyEvents(Sequence):
             raise IndexError("event index out of range")
         return self._one(i)
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
+    def __iter__(self) -> Iterator[Event]:
         for i in range(len(self)):
             yield self._one(i)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
             return NotImplemented
-        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
 
     def __repr__(self) -> str:
         return f"LazyEvents({len(self)} events)"

@@ -12,9 +12,9 @@ import contextlib
 import json
 import os
 import warnings
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from collections.abc import Mapping
-from typing import Any, BinaryIO, Iterator
+from typing import IO, Any, BinaryIO
 
 from .errors import LogError, LogWarning
 from .tree import Tree
@@ -105,14 +105,19 @@ def read_lines(source: str | os.PathLike | BinaryIO, *, repair: bool = False) ->
     ``LogWarning`` (and, with ``repair``, cut off the file at ``source``, a
     path). Earlier lines are given out raw; the caller parses them.
     """
-    if hasattr(source, "read"):
-        name, f = getattr(source, "name", "the log"), contextlib.nullcontext(source)
-    else:
-        name = Path(source)
+    f: contextlib.AbstractContextManager[IO[bytes]]
+    path: Path | None = None
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        name = str(path)
         try:
-            f = open(name, "rb")
+            f = open(path, "rb")
         except OSError as err:
             raise LogError(f"cannot read the session log {name}: {err.strerror or err}") from err
+    else:
+        if repair:
+            raise ValueError("read_lines(repair=True) cuts a torn line off the file: it needs the log's path")
+        name, f = getattr(source, "name", "the log"), contextlib.nullcontext(source)
     held: tuple[int, int, bytes] | None = None
     offset = 0
     with f as lines:
@@ -129,9 +134,9 @@ def read_lines(source: str | os.PathLike | BinaryIO, *, repair: bool = False) ->
         parse_event(raw)
     except ValueError:
         warnings.warn(f"{name}: line {number} is torn (a crash while writing?) and was dropped", LogWarning, stacklevel=3)
-        if repair:
-            with open(source, "r+b") as f:
-                f.truncate(start)
+        if path is not None and repair:
+            with open(path, "r+b") as torn:
+                torn.truncate(start)
         return
     yield held
 

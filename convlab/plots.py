@@ -214,7 +214,7 @@ def sweep_heatmap(df: Any, x: str, y: str, value: str = "tokens_read", *, agg: s
     norm = image.norm
     flat = norm.vmin == norm.vmax
     for (i, j), v in cells:
-        light = not flat and float(norm(v)) < 0.55  # a dark viridis cell gets white text
+        light = not flat and float(norm(v)) < 0.55  # type: ignore[arg-type]  # norm of a number is a number  # a dark viridis cell gets white text
         ax.text(j, i, labels[i, j], ha="center", va="center", fontsize="small", color="white" if light else "black")
     bar = fig.colorbar(image, ax=ax, label=f"{value} ({agg})", format=FuncFormatter(_compact))
     bar.ax.tick_params(labelsize="small")
@@ -283,7 +283,7 @@ def sweep_pareto(ranked: Any, *, title: str | None = None):
     ax.set_xlim(left=-max(0.5, 0.04 * right))
     legend = ax.legend(loc="lower right", fontsize="small")
     ax.set_title(title or "what each config saves, against how often it rewrites")
-    _place(ax, labels, list(zip(data["rewrites"], data["percent"])), legend)
+    _place(ax, labels, list(zip(data["rewrites"], data["percent"], strict=True)), legend)
     return fig
 
 
@@ -316,7 +316,7 @@ def _place(ax: Any, labels: list[Any], points: list[tuple[float, float]], legend
 
     for label in sorted(labels, key=lambda a: -a.xy[1]):  # the top of the plot first
         own = ax.transData.transform(label.xy)
-        best = None
+        best: tuple[float, int, int, Any] | None = None
         for dx, dy in _SPOTS:
             label.set_position((dx, dy))
             label.set_horizontalalignment("left" if dx > 0 else "right")
@@ -326,6 +326,7 @@ def _place(ax: Any, labels: list[Any], points: list[tuple[float, float]], legend
                 best = (c, dx, dy, box)
             if c == 0:
                 break
+        assert best is not None  # _SPOTS is not empty
         _, dx, dy, box = best
         label.set_position((dx, dy))
         label.set_horizontalalignment("left" if dx > 0 else "right")

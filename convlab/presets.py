@@ -148,7 +148,7 @@ def presets(name: str | Sequence[str] = "all", window: int | None = None) -> lis
         names = list(NAMES)
     unknown = [n for n in names if n not in NAMES]
     if unknown or not names:
-        raise ConfigError("presets", f"unknown preset {(unknown or [name])[0]!r} (known: {', '.join(NAMES)}, or all)")
+        raise ConfigError("presets", f"unknown preset {(unknown or [str(name)])[0]!r} (known: {', '.join(NAMES)}, or all)")
     return [NAMES[n]() if window is None else NAMES[n](window=window) for n in names]
 
 

@@ -34,9 +34,10 @@ from __future__ import annotations
 
 import difflib
 import functools
-from datetime import datetime, timezone
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from .cache import TTLS
 from .errors import PriceError
@@ -147,7 +148,7 @@ class Prices:
         self.spec = model
         self.model, self.provider = self._model.id, self._provider.id
         self.hour = _hour(cache_ttl)
-        self.when = when or datetime.now(tz=timezone.utc)
+        self.when = when or datetime.now(tz=UTC)
         self._rates: dict[int, tuple[Decimal, ...] | None] = {}
         self._starts = _tier_starts(self._model.get_prices(self.when))
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping
-from typing import Any, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .context import MARGIN, ContextConfig
 from .errors import TuneWarning

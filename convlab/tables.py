@@ -13,7 +13,8 @@ the last step, lines run wider. Width is counted in terminal cells
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any, TypedDict
 
 from .text import cells, fit
 
@@ -29,7 +30,7 @@ def plain(value: Any) -> Any:
     """
     import pandas as pd
 
-    if value is None or not isinstance(value, str) and pd.isna(value):
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
         return None
     if hasattr(value, "item"):  # numpy scalars
         value = value.item()
@@ -100,11 +101,21 @@ class Column:
         self.keep_end = keep_end
 
 
+class _Step(TypedDict):
+    """One step of STEPS."""
+
+    text: int | None
+    short: bool
+    small: bool
+    gap: int
+    drop: int
+
+
 #: How a table gives way to a narrow width, one step at a time: while text columns (ids, files)
 #: stay whole, short headers, then one space between columns; then text cut down to ``text``
 #: cells (0: as far as each column's ``least``), compact numbers, and the optional columns
 #: (``drop``: those numbered up to it). ``text`` None: text as it is.
-STEPS = (
+STEPS: tuple[_Step, ...] = (
     {"text": None, "short": False, "small": False, "gap": 2, "drop": 0},
     {"text": None, "short": True, "small": False, "gap": 2, "drop": 0},
     {"text": None, "short": True, "small": False, "gap": 1, "drop": 0},
@@ -133,13 +144,13 @@ def fit_table(columns: list[Column], width: int) -> list[str]:
         kept = [c for c in columns if not c.optional or c.optional > step["drop"]]
         heads = [c.short if step["short"] else c.header for c in kept]
         cols = [c.small if step["small"] else c.full for c in kept]
-        sizes = [max([cells(h)] + [cells(v) for v in vals]) for h, vals in zip(heads, cols)]
+        sizes = [max([cells(h)] + [cells(v) for v in vals]) for h, vals in zip(heads, cols, strict=True)]
         texts = [i for i, c in enumerate(kept) if c.least]
         room = width - step["gap"] * (len(kept) - 1) - sum(sz for i, sz in enumerate(sizes) if i not in texts)
         least = [sizes[i] if step["text"] is None else min(sizes[i], max(kept[i].least, cells(heads[i]), step["text"]))
                  for i in texts]
         if room >= sum(least) or step is STEPS[-1]:
-            for i, size in zip(texts, _share(least, [sizes[i] for i in texts], room)):
+            for i, size in zip(texts, _share(least, [sizes[i] for i in texts], room), strict=True):
                 sizes[i] = size
             lines = [heads] + [[col[r] for col in cols] for r in range(len(cols[0]) if cols else 0)]
             return [_line(values, sizes, kept, step["gap"]) for values in lines]
@@ -168,7 +179,7 @@ def _share(least: list[int], most: list[int], room: int) -> list[int]:
 
 def _line(values: list[str], sizes: list[int], kept: list[Column], gap: int) -> str:
     out = []
-    for v, size, c in zip(values, sizes, kept):
+    for v, size, c in zip(values, sizes, kept, strict=True):
         v = shorten(v, size, c.keep_end)
         pad = " " * (size - cells(v))
         out.append(pad + v if c.number else v + pad)

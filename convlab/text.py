@@ -26,8 +26,8 @@ import json
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Mapping
-from typing import Any, Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import networkx as nx
 
@@ -198,7 +198,8 @@ def readable(content: Any) -> str:
         content = [content]
     if not isinstance(content, (list, tuple)):
         return str(content)
-    out, text = [], False
+    out: list[Any] = []  # text (merged) and parts, in order
+    text = False
     for p in content:
         if isinstance(p, str) or (isinstance(p, Mapping) and p.get("type") == "text" and isinstance(p.get("text"), str)):
             piece = p if isinstance(p, str) else p["text"]
@@ -355,7 +356,7 @@ def render_tree(graph: nx.DiGraph, head: str | None = None, width: int = 88) -> 
     seq = _seq(graph)
     path = path_to(graph.nodes, head)
     on_path = set(path)
-    continues = dict(zip([None, *path], path))  # path node (None: the root) -> the next one
+    continues = dict(zip([None, *path], path, strict=False))  # path node (None: the root) -> the next one
     newest = newest_leaves(nodes_in_order(graph))
     lines: list[str] = []
     stack: list[tuple[str, int, bool]] = []  # (id, lane, forks off the lane to its left)

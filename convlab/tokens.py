@@ -30,10 +30,10 @@ import hashlib
 import json
 import math
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Iterable
+from typing import Any
 
 from .errors import TokenizerError
 
@@ -231,6 +231,6 @@ def count_batch(texts: list[str], encoding: str = "o200k_base") -> list[int]:
     """
     split = {t: pieces(t) for t in dict.fromkeys(texts)}
     unique = list(dict.fromkeys(p for parts in split.values() for p in parts))
-    counts = {p: len(ids) for p, ids in zip(unique, get_encoding(encoding).encode_ordinary_batch(unique))}
+    counts = {p: len(ids) for p, ids in zip(unique, get_encoding(encoding).encode_ordinary_batch(unique), strict=True)}
     totals = {t: sum(counts[p] for p in parts) for t, parts in split.items()}
     return [totals[t] for t in texts]

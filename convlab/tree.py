@@ -21,8 +21,8 @@ id index and one parent check per message: it never walks the tree.
 This module knows nothing of turns, decisions or the engine.
 """
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Callable, Iterable, Iterator, NamedTuple, NotRequired, Protocol, TypedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple, NotRequired, Protocol, TypedDict, cast, overload
 
 import networkx as nx
 
@@ -138,7 +138,7 @@ def new_node(fields: Mapping[str, Any], **recorded: Any) -> Node:
     for key in MESSAGE_KEYS:
         if fields.get(key) is not None:
             node[key] = fields[key]
-    return node  # type: ignore[return-value]
+    return node  # type: ignore[return-value]  # built key by key from _DEFAULTS (the Node schema): mypy cannot follow
 
 
 def message_of(node: Mapping[str, Any], *, with_id: bool = True) -> Message:
@@ -157,7 +157,7 @@ def message_of(node: Mapping[str, Any], *, with_id: bool = True) -> Message:
         value = get(key)
         if value is not None:
             msg[key] = value if value.__class__ is str else jsondata.copy(value)
-    return msg  # type: ignore[return-value]
+    return msg  # type: ignore[return-value]  # a Message built key by key (MESSAGE_KEYS): mypy cannot follow
 
 
 def nodes_in_order(graph: nx.DiGraph) -> list[dict[str, Any]]:
@@ -264,7 +264,7 @@ def lane_from(graph: nx.DiGraph, node: str, newest: Mapping[str, int]) -> list[s
     out = [node]
     kids = list(graph.successors(node))
     while kids:
-        node = lane_child(kids, newest)  # type: ignore[assignment]
+        node = lane_child(kids, newest)  # type: ignore[assignment]  # never None for kids that are not empty
         out.append(node)
         kids = list(graph.successors(node))
     return out
@@ -311,7 +311,7 @@ class MessageView(Mapping):
             return self._m == other._m
         return self._m == other if isinstance(other, Mapping) else NotImplemented
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as a list is: typeshed's object.__hash__ is not Optional
 
     def __repr__(self) -> str:
         return repr(self._m)
@@ -330,7 +330,7 @@ class MessageView(Mapping):
 _WALK = 32
 
 
-class PathView(Sequence):
+class PathView(Sequence[MessageView]):
     """The path root -> ``head`` as a model call and the built-in worker read it: a
     read-only ``Sequence`` of read-only messages (``MessageView``), each made when
     it is read, so a reader pays only for what it reads.
@@ -353,7 +353,7 @@ class PathView(Sequence):
     True
     """
 
-    __slots__ = ("_tree", "_head", "_ids")
+    __slots__ = ("_head", "_ids", "_tree")
 
     def __init__(self, tree: "Tree", head: str | None) -> None:
         self._tree, self._head = tree, head
@@ -373,12 +373,16 @@ class PathView(Sequence):
     def __len__(self) -> int:
         return 0 if self._head is None else self._tree.depth(self._head)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    @overload
+    def __getitem__(self, i: int) -> MessageView: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[MessageView]: ...
+    def __getitem__(self, i: int | slice) -> MessageView | list[MessageView]:
         if isinstance(i, slice):
             return [self._at(n) for n in self._path()[i]]
         n = len(self)
         k = i + n if i < 0 else i
-        if not 0 <= k < n:
+        if not 0 <= k < n or self._head is None:  # (an empty path has no head)
             raise IndexError(f"path index {i} out of range (the path has {n} messages)")
         if k == 0:
             return self._at(self._tree.root_of(self._head))
@@ -386,7 +390,9 @@ class PathView(Sequence):
         if self._ids is None and up <= _WALK:
             node = self._head
             for _ in range(up):
-                node = self._tree.parent(node)
+                parent = self._tree.parent(node)
+                assert parent is not None, "a node above the head, below the root, has a parent"
+                node = parent
             return self._at(node)
         return self._at(self._path()[k])
 
@@ -404,9 +410,9 @@ class PathView(Sequence):
             return True
         if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
             return NotImplemented
-        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as a list is: typeshed's object.__hash__ is not Optional
 
     def __repr__(self) -> str:
         return f"PathView({len(self)} messages, head={self._head!r})"
@@ -414,7 +420,7 @@ class PathView(Sequence):
     def __copy__(self) -> "PathView":
         return self
 
-    def __deepcopy__(self, memo: dict) -> list[dict[str, Any]]:
+    def __deepcopy__(self, memo: dict) -> list[Message]:
         return [message_of(self._tree.node(n)) for n in self._path()]
 
     def __reduce__(self) -> tuple:
@@ -561,7 +567,7 @@ class MemoryStore:
 
     def graph(self) -> nx.DiGraph:
         if self._built is None:
-            g = nx.DiGraph()
+            g: nx.DiGraph = nx.DiGraph()
             for nid, attrs in self._node.items():
                 g.add_node(nid, **attrs)
                 self._node[nid] = g.nodes[nid]
@@ -606,6 +612,7 @@ class Tree:
         own (what ``node`` returns), so a change of state shows in both."""
         return self._store.graph()
 
+
     # -- reading -------------------------------------------------------
     def __contains__(self, node_id: object) -> bool:
         return node_id in self._store
@@ -649,7 +656,7 @@ class Tree:
         """Children of a node (None: the top-level messages), oldest first."""
         return list(self.roots) if node_id is None else self._store.children(node_id)
 
-    def messages(self, head: str | None = None) -> list[dict[str, Any]]:
+    def messages(self, head: str | None = None) -> list[Message]:
         """The messages root -> ``head`` as the model reads them (fresh dicts)."""
         head = self.head if head is None else head
         attrs = self._store.attrs
@@ -763,7 +770,8 @@ class Tree:
         self.seq += 1
         attrs = new_node(node, parent=parent, seq=self.seq)
         store = self._store
-        stored = store.put(attrs, self._record(nid, parent, attrs))
+        stored = store.put(cast(dict[str, Any], attrs), self._record(nid, parent, attrs))  # stored as a plain dict
+
         if parent is None:
             self.roots.append(nid)
         if attrs["state"] is not None:

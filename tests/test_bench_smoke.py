@@ -23,7 +23,7 @@ import convlab
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = ("match", "count", "load", "tokens", "sweep", "lazy", "peer", "treeview", "export", "export_memory", "agui", "lab",
-        "lab-growth", "drive", "replay", "tune-scale")
+        "lab-growth", "drive", "replay", "tune-scale", "tune-usd")
 
 
 @pytest.mark.browser

@@ -48,6 +48,30 @@ def test_every_public_name_resolves(name):
     assert value is not None and name in dir(convlab)
 
 
+def type_checking_imports(path: Path) -> dict[str, str]:
+    """name -> module of the imports under ``if TYPE_CHECKING:`` at a module's top level."""
+    out: dict[str, str] = {}
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for imp in node.body:
+                if isinstance(imp, ast.ImportFrom):
+                    module = "convlab" + ("." + imp.module if imp.module else "")
+                    out.update({a.asname or a.name: module for a in imp.names})
+    return out
+
+
+def test_type_checkers_see_the_lazy_names_where_they_are_defined():
+    """The package face's ``if TYPE_CHECKING:`` imports (what mypy reads: ``convlab.Session`` is the engine's
+    class, not Any) name the same module for each lazy name as the table ``__getattr__`` imports from."""
+    assert type_checking_imports(PACKAGE / "__init__.py") == convlab._LAZY
+
+
+def test_the_type_checking_check_can_fail(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("if TYPE_CHECKING:\n    from .engine import Session as Session\n    from . import tree\n")
+    assert type_checking_imports(probe) == {"Session": "convlab.engine", "tree": "convlab"}
+
+
 def test_an_unknown_name_is_an_attribute_error():
     with pytest.raises(AttributeError, match="has no attribute 'Sesion'"):
         convlab.Sesion  # noqa: B018

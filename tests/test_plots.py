@@ -336,3 +336,33 @@ def test_count_per_call_legend_counts_what_it_marks():
         (marks,) = [c for c in ax.collections if c.get_label() == label]
         offsets = [tuple(p) for p in marks.get_offsets()]
         assert n == len(offsets) == len(set(offsets)) == sum(1 for x in r.limits if x["reason"] == reason), (reason, n, offsets)
+
+
+def test_the_pareto_plot_puts_dollars_on_its_axis_for_a_ranking_by_usd():
+    """Issue 22: rank(df, by="usd") ranks by the share of dollars saved, and sweep_pareto draws that share."""
+    import pandas as pd
+
+    import convlab
+    from convlab.plots import sweep_pareto
+
+    df = pd.DataFrame({"conversation": ["c"] * 3, "source": ["c.jsonl"] * 3, "config": [0, 1, 2],
+                       "window": [64000, 128000, 200000], "strategies": ["summarize"] * 3, "worker": [None] * 3,
+                       "threshold": [48000, 112000, 184000], "calls": [200] * 3, "limits_full": [20, 2, 0],
+                       "limits_idle": [0] * 3, "limits_overflow": [0] * 3, "summaries": [20, 2, 0], "resets": [0] * 3,
+                       "stale": [150, 40, 0], "tokens_read": [4e6, 7.5e6, 10e6], "baseline_tokens_read": [10e6] * 3,
+                       "failed_turns": [0] * 3, "overhead": [3000] * 3, "overhead_calls": [180] * 3,
+                       "usd": [9.0, 6.0, 5.0], "baseline_usd": [5.0] * 3})
+    ranked = convlab.rank(df, by="usd")
+    assert ranked.attrs["by"] == "usd" and ranked["config"].tolist() == [2, 1, 0]  # the fewest tokens costs the most
+    assert ranked["saved_usd"].round(2).tolist() == [0.0, -0.2, -0.8] and ranked["usd_saved"].tolist() == [0.0, -1.0, -4.0]
+    assert ranked["pareto"].tolist() == [True, False, False]
+    ax = sweep_pareto(ranked).axes[0]
+    assert ax.get_ylabel() == "dollars, saved against the baseline"
+    ys = sorted(round(float(y), 6) for coll in ax.collections for _, y in coll.get_offsets())
+    assert ys == [-80.0, -20.0, 0.0]
+    tokens = convlab.rank(df)
+    assert tokens.attrs["by"] == "tokens" and tokens["config"].tolist() == [0, 1, 2] and "usd" not in tokens.columns
+    with pytest.raises(ValueError, match="by must be one of"):
+        convlab.rank(df, by="dollars")
+    with pytest.raises(ValueError, match="needs a sweep priced in dollars"):
+        convlab.rank(df.drop(columns=["usd"]), by="usd")

@@ -28,7 +28,7 @@ _LAZY = {
     "AGUIAgent": "convlab.agui.client",
 }
 
-__all__ = sorted(_LAZY)
+__all__ = sorted(_LAZY)  # noqa: PLE0605 (built from _LAZY so that each name is written once)
 
 
 def __getattr__(name: str):

@@ -38,12 +38,25 @@ from __future__ import annotations
 import socket
 import time
 import uuid
-from collections.abc import Mapping
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 import convlab
 
 from .messages import to_agui
+
+if TYPE_CHECKING:  # ag_ui is imported where it is used (the agui extra)
+    from ag_ui.core import (
+        RunAgentInput,
+        RunFinishedEvent,
+        TextMessageChunkEvent,
+        TextMessageContentEvent,
+        TextMessageStartEvent,
+        TokenUsage,
+        ToolCallChunkEvent,
+        ToolCallStartEvent,
+    )
+    from pydantic import ValidationError
 
 __all__ = ["AGUIAgent"]
 
@@ -94,22 +107,23 @@ class AGUIAgent:
             self._client.close()
             self._client = None
 
-    def __enter__(self) -> "AGUIAgent":
+    def __enter__(self) -> AGUIAgent:
         return self
 
-    def __exit__(self, *_exc: Any) -> None:
+    def __exit__(self, *_exc: object) -> None:
         self.close()
 
     # -- the provider ------------------------------------------------------
     def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """Run the agent on ``request["messages"]`` and return its reply."""
-        reply = None
+        reply: dict[str, Any] | None = None
         for item in self.stream(request):
             if not isinstance(item, str):
                 reply = item
+        assert reply is not None, "stream() ends with the reply or raises"
         return reply
 
-    def stream(self, request: Mapping[str, Any]) -> Iterator[Any]:
+    def stream(self, request: Mapping[str, Any]) -> Iterator[str | dict[str, Any]]:
         """The reply's text deltas as the agent streams them, then the reply."""
         from ag_ui.core import PROTOCOL_VERSION, ResumeEntry, RunAgentInput
         from pydantic import ValidationError
@@ -123,9 +137,11 @@ class AGUIAgent:
             cancelled = False
             for _ in range(MAX_RESUMES + 1):
                 try:
-                    body = RunAgentInput(thread_id=thread, run_id=uuid.uuid4().hex, protocol_version=PROTOCOL_VERSION,
-                                         state={}, messages=messages, tools=[], context=[], forwarded_props={},
-                                         resume=resume)
+                    # validated from wire dicts (the messages are to_agui's dicts, checked here)
+                    body = RunAgentInput.model_validate(
+                        {"thread_id": thread, "run_id": uuid.uuid4().hex, "protocol_version": PROTOCOL_VERSION,
+                         "state": {}, "messages": messages, "tools": [], "context": [], "forwarded_props": {},
+                         "resume": resume})
                 except ValidationError as err:
                     raise convlab.ProviderError("failed", f"the request is not an AG-UI run: {_first(err)}") from None
                 yield from run.read(self._post(body))
@@ -169,7 +185,7 @@ class AGUIAgent:
             return {"interruptId": interrupt["id"], "status": "cancelled"}
         return {"interruptId": interrupt["id"], "status": "resolved", "payload": payload}
 
-    def _post(self, body: Any) -> Iterator[str]:
+    def _post(self, body: RunAgentInput) -> Iterator[str]:
         """The ``data:`` payloads of the SSE response to one run."""
         import httpx
 
@@ -195,7 +211,7 @@ class AGUIAgent:
             raise convlab.ProviderError("failed", f"{self.url}: {type(err).__name__}: {err}") from None
 
 
-def _first(err: Any) -> str:
+def _first(err: ValidationError) -> str:
     """A pydantic ValidationError's first problem, its place named."""
     e = err.errors(include_url=False)[0]
     return f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
@@ -211,7 +227,7 @@ class _CallRuns:
         self.calls: dict[str, dict[str, Any]] = {}
         self.answered: set[str] = set()
         self.pending_calls: list[str] | None = None
-        self.usage: list[Any] = []
+        self.usage: list[TokenUsage] = []
         self.interrupts: list[dict[str, Any]] | None = None
         self.run_id: str | None = None
         self.last: str | None = None  # the last assistant message of the run (the reply at the agent)
@@ -220,71 +236,98 @@ class _CallRuns:
 
     def read(self, payloads: Iterator[str]) -> Iterator[str]:
         """Follow one run's events; yield the text deltas as they come."""
-        from ag_ui.core import Event
+        from ag_ui.core import (
+            Event,
+            MessagesSnapshotEvent,
+            RunErrorEvent,
+            RunFinishedEvent,
+            RunStartedEvent,
+            TextMessageChunkEvent,
+            TextMessageContentEvent,
+            TextMessageStartEvent,
+            ToolCallArgsEvent,
+            ToolCallChunkEvent,
+            ToolCallResultEvent,
+            ToolCallStartEvent,
+        )
         from pydantic import TypeAdapter, ValidationError
 
-        adapter = TypeAdapter(Event)
+        adapter: TypeAdapter[Event] = TypeAdapter(Event)
         self._finished = False
         for raw in payloads:
             try:
                 event = adapter.validate_json(raw)
             except ValidationError as err:
                 raise convlab.ProviderError("failed", f"the agent sent an event that is not AG-UI: {raw[:200]} ({_first(err)})") from None
-            kind = event.type.value
-            if kind == "RUN_STARTED":
+            if isinstance(event, RunStartedEvent):
                 self.run_id = event.run_id
-            elif kind in ("TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CHUNK"):
-                mid = event.message_id or self._open
-                if mid is None:
-                    continue
-                self._open = self.last = mid
-                if mid not in self.texts:
-                    self.texts[mid] = ""
-                    if mid not in self.path:
-                        self.path.append(mid)
-                delta = getattr(event, "delta", None)
-                if delta:
-                    if not self.texts[mid] and any(t for k, t in self.texts.items() if k != mid):
-                        yield "\n\n"
-                    self.texts[mid] += delta
-                    yield delta
-            elif kind in ("TOOL_CALL_START", "TOOL_CALL_CHUNK"):
-                cid = event.tool_call_id
-                if cid is None:
-                    continue
-                call = self.calls.setdefault(cid, {"id": cid, "type": "function", "function": {"name": "", "arguments": ""}})
-                if event.tool_call_name:
-                    call["function"]["name"] = event.tool_call_name
-                parent = event.parent_message_id
-                if parent is not None:
-                    self.last = parent
-                    if parent not in self.path:
-                        self.path.append(parent)
-                if kind == "TOOL_CALL_CHUNK" and event.delta:
-                    call["function"]["arguments"] += event.delta
-            elif kind == "TOOL_CALL_ARGS":
+            elif isinstance(event, (TextMessageStartEvent, TextMessageContentEvent, TextMessageChunkEvent)):
+                yield from self._text(event)
+            elif isinstance(event, (ToolCallStartEvent, ToolCallChunkEvent)):
+                self._tool_call(event)
+            elif isinstance(event, ToolCallArgsEvent):
                 if event.tool_call_id in self.calls:
                     self.calls[event.tool_call_id]["function"]["arguments"] += event.delta
-            elif kind == "TOOL_CALL_RESULT":
+            elif isinstance(event, ToolCallResultEvent):
                 self.answered.add(event.tool_call_id)
                 self.path.append(event.message_id)
-            elif kind == "MESSAGES_SNAPSHOT":
+            elif isinstance(event, MessagesSnapshotEvent):
                 self.path = [m.id for m in event.messages]
-            elif kind == "RUN_ERROR":
+            elif isinstance(event, RunErrorEvent):
                 raise convlab.ProviderError("failed", f"the agent's run failed: {event.message}"
                                                       + (f" ({event.code})" if event.code else ""))
-            elif kind == "RUN_FINISHED":
-                self._finished = True
-                self.usage.extend(event.usage or [])
-                outcome = event.outcome
-                if outcome is not None and outcome.type == "interrupt":
-                    self.interrupts = [i.model_dump(by_alias=True) for i in outcome.interrupts]
-                elif outcome is not None and outcome.type == "cancelled":
-                    raise convlab.ProviderError("failed", "the agent cancelled the run")
-                elif outcome is not None and outcome.pending_tool_call_ids:
-                    self.pending_calls = list(outcome.pending_tool_call_ids)
+            elif isinstance(event, RunFinishedEvent):
+                self._finish(event)
         if not self._finished:
             raise convlab.ProviderError("failed", "the agent's stream ended before RUN_FINISHED or RUN_ERROR")
+
+    def _text(self, event: TextMessageStartEvent | TextMessageContentEvent | TextMessageChunkEvent) -> Iterator[str]:
+        from ag_ui.core import TextMessageStartEvent
+
+        mid = event.message_id or self._open
+        if mid is None:
+            return
+        self._open = self.last = mid
+        if mid not in self.texts:
+            self.texts[mid] = ""
+            if mid not in self.path:
+                self.path.append(mid)
+        delta = None if isinstance(event, TextMessageStartEvent) else event.delta
+        if delta:
+            if not self.texts[mid] and any(t for k, t in self.texts.items() if k != mid):
+                yield "\n\n"
+            self.texts[mid] += delta
+            yield delta
+
+    def _tool_call(self, event: ToolCallStartEvent | ToolCallChunkEvent) -> None:
+        from ag_ui.core import ToolCallChunkEvent
+
+        cid = event.tool_call_id
+        if cid is None:
+            return
+        call = self.calls.setdefault(cid, {"id": cid, "type": "function", "function": {"name": "", "arguments": ""}})
+        if event.tool_call_name:
+            call["function"]["name"] = event.tool_call_name
+        parent = event.parent_message_id
+        if parent is not None:
+            self.last = parent
+            if parent not in self.path:
+                self.path.append(parent)
+        if isinstance(event, ToolCallChunkEvent) and event.delta:
+            call["function"]["arguments"] += event.delta
+
+    def _finish(self, event: RunFinishedEvent) -> None:
+        from ag_ui.core import RunFinishedCancelledOutcome, RunFinishedInterruptOutcome
+
+        self._finished = True
+        self.usage.extend(event.usage or [])
+        outcome = event.outcome
+        if isinstance(outcome, RunFinishedInterruptOutcome):
+            self.interrupts = [i.model_dump(by_alias=True) for i in outcome.interrupts]
+        elif isinstance(outcome, RunFinishedCancelledOutcome):
+            raise convlab.ProviderError("failed", "the agent cancelled the run")
+        elif outcome is not None and outcome.pending_tool_call_ids:
+            self.pending_calls = list(outcome.pending_tool_call_ids)
 
     def reply(self, messages: list[Mapping[str, Any]], thread: str) -> dict[str, Any]:
         content = "\n\n".join(t for t in self.texts.values() if t)

@@ -36,8 +36,9 @@ schema knows only ``success`` and ``interrupt`` and rejects the run otherwise
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ag_ui.core import (
     PROTOCOL_VERSION,
@@ -64,11 +65,12 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 
-import time
-
 import convlab
 
 from .messages import to_agui
+
+if TYPE_CHECKING:
+    from .. import Session
 
 __all__ = ["RunEvents", "summary_step", "refusal", "snapshot_run", "speaks_cancelled", "NOTE"]
 
@@ -95,7 +97,7 @@ def refusal(message: str, code: str, metadata: Mapping[str, Any] | None = None,
     """
     when = time.time() if at is None else at
     return [RunErrorEvent(message=message, code=code, metadata=dict(metadata) if metadata else None,
-                          timestamp=int(round(when * 1000)))]
+                          timestamp=round(when * 1000))]
 
 
 def speaks_cancelled(run: RunAgentInput) -> bool:
@@ -120,16 +122,21 @@ def snapshot_run(run: RunAgentInput, messages: list[dict[str, Any]], state: Any 
     >>> [e.type.value for e in snapshot_run(inp, [], at=1.0)]
     ['RUN_STARTED', 'MESSAGES_SNAPSHOT', 'RUN_FINISHED']
     """
-    ts = int(round((time.time() if at is None else at) * 1000))
+    ts = round((time.time() if at is None else at) * 1000)
     out: list[BaseEvent] = [RunStartedEvent(thread_id=run.thread_id, run_id=run.run_id, protocol_version=PROTOCOL_VERSION,
                                             input=run, timestamp=ts),
-                            MessagesSnapshotEvent(messages=messages, timestamp=ts)]
+                            _snapshot(messages, ts)]
     if state:
         out.append(StateSnapshotEvent(snapshot=state, timestamp=ts))
     out += [CustomEvent(name=NOTE + what, value=value, timestamp=ts) for what, value in (notes or {}).items()]
     out.append(RunFinishedEvent(thread_id=run.thread_id, run_id=run.run_id, outcome=RunFinishedSuccessOutcome(),
                                 timestamp=ts))
     return out
+
+
+def _snapshot(messages: list[dict[str, Any]], ts: int) -> MessagesSnapshotEvent:
+    """``MESSAGES_SNAPSHOT`` of wire dicts (``to_agui``'s), validated into ag_ui's message models."""
+    return MessagesSnapshotEvent.model_validate({"messages": messages, "timestamp": ts})
 
 
 class RunEvents:
@@ -139,7 +146,7 @@ class RunEvents:
     ``events`` starts with ``RUN_STARTED``.
     """
 
-    def __init__(self, session: Any, run: RunAgentInput, client: list[str]):
+    def __init__(self, session: Session, run: RunAgentInput, client: list[str]):
         self.session = session
         self.thread_id = run.thread_id
         self.run_id = run.run_id
@@ -156,7 +163,7 @@ class RunEvents:
         self._state = session.state
 
     def _now(self, time: float | None = None) -> int:
-        return int(round((self.session.clock if time is None else time) * 1000))
+        return round((self.session.clock if time is None else time) * 1000)
 
     def _add(self, event: BaseEvent) -> None:
         self.events.append(event)
@@ -170,12 +177,13 @@ class RunEvents:
         kind = ev["type"]
         ts = self._now(ev.get("time"))
         if kind == "llm.delta":
-            if self._open != ev["message_id"]:
+            mid = ev["message_id"]
+            if self._open != mid:
                 self._close_text(ts)
-                self._open = ev["message_id"]
-                self.client.append(self._open)
-                self._add(TextMessageStartEvent(message_id=self._open, role="assistant", timestamp=ts))
-            self._add(TextMessageContentEvent(message_id=self._open, delta=ev["text"], timestamp=ts))
+                self._open = mid
+                self.client.append(mid)
+                self._add(TextMessageStartEvent(message_id=mid, role="assistant", timestamp=ts))
+            self._add(TextMessageContentEvent(message_id=mid, delta=ev["text"], timestamp=ts))
             return
         self._add(CustomEvent(name=f"convlab.{kind}", value=dict(ev), timestamp=ts))
         if kind == "llm.started":
@@ -267,7 +275,7 @@ class RunEvents:
         else, and the worker state when it changed."""
         ids = self._path_ids()
         if moved or ids != self.client or self.stale:
-            self._add(MessagesSnapshotEvent(messages=[to_agui(n) for n in self.session.path()], timestamp=self._now()))
+            self._add(_snapshot([to_agui(n) for n in self.session.path()], self._now()))
             self.client = ids
             self.stale = False
         state = self.session.state

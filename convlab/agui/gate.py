@@ -42,6 +42,7 @@ from urllib.parse import parse_qs
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..jsondata import MAX_DEPTH, problem
 
@@ -96,12 +97,12 @@ def host_name(host: str) -> str:
 class Gate:
     """ASGI middleware, outermost: the Host and Origin checks (the module docstring)."""
 
-    def __init__(self, app: Any, cors_origins: Iterable[str] = (), allowed_hosts: Iterable[str] = ()):
+    def __init__(self, app: ASGIApp, cors_origins: Iterable[str] = (), allowed_hosts: Iterable[str] = ()):
         self.app = app
         self.origins = frozenset(o.rstrip("/").lower() for o in cors_origins)
         self.hosts = LOCAL_HOSTS | {host_name(h) for h in allowed_hosts}
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -109,7 +110,7 @@ class Gate:
         refusal = self._host(scope, headers) or self._origin(scope, headers)
         await (self.app if refusal is None else refusal)(scope, receive, send)
 
-    def _host(self, scope: Any, headers: dict[str, str]) -> JSONResponse | None:
+    def _host(self, scope: Scope, headers: dict[str, str]) -> JSONResponse | None:
         host = headers.get("host")
         if host is None:
             return None
@@ -122,7 +123,7 @@ class Gate:
                           f"resolves here is how DNS rebinding starts); to serve under that name, start convlab "
                           f"serve with --allowed-host {name}")
 
-    def _origin(self, scope: Any, headers: dict[str, str]) -> JSONResponse | None:
+    def _origin(self, scope: Scope, headers: dict[str, str]) -> JSONResponse | None:
         origin = headers.get("origin")
         if origin is None:
             return None
@@ -138,11 +139,11 @@ class Guard:
     """ASGI middleware, inside CORS (so a 401 reaches a page it allows): every route but
     ``/health`` (and a CORS preflight) needs the token, compared in constant time."""
 
-    def __init__(self, app: Any, token: str):
+    def __init__(self, app: ASGIApp, token: str):
         self.app = app
         self.token = token.encode()
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] == "/health" or scope["method"] == "OPTIONS" or self._given(scope):
             await self.app(scope, receive, send)
             return
@@ -151,7 +152,7 @@ class Guard:
         response.headers["WWW-Authenticate"] = "Bearer"
         await response(scope, receive, send)
 
-    def _given(self, scope: Any) -> bool:
+    def _given(self, scope: Scope) -> bool:
         given = b""
         auth = _headers(scope).get("authorization", "")
         if auth[:7].lower() == "bearer ":
@@ -162,7 +163,7 @@ class Guard:
         return hmac.compare_digest(given, self.token)
 
 
-def _headers(scope: Any) -> dict[str, str]:
+def _headers(scope: Scope) -> dict[str, str]:
     return {name.decode("latin-1"): value.decode("latin-1") for name, value in scope.get("headers", [])}
 
 

@@ -22,7 +22,7 @@ A resume entry with status ``cancelled`` ends the turn (``end_turn``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import convlab
@@ -112,7 +112,7 @@ def _readable(decision: Mapping[str, Any]) -> str:
     return f"{why}: {plan}. Accept it, edit it, run the call as it is, reset, or end the turn."
 
 
-def _replace(actions: list[Mapping[str, Any]]) -> dict[str, Any] | None:
+def _replace(actions: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     return next((dict(a) for a in actions if a.get("type") == "context.replace"), None)
 
 

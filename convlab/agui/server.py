@@ -46,12 +46,13 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes
 
-from ag_ui.core import RunAgentInput
+from ag_ui.core import ResumeEntry, RunAgentInput
 from ag_ui.encoder import EventEncoder
 from pydantic import ValidationError
 from starlette.applications import Starlette
@@ -60,6 +61,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 import convlab
 
@@ -69,6 +71,9 @@ from .interrupts import ResumeError, actions_for
 from .messages import from_agui, to_agui
 from .threads import ServedRun, ServedThread, Unreadable
 from .views import UNANSWERED, brings_input, continued, fill_gaps, steers
+
+if TYPE_CHECKING:
+    from .. import Session
 
 __all__ = ["AGUIApp", "app", "check_thread_id", "MAX_BODY", "LOCK_NAME", "NAME_MAX", "LOG_FULL", "LOG_DAMAGED"]
 
@@ -115,7 +120,7 @@ def check_thread_id(thread_id: Any) -> str:
     if thread_id.startswith(".") or any(ord(c) < 32 for c in thread_id):
         raise ValueError(f"threadId: {thread_id!r} starts with '.' or has a control character")
     try:
-        size = len(f"{thread_id}.jsonl".encode("utf-8"))
+        size = len(f"{thread_id}.jsonl".encode())
     except UnicodeEncodeError as err:
         raise ValueError(f"threadId: {thread_id!r} is not valid as a file name (a lone surrogate at "
                          f"{err.start} has no UTF-8)") from None
@@ -189,7 +194,7 @@ class AGUIApp:
     def __repr__(self) -> str:
         return f"AGUIApp(log_dir={str(self.log_dir)!r}, worker={self.worker!r}, threads={len(self._threads)})"
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._asgi(scope, receive, send)
 
     # -- Python side -------------------------------------------------------
@@ -391,7 +396,7 @@ class AGUIApp:
     def _take(self, thread: ServedThread, run: ServedRun) -> None:
         """The run's input, read as real front ends send it (``convlab.agui.views``)."""
         s, inp = thread.session, run.input
-        view = [m for m in map(from_agui, run.messages) if m is not None]
+        view: list[Mapping[str, Any]] = [m for m in map(from_agui, run.messages) if m is not None]
         if not view and not inp.resume:
             self._connect(thread, run)
             return
@@ -402,7 +407,7 @@ class AGUIApp:
                                             "known one (it deletes an edited message); the tree's path fills the gap"})
         waiting = thread.interrupt()
         if inp.resume:
-            actions = self._resume(thread, inp)
+            actions = self._resume(thread, inp.resume)
             run.turn, run.after = s.running, (view if steers(view, s) else None)
             s.decide(actions)
         elif waiting is not None and brings_input(view, s):
@@ -410,15 +415,16 @@ class AGUIApp:
         else:
             self._submit(s, run, view)
 
-    def _submit(self, s: Any, run: ServedRun, view: list[dict[str, Any]]) -> None:
-        """Submit the view (with the run's client state) as the run's turn."""
+    def _submit(self, s: Session, run: ServedRun, view: list[Mapping[str, Any]]) -> str | None:
+        """Submit the view (with the run's client state) as the run's turn; its id."""
         submit: dict[str, Any] = {"type": "client.messages", "agent_id": s.agent, "messages": view}
         if run.input.state is not None:
             submit["state"] = run.input.state
         receipt = s.submit(submit)
-        run.turn = receipt["turn_id"]
+        run.turn = turn = receipt["turn_id"]
         left_out = set(receipt.get("left_out", ()))
-        run.events.taken([m for m in view if m.get("id") not in left_out], receipt["new_from"])
+        run.started.taken([m for m in view if m.get("id") not in left_out], receipt["new_from"])
+        return turn
 
     def _connect(self, thread: ServedThread, run: ServedRun) -> None:
         """A run with no messages: the active path and the state, nothing written (a reloaded page)."""
@@ -428,7 +434,7 @@ class AGUIApp:
         run.refuse(snapshot_run(run.input, [to_agui(n) for n in s.path()], s.state, notes, at=s.clock))
 
     def _unanswered(self, thread: ServedThread, run: ServedRun, waiting: dict[str, Any],
-                    view: list[dict[str, Any]]) -> None:
+                    view: list[Mapping[str, Any]]) -> None:
         """New input while a decision waits, and no resume: ``on_unanswered`` says what happens."""
         s = thread.session
         rule = self.on_unanswered
@@ -437,7 +443,7 @@ class AGUIApp:
                            "and this server takes no new message meanwhile (--on-unanswered refuse): answer it with "
                            "resume first", "409", interrupt_id=waiting["id"])
         actions = [{"type": "turn.end"}] if rule == "end" else convlab.chat_worker(s.pending)
-        run.events.note("unanswered", {"interrupt_id": waiting["id"], "turn_id": s.running, "rule": rule,
+        run.started.note("unanswered", {"interrupt_id": waiting["id"], "turn_id": s.running, "rule": rule,
                                        "actions": actions,
                                        "why": "a new message came with no resume for the waiting decision"})
         run.turn = s.running
@@ -455,19 +461,19 @@ class AGUIApp:
             return
         s.submit({"type": "client.interrupt", "agent_id": s.agent})
 
-    def _resume(self, thread: ServedThread, inp: RunAgentInput) -> list[dict[str, Any]]:
+    def _resume(self, thread: ServedThread, resume: list[ResumeEntry]) -> list[dict[str, Any]]:
         """The actions a resume answers the waiting context.limit with; ``_Refusal`` writes nothing."""
         waiting = thread.interrupt()
         if waiting is None:
             raise _Refusal(f"no interrupt is waiting on thread {thread.id!r} (answered already, or none was asked): "
-                           f"resume {inp.resume[0].interrupt_id!r} answers nothing", "409")
-        for i, entry in enumerate(inp.resume):
+                           f"resume {resume[0].interrupt_id!r} answers nothing", "409")
+        for i, entry in enumerate(resume):
             if entry.interrupt_id != waiting["id"]:
                 raise _Refusal(f"resume[{i}].interruptId: {entry.interrupt_id!r} is not the waiting interrupt "
                                f"{waiting['id']!r} (answered already, or unknown)", "409", interrupt_id=waiting["id"])
-        if len(inp.resume) > 1:
-            raise _Refusal(f"resume: one entry answers the waiting interrupt, got {len(inp.resume)}", "400")
-        entry = inp.resume[0]
+        if len(resume) > 1:
+            raise _Refusal(f"resume: one entry answers the waiting interrupt, got {len(resume)}", "400")
+        entry = resume[0]
         try:
             return actions_for(thread.session.pending, entry.status, entry.payload)
         except ResumeError as err:
@@ -486,20 +492,20 @@ class AGUIApp:
                     run.done = True
                 elif s.pending is not None and self.worker == "manual":
                     if s.pending["type"] == "context.limit":
-                        run.events.finished("interrupt", thread.interrupt())
+                        run.started.finished("interrupt", thread.interrupt())
                         run.done = True
                     else:
                         s.decide(convlab.chat_worker(s.pending))
                 elif not s.step():
-                    run.events.failed(f"turn {run.turn} cannot go on (its work in flight was lost)", "internal_error")
+                    run.started.failed(f"turn {run.turn} cannot go on (its work in flight was lost)", "internal_error")
                     run.done = True
             except convlab.Refused as err:  # the view taken after an answered turn
-                run.events.failed(str(err), str(err.status))
+                run.started.failed(str(err), str(err.status))
                 run.done = True
             except convlab.LogError as err:  # the step applied nothing; the turn ends now, or at the next run
                 with contextlib.suppress(convlab.LogError, convlab.Refused):
                     s.submit({"type": "client.interrupt", "agent_id": s.agent})
-                run.events.failed(_unwritten(thread, err), str(LOG_FULL))
+                run.started.failed(_unwritten(thread, err), str(LOG_FULL))
                 run.done = True
             finally:
                 thread.current = None
@@ -510,17 +516,19 @@ class AGUIApp:
         s = thread.session
         if run.after is not None:  # the answered turn is over: now the input that came with the answer
             view, run.after = continued(run.after, s), None
-            thread.runs.pop(run.turn, None)
-            self._submit(s, run, view)
-            thread.runs[run.turn] = run
+            if run.turn is not None:
+                thread.runs.pop(run.turn, None)
+            turn = self._submit(s, run, view)
+            if turn is not None:  # as _begin keeps a run (a None key would never be let go)
+                thread.runs[turn] = run
             return
         turn = next(t for t in reversed(s.turns) if t["id"] == run.turn)
         if turn["status"] == "completed":
-            run.events.finished("success")
+            run.started.finished("success")
         elif turn["status"] == "cancelled":
-            run.events.finished("cancelled")
+            run.started.finished("cancelled")
         else:
-            run.events.failed(turn.get("error") or f"turn {run.turn} failed", "turn_failed")
+            run.started.failed(turn.get("error") or f"turn {run.turn} failed", "turn_failed")
         run.done = True
 
 

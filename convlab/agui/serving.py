@@ -15,11 +15,16 @@ own deadline in the app (``BODY_TIMEOUT``).
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import socket
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import uvicorn
+    from starlette.types import ASGIApp
 
 __all__ = ["Server", "start", "serve", "listen", "is_loopback", "HEADER_TIMEOUT"]
 
@@ -41,7 +46,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _config(app: Any, header_timeout: float) -> Any:
+def _config(app: ASGIApp, header_timeout: float) -> uvicorn.Config:
     import uvicorn
 
     return uvicorn.Config(app, lifespan="off", log_level="warning", timeout_graceful_shutdown=2,
@@ -60,7 +65,8 @@ def _deadlined(header_timeout: float) -> type:
     class Deadlined(H11Protocol):
         _deadline: Any = None
 
-        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+        # uvicorn narrows asyncio.BaseProtocol's BaseTransport to Transport itself; this override keeps its signature
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             self._arm()
 
@@ -124,7 +130,7 @@ class Server:
     Also a context manager: the server stops when the block ends.
     """
 
-    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0, header_timeout: float = HEADER_TIMEOUT):
+    def __init__(self, app: ASGIApp, host: str = "127.0.0.1", port: int = 0, header_timeout: float = HEADER_TIMEOUT):
         import uvicorn
 
         self._socket = listen(host, port)
@@ -155,14 +161,14 @@ class Server:
         self._thread.join(timeout=10)
         self._socket.close()
 
-    def __enter__(self) -> "Server":
+    def __enter__(self) -> Server:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
-def start(app: Any, host: str = "127.0.0.1", port: int = 0, header_timeout: float = HEADER_TIMEOUT) -> Server:
+def start(app: ASGIApp, host: str = "127.0.0.1", port: int = 0, header_timeout: float = HEADER_TIMEOUT) -> Server:
     """Serve ``app`` from a background thread (port 0: a free one) and return the running ``Server``
     (``header_timeout``: the seconds a request's head may take, the module docstring).
 
@@ -179,7 +185,7 @@ def start(app: Any, host: str = "127.0.0.1", port: int = 0, header_timeout: floa
     return Server(app, host, port, header_timeout)
 
 
-def serve(app: Any, sock: socket.socket, header_timeout: float = HEADER_TIMEOUT) -> None:
+def serve(app: ASGIApp, sock: socket.socket, header_timeout: float = HEADER_TIMEOUT) -> None:
     """Serve ``app`` on ``sock`` (``listen(host, port)``) in the foreground until
     Ctrl-C or SIGTERM (what ``convlab serve`` runs)."""
     import uvicorn

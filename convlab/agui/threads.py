@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # the app owns its threads; a thread only reads the app's set
 __all__ = ["ServedThread", "ServedRun", "Unreadable", "served_llm"]
 
 
-def served_llm(llm: Any, thread: "ServedThread") -> Any:
+def served_llm(llm: Any, thread: ServedThread) -> Any:
     """The app's provider(s) for ``thread``: each lets go of the thread's ``view`` while
     it waits for the model, and a streaming one stops mid-stream when its client is gone."""
     def wrap(p: Any) -> Any:
@@ -54,7 +54,7 @@ class _Unlocking:
     """A provider that lets go of its thread's ``view`` lock while it waits for the model,
     so a read of the thread answers meanwhile."""
 
-    def __init__(self, provider: Any, thread: "ServedThread"):
+    def __init__(self, provider: Any, thread: ServedThread):
         self.provider = provider
         self.thread = thread
 
@@ -125,11 +125,18 @@ class ServedRun:
         self.stop = threading.Event()
         self.turn: str | None = None
         self.done = False
-        self.after: list[dict] | None = None  # a view to take once the run's (answered) turn ends
-        self.events: RunEvents | None = None
+        self.after: list[Mapping[str, Any]] | None = None  # a view to take once the run's (answered) turn ends
+        self.events: RunEvents | None = None  # made when the run's input is taken (AGUIApp._take)
         self._sent = 0
         self._woken = False
         self._encoder = EventEncoder()
+
+    @property
+    def started(self) -> RunEvents:
+        """The run's events, once its input was taken: every step after that reads them."""
+        if self.events is None:
+            raise RuntimeError("the run's input was not taken yet: it has no events")
+        return self.events
 
     def flush(self) -> None:
         """Encode the events not sent yet and hand them to the response."""
@@ -186,7 +193,7 @@ class _FairLock:
         self._next = 0
         self._serving = 0
 
-    def __enter__(self) -> "_FairLock":
+    def __enter__(self) -> _FairLock:
         with self._cv:
             ticket = self._next
             self._next += 1
@@ -194,7 +201,7 @@ class _FairLock:
                 self._cv.wait()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         with self._cv:
             self._serving += 1
             self._cv.notify_all()
@@ -208,7 +215,7 @@ class ServedThread:
     the step waits for its model (``waiting``). ``changing()`` takes both.
     """
 
-    def __init__(self, thread_id: str, app: "AGUIApp"):
+    def __init__(self, thread_id: str, app: AGUIApp):
         self.id = thread_id
         self.app = app
         self.path = app.log_dir / f"{thread_id}.jsonl"
@@ -299,7 +306,8 @@ class ServedThread:
             run.events.on_event(event)
             if event["type"] in ("llm.delta", "llm.started"):
                 run.flush()  # before a model call, and its text as it comes; the rest at the run's end
-        other = self.runs.get(event.get("turn_id"))
+        turn = event.get("turn_id")
+        other = self.runs.get(turn) if isinstance(turn, str) else None
         if other is not None and other is not run and other.events is not None:
             other.events.on_event(event)
 

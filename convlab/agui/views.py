@@ -26,8 +26,11 @@ means here (decided, written down in the README's "Real front ends"):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .. import Session
 
 __all__ = ["fill_gaps", "brings_input", "steers", "continued", "UNANSWERED"]
 
@@ -37,7 +40,7 @@ __all__ = ["fill_gaps", "brings_input", "steers", "continued", "UNANSWERED"]
 UNANSWERED = ("refuse", "end", "default")
 
 
-def fill_gaps(view: list[dict[str, Any]], session: Any) -> tuple[list[dict[str, Any]], list[str]]:
+def fill_gaps(view: Sequence[Mapping[str, Any]], session: Session) -> tuple[list[Mapping[str, Any]], list[str]]:
     """The view with the tree's messages put back where a front end left out a
     known message's ancestors, and the ids put back (in order).
 
@@ -51,7 +54,7 @@ def fill_gaps(view: list[dict[str, Any]], session: Any) -> tuple[list[dict[str, 
     """
     nodes = session.tree.nodes
     sent = {m.get("id") for m in view}
-    out: list[dict[str, Any]] = []
+    out: list[Mapping[str, Any]] = []
     filled: list[str] = []
     for message in view:
         node = nodes.get(message.get("id"))
@@ -67,7 +70,7 @@ def fill_gaps(view: list[dict[str, Any]], session: Any) -> tuple[list[dict[str, 
     return out, filled
 
 
-def brings_input(view: list[Mapping[str, Any]], session: Any) -> bool:
+def brings_input(view: Sequence[Mapping[str, Any]], session: Session) -> bool:
     """Whether the view holds a message the tree does not (not counting an
     assistant message: a stopped reply the engine leaves out, PROTOCOL.md rev 4).
 
@@ -80,7 +83,7 @@ def brings_input(view: list[Mapping[str, Any]], session: Any) -> bool:
     return any(m.get("id") not in nodes and m.get("role") != "assistant" for m in view)
 
 
-def steers(view: list[Mapping[str, Any]], session: Any) -> bool:
+def steers(view: Sequence[Mapping[str, Any]], session: Session) -> bool:
     """Whether a resume's messages are the active path (or its start) followed by new
     messages only: the next message sent with the answer.
 
@@ -101,7 +104,7 @@ def steers(view: list[Mapping[str, Any]], session: Any) -> bool:
             and brings_input(view[known:], session))
 
 
-def continued(view: list[dict[str, Any]], session: Any) -> list[dict[str, Any]]:
+def continued(view: list[Mapping[str, Any]], session: Session) -> list[Mapping[str, Any]]:
     """The view to take once a waiting turn has ended: its new messages after the
     active path, when the view's last known message lies on that path (itself, or
     as the message a copy on it was made from: a summary replaced what came
@@ -122,4 +125,4 @@ def continued(view: list[dict[str, Any]], session: Any) -> list[dict[str, Any]]:
     on_path = {m["id"] for m in path} | {nodes[m["id"]].get("copied_from") for m in path}
     if known[-1] not in on_path:
         return view
-    return path + [m for m in view if m.get("id") not in nodes]
+    return [*path, *(m for m in view if m.get("id") not in nodes)]

@@ -26,22 +26,24 @@ over quietly.
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import warnings
 import zipfile
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, BinaryIO, Callable
+from typing import IO, Any, BinaryIO
 
 from ..conversation import Conversation
 from ..errors import ReadError
 from . import agui, chatgpt, claude_ai, claude_code, generic, librechat, oasst, openai, openwebui, session_log
-from .records import read_error, warn
 from .documents import MAX_DEPTH, Document, Limits, NotJSON, Restart, bar, gunzip, parse_bytes, stream_array
 from .jsontext import SHALLOW
+from .records import read_error, warn
 
 __all__ = ["read", "detect", "FORMATS", "MAX_DEPTH"]
 
@@ -191,7 +193,7 @@ class _Capped:
     """A zip member read no further than ``cap`` bytes (a ``ReadError`` beyond): a member may say it is
     small and inflate without end."""
 
-    def __init__(self, f: BinaryIO, cap: int, too_big: Callable[[], Exception]) -> None:
+    def __init__(self, f: IO[bytes], cap: int, too_big: Callable[[], Exception]) -> None:
         self._f, self._cap, self._too_big = f, cap, too_big
 
     def read(self, n: int = -1) -> bytes:
@@ -225,8 +227,8 @@ def _read_zip(f: BinaryIO, source: str, how: _How) -> list[Conversation]:
         cap = how.limits.inflate_cap(info.compress_size)
         try:
             with archive.open(info) as m:
-                capped = _Capped(m, cap, lambda: how.limits.too_big(member, info.compress_size))
-                convs = _read_stream(capped, member, min(info.file_size, cap), how, how.progress)  # type: ignore[arg-type]
+                capped = _Capped(m, cap, functools.partial(how.limits.too_big, member, info.compress_size))
+                convs = _read_stream(capped, member, min(info.file_size, cap), how, how.progress)  # type: ignore[arg-type]  # _Capped has what the readers call of a BinaryIO (read, seek, tell), not all of it
         except (zipfile.BadZipFile, OSError, zlib.error, EOFError, NotImplementedError, RuntimeError) as err:
             warn(f"{member}: cannot be unpacked ({err}); passed over", passed_over=member)
             continue

@@ -28,9 +28,9 @@ left out, as the server does.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import PurePath
-from typing import Any, Iterable
+from typing import Any
 
 from ..agui.messages import from_agui
 from ..conversation import Conversation

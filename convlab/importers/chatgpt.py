@@ -11,12 +11,12 @@ tool output): ``metadata.hidden`` says which ones ChatGPT does not show.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from ..conversation import Conversation
 from .documents import Document
-from .records import Problems, Record, conversation, fields, role_of, text_or_parts, to_time
+from .records import Problems, Record, conversation, fields, role_of, table, text_or_parts, to_time
 
 NAME = "chatgpt"
 
@@ -74,17 +74,17 @@ def parse_one(conv: Any, source: str, index: int) -> Conversation:
         message = entry.get("message")
         if not isinstance(message, Mapping):
             continue
-        author = message.get("author") if isinstance(message.get("author"), Mapping) else {}
+        author = table(message, "author")
         role = role_of(author.get("role"), problems, key)
         if role is None:
             continue
-        meta: dict[str, Any] = {"content_type": (message.get("content") or {}).get("content_type") if isinstance(message.get("content"), Mapping) else None}
+        meta: dict[str, Any] = {"content_type": table(message, "content").get("content_type")}
         if _hidden(message):
             meta["hidden"] = True
         for k in ("recipient", "status", "end_turn", "weight", "channel"):
             if message.get(k) is not None:
                 meta[k] = message[k]
-        raw_meta = message.get("metadata") if isinstance(message.get("metadata"), Mapping) else {}
+        raw_meta = table(message, "metadata")
         if raw_meta.get("model_slug"):
             meta["model"] = raw_meta["model_slug"]
         node: dict[str, Any] = {

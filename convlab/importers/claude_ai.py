@@ -12,8 +12,8 @@ given; a message with no blocks reads its ``text``. An empty conversation
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from ..conversation import Conversation
 from .documents import Document

@@ -37,7 +37,7 @@ from typing import Any
 
 from ..conversation import LOST_PARENT, Conversation
 from .documents import Document
-from .records import Problems, Record, conversation, to_time, usage_of
+from .records import Problems, Record, conversation, table, to_time, usage_of
 
 NAME = "claude_code"
 _ROW_TYPES = {"user", "assistant", "summary", "system", "progress", "file-history-snapshot", "queue-operation"}
@@ -233,7 +233,7 @@ class _Link:
 def _summary(boundary: Mapping[str, Any], replaced: tuple[str, Any]) -> _Link:
     """A compaction's summary root: it replaces the message before the boundary."""
     kind, found = replaced
-    compact = boundary.get("compactMetadata") if isinstance(boundary.get("compactMetadata"), Mapping) else {}
+    compact = table(boundary, "compactMetadata")
     return _Link(None, {"kind": "summary", "replaces": found if kind == "node" else None},
                  {"compact": dict(compact), "logical_parent": boundary.get("logicalParentUuid"), "boundary": boundary.get("uuid")})
 

@@ -28,9 +28,10 @@ import json
 import os
 import sys
 import zlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain, islice
-from typing import Any, BinaryIO, Callable, Iterable, Iterator
+from typing import Any, BinaryIO
 
 from ..conversation import Conversation
 from ..errors import ReadError
@@ -160,7 +161,8 @@ class Document:
 
     def each(self, parse_one: Callable[[Any, str, int], Conversation]) -> Iterator[Conversation]:
         """``parse_one(item, source, index)`` for every item: a format whose items are conversations."""
-        streamed = self._position is not None
+        position = self._position
+        streamed = position is not None
         progress = bar(total=self._size if streamed else self._count, unit="B" if streamed else "conversation",
                        desc=os.path.basename(self.source), enabled=self._progress)
         try:
@@ -168,9 +170,9 @@ class Document:
                 yield parse_one(item, self.source, i)
                 if progress is None:
                     continue
-                if streamed:
+                if position is not None:
                     progress.set_postfix_str(f"{i + 1} conversations", refresh=False)
-                    progress.update(self._position() - progress.n)  # type: ignore[misc]
+                    progress.update(position() - progress.n)
                 else:
                     progress.update(1)
         finally:

@@ -19,13 +19,25 @@ parent key hanging from the record that holds it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import PurePath
-from typing import Any, Iterable
+from typing import Any
 
 from ..conversation import Conversation
 from .documents import Document
-from .records import Problems, Record, conversation, fields, latest, parent_of, role_of, text_or_parts, to_time, usage_of, walk
+from .records import (
+    Problems,
+    Record,
+    conversation,
+    fields,
+    latest,
+    parent_of,
+    role_of,
+    text_or_parts,
+    to_time,
+    usage_of,
+    walk,
+)
 
 NAME = "generic"
 PARENT_KEYS = ("parentMessageId", "parentId")

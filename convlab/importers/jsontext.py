@@ -21,7 +21,7 @@ import json
 import re
 import sys
 from itertools import accumulate
-from json.decoder import scanstring
+from json.decoder import scanstring  # type: ignore[attr-defined]  # json's own decoder uses it; typeshed leaves it out
 from typing import Any
 
 __all__ = ["MAX_DEPTH", "SHALLOW", "decode", "loads", "nests_deeper", "TooDeep", "TooLong", "DepthScanner"]
@@ -80,15 +80,21 @@ def _fail(what: str, s: str, i: int) -> json.JSONDecodeError:
     return json.JSONDecodeError(what, s, i)
 
 
+def _skip(s: str, i: int) -> int:
+    """The position after the white space at ``i`` (``_WS`` matches the empty string too, so it always matches)."""
+    m = _WS.match(s, i)
+    return m.end() if m is not None else i
+
+
 def _key(s: str, i: int) -> tuple[str, int]:
     """An object's key and the position after its colon (and the white space after it)."""
     if not s.startswith('"', i):
         raise _fail("Expecting property name enclosed in double quotes", s, i)
     key, i = scanstring(s, i + 1)
-    i = _WS.match(s, i).end()
+    i = _skip(s, i)
     if not s.startswith(":", i):
         raise _fail("Expecting ':' delimiter", s, i)
-    return key, _WS.match(s, i + 1).end()
+    return key, _skip(s, i + 1)
 
 
 def _scalar(s: str, i: int) -> tuple[Any, int]:
@@ -121,13 +127,14 @@ def decode(s: str, i: int = 0, max_depth: int = MAX_DEPTH) -> tuple[Any, int]:
     ({'a': [1, 2.5, 'x', None, nan]}, 31)
     """
     stack: list[list[Any]] = []  # [container, its key waiting for a value]
-    i = _WS.match(s, i).end()
+    value: Any
+    i = _skip(s, i)
     while True:
         c = s[i:i + 1]
         if c == "{" or c == "[":
             if len(stack) >= max_depth:
                 raise TooDeep(len(stack) + 1, max_depth, f"at character {i:,}")
-            i = _WS.match(s, i + 1).end()
+            i = _skip(s, i + 1)
             if s.startswith("}" if c == "{" else "]", i):
                 value, i = ({} if c == "{" else []), i + 1
             elif c == "{":
@@ -148,10 +155,10 @@ def decode(s: str, i: int = 0, max_depth: int = MAX_DEPTH) -> tuple[Any, int]:
                 container.append(value)
             else:
                 container[top[1]] = value
-            i = _WS.match(s, i).end()
+            i = _skip(s, i)
             c = s[i:i + 1]
             if c == ",":
-                i = _WS.match(s, i + 1).end()
+                i = _skip(s, i + 1)
                 if top[1] is not None:
                     top[1], i = _key(s, i)
                 break
@@ -169,7 +176,7 @@ def loads(s: str, max_depth: int = MAX_DEPTH) -> Any:
     {'a': 1}
     """
     value, end = decode(s, 0, max_depth)
-    end = _WS.match(s, end).end()
+    end = _skip(s, end)
     if end != len(s):
         raise _fail("Extra data", s, end)
     return value

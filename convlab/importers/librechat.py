@@ -14,12 +14,24 @@ becomes its ``usage.input_tokens``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from ..conversation import Conversation
 from .documents import Document
-from .records import Problems, Record, conversation, fields, latest, parent_of, role_of, text_or_parts, to_time, usage_of, walk
+from .records import (
+    Problems,
+    Record,
+    conversation,
+    fields,
+    latest,
+    parent_of,
+    role_of,
+    text_or_parts,
+    to_time,
+    usage_of,
+    walk,
+)
 
 NAME = "librechat"
 

@@ -10,8 +10,8 @@ in order) from the prompt down to a leaf. ``rank``, ``lang``, ``synthetic``,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from ..conversation import Conversation
 from ..tree import Tree

@@ -12,9 +12,9 @@ the list is one branch, its last message the head. ``developer`` reads as
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import PurePath
-from typing import Any, Iterable
+from typing import Any
 
 from ..conversation import Conversation
 from ..tree import MESSAGE_KEYS

@@ -8,8 +8,8 @@ list each item wraps the chat as ``{"id", "title", "chat": {...}}``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from ..conversation import Conversation
 from .documents import Document

@@ -34,9 +34,9 @@ import datetime as _dt
 import math
 import sys
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Union
+from typing import Any
 
 from .. import jsondata
 from ..conversation import LOST_PARENT, Conversation
@@ -51,6 +51,7 @@ __all__ = [
     "build",
     "conversation",
     "fields",
+    "table",
     "descend",
     "latest",
     "walk",
@@ -165,7 +166,7 @@ def to_time(value: Any) -> float | None:
         try:
             t = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
             if t.tzinfo is None:
-                t = t.replace(tzinfo=_dt.timezone.utc)
+                t = t.replace(tzinfo=_dt.UTC)
             return t.timestamp()
         except (ValueError, OverflowError, OSError):
             return None
@@ -295,18 +296,21 @@ def build(records: list[Record], problems: Problems) -> Tree:
             cur = r.id
             while cur not in seen:
                 seen.append(cur)
-                cur = by_id[cur].parent  # type: ignore[assignment]
-                if cur is None or cur in tree:  # pragma: no cover - would have been added
+                parent = by_id[cur].parent
+                if parent is None or parent in tree:  # pragma: no cover - would have been added
                     break
+                cur = parent
             else:
                 loop = seen[seen.index(cur):]
                 first = min(loop, key=position.__getitem__)
-                problems.add(first, "parent ids loop (" + " -> ".join(loop + [loop[0]]) + "); kept as a top-level message")
+                problems.add(first, "parent ids loop (" + " -> ".join([*loop, loop[0]]) + "); kept as a top-level message")
                 rec = by_id[first]
-                waiting[rec.parent].remove(rec)  # type: ignore[index]
-                if not waiting[rec.parent]:  # type: ignore[index]
-                    del waiting[rec.parent]  # type: ignore[arg-type]
-                lost(rec, rec.parent)  # type: ignore[arg-type]
+                parent = rec.parent
+                assert parent is not None, "a message in a loop of parent ids has a parent"
+                waiting[parent].remove(rec)
+                if not waiting[parent]:
+                    del waiting[parent]
+                lost(rec, parent)
                 add_with_waiting(rec)
 
     return tree
@@ -327,7 +331,7 @@ def _repair_text(r: Record, problems: Problems) -> None:
 
 #: How a conversation's head is chosen: the id of the log's current node, a
 #: rule over the built tree (for formats that record none), or None: the newest leaf.
-Head = Union[str, Callable[[Tree], Union[str, None]], None]
+Head = str | Callable[[Tree], str | None] | None
 
 
 def descend(tree: Tree, node: str | None, pick: Callable[[str, list[str]], str]) -> str | None:
@@ -440,6 +444,16 @@ def conversation(
         problems.add(None, "its id, title or metadata held what JSON cannot carry; read repaired (jsondata.repaired)")
     problems.warn()
     return Conversation(tree, id=id, title=title, format=format, source=source, metadata=metadata)
+
+
+def table(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``raw[key]`` when it is a JSON object, else an empty one (a log that left it out, or holds something else).
+
+    >>> table({"author": {"role": "user"}}, "author"), table({"author": "me"}, "author"), table({}, "author")
+    ({'role': 'user'}, {}, {})
+    """
+    value = raw.get(key)
+    return value if isinstance(value, Mapping) else {}
 
 
 def fields(item: Any, *keys: str) -> dict[str, Any]:

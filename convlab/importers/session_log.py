@@ -11,8 +11,7 @@ from __future__ import annotations
 import io
 import os
 import warnings
-from collections.abc import Mapping
-from typing import Iterator
+from collections.abc import Iterator, Mapping
 
 from ..conversation import Conversation
 from ..errors import LogError, LogWarning, ReadError

@@ -37,8 +37,8 @@ module of their SDK, which is imported only when one is made.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from ..errors import CallCancelled, ProviderError
 from ..inputs import reply_from
@@ -156,7 +156,7 @@ def call(provider: Any, request: Mapping[str, Any], on_delta: Callable[[str], No
     streams = on_delta is not None and hasattr(provider, "stream")
     try:
         try:
-            result = _streamed(provider.stream(request), on_delta) if streams else provider.complete(request)
+            result = _streamed(provider.stream(request), on_delta) if streams and on_delta is not None else provider.complete(request)
         finally:
             if took is not None:
                 took(_latency(provider))

@@ -13,8 +13,8 @@ imported when the first ``AnthropicChat`` is made, never by ``import convlab``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any, Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from ..errors import ProviderError
 from .sdk import SDKChat

@@ -7,8 +7,8 @@ What a provider is (``complete``, ``stream``, ``latency``, refusing with
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
-from typing import Any, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
 from ..tokens import content_text, count_tokens, get_encoding
@@ -87,8 +87,11 @@ def stand_in(messages: list[Mapping[str, Any]], tokens: int | None = None) -> st
 class _Streams:
     """``stream(request)`` for a fake: its ``complete`` reply in a few chunks, then the reply."""
 
+    if TYPE_CHECKING:  # each fake this is mixed into has it
+        def complete(self, request: Mapping[str, Any]) -> dict[str, Any]: ...
+
     def stream(self, request: Mapping[str, Any]) -> Iterator[Any]:
-        reply = self.complete(request)  # type: ignore[attr-defined]
+        reply = self.complete(request)
         yield from chunks(content_text(reply["content"]))
         yield reply
 

@@ -129,7 +129,7 @@ class LocalChat(OpenAIChat):
         with self._lock:
             _stop(self._running, self._owner)
 
-    def __enter__(self) -> "LocalChat":
+    def __enter__(self) -> LocalChat:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -10,8 +10,8 @@ imported when the first ``OpenAIChat`` is made, never by ``import convlab``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from ..errors import ProviderError
 from ..tokens import content_text
@@ -204,7 +204,8 @@ class OpenAIChat(SDKChat):
             return None
         status = getattr(err, "status_code", None)
         body = getattr(err, "body", None)
-        message = body.get("message") if isinstance(body, dict) and isinstance(body.get("message"), str) else getattr(err, "message", str(err))
+        said = body.get("message") if isinstance(body, dict) else None
+        message = said if isinstance(said, str) else str(getattr(err, "message", None) or err)
         code = getattr(err, "code", None)
         code = None if code is None or str(code).isdigit() else code  # llama.cpp's server repeats the HTTP status as its code
         kind = getattr(err, "type", None)

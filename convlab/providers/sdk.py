@@ -13,8 +13,8 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from collections.abc import Mapping
-from typing import Any, Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import ProviderError

@@ -122,8 +122,8 @@ def fit(p: Plan, counts: ExactCounts, overhead: int = 0) -> Fit:
     first_read: dict[str, int] = {}
     for nid, node in nodes.items():  # creation order: a parent before its children
         parent = node.get("parent")
-        roots[nid] = roots.get(parent, nid) if parent is not None else nid
-        exact_to[nid] = exact_to.get(parent, 0) + counts.tokens(content_text(node.get("content")))
+        roots[nid] = roots.get(str(parent), nid) if parent is not None else nid
+        exact_to[nid] = (exact_to.get(parent, 0) if parent is not None else 0) + counts.tokens(content_text(node.get("content")))
         if node.get("role") != "assistant":
             continue
         model = models[nid] = _model_of(node)
@@ -281,7 +281,7 @@ def annotate(calls: list[dict[str, Any]], summary_calls: list[dict[str, Any]], s
 
 
 def _logged_cached(p: Plan, call: Mapping[str, Any]) -> int | None:
-    node = p.nodes.get(call.get("reply"))
+    node = p.nodes.get(str(call.get("reply")))
     usage = node.get("usage") if node is not None else None
     read = usage.get("cache_read_input_tokens") if isinstance(usage, Mapping) else None
     return read if isinstance(read, int) and not isinstance(read, bool) else None
@@ -289,7 +289,7 @@ def _logged_cached(p: Plan, call: Mapping[str, Any]) -> int | None:
 
 def _output(p: Plan, call: Mapping[str, Any], counts: ExactCounts) -> int:
     """The logged reply's output tokens, else the exact count of its text."""
-    node = p.nodes.get(call.get("reply"))
+    node = p.nodes.get(str(call.get("reply")))
     if node is None:
         return 0
     usage = node.get("usage")

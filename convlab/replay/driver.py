@@ -41,23 +41,35 @@ Times: before a turn starts the clock moves to its first message's logged
 ``time``; a reply's time is reached through ``ReplayLLM``'s latency. A
 missing time (``None``) or one earlier than the clock leaves the clock where
 it is: no time passes, so a missing time never makes a turn idle.
+
+Where the log compacted itself (a summary root) and a strategy fires too,
+the log's compaction is replayed as the log did it, whatever the strategy
+did before: its ``context.replace`` replaces the history the replay has
+at that point (the strategy's, if one rewrote it) with the log's summary,
+so from there on the model reads what the log's model read, the logged
+usage applies again and those replies are not stale. The strategy fires
+only on what follows, by the same rules as anywhere (an idle strategy at
+the first call after the summary proposes the call as it was: nothing
+precedes what it must keep). A reply the log gives straight after its
+summary is the compaction's own turn: ``[context.replace, llm.call]`` in
+one answer.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..context import ContextConfig, coerce
 from ..conversation import Conversation
 from ..engine import SUMMARY_PREFIX, Session
 from ..tokens import content_text
-from ..tree import message_of
-from ..wire import Event
+from ..tree import Message, message_of
 from . import cost
 from .cost import Pricing
 from .model import ReplayLLM
@@ -105,7 +117,7 @@ class _IdMap(dict):
         for key, value in dict(*args, **kwargs).items():
             self[key] = value
 
-    def at(self, n: int) -> "_IdMap":
+    def at(self, n: int) -> _IdMap:
         new = _IdMap()
         new.update(self.writes[:n])
         return new
@@ -121,7 +133,7 @@ class _Record:
     trace: list[dict[str, Any]] = field(default_factory=list)  # one entry per model call (not summary calls)
     consulted: list[tuple] = field(default_factory=list)  # (turn, kind, *data): see Replayer
 
-    def until(self, at: _Start) -> "_Record":
+    def until(self, at: _Start) -> _Record:
         """The record as it was when the turn of ``at`` started."""
         return _Record(self.map.at(at.map), self.stale[:at.stale], [dict(x) for x in self.limits[:at.limits]],
                        [dict(x) for x in self.trace[:at.trace]], self.consulted[:at.consulted])
@@ -206,7 +218,7 @@ class Replayer:
         model.bind(self.session)
         self.session.subscribe(self._on_event)
 
-    def fork(self, turn: int, config: Any = None, worker: Any = None) -> "Replayer":
+    def fork(self, turn: int, config: Any = None, worker: Any = None) -> Replayer:
         """A replay of the same plan under ``config`` (and ``worker``) that starts
         where this one stood when its turn ``turn`` started (it must have run that
         turn): the session loaded from the events so far, and the model's and the
@@ -291,7 +303,7 @@ class Replayer:
             return None
         return self.record.map.get(imported, self.session.head)
 
-    def _message(self, nid: str) -> dict[str, Any]:
+    def _message(self, nid: str) -> Message:
         """A logged node as a client sends it: with its id unless the session cannot take it
         (an id of the engine's own form, or one it already has)."""
         return message_of(self.plan.nodes[nid], with_id=not _ENGINE_ID.match(nid) and nid not in self.session.tree)
@@ -300,7 +312,7 @@ class Replayer:
         if time is not None and time > self.session.clock:
             self.session.advance(time - self.session.clock)
 
-    def run(self, start: int = 0) -> "Replayer":
+    def run(self, start: int = 0) -> Replayer:
         """Run the plan's turns from turn ``start`` (all of them by default) to the end."""
         for k in range(start, len(self.plan.turns)):
             self.turn = k
@@ -312,7 +324,7 @@ class Replayer:
 
     def result(self) -> Replay:
         """The finished replay as a ``Replay`` (its calls costed when the replay has a ``pricing``)."""
-        calls = [{**entry, **seen} for entry, seen in zip(self.record.trace, self.llm.seen)]
+        calls = [{**entry, **seen} for entry, seen in zip(self.record.trace, self.llm.seen, strict=False)]
         summary_calls = [dict(x) for x in self.llm.summaries]
         if self.pricing is not None:
             fitted = self.pricing.fit_for(self.plan, self.counts, self.llm.overhead or 0)
@@ -333,7 +345,8 @@ class Replayer:
         """Ids of the messages recorded while ``act`` ran (read from its events)."""
         return [e["message"]["id"] for e in self._during(act) if e["type"] == "message.new"]
 
-    def _during(self, act: Callable[[], Any]) -> list[Event]:
+    def _during(self, act: Callable[[], Any]) -> Sequence[Mapping[str, Any]]:
+        """The events ``act`` made (read as mappings: an event's fields beyond its type depend on the type)."""
         events = self.session.events
         start = len(events)
         act()
@@ -342,9 +355,9 @@ class Replayer:
     def _submit(self, inp: dict[str, Any]) -> list[str]:
         return self._recorded(lambda: self.session.submit({**inp, "agent_id": self.agent}))
 
-    def _view_to(self, sid: str | None, extra: list[dict[str, Any]] = ()) -> list[str]:
+    def _view_to(self, sid: str | None, extra: Sequence[Mapping[str, Any]] = ()) -> list[str]:
         view = self.session.view(sid) if sid is not None else []
-        return self._submit({"type": "client.messages", "messages": view + list(extra)})
+        return self._submit({"type": "client.messages", "messages": [*view, *extra]})
 
     def _run_turn(self, turn: PlannedTurn) -> None:
         self._advance_to(turn.time)
@@ -369,7 +382,7 @@ class Replayer:
                                    else {"type": "client.append", "messages": msgs})
         else:
             created = self._view_to(parent, msgs)
-        self.record.map.update(zip(turn.nodes, created))
+        self.record.map.update(zip(turn.nodes, created, strict=False))
 
     def _start_compact(self, turn: PlannedTurn) -> list[dict[str, Any]]:
         """The log's own compaction, as the engine records one (see the module docstring):
@@ -420,7 +433,7 @@ class Replayer:
         """Answer with ``actions``; the tool results they add (``adds``, imported ids) map to
         the messages recorded, in order (the log's summary, recorded first, is mapped apart)."""
         created = [sid for sid in self._decide(actions) if sid not in self.llm.compactions]
-        self.record.map.update(zip(adds, created))
+        self.record.map.update(zip(adds, created, strict=False))
 
     def _decide(self, actions: list[dict[str, Any]]) -> list[str]:
         """Answer the waiting decision, then every context.limit that follows it
@@ -431,7 +444,7 @@ class Replayer:
         while s.decision is not None and s.decision["type"] == "context.limit":
             old_head = s.head
             answer = self._limit_answer()  # decide checks and copies what it is given
-            events = self._during(lambda: s.decide(answer))
+            events = self._during(functools.partial(s.decide, answer))
             made = _made_by_replace(events)
             if made:
                 self.record.limits[-1]["replaced"] = True
@@ -446,8 +459,11 @@ class Replayer:
         """The answer to the waiting ``context.limit``: what the engine proposes, or the worker's (given
         the decision as a worker sees it, the path included: ``Session.pending``)."""
         if self.worker is None:
-            return self.session.decision["proposed"]
+            waiting = self.session.decision
+            assert waiting is not None, "a context.limit waits"
+            return waiting["proposed"]
         decision = self.session.pending
+        assert decision is not None, "a context.limit waits"
         try:
             return self.worker(decision)
         except Exception as err:  # a worker's bug, named: the replay cannot go on without its answer
@@ -486,7 +502,7 @@ def limit_worker(worker: Any) -> Any:
     raise TypeError(f"worker must be None or a callable worker such as convlab.compact.sliding_window(), got {worker!r}{hint}")
 
 
-def _made_by_replace(events: list[Event]) -> list[str]:
+def _made_by_replace(events: Sequence[Mapping[str, Any]]) -> list[str]:
     """Ids a ``context.replace`` recorded among ``events``: the ``message.new``
     events before its ``context.replaced`` (none when there was no replace)."""
     made: list[str] = []
@@ -518,17 +534,8 @@ def replay(conversation: Conversation, config: Any = None, *, agent: str = "bot"
     answered there (and any that could not be given) are listed in
     ``Replay.stale``. ``Replay`` documents what else it holds.
 
-    Where the log compacted itself (a summary root) and a strategy fires too,
-    the log's compaction is replayed as the log did it, whatever the strategy
-    did before: its ``context.replace`` replaces the history the replay has
-    at that point (the strategy's, if one rewrote it) with the log's summary,
-    so from there on the model reads what the log's model read, the logged
-    usage applies again and those replies are not stale. The strategy fires
-    only on what follows, by the same rules as anywhere (an idle strategy at
-    the first call after the summary proposes the call as it was: nothing
-    precedes what it must keep). A reply the log gives straight after its
-    summary is the compaction's own turn: ``[context.replace, llm.call]`` in
-    one answer.
+    Where the log compacted itself and a strategy fires too, the log's
+    compaction is replayed as the log did it (the module says how).
 
     The cost model's knobs (``ReplayLLM`` documents both):
 
@@ -537,32 +544,19 @@ def replay(conversation: Conversation, config: Any = None, *, agent: str = "bot"
       float ``0 < r <= 1``: that share of the exact tokens it summarizes
       (0.1: a tenth); an int: that many tokens. Every later count starts
       from it.
-    - ``overhead``: the hidden prompt (system prompt and tool definitions no
-      log line holds). None (default): measured from the log, the logged
-      input minus the exact count of the transcript at the most recent call
-      whose logged usage applies; an int: that many tokens at every call the
-      log's usage does not answer (after a rewrite, or in a log with no
-      usage at all).
+    - ``overhead``: the hidden prompt (system prompt and tools). None
+      (default): measured from the log; an int: that many tokens at every
+      call the log's usage does not answer.
 
-    ``worker`` answers each ``context.limit`` the config raises: None (the
-    default) answers with what the engine proposes (the strategy that fired);
-    a worker such as ``convlab.compact.clear_tool_results()`` answers with its
-    own compaction (its ``context.replace`` then the held call), as it would
-    in a live ``Session(worker=...)``. The config still says when a limit is
-    raised; the worker says what is done about it. A worker that raises is a
-    ``ValueError`` naming it and the call; an answer the engine refuses is its
-    ``Refused``.
-
-    What the calls cost (``convlab.replay.cost``): ``model`` (a genai-prices
-    name, ``"claude-sonnet-4-5"``, or ``"provider:model"``) prices every call,
-    summary calls included, in US dollars (``Replay.calls[i]["usd"]``);
-    ``prompt_cache`` is the provider's cache rule (``"anthropic"``,
-    ``"openai"``, None: no cache; ``"auto"``, the default: the rule of
-    ``model``, else of the log's own model) predicting each call's
-    ``cached`` and ``cache_write`` tokens, with ``cache_ttl`` its lifetime
-    (``"5m"``, ``"1h"`` or seconds). The name ``cache`` was taken already (the
-    summary cache's folder). An unknown model is a ``convlab.PriceError``
-    naming the close matches.
+    ``worker`` answers each ``context.limit`` the config raises (None: what
+    the engine proposes; a ``convlab.compact`` compaction: its own, as in a
+    live ``Session(worker=...)``); one that raises is a ``ValueError`` naming
+    it and the call. ``model`` (a genai-prices name or ``provider:model``)
+    prices every call in dollars (``calls[i]["usd"]``); ``prompt_cache``
+    (``"anthropic"``, ``"openai"``, None; ``"auto"``: the model's rule, else
+    the log's model's) and ``cache_ttl`` predict each call's ``cached`` and
+    ``cache_write`` (``convlab.replay.cost``; ``cache`` names the summary
+    cache's folder).
 
     Summary calls get a stand-in summary (the log has none), unless
     ``summarizer`` names a provider to send them to: replies still come from

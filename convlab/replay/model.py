@@ -8,8 +8,8 @@ plus the hidden overhead), the stand-in summaries and the cost model's knobs
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from ..errors import ProviderError
 from ..providers.fakes import checked_replies, stand_in, summarized
@@ -189,7 +189,7 @@ class ReplayLLM:
         self.last_applied = True
 
     @classmethod
-    def for_plan(cls, plan: Plan, window: int | None, **kwargs: Any) -> "ReplayLLM":
+    def for_plan(cls, plan: Plan, window: int | None, **kwargs: Any) -> ReplayLLM:
         """The model of a replay of ``plan``: its logged replies, in the order they are replayed."""
         replies = []
         for nid in plan.calls:
@@ -225,7 +225,7 @@ class ReplayLLM:
         """Where the model stands: what ``until`` goes on from."""
         return (len(self.seen), len(self.summaries), self.stand_ins, len(self.compactions))
 
-    def until(self, mark: tuple[int, int, int, int], window: int | None) -> "ReplayLLM":
+    def until(self, mark: tuple[int, int, int, int], window: int | None) -> ReplayLLM:
         """A model, for a new session (``bind`` it), whose records are this one's up to ``mark``
         (a ``mark()`` of this model), with the same replies, knobs, ``summarize`` and counts,
         refusing above ``window``."""
@@ -331,7 +331,7 @@ class ReplayLLM:
         exact = self._read_exact(messages)
         whole = reply.get("whole", True) is not False
         observed = applies and logged is not None
-        if observed:
+        if applies and logged is not None:  # (observed)
             overhead = max(0, logged - exact)
             read = logged
         else:

@@ -7,9 +7,9 @@ text of a sweep once. How the log becomes protocol traffic: ``convlab.replay.dri
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from .. import toolcalls
 from ..conversation import LOST_PARENT
@@ -44,7 +44,7 @@ class ExactCounts:
         if missing:
             # one text (a new summary, mid-replay): no batch, whose thread pool costs more than the text
             counted = count_batch(missing, self.encoding) if len(missing) > 1 else [count_tokens(missing[0], self.encoding)]
-            for t, n in zip(missing, counted):
+            for t, n in zip(missing, counted, strict=True):
                 self._by_text[t] = n
             self.tokenized += len(missing)
 

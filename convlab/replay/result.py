@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,7 +93,8 @@ class Replay:
             if t == "llm.started" and ev.get("summary"):
                 summary_calls += 1
             elif t == "llm.completed":
-                tokens_read += input_tokens(ev.get("usage")) or 0
+                usage = ev.get("usage")
+                tokens_read += (input_tokens(usage) if isinstance(usage, Mapping) else None) or 0
             elif t == "llm.failed" and ev.get("error") == "too_long" and not ev.get("summary"):
                 overflows += 1
         counts = [c["count"] for c in self.calls] + [x["tokens"] for x in limits]

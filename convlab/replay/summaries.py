@@ -85,7 +85,7 @@ def request_key(model: str, request: Mapping[str, Any]) -> str:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
-def summaries_for(summarizer: Any, cache: Any, *, dry_run: bool = False) -> "Summaries | None":
+def summaries_for(summarizer: Any, cache: Any, *, dry_run: bool = False) -> Summaries | None:
     """The ``Summaries`` that ``replay`` and ``tune`` send summary calls to (None:
     no summarizer, the stand-in), with ``cache`` checked: None (the default
     folder), a folder, or False (memory only)."""
@@ -260,7 +260,7 @@ class Summaries:
     def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
         model = model_of(self.provider, request)
         key = request_key(model, request)
-        mine = None
+        mine: Future[dict[str, Any]] | None = None
         with self._lock:
             entry = self._known.get(key)
             waiting = self._asked.get(key) if entry is None else None
@@ -269,6 +269,7 @@ class Summaries:
         if entry is None and waiting is not None:
             entry = waiting.result()  # another thread is making it
         elif entry is None:
+            assert mine is not None, "made above, under the lock: this thread makes the entry"
             try:
                 entry = self._remembered(key) or self._call(key, model, request)
                 mine.set_result(entry)
@@ -301,7 +302,7 @@ class Summaries:
                 with self._lock:
                     self._failed.setdefault(key, str(err))
                 raise  # a failure is not the input's: asked again next time
-            entry = {"key": key, "model": model, "error": "too_long", "message": str(err)}
+            entry: dict[str, Any] = {"key": key, "model": model, "error": "too_long", "message": str(err)}
         else:
             entry = {"key": key, "model": model, "reply": reply}
         self._write(key, entry)

@@ -29,15 +29,15 @@ import copy
 import itertools
 import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..context import ContextConfig, applies, coerce, load_config, toml_document
 from ..conversation import Conversation
 from ..errors import ConfigError
-from . import workers
 from ..presets import Preset
+from . import workers
 from .driver import Replayer, limit_worker, pricing_for
 from .model import ReplayLLM
 from .plan import ExactCounts, Plan, plan
@@ -150,7 +150,7 @@ def config_grid(base: Any, axes: Mapping[str, Sequence[Any]], *, agent: str = "b
     out = []
     for values in itertools.product(*(list(axes[k]) for k in keys)):
         d = copy.deepcopy(doc)
-        for k, v in zip(keys, values):
+        for k, v in zip(keys, values, strict=True):
             _set(d, agent, k, v)
         coerce(d, agent)  # a bad value is a ConfigError naming the key
         out.append(d)
@@ -197,10 +197,10 @@ class _SharedReplay:
     says: list[Any]  # what config says at each of replayer.record.consulted
     start: int  # the turn it forked at from its parent (0: it ran from the start)
     row: dict[str, Any]
-    children: list["_SharedReplay"]
+    children: list[_SharedReplay]
 
     @classmethod
-    def made(cls, replayer: Replayer, start: int, parent: "_SharedReplay | None" = None) -> "_SharedReplay":
+    def made(cls, replayer: Replayer, start: int, parent: _SharedReplay | None = None) -> _SharedReplay:
         """The run of a finished replay; forked at ``start`` from ``parent``, whose
         config says the same before that turn (so what it said is not asked again)."""
         setup, consulted = Setup(replayer.config, replayer.worker), replayer.record.consulted
@@ -320,7 +320,7 @@ def tune(
     prompt_cache: str | None = "auto",
     cache_ttl: Any = "5m",
     dry_run: bool = False,
-) -> "pd.DataFrame":
+) -> pd.DataFrame:
     """Replay conversations under context configs: one row per (conversation, config).
 
     ``configs`` is one config or a list (TOML text, a path to a .toml file,
@@ -595,12 +595,12 @@ def _setups(configs: Any, grid: Mapping[str, Sequence[Any]] | None, worker: Any,
         return setups, [(c.name if isinstance(c, Preset) else None,) for c in documents], ["preset"]
     keys = list(grid)
     values = [list(grid[k]) for k in keys]
-    axes = {k: v for k, v in zip(keys, values) if k != "worker"}
+    axes = {k: v for k, v in zip(keys, values, strict=True) if k != "worker"}
     at = keys.index("worker") if "worker" in keys else None
     # one config per combination of the other axes (config_grid's product order), each parsed once
     parsed = [coerce(d, agent) for d in config_grid(configs, axes, agent=agent)]
-    others = [range(len(v)) for k, v in zip(keys, values) if k != "worker"]
-    by_rest = dict(zip(itertools.product(*others), parsed))
+    others = [range(len(v)) for k, v in zip(keys, values, strict=True) if k != "worker"]
+    by_rest = dict(zip(itertools.product(*others), parsed, strict=True))
     setups, labels = [], []
     for picks in itertools.product(*(range(len(v)) for v in values)):
         rest = tuple(p for i, p in enumerate(picks) if i != at)
@@ -660,7 +660,7 @@ def _schedule(sweep: _Sweep, ask: Any) -> dict[tuple[int, int], dict[str, Any]]:
     return results
 
 
-def _frame(sweep: _Sweep, results: Mapping[tuple[int, int], Mapping[str, Any]]) -> "pd.DataFrame":
+def _frame(sweep: _Sweep, results: Mapping[tuple[int, int], Mapping[str, Any]]) -> pd.DataFrame:
     """The sweep's frame: one row per (conversation, config), ``COLUMNS`` after the grid keys."""
     import pandas as pd
 
@@ -668,7 +668,7 @@ def _frame(sweep: _Sweep, results: Mapping[tuple[int, int], Mapping[str, Any]]) 
     for i, c in enumerate(sweep.conversations):
         for j, cfg in enumerate(sweep.configs):
             row = {"conversation": c.id, "source": c.source, "config": j}
-            row.update(dict(zip(sweep.grid_keys, sweep.labels[j])))
+            row.update(dict(zip(sweep.grid_keys, sweep.labels[j], strict=True)))
             row["window"] = cfg.config.window  # a grid over window: the same value
             row["strategies"] = _strategies(cfg.config)
             row["worker"] = None if cfg.worker is None else repr(cfg.worker)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import gc
 import os
 import threading
-from collections.abc import Mapping
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ..errors import ProviderError
 from .plan import ExactCounts, Plan
@@ -76,7 +76,7 @@ def _task(i: int, js: list[int]) -> tuple[int, Measured]:
     alive until its last config is placed, so the cyclic collector would walk
     them again and again for nothing (a third of the time): it waits for the
     end of the unit, in this process that is ours."""
-    rows, plans, counts, configs, agent, knobs, summarize = _WORK  # type: ignore[misc]
+    rows, plans, counts, configs, agent, knobs, summarize = _WORK  # type: ignore[misc]  # set by _start_worker before any task
     counts.prime(plans[i].texts())  # once per worker: a text it counted before is not counted again
     gc.disable()
     try:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import ipywidgets as w
@@ -128,7 +128,9 @@ class _MessageRow(w.VBox):
     ``limit`` rows, and in a kernel every message to the browser costs).
     """
 
-    def __init__(self, chat: "ChatView", node: Mapping[str, Any]) -> None:
+    children: Sequence[Any]  # the VBox's trait (ipywidgets has no types), named for mypy only
+
+    def __init__(self, chat: ChatView, node: Mapping[str, Any]) -> None:
         kit = chat._kit
         self.chat = chat
         self.node_id: str | None = node["id"]
@@ -171,18 +173,27 @@ class _MessageRow(w.VBox):
             self.edit_box.layout.display = "none"
 
     def _open_editor(self, show: bool) -> None:
-        if show and self.editor is None:
-            self.editor = w.Textarea(layout=w.Layout(width="auto", height="80px"))  # auto: stretched inside the margins
+        editor = self.editor
+        if show and editor is None:
+            editor = self.editor = w.Textarea(layout=w.Layout(width="auto", height="80px"))  # auto: stretched inside the margins
             send = _button("Send edit", "a new branch with this message changed", button_style="primary")
             cancel = _button("Cancel")
-            send.on_click(lambda _b: self.chat.edit(self.node_id, self.editor.value))
+            send.on_click(lambda _b: self._send_edit())
             cancel.on_click(lambda _b: self._open_editor(False))
-            self.edit_box = w.VBox([self.editor, w.HBox([send, cancel])], layout=w.Layout(display="none"))
+            self.edit_box = w.VBox([editor, w.HBox([send, cancel])], layout=w.Layout(display="none"))
             self.children = [*self.children, self.edit_box]
-        if show:
-            self.editor.value = self.content
+        if show and editor is not None:
+            editor.value = self.content
         if self.edit_box is not None:
             self.edit_box.layout.display = "" if show else "none"
+
+    def _send_edit(self) -> None:
+        if self.node_id is not None and self.editor is not None:  # (a pooled row shows a message while it is clicked)
+            self.chat.edit(self.node_id, self.editor.value)
+
+    def _step(self, step: int) -> None:
+        if self.node_id is not None:
+            self.chat._switch(self.node_id, step)
 
     def set_siblings(self, k: int, n: int) -> None:
         kit = self.chat._kit
@@ -191,8 +202,8 @@ class _MessageRow(w.VBox):
                 return
             prev = kit.make_button("‹", "the previous sibling (look at its branch)", kit.arrow)
             nxt = kit.make_button("›", "the next sibling (look at its branch)", kit.arrow)
-            prev.on_click(lambda _b: self.chat._switch(self.node_id, -1))
-            nxt.on_click(lambda _b: self.chat._switch(self.node_id, +1))
+            prev.on_click(lambda _b: self._step(-1))
+            nxt.on_click(lambda _b: self._step(+1))
             self.prev, self.next = prev, nxt
             self.count = w.Label("", layout=kit.plain, style=kit.label)
             self.nav = w.HBox([self.prev, self.count, self.next], layout=kit.plain)
@@ -273,7 +284,7 @@ class ChatView(Live, w.VBox):
         self._start(source, interval, ("clw", "clw-box", "cl-chat"))
 
     # -- following the session ---------------------------------------------------
-    def _on_event(self, event: dict[str, Any]) -> None:
+    def _on_event(self, event: Mapping[str, Any]) -> None:
         kind = event.get("type", "")
         stream = self._stream
         if kind == "llm.delta":  # to subscribers only: no seq, never in session.events
@@ -314,7 +325,7 @@ class ChatView(Live, w.VBox):
                                         + ' <span class="clw-muted">streaming…</span>')
             self.stream_text.value = f'<div class="clw-text">{esc("".join(stream["parts"]))}</div>'
         rows = [self._rows[nid] for nid in self._shown_ids()]
-        children = tuple(rows + [self.stream_row]) if stream is not None else tuple(rows)
+        children = (*rows, self.stream_row) if stream is not None else tuple(rows)
         if children != self.messages.children:
             self.messages.children = children
         self._title()
@@ -344,7 +355,7 @@ class ChatView(Live, w.VBox):
     def _bind_rows(self) -> None:
         shown = self._shown_ids()
         hidden = len(self._path_ids) - len(shown)
-        self.earlier.layout.display = "" if hidden or self._show_all and len(self._path_ids) > self.limit else "none"
+        self.earlier.layout.display = "" if hidden or (self._show_all and len(self._path_ids) > self.limit) else "none"
         self.earlier.description = f"Show {hidden} earlier messages" if hidden else "Show only the newest"
         want = set(shown)
         for nid in [n for n in self._rows if n not in want]:
@@ -435,12 +446,13 @@ class ChatView(Live, w.VBox):
 
     def send(self, text: str | None = None, queue: str | None = None, state: Any = ...) -> dict[str, Any]:
         """Send the input box (or ``text``) as ``client.message`` with the queue mode and state."""
-        if self.readonly:
+        box, mode, field = self.input, self.queue, self.state_field
+        if self.readonly or box is None or mode is None or field is None:  # (a read-only view has no input box)
             return self._done({"ok": False, "message": intents.READ_ONLY})
-        text = self.input.value if text is None else text
-        queue = self.queue.value if queue is None else queue
+        text = box.value if text is None else text
+        queue = mode.value if queue is None else queue
         if state is ...:
-            raw = self.state_field.value.strip()
+            raw = field.value.strip()
             try:
                 state = json.loads(raw) if raw else None
             except json.JSONDecodeError as err:
@@ -450,7 +462,7 @@ class ChatView(Live, w.VBox):
         with hold(self.source):
             outcome = intents.send_message(self.source, text, queue, state)
             if outcome["ok"]:
-                self.input.value = ""
+                box.value = ""
                 r = outcome["receipt"]
                 if r.get("merged"):
                     outcome["message"] = f"merged into queued turn {r['turn_id']}"

@@ -9,7 +9,7 @@ page: "Do not show its text as an answer").
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import ipywidgets as w
@@ -92,7 +92,7 @@ class DecisionPanel(Live, w.VBox):
         self._start(session, interval, ("clw", "clw-box", "cl-decisions"))
 
     # -- drawing -----------------------------------------------------------
-    def _on_event(self, event: dict[str, Any]) -> None:
+    def _on_event(self, event: Mapping[str, Any]) -> None:
         kind = str(event.get("type", ""))
         if kind == "decision.requested":
             self.redraw.mark(kind)  # a worker may answer it at once: shown if it still waits at the next draw
@@ -108,7 +108,7 @@ class DecisionPanel(Live, w.VBox):
         self._shown = ()
 
     def _sync(self) -> None:
-        pending = self.session.pending
+        pending = self.live.pending
         key = (None if pending is None else self._decision_seq(), self.status)
         if key == self._shown:
             return  # the same decision: keep what the person is editing
@@ -137,12 +137,12 @@ class DecisionPanel(Live, w.VBox):
             c.close()
 
     def _decision_seq(self) -> int | None:
-        for ev in reversed(self.session.events):
+        for ev in reversed(self.live.events):
             if ev.get("type") == "decision.requested":
                 return ev.get("seq")
         return None
 
-    def _button(self, key: str, text: str, actions: list[dict[str, Any]] | None, tooltip: str,
+    def _button(self, key: str, text: str, actions: list[dict[str, Any]] | Callable[[], list[dict[str, Any]]] | None, tooltip: str,
                 style: str = "") -> w.Button:
         b = w.Button(description=text, tooltip=tooltip, button_style=style, layout=w.Layout(width="auto"))
         b.disabled = actions is None
@@ -169,7 +169,7 @@ class DecisionPanel(Live, w.VBox):
         ]
         replace = next((a for a in proposed if a.get("type") == "context.replace"), None)
         has_summary = replace is not None and replace.get("summary") is not None
-        if has_summary:
+        if replace is not None and has_summary:
             self.summary.value = str(replace["summary"])
             out.append(w.HTML('<span class="clw-badge" style="color:#7c3aed">summary</span> '
                               '<span class="clw-muted">written by a summary call: it is not an answer and is not '
@@ -233,5 +233,5 @@ class DecisionPanel(Live, w.VBox):
         return [getattr(self, "summary", None)]
 
     def __repr__(self) -> str:
-        p = self.session.pending
+        p = self.live.pending
         return f"DecisionPanel(pending={None if p is None else p['type']!r})"

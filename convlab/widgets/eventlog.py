@@ -139,7 +139,7 @@ class EventLog(Live, w.VBox):
         self._start(source, interval, ("clw", "clw-box", "cl-events"), first=self._first)
 
     def _first(self) -> None:
-        self._types = {str(ev.get("type")) for ev in self.session.events[-500:]}
+        self._types = {str(ev.get("type")) for ev in self.live.events[-500:]}
         self._options()
         self.filter.observe(lambda _c: None if self._quiet else self._refilter(), names="value")
         self._refilter()
@@ -174,7 +174,7 @@ class EventLog(Live, w.VBox):
                 self._quiet = False
 
     def _draw(self) -> None:
-        events = self.session.events
+        events = self.live.events
         end = len(events)
         fresh: list[Mapping[str, Any]] = []
         types = len(self._types)
@@ -195,11 +195,11 @@ class EventLog(Live, w.VBox):
         for block, _evs, _lines in self._blocks:
             block.close()
         self._blocks = []
-        events = self.session.events
+        events = self.live.events
         for i in range(self._seen, len(events)):
             self._types.add(str(events[i].get("type")))
         self._seen = len(events)
-        picked = []
+        picked: list[Mapping[str, Any]] = []
         for i in range(self._seen - 1, -1, -1):
             if self._wanted(events[i]):
                 picked.append(events[i])
@@ -234,7 +234,7 @@ class EventLog(Live, w.VBox):
 
 
     def __repr__(self) -> str:
-        return f"EventLog(events={len(self.session.events)}, filter={self.filter.value!r})"
+        return f"EventLog(events={len(self.live.events)}, filter={self.filter.value!r})"
 
 
 def _html(lines: list[str]) -> str:

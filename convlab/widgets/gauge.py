@@ -13,6 +13,7 @@ that are new on the path, not the whole path again.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import ipywidgets as w
@@ -86,7 +87,7 @@ class ContextGauge(Live, w.VBox):
         super().__init__([w.HTML(STYLE), self.bar])
         self._start(source, interval, ("clw", "clw-box", "cl-gauge"))
 
-    def _on_event(self, event: dict[str, Any]) -> None:
+    def _on_event(self, event: Mapping[str, Any]) -> None:
         kind = str(event.get("type", ""))
         if kind.startswith(_EVENTS):
             self.redraw.touch(kind)

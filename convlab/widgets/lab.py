@@ -18,14 +18,14 @@ from typing import Any
 import ipywidgets as w
 
 from .. import LogError, Session
-from .chat import ChatView, STYLE, esc
+from . import intents
+from .chat import STYLE, ChatView, esc
 from .decisions import DecisionPanel
 from .eventlog import EventLog
 from .gauge import ContextGauge
 from .live import INTERVAL, close_inside
 from .source import REPLAY_HINT, shown, source_of
 from .treeview import TreeView
-from . import intents
 
 __all__ = ["Lab"]
 
@@ -107,6 +107,7 @@ class Lab(w.VBox):
             c = self.conversation
             return f"Lab(conversation={c.id!r}, messages={len(c)}, head={c.head!r}, read_only=True)"
         s = self.session
+        assert s is not None, "a Lab shows a Session when it shows no conversation"
         p = s.pending
         return (f"Lab(agent={intents.agent_of(s)!r}, messages={s.tree.number_of_nodes()}, head={s.head!r}, "
                 f"turns={len(s.turns)}, pending={None if p is None else p['type']!r})")

@@ -48,7 +48,8 @@ import sys
 import threading
 import time
 import weakref
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ipywidgets import Widget
 
@@ -89,8 +90,8 @@ def kinds(prefixes: tuple[str, ...]) -> frozenset[str]:
 #: Events at which a widget that waits for its draw looks whether it is due (``Redraw.touch``).
 LOOK = ENDS | {"llm.delta"}
 
-_dirty: "weakref.WeakSet[Redraw]" = weakref.WeakSet()  # widgets with events not drawn yet
-_by_source: "weakref.WeakKeyDictionary[Any, weakref.WeakSet[Redraw]]" = weakref.WeakKeyDictionary()
+_dirty: weakref.WeakSet[Redraw] = weakref.WeakSet()  # widgets with events not drawn yet
+_by_source: weakref.WeakKeyDictionary[Any, weakref.WeakSet[Redraw]] = weakref.WeakKeyDictionary()
 _depth: dict[int, int] = {}  # id(source) -> nesting of hold()
 _hooked: list[Any] = []  # the IPython shell whose post_run_cell flushes
 _lock = threading.Lock()  # _dirty and _by_source change on any thread that emits events
@@ -276,6 +277,11 @@ class Live:
     #: The event types the widget follows (None: all; ``kinds`` makes them from prefixes).
     EVENTS: frozenset[str] | None = None
 
+    if TYPE_CHECKING:  # what the widget class Live is mixed into has (ipywidgets), or each widget defines
+        def add_class(self, className: str) -> Any: ...
+        def _sync(self) -> None: ...
+        def _on_event(self, event: Mapping[str, Any]) -> None: ...
+
     def _bind(self, source: Any) -> None:
         """What the widget shows: ``source`` (what ``source_of`` gave), ``session`` (the live
         Session; None for an imported conversation) and ``conversation`` (the imported
@@ -285,12 +291,19 @@ class Live:
         self.session, self.conversation = shown(source)
 
     @property
+    def live(self) -> Session:
+        """The live Session a widget made with ``source_of(..., needs_session=True)`` shows."""
+        if self.session is None:
+            raise TypeError(f"{type(self).__name__} shows an imported conversation: it has no live Session")
+        return self.session
+
+    @property
     def readonly(self) -> bool:
         """An imported conversation: look and switch branches, never submit."""
         return self.conversation is not None
 
     def _follow(self, source: Any, interval: float) -> None:
-        self.redraw = Redraw(self._draw, interval)  # type: ignore[attr-defined]
+        self.redraw = Redraw(self._draw, interval)
         register(source, self.redraw)
 
     def _start(self, source: Any, interval: float, classes: tuple[str, ...] = (),
@@ -300,10 +313,10 @@ class Live:
         closes everything it made and raises: nothing half-built stays behind."""
         try:
             for cls in classes:
-                self.add_class(cls)  # type: ignore[attr-defined]
+                self.add_class(cls)
             self._follow(source, interval)
-            (first or self._sync)()  # type: ignore[attr-defined]
-            self._unsubscribe = source.subscribe(self._on_event, types=self.EVENTS)  # type: ignore[attr-defined]
+            (first or self._sync)()
+            self._unsubscribe = source.subscribe(self._on_event, types=self.EVENTS)
         except BaseException:
             self.close()
             raise
@@ -316,7 +329,7 @@ class Live:
         """What the ``Redraw`` calls: ``_sync``. A drawing bug is shown in the widget
         (``_show_error``), never raised into the engine's event loop."""
         try:
-            self._sync()  # type: ignore[attr-defined]
+            self._sync()
         except Exception as err:
             self._show_error(f"display error: {type(err).__name__}: {err}")
 
@@ -337,7 +350,7 @@ class Live:
         close_inside(self, *held)
         for x in held:
             x.close()
-        super().close()  # type: ignore[misc]
+        super().close()  # type: ignore[misc]  # the widget class Live is mixed into has close() (ipywidgets); object has none
 
 
 def _after_cell(*_args: Any) -> None:

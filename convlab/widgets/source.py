@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import os
 import weakref
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from .. import Conversation, Session
 
@@ -22,7 +23,7 @@ __all__ = ["ReadOnly", "source_of", "shown", "REPLAY_HINT"]
 #: How to get a Session for an imported conversation (``replay`` re-enacts it through the protocol).
 REPLAY_HINT = "convlab.replay(conversation) re-enacts it as a live Session"
 
-_shared: "weakref.WeakValueDictionary[int, ReadOnly]" = weakref.WeakValueDictionary()
+_shared: weakref.WeakValueDictionary[int, ReadOnly] = weakref.WeakValueDictionary()
 
 
 class ReadOnly:
@@ -97,9 +98,10 @@ def source_of(given: Any, widget: str, *, needs_session: bool = False) -> Sessio
     elif isinstance(getattr(given, "session", None), Session):
         source = given.session
     elif isinstance(given, Conversation):
-        source = _shared.get(id(given))
-        if source is None or source.conversation is not given:
-            source = _shared[id(given)] = ReadOnly(given)
+        shared = _shared.get(id(given))
+        if shared is None or shared.conversation is not given:
+            shared = _shared[id(given)] = ReadOnly(given)
+        source = shared
     elif isinstance(given, (list, tuple)):
         raise TypeError(f"{widget} shows one conversation, got a {type(given).__name__} of {len(given)}: "
                         f"convlab.read() returns a list, pass one of its items, e.g. {widget}(convs[0])")

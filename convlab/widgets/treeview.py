@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import pathlib
 from collections import ChainMap, deque
-from collections.abc import Mapping
-from typing import Any, Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import anywidget
 import traitlets
@@ -194,7 +194,7 @@ def _rows(attrs: Mapping[str, Mapping[str, Any]], kids: Mapping[str | None, list
     """Rows and lanes: preorder, the child that continues the lane (``lane_child``) last in its
     parent's lane, the others forking one lane right just above it; the toggle markers."""
     on_path = set(path)
-    next_on_path = dict(zip([None, *path], path))
+    next_on_path = dict(zip([None, *path], path, strict=False))
     newest = newest_leaves(attrs.values())
     out_nodes: list[dict[str, Any]] = []
     markers: list[dict[str, Any]] = []
@@ -221,7 +221,7 @@ def _rows(attrs: Mapping[str, Mapping[str, Any]], kids: Mapping[str | None, list
             markers.append({"id": nid, "row": row, "lane": lane, "hidden": hidden.get(nid, 0),
                             "expanded": nid in expanded and nid not in hidden})
         else:
-            out_nodes.append(_row(attrs[nid], row, lane, nid in on_path, nid == head, turn_status))  # type: ignore[index]
+            out_nodes.append(_row(attrs[nid], row, lane, nid in on_path, nid == head, turn_status))  # type: ignore[index]  # a "node" entry's id is never None (only a root marker's parent is)
             push_children(nid, lane)
         row += 1
     return out_nodes, markers, row, max_lane
@@ -268,7 +268,7 @@ class TreeView(Live, anywidget.AnyWidget):
             self._acting = False  # inside this view's own intent: the selection stays
             self._anchor = source.head  # the head the selection was made against
             self._status: dict[str, str] = {} if self.readonly else {
-                t["id"]: t["status"] for t in source.turns if t.get("status") in ("cancelled", "failed", "running")}
+                t["id"]: t["status"] for t in self.live.turns if t.get("status") in ("cancelled", "failed", "running")}
             self._added: list[str] = []  # messages recorded since the last draw
             self._turns: set[str] = set()  # turns whose status changed since the last draw
             self._turn_rows: dict[str, list[str]] = {}  # turn id -> its shown rows
@@ -299,12 +299,14 @@ class TreeView(Live, anywidget.AnyWidget):
                 "markers": self._markers, "links": self._links, "version": self._version}
 
     # -- following the session ---------------------------------------------------
-    def _on_event(self, event: dict[str, Any]) -> None:
+    def _on_event(self, event: Mapping[str, Any]) -> None:
         kind = event.get("type", "")
         if kind == "message.new":
             self._added.append(event["message"]["id"])
         elif kind in _SHOWN_STATUS:
             tid = event.get("turn_id")
+            if tid is None:  # (a turn's event always names it)
+                return
             status = _SHOWN_STATUS[kind]
             if status is None:
                 self._status.pop(tid, None)
