@@ -112,7 +112,7 @@ class Rule:
     any_prefix: bool
 
 
-def _ttl(ttl: Any) -> float:
+def _ttl(ttl: float | str) -> float:
     if isinstance(ttl, str) and ttl in TTLS:
         return TTLS[ttl]
     if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not math.isfinite(ttl) or ttl <= 0:
@@ -143,7 +143,7 @@ def default_rule(model: str | None) -> str | None:
     return None
 
 
-def rule(name: str | Rule | None, ttl: Any = None, model: str | None = None) -> Rule | None:
+def rule(name: str | Rule | None, ttl: float | str | None = None, model: str | None = None) -> Rule | None:
     """The rule ``name`` (``"anthropic"``, ``"openai"``, or None: no cache) with its
     lifetime ``ttl`` (seconds, ``"5m"`` or ``"1h"``; default 5 minutes) and, for
     Anthropic, the minimum cacheable length of ``model`` (1,024 when no model is given).
@@ -271,11 +271,11 @@ class PromptCache:
     {'cached': 1510, 'cache_write': 12}
     """
 
-    def __init__(self, rule_: str | Rule | None = "anthropic", ttl: Any = None, model: str | None = None) -> None:
+    def __init__(self, rule_: str | Rule | None = "anthropic", ttl: float | str | None = None, model: str | None = None) -> None:
         self.rule = rule(rule_, ttl, model)
         self._stores: dict[Any, _Store] = {}
 
-    def call(self, time: Any, blocks: Sequence[Any], model: Hashable = None) -> dict[str, int]:
+    def call(self, time: float | None, blocks: Sequence[Any], model: Hashable = None) -> dict[str, int]:
         """What the call at ``time`` reading ``blocks`` reads from the cache and writes to it."""
         if isinstance(blocks, (str, bytes)) or not isinstance(blocks, Sequence):
             raise ValueError(f"a call's blocks must be a sequence of (key, tokens) pairs, got {type(blocks).__name__}")
@@ -335,7 +335,7 @@ class PromptCache:
         return wrote
 
 
-def _time(time: Any, clock: float) -> float:
+def _time(time: float | None, clock: float) -> float:
     if time is None or (isinstance(time, float) and math.isnan(time)):
         return clock
     if isinstance(time, bool) or not isinstance(time, (int, float)) or not math.isfinite(time):
@@ -343,7 +343,7 @@ def _time(time: Any, clock: float) -> float:
     return float(time)
 
 
-def predict(calls: Iterable[Any], rule: str | Rule | None = "anthropic", ttl: Any = None, model: str | None = None) -> list[dict[str, int]]:
+def predict(calls: Iterable[Any], rule: str | Rule | None = "anthropic", ttl: float | str | None = None, model: str | None = None) -> list[dict[str, int]]:
     """Per call of one conversation, in order, the input tokens read from the cache
     (``cached``) and written to it (``cache_write``) under ``rule`` (see the module).
 

@@ -14,13 +14,14 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from . import jsondata, toolcalls
 from .errors import ConfigError
 
 __all__ = [
-    "ContextConfig", "Strategy", "load_config", "toml_document", "parse_context", "applies", "kept", "MARGIN", "Limit"]
+    "ContextConfig", "Strategy", "load_config", "toml_document", "parse_context", "applies", "kept", "MARGIN", "Limit",
+    "TomlSource", "ConfigLike"]
 
 #: The headroom the engine leaves below the window: a strategy without
 #: ``idle_secs`` applies above ``window - MARGIN``.
@@ -41,12 +42,12 @@ def _unknown_key(key: str, use: str) -> ConfigError:
     return ConfigError(key, f"unknown key for a {use} strategy (known: {', '.join(_STRATEGY_KEYS[use])})")
 
 
-def _is_number(v: Any) -> bool:
+def _is_number(v: object) -> bool:
     """A number a log can carry: finite, and an integer within 64 bits (``jsondata``)."""
     return isinstance(v, (int, float)) and not isinstance(v, bool) and jsondata.problem(v, "") is None
 
 
-def _is_int(v: Any) -> bool:
+def _is_int(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and jsondata.problem(v, "") is None
 
 
@@ -185,6 +186,14 @@ class ContextConfig:
         return Strategy(use="summarize")
 
 
+#: A config file as given: TOML text, a path to a ``.toml`` file, or the parsed document.
+TomlSource: TypeAlias = str | os.PathLike[str] | Mapping[str, Any]
+
+#: What ``Session(config=...)`` takes (``coerce``): None, a ``ContextConfig``, ``{agent: ContextConfig}``
+#: or a ``TomlSource``.
+ConfigLike: TypeAlias = ContextConfig | Mapping[str, ContextConfig] | TomlSource | None
+
+
 @dataclass(frozen=True)
 class Limit:
     """A strategy that applies: which, why, at what count."""
@@ -193,7 +202,7 @@ class Limit:
     reason: str  # "idle" or "full"
 
 
-def parse_context(table: Any, where: str = "context") -> ContextConfig:
+def parse_context(table: object, where: str = "context") -> ContextConfig:
     """Check one parsed context table; ``where`` prefixes the keys in errors.
 
     The values are checked by ``ContextConfig`` and ``Strategy`` themselves
@@ -237,7 +246,7 @@ def parse_context(table: Any, where: str = "context") -> ContextConfig:
         raise err.within(where) from None
 
 
-def toml_document(source: Any) -> Mapping[str, Any]:
+def toml_document(source: TomlSource) -> Mapping[str, Any]:
     """The parsed TOML document of a config: ``source`` is TOML text, a path to a
     ``.toml`` file, or the parsed document itself (returned as is). Errors are
     ``ConfigError`` naming the file or ``config``.
@@ -291,7 +300,7 @@ def _missing(agent: str, doc: Mapping[str, Any]) -> ConfigError:
     return ConfigError(f"agent.{agent}.context", f"missing: the config has no [agent.{agent}.context] table ({found})")
 
 
-def load_config(source: Any, agent: str | None = None) -> dict[str, ContextConfig]:
+def load_config(source: TomlSource, agent: str | None = None) -> dict[str, ContextConfig]:
     """Parse ``[agent.<id>.context]`` tables: ``{agent_id: ContextConfig}``.
 
     ``source`` is TOML text, a path to a ``.toml`` file, or the parsed
@@ -338,7 +347,7 @@ def load_config(source: Any, agent: str | None = None) -> dict[str, ContextConfi
     return out
 
 
-def coerce(config: Any, agent: str) -> ContextConfig:
+def coerce(config: ConfigLike, agent: str) -> ContextConfig:
     """What ``Session(config=...)`` takes: None, a ContextConfig, ``{agent: ContextConfig}``,
     TOML text, a path, or the parsed document (``load_config`` with ``agent``)."""
     if config is None:

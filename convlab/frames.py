@@ -80,7 +80,7 @@ def _branches(nodes: list[dict[str, Any]], path: list[str]) -> dict[str, int]:
     return branch
 
 
-def _output_tokens(usage: Any) -> int | None:
+def _output_tokens(usage: object) -> int | None:
     v = usage.get("output_tokens") if isinstance(usage, dict) else None
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")):
         return None

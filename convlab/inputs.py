@@ -24,7 +24,7 @@ def _bad(where: str, why: str) -> Refused:
     return Refused(400, f"{where}: {why}")
 
 
-def validate_message(m: Any, where: str) -> dict[str, Any]:
+def validate_message(m: object, where: str) -> dict[str, Any]:
     """A clean copy of one message, or ``Refused(400)`` naming the field."""
     if not isinstance(m, Mapping):
         raise _bad(where, f"a message must be an object, got {type(m).__name__}")
@@ -60,7 +60,7 @@ def validate_message(m: Any, where: str) -> dict[str, Any]:
     return out
 
 
-def _messages(value: Any, where: str, *, empty_ok: bool = False) -> list[dict[str, Any]]:
+def _messages(value: object, where: str, *, empty_ok: bool = False) -> list[dict[str, Any]]:
     if not isinstance(value, list):
         raise _bad(where, f"must be a list of messages, got {type(value).__name__}")
     if not value and not empty_ok:
@@ -75,7 +75,7 @@ def _messages(value: Any, where: str, *, empty_ok: bool = False) -> list[dict[st
     return out
 
 
-def validate(inp: Any, agent: str) -> dict[str, Any]:
+def validate(inp: object, agent: str) -> dict[str, Any]:
     """A checked client input, or ``Refused`` (400 malformed, 404 unknown agent)."""
     if not isinstance(inp, Mapping):
         raise Refused(400, f"an input must be an object, got {type(inp).__name__}")
@@ -116,7 +116,7 @@ def validate(inp: Any, agent: str) -> dict[str, Any]:
     return out
 
 
-def validate_actions(actions: Any) -> list[dict[str, Any]]:
+def validate_actions(actions: object) -> list[dict[str, Any]]:
     """A checked list of actions, or ``Refused(400)`` naming the action and field."""
     if not isinstance(actions, list):
         raise _bad("actions", f"must be a list, got {type(actions).__name__}")
@@ -165,7 +165,7 @@ def validate_actions(actions: Any) -> list[dict[str, Any]]:
     return out
 
 
-def reply_from(result: Any) -> dict[str, Any]:
+def reply_from(result: object) -> dict[str, Any]:
     """A provider's reply, checked and copied once: ``{"content", "usage"}`` plus any of
     ``name``, ``tool_calls``, ``metadata``. A reply of another shape is a failed call
     (``ProviderError("failed")``) that says what is wrong.

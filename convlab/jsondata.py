@@ -48,7 +48,7 @@ MAX_INT = 2**63
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def problem(value: Any, where: str) -> str | None:
+def problem(value: object, where: str) -> str | None:
     """Why ``value`` is not JSON data (naming the place), or None when it is.
 
     JSON data is dicts with string keys, lists, strings, numbers, booleans
@@ -126,7 +126,7 @@ def _text_problem(text: str) -> str | None:
     return None if m is None else f"a lone surrogate (U+{ord(m.group()):04X}) is not text JSON can carry"
 
 
-def repaired(value: Any) -> tuple[Any, int]:
+def repaired(value: object) -> tuple[Any, int]:
     """``value`` made JSON data every reader can carry, and how many values that
     changed (0: ``value`` itself comes back). For what is read from outside files
     (Python's ``json`` reads ``NaN``, and ``\\udXXX`` escapes can hold what UTF-8

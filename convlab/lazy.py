@@ -80,7 +80,7 @@ class LogStore:
         self._nroot = array("q")  # index of its top-level ancestor
         self._nnear = array("q")  # index of the nearest node with worker state at or above, -1
         self._cache: dict[int, dict[str, Any]] = {}  # the nodes read (Node dicts), by index
-        self._states: dict[int, Any] = {}
+        self._states: dict[int, dict[str, Any]] = {}
         self._built: nx.DiGraph | None = None
 
     def __contains__(self, node_id: object) -> bool:
@@ -157,10 +157,10 @@ class LogStore:
             k = self._next[k]
         return out
 
-    def state(self, node_id: str) -> Any:
+    def state(self, node_id: str) -> dict[str, Any] | None:
         return self._states.get(self._idx[node_id])
 
-    def set_state(self, node_id: str, state: Any) -> None:
+    def set_state(self, node_id: str, state: dict[str, Any]) -> None:
         i = self._idx[node_id]
         self._states[i] = state
         if self._built is not None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import sys
 import types
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from .compact import Compaction, summary_tail
 from .context import ContextConfig, Strategy
@@ -42,7 +42,7 @@ class Preset(NamedTuple):
     worker: Compaction | None
 
 
-def _preset(name: str, window: Any, over: Any, worker: Compaction | None) -> Preset:
+def _preset(name: str, window: int, over: int, worker: Compaction | None) -> Preset:
     try:
         config = ContextConfig(window=window, strategies=(Strategy("summarize", over_tokens=over),))
     except ConfigError as e:

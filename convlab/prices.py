@@ -37,10 +37,13 @@ import functools
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .cache import TTLS
 from .errors import PriceError
+
+if TYPE_CHECKING:
+    from genai_prices.types import ModelPrice
 
 __all__ = ["Prices", "usd", "model_ids", "resolve"]
 
@@ -143,7 +146,7 @@ class Prices:
     0.006
     """
 
-    def __init__(self, model: str, cache_ttl: Any = "5m", when: datetime | None = None) -> None:
+    def __init__(self, model: str, cache_ttl: float | str = "5m", when: datetime | None = None) -> None:
         self._provider, self._model = resolve(model)
         self.spec = model
         self.model, self.provider = self._model.id, self._provider.id
@@ -199,15 +202,15 @@ class Prices:
         return self._rates[tier]
 
 
-def _hour(ttl: Any) -> bool:
-    if ttl in TTLS:
+def _hour(ttl: float | str) -> bool:
+    if ttl in TTLS and isinstance(ttl, str):  # `in` first: an unhashable ttl is a TypeError, as it was
         return TTLS[ttl] >= 3600
     if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0:
         raise PriceError(f"cache_ttl must be '5m', '1h' or a positive number of seconds, got {ttl!r}")
     return ttl >= 3600
 
 
-def _tier_starts(price: Any) -> tuple[int, ...]:
+def _tier_starts(price: ModelPrice) -> tuple[int, ...]:
     """The input totals past which the model's price changes (genai-prices' tiers)."""
     g = _genai()
     starts = {t.start for v in vars(price).values() if isinstance(v, g.types.TieredPrices) for t in v.tiers}
@@ -215,11 +218,11 @@ def _tier_starts(price: Any) -> tuple[int, ...]:
 
 
 @functools.lru_cache(maxsize=64)
-def _prices(model: str, cache_ttl: Any) -> Prices:
+def _prices(model: str, cache_ttl: float | str) -> Prices:
     return Prices(model, cache_ttl)
 
 
-def usd(model: str, read: int, cached: int = 0, cache_write: int = 0, output: int = 0, cache_ttl: Any = "5m") -> float:
+def usd(model: str, read: int, cached: int = 0, cache_write: int = 0, output: int = 0, cache_ttl: float | str = "5m") -> float:
     """The price of one call of ``model`` in US dollars (``Prices``, looked up once per model).
 
     >>> usd("openai:gpt-4o", read=2000, cached=1024, output=100)

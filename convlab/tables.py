@@ -21,7 +21,7 @@ from .text import cells, fit
 __all__ = ["Column", "fit_table", "shorten", "compact", "plain", "STEPS"]
 
 
-def plain(value: Any) -> Any:
+def plain(value: object) -> Any:
     """A value of a frame as it was given: 600 (not 600.0 from a CSV, nor numpy's int64), None for NA.
 
     >>> import numpy as np
@@ -30,7 +30,7 @@ def plain(value: Any) -> Any:
     """
     import pandas as pd
 
-    if value is None or (not isinstance(value, str) and pd.isna(value)):
+    if value is None or (not isinstance(value, str) and pd.isna(value)):  # type: ignore[call-overload]  # isna takes any value; its stubs list types
         return None
     if hasattr(value, "item"):  # numpy scalars
         value = value.item()
@@ -39,7 +39,7 @@ def plain(value: Any) -> Any:
     return value
 
 
-def compact(n: Any) -> str:
+def compact(n: float) -> str:
     """A count in at most 5 characters.
 
     >>> [compact(n) for n in (950, 9_419, 16_790_991, 137_357, -40_006)]
@@ -88,7 +88,7 @@ class Column:
     def __init__(self, header: str, values: list[Any], *, short: str | None = None, number: bool = True,
                  fmt: Callable[[Any], str] | None = None, short_fmt: Callable[[Any], str] | None = None,
                  optional: int = 0, least: int = 0, keep_end: bool = False) -> None:
-        def show(v: Any, f: Callable[[Any], str]) -> str:
+        def show(v: object, f: Callable[[Any], str]) -> str:
             return "-" if v is None else f(v)
 
         values = [plain(v) for v in values]

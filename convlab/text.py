@@ -100,13 +100,14 @@ def _size(chars: int) -> str:
 _ARG_KEYS = ("command", "file_path", "path", "pattern", "url", "query", "prompt", "description", "code")
 
 
-def _argument(args: Any) -> str:
+def _argument(args: object) -> str:
     """The one argument of a tool call worth showing: its command, file, pattern, ... or its first string."""
     if isinstance(args, str):
+        text = args
         try:
-            args = json.loads(args)
+            args = json.loads(text)
         except ValueError:
-            return fit(_clean(args), ARG_CHARS)
+            return fit(_clean(text), ARG_CHARS)
     if isinstance(args, Mapping):
         for key in _ARG_KEYS:
             v = args.get(key)
@@ -123,13 +124,13 @@ def _argument(args: Any) -> str:
     return fit(_clean(json.dumps(args, ensure_ascii=False, default=str)), ARG_CHARS)
 
 
-def _tool_label(kind: str, name: Any, args: Any) -> str:
+def _tool_label(kind: str, name: object, args: object) -> str:
     name = _clean(str(name)) if name else "?"
     arg = _argument(args)
     return f"[{kind} {name}: {arg}]" if arg else f"[{kind} {name}]"
 
 
-def _part(part: Any) -> str:
+def _part(part: object) -> str:
     """One content part as text (a text part) or a short label."""
     if isinstance(part, str):
         return _clean(part)
@@ -158,7 +159,7 @@ def _part(part: Any) -> str:
     return f"[{_clean(str(kind))}]"
 
 
-def brief(content: Any) -> str:
+def brief(content: object) -> str:
     """``content`` as one readable line: text folded, every other part a short label.
 
     >>> brief("a  b\\nc")
@@ -180,7 +181,7 @@ def brief(content: Any) -> str:
     return " ".join(p for p in map(_part, content) if p)
 
 
-def readable(content: Any) -> str:
+def readable(content: object) -> str:
     """``content`` as a person reads it: text as written (its lines kept), every
     other part a short label (see ``brief``) on a line of its own.
 
@@ -216,7 +217,7 @@ def readable(content: Any) -> str:
     return "\n".join(out)
 
 
-def preview(content: Any, width: int) -> str:
+def preview(content: object, width: int) -> str:
     """One line of ``content`` (see ``brief``) cut to ``width`` cells with an ellipsis.
 
     >>> preview("a  b\\nc", 10), preview("x" * 20, 8)
@@ -228,7 +229,7 @@ def preview(content: Any, width: int) -> str:
 # -- trees -------------------------------------------------------------------
 
 
-def _check(graph: Any, head: Any, width: Any, name: str) -> None:
+def _check(graph: object, head: object, width: object, name: str) -> None:
     if not isinstance(graph, nx.DiGraph):
         what = type(graph).__name__
         hint = f" (a {what}'s tree: {name}(x.tree, x.head))" if hasattr(graph, "tree") and hasattr(graph, "head") else ""
@@ -275,7 +276,7 @@ class _Labels:
                     if isinstance(part, Mapping) and part.get("type") == "tool_use":
                         self.tools[str(part.get("id"))] = str(part.get("name"))
 
-    def id(self, nid: Any) -> str:
+    def id(self, nid: object) -> str:
         return _clean(str(nid)[: self.k])
 
     def head(self, nid: str, *tags: str) -> str:

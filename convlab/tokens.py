@@ -104,7 +104,7 @@ def get_encoding(name: str = "o200k_base"):
     return encoding
 
 
-def content_text(content: Any) -> str:
+def content_text(content: str | Iterable[object] | None) -> str:
     """The text a model reads from ``content``: a string, or the parts joined.
 
     Text parts give their text; any other part gives its JSON.
@@ -122,7 +122,7 @@ def content_text(content: Any) -> str:
     return "".join(pieces)
 
 
-def content_chars(content: Any) -> int:
+def content_chars(content: str | Iterable[object] | None) -> int:
     """Characters of ``content`` as PROTOCOL.md 5.1 counts them.
 
     >>> content_chars("abcd"), content_chars([{"type": "text", "text": "ab"}])

@@ -294,7 +294,7 @@ class MessageView(Mapping):
     def __getitem__(self, key: str) -> Any:
         return self._m[key]
 
-    def get(self, key: str, default: Any = None) -> Any:
+    def get(self, key: str, default: object = None) -> Any:
         return self._m.get(key, default)
 
     def __contains__(self, key: object) -> bool:
@@ -480,8 +480,8 @@ class NodeStore(Protocol):
     def parent(self, node_id: str) -> str | None: ...
     def record(self, node_id: str) -> Record: ...
     def children(self, node_id: str) -> list[str]: ...
-    def state(self, node_id: str) -> Any: ...
-    def set_state(self, node_id: str, state: Any) -> None: ...
+    def state(self, node_id: str) -> dict[str, Any] | None: ...
+    def set_state(self, node_id: str, state: dict[str, Any]) -> None: ...
     def near(self, node_id: str) -> str | None: ...
     def set_near(self, node_id: str, near: str | None) -> None: ...
     def nodes_in_order(self) -> list[dict[str, Any]]: ...
@@ -550,10 +550,10 @@ class MemoryStore:
             kid = self._next_kid.get(kid)
         return out
 
-    def state(self, node_id: str) -> Any:
+    def state(self, node_id: str) -> dict[str, Any] | None:
         return self._node[node_id]["state"]
 
-    def set_state(self, node_id: str, state: Any) -> None:
+    def set_state(self, node_id: str, state: dict[str, Any]) -> None:
         self._node[node_id]["state"] = state
 
     def near(self, node_id: str) -> str | None:
@@ -791,7 +791,7 @@ class Tree:
         up = self._store.record(parent)
         return Record(up.depth + 1, up.top, chars, chars + up.cum, up.last_call if call is None else call, reported)
 
-    def set_state(self, node_id: str, state: Any) -> None:
+    def set_state(self, node_id: str, state: Mapping[str, Any]) -> None:
         self._store.set_state(node_id, jsondata.copy(state))
         self._stated = True
         self._renear(node_id)
