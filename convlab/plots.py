@@ -19,12 +19,23 @@ from __future__ import annotations
 import io
 import math
 import textwrap
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import matplotlib.figure
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from .context import MARGIN, ContextConfig
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+    from matplotlib.axes import Axes
+    from matplotlib.legend import Legend
+    from matplotlib.text import Annotation
+    from matplotlib.transforms import Bbox
+
+    from .replay.result import Replay
 
 __all__ = ["count_per_call", "error_distribution", "sweep_heatmap", "sweep_pareto", "Figure"]
 
@@ -53,7 +64,7 @@ def _figure(size: tuple[float, float]) -> Figure:
     return Figure(figsize=size, layout="constrained")
 
 
-def _compact(value: float, _pos: Any = None) -> str:
+def _compact(value: float, _pos: int | None = None) -> str:
     """A tick label in a few characters: 1.5M, 250k, -40k, 900."""
     for scale, unit in ((1e6, "M"), (1e3, "k")):
         if abs(value) >= scale:
@@ -67,7 +78,7 @@ def _wrap(text: str, width_in: float, points: float = 12.0) -> str:
     return "\n".join(textwrap.wrap(text, chars, break_long_words=False, break_on_hyphens=False)) or text
 
 
-def count_per_call(replayed: Any, *, window: int | None = None, title: str | None = None):
+def count_per_call(replayed: Replay, *, window: int | None = None, title: str | None = None):
     """The engine's count at each model call of a replay, the ``window - 16000``
     line, every ``context.limit`` decision marked by its reason, and a
     vertical line where the log itself compacted (a summary root in the log,
@@ -119,7 +130,7 @@ def count_per_call(replayed: Any, *, window: int | None = None, title: str | Non
     return fig
 
 
-def error_distribution(calls: Any, *, title: str | None = None):
+def error_distribution(calls: Replay | Sequence[Mapping[str, Any]], *, title: str | None = None):
     """Histograms of the count's error per model call: against the exact count
     of what the model read, and against the log's usage where it applies.
 
@@ -133,7 +144,7 @@ def error_distribution(calls: Any, *, title: str | None = None):
     """
     from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-    rows = getattr(calls, "calls", calls)
+    rows = calls.calls if hasattr(calls, "calls") else calls
     exact = [c["count"] - c["exact"] for c in rows]
     usage = [c["count"] - c["logged"] for c in rows if c.get("applies", True) and c.get("logged") is not None]
     fig = _figure((9, 3.5))
@@ -159,7 +170,7 @@ def _cell_label(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 100 or float(v).is_integer() else f"{v:.2g}"
 
 
-def sweep_heatmap(df: Any, x: str, y: str, value: str = "tokens_read", *, agg: str = "sum", title: str | None = None,
+def sweep_heatmap(df: pd.DataFrame, x: str, y: str, value: str = "tokens_read", *, agg: str = "sum", title: str | None = None,
                   cost: str | None = None):
     """A sweep as a heatmap: ``y`` down, ``x`` across, ``value`` aggregated over
     conversations (``agg``: sum, mean, max, ...) and written in each cell.
@@ -184,12 +195,13 @@ def sweep_heatmap(df: Any, x: str, y: str, value: str = "tokens_read", *, agg: s
     for col in (x, y, value, *([cost] if cost is not None else [])):
         if col not in df.columns:
             raise KeyError(f"the frame has no column {col!r} (columns: {', '.join(map(str, df.columns))})")
-    table = df.pivot_table(index=y, columns=x, values=value, aggfunc=agg)
+    table = df.pivot_table(index=y, columns=x, values=value, aggfunc=agg)  # type: ignore[arg-type]  # pandas checks agg's name
     data = table.to_numpy(dtype=float)
     cells = list(_cells(data))
     labels = {ij: _cell_label(v) for ij, v in cells}
     if cost is not None:
-        costs = df.pivot_table(index=y, columns=x, values=cost, aggfunc=agg).reindex(index=table.index, columns=table.columns)
+        costs = df.pivot_table(index=y, columns=x, values=cost, aggfunc=agg).reindex(  # type: ignore[arg-type]  # as above
+            index=table.index, columns=table.columns)
         for (i, j), c in _cells(costs.to_numpy(dtype=float)):
             if (i, j) in labels:
                 labels[i, j] += f"\n{cost}: {_cell_label(c)}"
@@ -222,7 +234,7 @@ def sweep_heatmap(df: Any, x: str, y: str, value: str = "tokens_read", *, agg: s
     return fig
 
 
-def sweep_pareto(ranked: Any, *, title: str | None = None):
+def sweep_pareto(ranked: pd.DataFrame, *, title: str | None = None):
     """A sweep's trade-off: the share of tokens each config saved against how
     often it rewrote the history (summaries + resets), over every conversation.
 
@@ -292,7 +304,7 @@ def sweep_pareto(ranked: Any, *, title: str | None = None):
 _SPOTS = [(8, 0), (-8, 0)] + [(dx, dy) for step in range(1, 9) for dy in (14 * step, -14 * step) for dx in (8, -8)]
 
 
-def _place(ax: Any, labels: list[Any], points: list[tuple[float, float]], legend: Any) -> None:
+def _place(ax: Axes, labels: list[Annotation], points: list[tuple[float, float]], legend: Legend) -> None:
     """Move each label to the first spot (``_SPOTS``) where it overlaps no label placed before it, no
     point but its own and not the legend, inside the axes; the spot that overlaps least when none is free.
 
@@ -301,14 +313,16 @@ def _place(ax: Any, labels: list[Any], points: list[tuple[float, float]], legend
     fig = ax.figure
     for label in labels:
         label.set_in_layout(False)
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
+    canvas = fig.canvas
+    assert isinstance(canvas, FigureCanvasAgg)  # every figure here is a plots.Figure
+    canvas.draw()
+    renderer = canvas.get_renderer()
     frame = ax.get_window_extent(renderer)
     r = 5 * fig.dpi / 72  # a marker's half width, in pixels
     dots = [ax.transData.transform(p) for p in points]
     taken = [legend.get_window_extent(renderer)]
 
-    def cost(box: Any, own: Any) -> float:
+    def cost(box: Bbox, own: np.ndarray) -> float:
         inside = box.x0 >= frame.x0 and box.x1 <= frame.x1 and box.y0 >= frame.y0 and box.y1 <= frame.y1
         hits = sum(_overlap(box, t) for t in taken)
         hits += sum(_overlap(box, _dot(d, r)) for d in dots if abs(d[0] - own[0]) > 1e-6 or abs(d[1] - own[1]) > 1e-6)
@@ -330,17 +344,18 @@ def _place(ax: Any, labels: list[Any], points: list[tuple[float, float]], legend
         _, dx, dy, box = best
         label.set_position((dx, dy))
         label.set_horizontalalignment("left" if dx > 0 else "right")
+        assert label.arrow_patch is not None  # every label is made with arrowprops
         label.arrow_patch.set_visible(dy != 0)  # beside its point a label needs no leader
         taken.append(box)
 
 
-def _dot(center: Any, r: float) -> Any:
+def _dot(center: np.ndarray, r: float) -> Bbox:
     from matplotlib.transforms import Bbox
 
     return Bbox([[center[0] - r, center[1] - r], [center[0] + r, center[1] + r]])
 
 
-def _overlap(a: Any, b: Any) -> float:
+def _overlap(a: Bbox, b: Bbox) -> float:
     """The area two display boxes share (0 when they do not touch)."""
     w = min(a.x1, b.x1) - max(a.x0, b.x0)
     h = min(a.y1, b.y1) - max(a.y0, b.y0)

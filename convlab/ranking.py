@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .context import MARGIN, ContextConfig
 from .errors import TuneWarning
 from .tables import plain
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["rank", "RANK_COLUMNS", "grid_keys", "config_label", "short_keys"]
 
@@ -52,7 +55,7 @@ RANK_COLUMNS = (
 _SUMMED = ("calls", "limits", "summaries", "resets", "stale", "failed_turns", "tokens_read", "baseline_tokens_read")
 
 
-def grid_keys(df: Any) -> list[str]:
+def grid_keys(df: pd.DataFrame) -> list[str]:
     """The grid keys of a tune frame: its columns between ``config`` and ``window``.
 
     >>> import pandas as pd
@@ -67,7 +70,7 @@ def grid_keys(df: Any) -> list[str]:
     return columns[columns.index("config") + 1:columns.index("window")]
 
 
-def config_label(row: Any, keys: Sequence[str], names: Mapping[str, str] | None = None) -> str:
+def config_label(row: pd.Series | Mapping[str, Any], keys: Sequence[str], names: Mapping[str, str] | None = None) -> str:
     """A config as a person names it: its index, its window and its grid keys' values
     (each key as ``names`` shows it, e.g. ``short_keys(keys)``).
 
@@ -101,7 +104,7 @@ def short_keys(keys: Sequence[str]) -> dict[str, str]:
 BY = ("tokens", "usd")
 
 
-def rank(df: Any, by: str = "tokens"):
+def rank(df: pd.DataFrame, by: str = "tokens"):
     """The configs of a sweep ranked by what they save against what they cost, over every conversation.
 
     ``df`` is what ``convlab.tune`` returns (or that frame read back from its
@@ -217,7 +220,7 @@ def rank(df: Any, by: str = "tokens"):
     return out
 
 
-def _undominated(saved: Any, rewrites: Any, i: int) -> bool:
+def _undominated(saved: pd.Series, rewrites: pd.Series, i: int) -> bool:
     """No other config saves at least as much with at most as many rewrites, and does better on one."""
     s, r = saved.iloc[i], rewrites.iloc[i]
     if math.isnan(s):
@@ -229,7 +232,7 @@ def _undominated(saved: Any, rewrites: Any, i: int) -> bool:
     return True
 
 
-def _warning(config: Any, rows: Any) -> str:
+def _warning(config: pd.Series, rows: pd.DataFrame) -> str:
     """Why a config's figures mislead (see ``rank``), "" when nothing does."""
     import pandas as pd
 
@@ -254,7 +257,7 @@ def _warning(config: Any, rows: Any) -> str:
     return "; ".join(said)
 
 
-def _hidden(row: Any) -> str:
+def _hidden(row: pd.Series) -> str:
     """`` (30,000 tokens, measured at 180 calls)``: a conversation's hidden prompt and what it rests on."""
     import pandas as pd
 
@@ -264,13 +267,13 @@ def _hidden(row: Any) -> str:
     return f" ({int(row['overhead']):,} tokens{rests})"
 
 
-def _which(rows: Any, detail: Any = lambda r: "") -> str:
+def _which(rows: pd.DataFrame, detail: Callable[[pd.Series], str] = lambda r: "") -> str:
     """The conversations of ``rows`` named, the first three: ``c (detail)`` or ``3 conversations: a; b; c; and 2 more``."""
     shown = "; ".join(f"{r['conversation']}{detail(r)}" for _, r in rows.head(3).iterrows())
     more = f"; and {len(rows) - 3} more" if len(rows) > 3 else ""
     return shown if len(rows) == 1 else f"{len(rows)} conversations: {shown}{more}"
 
 
-def _count(n: Any, what: str) -> str:
+def _count(n: float, what: str) -> str:
     n = int(n)
     return f"{n:,} {what}" if n == 1 else f"{n:,} {what}s"

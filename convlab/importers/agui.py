@@ -49,11 +49,11 @@ REASONING_ENCRYPTED_VALUE SUBAGENT_STARTED SUBAGENT_FINISHED SUBAGENT_ERROR
 """.split())
 
 
-def _is_input(x: Any) -> bool:
+def _is_input(x: object) -> bool:
     return isinstance(x, Mapping) and "type" not in x and isinstance(x.get("threadId"), str) and isinstance(x.get("messages"), list)
 
 
-def _is_event(x: Any) -> bool:
+def _is_event(x: object) -> bool:
     return isinstance(x, Mapping) and isinstance(x.get("type"), str) and x["type"] in EVENTS
 
 
@@ -122,7 +122,7 @@ def parse(doc: Document) -> Iterable[Conversation]:
     calls: dict[str, str] = {}  # tool call id -> the assistant message that holds it
     time: float | None = None  # the last timestamp seen
 
-    def on(tid: Any) -> _StreamThread:
+    def on(tid: object) -> _StreamThread:
         key = tid if isinstance(tid, str) and tid else stem
         if key not in threads:
             threads[key] = _StreamThread(key, source)

@@ -29,7 +29,7 @@ def parse(doc: Document) -> Iterator[Conversation]:
     return doc.each(parse_one)
 
 
-def content_of(raw: Any) -> str | list[Any]:
+def content_of(raw: object) -> str | list[Any]:
     """ChatGPT ``content`` as protocol content: text parts joined, other parts kept as given."""
     if isinstance(raw, str):
         return raw
@@ -48,7 +48,7 @@ def _hidden(message: Mapping[str, Any]) -> bool:
     return bool(isinstance(meta, Mapping) and meta.get("is_visually_hidden_from_conversation"))
 
 
-def parse_one(conv: Any, source: str, index: int) -> Conversation:
+def parse_one(conv: object, source: str, index: int) -> Conversation:
     if not isinstance(conv, Mapping):
         problems = Problems(source, f"#{index}")
         problems.add(None, f"item {index} is a {type(conv).__name__}, not a conversation; read as empty")

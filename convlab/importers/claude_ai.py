@@ -39,7 +39,7 @@ def content_of(m: Mapping[str, Any]) -> str | list[Any]:
     return text if isinstance(text, str) else ""
 
 
-def parse_one(item: Any, source: str, index: int) -> Conversation:
+def parse_one(item: object, source: str, index: int) -> Conversation:
     cid = str(item.get("uuid") or f"#{index}") if isinstance(item, Mapping) else f"#{index}"
     problems = Problems(source, cid)
     messages = item.get("chat_messages") if isinstance(item, Mapping) else None

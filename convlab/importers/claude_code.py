@@ -96,7 +96,7 @@ def _group(row: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _blocks(content: Any) -> list[Any]:
+def _blocks(content: object) -> list[Any]:
     if isinstance(content, list):
         return list(content)
     if isinstance(content, str):
@@ -104,7 +104,7 @@ def _blocks(content: Any) -> list[Any]:
     return []
 
 
-def _is_result(block: Any) -> bool:
+def _is_result(block: object) -> bool:
     return isinstance(block, Mapping) and block.get("type") == "tool_result"
 
 
@@ -117,7 +117,7 @@ def _tool_calls(blocks: list[Any]) -> list[dict[str, Any]] | None:
     return calls or None
 
 
-def _text(content: Any) -> str | list[Any]:
+def _text(content: object) -> str | list[Any]:
     return content if isinstance(content, (str, list)) else "" if content is None else str(content)
 
 
@@ -193,7 +193,7 @@ class RowIndex:
             if g not in self.groups:
                 self.groups.append(g)
 
-    def resolve(self, parent: Any, group: str | None) -> tuple[str, Any]:
+    def resolve(self, parent: object, group: str | None) -> tuple[str, Any]:
         """Walk up through rows that are not messages: ``("node", id)``, ``("root", None)``,
         ``("boundary", row)``, ``("outside", uuid)`` (a node of another group),
         ``("dangling", uuid)`` or ``("loop", uuid)``."""

@@ -45,12 +45,12 @@ _TIME_KEYS = ("createdAt", "created_at", "timestamp", "time")
 _HEAD_KEYS = ("currentId", "currentMessageId", "current_node")
 
 
-def is_record(x: Any) -> bool:
+def is_record(x: object) -> bool:
     """A message record of this shape: an ``id`` and a parent key, and not LibreChat's ``messageId``."""
     return isinstance(x, Mapping) and "id" in x and "messageId" not in x and any(k in x for k in PARENT_KEYS)
 
 
-def _is_conversation(x: Any) -> bool:
+def _is_conversation(x: object) -> bool:
     if not isinstance(x, Mapping) or not isinstance(x.get("messages"), list):
         return False
     return any(is_record(m) for m in x["messages"][:5])
@@ -107,14 +107,14 @@ def _records(messages: list[Any], problems: Problems) -> list[Record]:
     return records
 
 
-def _named(item: Any, keys: tuple[str, ...]) -> str | None:
+def _named(item: object, keys: tuple[str, ...]) -> str | None:
     """The first of ``keys`` that ``item`` holds as a string or an integer, as a string."""
     if not isinstance(item, Mapping):
         return None
     return next((str(item[k]) for k in keys if isinstance(item.get(k), (str, int)) and not isinstance(item[k], bool)), None)
 
 
-def parse_one(item: Any, source: str, default_id: str) -> Conversation:
+def parse_one(item: object, source: str, default_id: str) -> Conversation:
     """One conversation: ``{"messages": [...], "title"?, "id"?, "currentId"?}``."""
     cid = _named(item, ("conversationId", "id", "chatId")) or default_id
     problems = Problems(source, cid)

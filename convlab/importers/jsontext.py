@@ -37,7 +37,7 @@ MAX_DEPTH = 10_000
 SHALLOW = 400
 
 
-def nests_deeper(value: Any, limit: int = SHALLOW) -> bool:
+def nests_deeper(value: object, limit: int = SHALLOW) -> bool:
     """Whether a JSON value nests more than ``limit`` levels of arrays and objects (without recursion).
 
     >>> nests_deeper([[["x"]]], 3), nests_deeper([[["x"]]], 2)

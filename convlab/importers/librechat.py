@@ -15,7 +15,7 @@ becomes its ``usage.input_tokens``.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from ..conversation import Conversation
 from .documents import Document
@@ -36,7 +36,7 @@ from .records import (
 NAME = "librechat"
 
 
-def _is_export(item: Any) -> bool:
+def _is_export(item: object) -> TypeGuard[Mapping[str, Any]]:
     if not isinstance(item, Mapping) or not isinstance(item.get("messages"), list):
         return False
     first = next((m for m in item["messages"] if isinstance(m, Mapping)), None)
@@ -64,7 +64,7 @@ def content_of(m: Mapping[str, Any]) -> str | list[Any]:
     return text if isinstance(text, str) else ""
 
 
-def parse_one(item: Any, source: str, index: int) -> Conversation:
+def parse_one(item: object, source: str, index: int) -> Conversation:
     cid = str(item.get("conversationId") or f"#{index}") if isinstance(item, Mapping) else f"#{index}"
     problems = Problems(source, cid)
     records: list[Record] = []

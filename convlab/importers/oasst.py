@@ -22,7 +22,7 @@ NAME = "oasst"
 _META = ("rank", "lang", "synthetic", "model_name", "review_count", "review_result", "emojis", "deleted")
 
 
-def _tree(item: Any) -> Mapping[str, Any] | None:
+def _tree(item: object) -> Mapping[str, Any] | None:
     if isinstance(item, Mapping) and isinstance(item.get("prompt"), Mapping) and "message_id" in item["prompt"]:
         return item
     return None
@@ -36,14 +36,14 @@ def parse(doc: Document) -> Iterator[Conversation]:
     return doc.each(parse_one)
 
 
-def _rank_key(m: Any, position: int) -> tuple[int, float, int]:
+def _rank_key(m: object, position: int) -> tuple[int, float, int]:
     rank = m.get("rank") if isinstance(m, Mapping) else None
     if isinstance(rank, (int, float)) and not isinstance(rank, bool):
         return (0, float(rank), position)
     return (1, 0.0, position)
 
 
-def parse_one(item: Any, source: str, index: int) -> Conversation:
+def parse_one(item: object, source: str, index: int) -> Conversation:
     tid = str(item.get("message_tree_id") or f"#{index}") if isinstance(item, Mapping) else f"#{index}"
     problems = Problems(source, tid)
     records: list[Record] = []

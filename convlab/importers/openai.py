@@ -24,11 +24,11 @@ from .records import Problems, Record, conversation, role_of, to_time, usage_of
 NAME = "openai"
 
 
-def is_message(x: Any) -> bool:
+def is_message(x: object) -> bool:
     return isinstance(x, Mapping) and isinstance(x.get("role"), str) and ("content" in x or "tool_calls" in x)
 
 
-def _is_conversation(x: Any) -> bool:
+def _is_conversation(x: object) -> bool:
     return isinstance(x, Mapping) and isinstance(x.get("messages"), list) and any(is_message(m) for m in x["messages"][:5])
 
 
@@ -52,7 +52,7 @@ def parse(doc: Document) -> Iterable[Conversation]:
     return doc.each(lambda item, source, i: parse_one(item, source, f"{stem}#{i}"))
 
 
-def parse_one(item: Any, source: str, default_id: str) -> Conversation:
+def parse_one(item: object, source: str, default_id: str) -> Conversation:
     cid = str(item.get("id") or default_id) if isinstance(item, Mapping) else default_id
     problems = Problems(source, cid)
     messages = item.get("messages") if isinstance(item, Mapping) else None

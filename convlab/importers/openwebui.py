@@ -18,7 +18,7 @@ from .records import Problems, Record, conversation, fields, role_of, text_or_pa
 NAME = "openwebui"
 
 
-def _chat(item: Any) -> Mapping[str, Any] | None:
+def _chat(item: object) -> Mapping[str, Any] | None:
     if not isinstance(item, Mapping):
         return None
     if isinstance(item.get("history"), Mapping):
@@ -37,7 +37,7 @@ def parse(doc: Document) -> Iterator[Conversation]:
     return doc.each(parse_one)
 
 
-def content_of(raw: Any) -> str | list[Any]:
+def content_of(raw: object) -> str | list[Any]:
     if isinstance(raw, str):
         return raw
     if isinstance(raw, list):
@@ -45,7 +45,7 @@ def content_of(raw: Any) -> str | list[Any]:
     return "" if raw is None else str(raw)
 
 
-def parse_one(item: Any, source: str, index: int) -> Conversation:
+def parse_one(item: object, source: str, index: int) -> Conversation:
     chat = _chat(item)
     outer = item if isinstance(item, Mapping) else {}
     cid = str(outer.get("id") or (chat or {}).get("id") or f"#{index}")

@@ -145,7 +145,7 @@ _ROLE_ALIASES = {
 }
 
 
-def role_of(raw: Any, problems: Problems, node: str | None) -> str | None:
+def role_of(raw: object, problems: Problems, node: str | None) -> str | None:
     """The protocol role for a format's role name; ``None`` (and a problem) when there is none."""
     if isinstance(raw, str) and raw.lower() in _ROLE_ALIASES:
         return _ROLE_ALIASES[raw.lower()]
@@ -153,7 +153,7 @@ def role_of(raw: Any, problems: Problems, node: str | None) -> str | None:
     return None
 
 
-def to_time(value: Any) -> float | None:
+def to_time(value: object) -> float | None:
     """Seconds since the epoch from a number (seconds or milliseconds) or an ISO 8601 string."""
     if isinstance(value, bool) or value is None:
         return None
@@ -191,15 +191,15 @@ def text_or_parts(parts: Iterable[Any]) -> str | list[Any]:
     return out
 
 
-def _is_text(part: Any) -> bool:
+def _is_text(part: object) -> bool:
     return isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str)
 
 
-def _is_count(v: Any) -> bool:
+def _is_count(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def usage_of(raw: Any) -> dict[str, Any] | None:
+def usage_of(raw: object) -> dict[str, Any] | None:
     """A provider's usage as a node's ``usage``: ``input_tokens``/``output_tokens`` (+ cache fields).
 
     Anthropic names are kept; OpenAI (``prompt_tokens``/``completion_tokens``)
@@ -411,7 +411,7 @@ def conversation(
     problems: Problems,
     *,
     id: str,
-    title: Any,
+    title: object,
     format: str,
     source: str,
     head: Head = None,
@@ -438,12 +438,12 @@ def conversation(
         problems.add(None, f"current node {head!r} is not a message of the conversation; head set to the newest leaf")
         head = None
     tree.head = head if head is not None else newest_leaf(tree.graph)
-    (id, title), fixed = jsondata.repaired([id, title if isinstance(title, str) else None])
+    (id, title_text), fixed = jsondata.repaired([id, title if isinstance(title, str) else None])
     metadata, more = jsondata.repaired(metadata)
     if fixed or more:
         problems.add(None, "its id, title or metadata held what JSON cannot carry; read repaired (jsondata.repaired)")
     problems.warn()
-    return Conversation(tree, id=id, title=title, format=format, source=source, metadata=metadata)
+    return Conversation(tree, id=id, title=title_text, format=format, source=source, metadata=metadata)
 
 
 def table(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:
@@ -456,7 +456,7 @@ def table(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def fields(item: Any, *keys: str) -> dict[str, Any]:
+def fields(item: object, *keys: str) -> dict[str, Any]:
     """The ``keys`` of ``item`` that hold something (not None, not empty), for a conversation's metadata.
 
     >>> fields({"create_time": 1.5, "title": "", "model": None}, "create_time", "title", "model", "missing")

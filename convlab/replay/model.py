@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
 from ..providers.fakes import checked_replies, stand_in, summarized
@@ -17,10 +17,13 @@ from ..tokens import content_text, count_tokens
 from ..tree import PathView, input_tokens
 from .plan import ExactCounts, Plan
 
+if TYPE_CHECKING:
+    from ..engine import Session
+
 __all__ = ["ReplayLLM"]
 
 
-def _size(value: Any) -> Any:
+def _size(value: int | float | None) -> int | float | None:
     """``summary_size`` checked: None, a ratio in (0, 1], or a whole number of tokens."""
     if value is None:
         return None
@@ -37,7 +40,7 @@ def _size(value: Any) -> Any:
     return float(value)
 
 
-def _overhead(value: Any) -> Any:
+def _overhead(value: int | None) -> int | None:
     """``overhead`` checked: None (measured from the log) or a whole number of tokens, 0 or more."""
     if value is None:
         return None
@@ -176,7 +179,7 @@ class ReplayLLM:
         self.applies = applies
         self.summarize = summarize
         self.counts = counts
-        self._session: Any = None
+        self._session: Session | None = None
         self._exact: dict[str, int] = {}  # session id -> exact tokens (a bound model's cache)
         self.used: list[Any] = []
         self.next = 0  # the index in ``replies`` of the reply the next call gets
@@ -202,7 +205,7 @@ class ReplayLLM:
     def __repr__(self) -> str:
         return f"ReplayLLM({len(self.used)}/{len(self.replies)} replies used)"
 
-    def expect(self, reply_id: Any) -> None:
+    def expect(self, reply_id: str) -> None:
         """The next call is for the logged reply ``reply_id`` (and so is a call refused as too long
         that runs again): what a replay says before each call, so that a reply no call asked for
         (its turn failed) never shifts a later call onto another reply."""
@@ -211,7 +214,7 @@ class ReplayLLM:
         self.next = self._index[reply_id]
 
     # -- one session -------------------------------------------------------
-    def bind(self, session: Any) -> None:
+    def bind(self, session: Session) -> None:
         """Answer for ``session``: its clock, its ids (see the class docstring). Once, before its first call."""
         if self.clock is not None or self.applies is not None:
             raise ValueError("a ReplayLLM bound to a session reads its clock and history there: give no clock= or applies=")
@@ -258,6 +261,7 @@ class ReplayLLM:
         """Exact tokens of the session message ``sid`` (a copy counts as its original)."""
         n = self._exact.get(sid)
         if n is None:
+            assert self._session is not None  # only a bound model counts by the session's ids
             node = self._session.tree.nodes[sid]
             n = self._exact_of(node["copied_from"]) if node.get("copied_from") else self._tokens(content_text(node["content"]))
             self._exact[sid] = n
@@ -310,7 +314,7 @@ class ReplayLLM:
             size = max(1, round(size * self.count(summarized(messages))))
         return stand_in(messages, size)
 
-    def _latency_to(self, time: Any) -> float:
+    def _latency_to(self, time: object) -> float:
         now = self._session.clock if self._session is not None else self.clock() if self.clock is not None else None
         if now is None or not isinstance(time, (int, float)):
             return 0.0
