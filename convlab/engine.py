@@ -35,10 +35,10 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO, TypeAlias, cast
 
 from . import inputs, jsondata, providers
-from .context import DEFAULT_PROMPT, ContextConfig, Strategy, applies, coerce, kept
+from .context import DEFAULT_PROMPT, ConfigLike, ContextConfig, Strategy, applies, coerce, kept
 from .errors import CallCancelled, LogError, ProviderError, Refused
 from .lazy import LazyEvents, LazyTree
 from .log import TREE_EVENTS, LogWriter, apply_tree_event, event_at, read_lines
@@ -46,7 +46,7 @@ from .tokens import content_chars, content_text, estimate
 from .tree import Message, PathView, Tree, ViewError, message_of, new_node
 from .wire import EVENT_FIELDS, Decision, Event, Receipt, Snapshot, Turn, receipt
 
-__all__ = ["Session", "chat_worker", "SUMMARY_PREFIX"]
+__all__ = ["Session", "Worker", "chat_worker", "SUMMARY_PREFIX"]
 
 #: How a summary message opens: it says the earlier conversation was summarized.
 SUMMARY_PREFIX = "The earlier conversation was summarized:\n\n"
@@ -55,6 +55,14 @@ MAX_STEPS = 100_000  # a run() that takes more steps has a worker that never end
 
 #: How a turn can end (PROTOCOL.md 3).
 TURN_ENDS = ("turn.completed", "turn.failed", "turn.cancelled")
+
+#: A worker (``Session(worker=...)``, a replay's ``worker``): the decision request as it sees it
+#: (``Session.pending``) -> its actions, which the engine checks as they come back (``inputs.validate_actions``).
+Worker: TypeAlias = Callable[[Decision], list[dict[str, Any]]]
+
+#: What ``Session(worker=...)`` takes: ``"chat"``, ``"manual"`` or a worker; a worker typed to take a
+#: plain ``dict`` too (a decision is one at run time: PEP 589 makes no TypedDict a ``dict`` to a type checker).
+WorkerLike: TypeAlias = str | Worker | Callable[[dict], list]
 
 
 def chat_worker(decision: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -148,10 +156,10 @@ class Session:
 
     def __init__(
         self,
-        config: Any = None,
+        config: ConfigLike = None,
         agent: str = "bot",
         llm: Any = None,
-        worker: str | Callable[[dict], list] = "chat",
+        worker: WorkerLike = "chat",
         autorun: bool = True,
         log: str | os.PathLike | None = None,
         clock: float | None = None,
@@ -160,7 +168,7 @@ class Session:
         self._log: LogWriter | None = LogWriter(log) if log is not None else None
         self._emit("session.started", agent=agent, config=self.config.to_dict())
 
-    def _setup(self, agent: str, config: ContextConfig, llm: Any, worker: Any, autorun: bool, clock: float | None) -> None:
+    def _setup(self, agent: str, config: ContextConfig, llm: Any, worker: WorkerLike, autorun: bool, clock: float | None) -> None:
         """Everything a new or a loaded session starts from (the one constructor both use)."""
         if not isinstance(agent, str) or not agent:
             raise ValueError(f"agent must be a non-empty string, got {agent!r}")
@@ -711,13 +719,16 @@ class Session:
         return True
 
     def _ask_worker(self, asked: dict[str, Any]) -> bool:
-        if self.worker == "manual":
+        worker = self.worker
+        if worker == "manual":
             return False
-        if self.worker == "chat":  # it reads only the path's last message: a view, not a copy of the path
-            actions = chat_worker({**asked, "messages": PathView(self._tree, asked["head"])})
+        if isinstance(worker, str):  # "chat" (_setup takes no other name): it reads only the path's last message,
+            actions = chat_worker({**asked, "messages": PathView(self._tree, asked["head"])})  # a view, not a copy
         else:
+            decision = self.pending
+            assert decision is not None  # ``asked`` waits: this is its view
             try:
-                actions = self.worker(self.pending)
+                actions = worker(decision)  # type: ignore[arg-type]  # a worker typed (dict) -> list takes it: see WorkerLike
             except (CallCancelled, LogError):
                 raise
             except Exception as err:  # the worker's bug fails its turn, never the session
@@ -993,10 +1004,10 @@ class Session:
         cls,
         source: str | os.PathLike | BinaryIO,
         *,
-        config: Any = None,
+        config: ConfigLike = None,
         agent: str | None = None,
         llm: Any = None,
-        worker: str | Callable[[dict], list] = "chat",
+        worker: WorkerLike = "chat",
         autorun: bool = True,
         clock: float | None = None,
         append: bool | None = None,
@@ -1088,14 +1099,14 @@ def _replaces(actions: Sequence[Mapping[str, Any]]) -> bool:
     return False
 
 
-def _time(value: Any, what: str) -> float:
+def _time(value: float, what: str) -> float:
     """A clock reading: a finite number of seconds (a log cannot hold NaN or infinities)."""
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
         raise ValueError(f"{what} takes a finite number of seconds, got {value!r}")
     return float(value)
 
 
-def _seconds(value: Any, what: str) -> float:
+def _seconds(value: float, what: str) -> float:
     """A step of the clock: a finite, non-negative number of seconds."""
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
         raise ValueError(f"{what} takes a finite, non-negative number of seconds, got {value!r}")

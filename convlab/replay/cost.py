@@ -38,15 +38,18 @@ dollars lean high, if anything).
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..cache import PromptCache, default_rule, rule
 from ..prices import Prices
 from ..tokens import content_text
 from ..tree import input_tokens
 from .plan import ExactCounts, Plan
+
+if TYPE_CHECKING:
+    from ..engine import Session
 
 __all__ = ["Pricing", "Fit", "fit", "annotate"]
 
@@ -194,8 +197,8 @@ class _PathBlocks(Sequence):
     the hidden prompt, then the path root -> ``head`` of the session's tree (one block per message,
     ``ratio`` times its exact count), walked up from the head as it is read."""
 
-    def __init__(self, head_blocks: list[tuple[Any, int]], head: str | None, depth: int, parent_of: Any, tokens_of: Any,
-                 under: tuple[str, str]):
+    def __init__(self, head_blocks: list[tuple[Any, int]], head: str | None, depth: int, parent_of: Callable[[str], str | None],
+                 tokens_of: Callable[[str], int], under: tuple[str, str]):
         self._front, self._head, self._depth = head_blocks, head, depth
         self._parent_of, self._tokens_of, self._under = parent_of, tokens_of, under
         self._at, self._node = len(head_blocks) + depth - 1, head
@@ -212,12 +215,16 @@ class _PathBlocks(Sequence):
             raise IndexError(i)
         if i > self._at:  # read again from the end (predict reads downwards; anything else starts over)
             self._at, self._node = len(self) - 1, self._head
+        node = self._node
         while self._at > i:
-            self._node, self._at = self._parent_of(self._node), self._at - 1
-        return ((*self._under, self._node), self._tokens_of(self._node))
+            assert node is not None  # a block under the head's: its message has a parent
+            node, self._at = self._parent_of(node), self._at - 1
+        self._node = node
+        assert node is not None  # a block of the path is a message
+        return ((*self._under, node), self._tokens_of(node))
 
 
-def annotate(calls: list[dict[str, Any]], summary_calls: list[dict[str, Any]], session: Any, p: Plan,
+def annotate(calls: list[dict[str, Any]], summary_calls: list[dict[str, Any]], session: Session, p: Plan,
              counts: ExactCounts, the_fit: Fit, pricing: Pricing) -> None:
     """Give each of a replay's ``calls`` its ``cached``, ``cache_write``, ``logged_cached``, ``output``
     and ``usd`` (None without a model), and each summary call its ``usd``, in place."""
@@ -264,8 +271,10 @@ def annotate(calls: list[dict[str, Any]], summary_calls: list[dict[str, Any]], s
             cache.call(c.get("time"), front[:1], model)
         head = c.get("head")
         # a message's key names it and what it follows (the hidden prompt of its root and model: a session id names the rest)
-        blocks = _PathBlocks(front, head, depth_of(head), parent_of,
-                             lambda sid, r=ratio: round(r * exact_of(sid)), (root, model))
+        def tokens_of(sid: str, r: float = ratio) -> int:
+            return round(r * exact_of(sid))
+
+        blocks = _PathBlocks(front, head, depth_of(head), parent_of, tokens_of, (root, model))
         got = cache.call(c.get("time"), blocks, model)
         read = int(c["read"])
         c["cached"] = min(got["cached"], read)

@@ -65,9 +65,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..context import ContextConfig, coerce
+from ..context import ConfigLike, ContextConfig, coerce
 from ..conversation import Conversation
-from ..engine import SUMMARY_PREFIX, Session
+from ..engine import SUMMARY_PREFIX, Session, Worker
 from ..tokens import content_text
 from ..tree import Message, message_of
 from . import cost
@@ -171,14 +171,14 @@ class Replayer:
     def __init__(
         self,
         plan: Plan,
-        config: Any = None,
+        config: ConfigLike = None,
         *,
         counts: ExactCounts | None = None,
         agent: str = "bot",
         summarize: Callable[[Mapping[str, Any], int, bool], dict[str, Any] | None] | None = None,
         summary_size: int | float | None = None,
         overhead: int | None = None,
-        worker: Any = None,
+        worker: Worker | None = None,
         pricing: Pricing | None = None,
     ):
         """``summarize`` answers the summary calls, ``summary_size`` and
@@ -218,7 +218,7 @@ class Replayer:
         model.bind(self.session)
         self.session.subscribe(self._on_event)
 
-    def fork(self, turn: int, config: Any = None, worker: Any = None) -> Replayer:
+    def fork(self, turn: int, config: ConfigLike = None, worker: Worker | None = None) -> Replayer:
         """A replay of the same plan under ``config`` (and ``worker``) that starts
         where this one stood when its turn ``turn`` started (it must have run that
         turn): the session loaded from the events so far, and the model's and the
@@ -483,7 +483,7 @@ class Replayer:
             self.record.map[back[old_head]] = made[-1]
 
 
-def pricing_for(model: str | None, prompt_cache: str | None, cache_ttl: Any, summarizer: Any = None) -> Pricing | None:
+def pricing_for(model: str | None, prompt_cache: str | None, cache_ttl: float | str, summarizer: Any = None) -> Pricing | None:
     """How a replay's calls are costed (``cost.Pricing``), checked; None when nothing is: no model and
     no cache rule."""
     if model is None and prompt_cache is None:
@@ -492,7 +492,7 @@ def pricing_for(model: str | None, prompt_cache: str | None, cache_ttl: Any, sum
     return Pricing(model, prompt_cache, cache_ttl, summarizer_model if isinstance(summarizer_model, str) and model else None)
 
 
-def limit_worker(worker: Any) -> Any:
+def limit_worker(worker: Worker | None) -> Worker | None:
     """``worker`` checked as a replay takes it: None (the engine's proposal answers each
     ``context.limit``) or a callable that takes a decision and returns actions
     (``convlab.compact``'s compactions; any worker ``Session(worker=...)`` takes)."""
@@ -514,10 +514,10 @@ def _made_by_replace(events: Sequence[Mapping[str, Any]]) -> list[str]:
     return []
 
 
-def replay(conversation: Conversation, config: Any = None, *, agent: str = "bot", summarizer: Any = None,
+def replay(conversation: Conversation, config: ConfigLike = None, *, agent: str = "bot", summarizer: Any = None,
            cache: Any = None, summary_size: int | float | None = None, overhead: int | None = None,
-           worker: Any = None, model: str | None = None, prompt_cache: str | None = "auto",
-           cache_ttl: Any = "5m") -> Replay:
+           worker: Worker | None = None, model: str | None = None, prompt_cache: str | None = "auto",
+           cache_ttl: float | str = "5m") -> Replay:
     """Re-enact an imported conversation through the protocol: a ``Replay``.
 
     Each logged assistant reply is one model call, answered by ``ReplayLLM``

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import toolcalls
-from ..conversation import LOST_PARENT
+from ..conversation import LOST_PARENT, Conversation
 from ..tokens import content_text, count_batch, count_tokens
 from ..tree import nodes_in_order
 
@@ -101,7 +101,7 @@ class Plan:
         return [content_text(n["content"]) for n in self.nodes.values()]
 
 
-def plan(conversation: Any) -> Plan:
+def plan(conversation: Conversation) -> Plan:
     """The replay plan of a conversation (anything with ``.tree``, ``.head``, ``.id``).
 
     >>> from convlab.tree import Tree
