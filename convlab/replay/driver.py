@@ -75,7 +75,7 @@ from .cost import Pricing
 from .model import ReplayLLM
 from .plan import ExactCounts, Plan, PlannedTurn, plan
 from .result import Replay
-from .summaries import summaries_for
+from .summaries import SummaryFolder, summaries_for
 
 __all__ = ["replay", "Replayer", "EMPTY_SUMMARY"]
 
@@ -515,7 +515,7 @@ def _made_by_replace(events: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def replay(conversation: Conversation, config: ConfigLike = None, *, agent: str = "bot", summarizer: Any = None,
-           cache: Any = None, summary_size: int | float | None = None, overhead: int | None = None,
+           cache: SummaryFolder = None, summary_size: int | float | None = None, overhead: int | None = None,
            worker: Worker | None = None, model: str | None = None, prompt_cache: str | None = "auto",
            cache_ttl: float | str = "5m") -> Replay:
     """Re-enact an imported conversation through the protocol: a ``Replay``.

@@ -36,13 +36,19 @@ from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 from .. import inputs, jsondata, providers
 from ..errors import ProviderError, SummaryWarning
 from ..tree import MESSAGE_KEYS, input_tokens
 
-__all__ = ["Summaries", "SummaryCost", "summaries_for", "default_folder", "model_of", "request_key"]
+__all__ = ["Summaries", "SummaryCost", "summaries_for", "default_folder", "model_of", "request_key",
+           "SummaryFolder"]
+
+
+#: Where a summarizer's summaries are kept (``summaries_for``): None (``default_folder``), a folder,
+#: or False (memory only).
+SummaryFolder: TypeAlias = str | os.PathLike[str] | Literal[False] | None
 
 
 def default_folder() -> Path:
@@ -52,7 +58,7 @@ def default_folder() -> Path:
     return Path(base) / "convlab" / "summaries"
 
 
-def model_of(provider: Any, request: Mapping[str, Any]) -> str:
+def model_of(provider: object, request: Mapping[str, Any]) -> str:
     """The model that answers ``request``: the provider's class and the request's model
     (a strategy's ``model``), else the provider's own ``model``.
 
@@ -85,7 +91,7 @@ def request_key(model: str, request: Mapping[str, Any]) -> str:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
-def summaries_for(summarizer: Any, cache: Any, *, dry_run: bool = False) -> Summaries | None:
+def summaries_for(summarizer: Any, cache: SummaryFolder, *, dry_run: bool = False) -> Summaries | None:
     """The ``Summaries`` that ``replay`` and ``tune`` send summary calls to (None:
     no summarizer, the stand-in), with ``cache`` checked: None (the default
     folder), a folder, or False (memory only)."""
