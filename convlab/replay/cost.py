@@ -206,7 +206,7 @@ class _PathBlocks(Sequence):
     def __len__(self) -> int:
         return len(self._front) + self._depth
 
-    def __getitem__(self, i: int) -> tuple[Any, int]:  # type: ignore[override]
+    def __getitem__(self, i: int) -> tuple[Any, int]:  # type: ignore[override]  # predict reads by index, never a slice
         if i < 0:
             i += len(self)
         if i < len(self._front):
