@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeGuard
 
 from ..errors import CallCancelled, ProviderError
 from ..inputs import reply_from
@@ -46,12 +46,42 @@ from ..tokens import content_text
 from .fakes import EchoLLM, ScriptedLLM, chunks
 from .sdk import redact
 
-__all__ = ["EchoLLM", "ScriptedLLM", "ProviderError", "chunks", "provider", "named", "call", "secrets_of"]
+if TYPE_CHECKING:  # each SDK's module is imported when one of its providers is made
+    from .anthropic_chat import AnthropicChat
+    from .local_chat import LocalChat
+    from .openai_chat import OpenAIChat
+
+__all__ = ["EchoLLM", "ScriptedLLM", "ProviderError", "chunks", "provider", "named", "call", "secrets_of",
+           "Provider", "StreamingProvider", "LLM", "can_stream"]
+
+
+
+class Provider(Protocol):
+    """A provider as the engine calls it: ``complete(request)``, whose reply ``call`` checks.
+    ``stream``, ``latency`` and ``secrets`` are optional: read where a provider has them."""
+
+    def complete(self, request: Mapping[str, Any], /) -> object: ...
+
+
+class StreamingProvider(Provider, Protocol):
+    """A provider that can stream: ``stream(request)`` gives text deltas, then the reply."""
+
+    def stream(self, request: Mapping[str, Any], /) -> Iterable[object]: ...
+
+
+#: What ``Session(llm=...)`` takes (``named``): None (an ``EchoLLM``), one provider, or ``{name: provider}``.
+LLM: TypeAlias = Provider | Mapping[str, Provider] | None
+
+
+def can_stream(provider: Provider) -> TypeGuard[StreamingProvider]:
+    """Whether ``provider`` has ``stream(request)`` (else it answers a streamed call in one delta)."""
+    return hasattr(provider, "stream")
+
 
 SPECS = "echo, local, local:<model.gguf>, openai:<model> or anthropic:<model>"
 
 
-def provider(spec: str) -> Any:
+def provider(spec: str) -> EchoLLM | LocalChat | OpenAIChat | AnthropicChat:
     """The provider a spec names: ``echo``, ``local`` (``LocalChat``: a real small
     model on this machine; ``local:<path>`` another GGUF file), ``openai:<model>``
     or ``anthropic:<model>``.
@@ -99,7 +129,7 @@ def provider(spec: str) -> Any:
 _EXAMPLE = {"openai": "gpt-4.1-mini", "anthropic": "claude-sonnet-4-5"}
 
 
-def named(llm: Any) -> dict[str, Any]:
+def named(llm: LLM) -> dict[str, Provider]:
     """``{name: provider}`` from what ``Session(llm=...)`` takes: None (an
     ``EchoLLM``), one provider (named ``default``) or a mapping of them.
 
@@ -125,7 +155,7 @@ def named(llm: Any) -> dict[str, Any]:
     return {"default": llm}
 
 
-def call(provider: Any, request: Mapping[str, Any], on_delta: Callable[[str], None] | None = None,
+def call(provider: Provider, request: Mapping[str, Any], on_delta: Callable[[str], None] | None = None,
          took: Callable[[float], None] | None = None) -> dict[str, Any]:
     """One call through the provider protocol: the provider's reply, checked
     (``inputs.reply_from``). ``took(latency)`` is told how long the call took
@@ -153,10 +183,11 @@ def call(provider: Any, request: Mapping[str, Any], on_delta: Callable[[str], No
     ...
     convlab.errors.ProviderError: RuntimeError: transport closed (Authorization: Bearer ***)
     """
-    streams = on_delta is not None and hasattr(provider, "stream")
+    streaming = provider if on_delta is not None and can_stream(provider) else None
     try:
         try:
-            result = _streamed(provider.stream(request), on_delta) if streams and on_delta is not None else provider.complete(request)
+            result = _streamed(streaming.stream(request), on_delta) if streaming is not None and on_delta is not None \
+                else provider.complete(request)
         finally:
             if took is not None:
                 took(_latency(provider))
@@ -167,14 +198,14 @@ def call(provider: Any, request: Mapping[str, Any], on_delta: Callable[[str], No
         raise ProviderError(err.kind, redact(str(err), secrets_of(provider))) from None
     except Exception as err:
         raise ProviderError("failed", redact(f"{type(err).__name__}: {err}", secrets_of(provider))) from None
-    if on_delta is not None and not streams:
+    if on_delta is not None and streaming is None:
         text = content_text(reply["content"])
         if text:
             on_delta(text)
     return reply
 
 
-def secrets_of(provider: Any) -> list[str]:
+def secrets_of(provider: object) -> list[str]:
     """The credentials a provider holds (its ``secrets()``), to keep out of every text; [] when it says none."""
     secrets = getattr(provider, "secrets", None)
     if not callable(secrets):
@@ -186,12 +217,12 @@ def secrets_of(provider: Any) -> list[str]:
     return [s for s in found if isinstance(s, str)] if isinstance(found, (list, tuple)) else []
 
 
-def _latency(provider: Any) -> float:
+def _latency(provider: object) -> float:
     latency = getattr(provider, "latency", 0.0) or 0.0
     return float(latency) if isinstance(latency, (int, float)) and math.isfinite(latency) and latency > 0 else 0.0
 
 
-def _streamed(items: Iterable[Any], on_delta: Callable[[str], None]) -> Any:
+def _streamed(items: Iterable[object], on_delta: Callable[[str], None]) -> object:
     """Run a provider's stream: text deltas (passed on as they come), then the reply."""
     reply = None
     for item in items:

@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
 from .sdk import SDKChat
+
+if TYPE_CHECKING:  # the SDK is imported when the first AnthropicChat is made
+    import anthropic
+    from anthropic.types import Message, Usage
 
 __all__ = ["AnthropicChat", "anthropic_messages", "anthropic_reply", "anthropic_usage", "MAX_TOKENS"]
 
@@ -25,7 +29,7 @@ MAX_TOKENS = 4096  # the API requires max_tokens; every current model takes this
 TOO_LONG_WORDS = "prompt is too long"  # the 400's message: "prompt is too long: 208310 tokens > 200000 maximum"
 
 
-def _blocks(content: Any) -> list[Any]:
+def _blocks(content: str | list[Any] | None) -> list[Any]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}] if content else []
     return list(content or [])
@@ -96,7 +100,7 @@ def anthropic_messages(messages: list[Mapping[str, Any]]) -> tuple[Any, list[dic
     return system or None, out
 
 
-def anthropic_usage(usage: Any) -> dict[str, Any]:
+def anthropic_usage(usage: Usage) -> dict[str, Any]:
     """The API's usage as convlab records it: ``input_tokens`` (the uncached
     input), ``cache_creation_input_tokens`` and ``cache_read_input_tokens`` as
     the API names them (the engine's count adds all three: all the input the
@@ -109,7 +113,7 @@ def anthropic_usage(usage: Any) -> dict[str, Any]:
     return out
 
 
-def anthropic_reply(message: Any) -> dict[str, Any]:
+def anthropic_reply(message: Message) -> dict[str, Any]:
     """A Message (or the one a stream adds up to) as a convlab reply.
 
     ``tool_use`` blocks become ``tool_calls`` (``input`` as JSON
@@ -141,7 +145,7 @@ def anthropic_reply(message: Any) -> dict[str, Any]:
     return reply
 
 
-class AnthropicChat(SDKChat):
+class AnthropicChat(SDKChat["anthropic.Anthropic"]):
     """A Claude model through the official ``anthropic`` SDK (2.x, on ``httpx2``).
 
     ``client`` is a ready ``anthropic.Anthropic`` (a test passes one on an
@@ -173,7 +177,8 @@ class AnthropicChat(SDKChat):
     client_call = ("messages", "create")
     reserved = ("model", "messages", "stream", "system")
 
-    def __init__(self, model: str, client: Any = None, *, params: Mapping[str, Any] | None = None, **client_kwargs: Any):
+    def __init__(self, model: str, client: anthropic.Anthropic | None = None, *, params: Mapping[str, Any] | None = None,
+                 **client_kwargs: Any):
         super().__init__(model, client, params, client_kwargs)
 
     @staticmethod
@@ -182,7 +187,7 @@ class AnthropicChat(SDKChat):
             return "put a system message in the conversation instead (it becomes the top-level system, and the tree keeps it)"
         return SDKChat.why_reserved(key)
 
-    def make_client(self, options: dict[str, Any]) -> Any:
+    def make_client(self, options: dict[str, Any]) -> anthropic.Anthropic:
         try:
             import anthropic
         except ImportError:

@@ -22,10 +22,13 @@ import threading
 import weakref
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
 from .openai_chat import OpenAIChat
+
+if TYPE_CHECKING:  # imported when the server starts
+    import openai
 
 __all__ = ["LocalChat", "bundled_model", "DEFAULT_PARAMS", "INSTALL"]
 
@@ -132,7 +135,7 @@ class LocalChat(OpenAIChat):
     def __enter__(self) -> LocalChat:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     @property
@@ -142,17 +145,17 @@ class LocalChat(OpenAIChat):
 
     # -- what OpenAIChat calls through -------------------------------------------
     @property
-    def client(self) -> Any:
+    def client(self) -> openai.OpenAI:
         """The openai SDK's client of the running server (starting it when needed)."""
         self.start()
         return self._running[1]
 
     @client.setter
-    def client(self, value: Any) -> None:
+    def client(self, value: object) -> None:
         if value is not None:
             raise ValueError("LocalChat makes its own client (of its own server)")
 
-    def make_client(self, options: dict[str, Any]) -> None:
+    def make_client(self, options: dict[str, Any]) -> None:  # type: ignore[override]  # no client to make: it comes with the server (``client``)
         return None  # the client comes with the server, at the first call
 
     def secrets(self) -> list[str]:

@@ -11,11 +11,16 @@ imported when the first ``OpenAIChat`` is made, never by ``import convlab``.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
 from ..tokens import content_text
 from .sdk import SDKChat
+
+if TYPE_CHECKING:  # the SDK is imported when the first OpenAIChat is made
+    import openai
+    from openai.types import CompletionUsage
+    from openai.types.chat import ChatCompletion, ChatCompletionMessageToolCallUnion
 
 __all__ = ["OpenAIChat", "openai_messages", "openai_reply", "openai_usage"]
 
@@ -61,7 +66,7 @@ def openai_messages(messages: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def openai_usage(usage: Any) -> dict[str, Any]:
+def openai_usage(usage: CompletionUsage | None) -> dict[str, Any]:
     """The API's usage as convlab records it: ``input_tokens`` is ``prompt_tokens``,
     which already holds the cached prompt tokens (kept as ``cached_tokens``, never
     added again); ``output_tokens`` is ``completion_tokens`` (``reasoning_tokens``
@@ -78,7 +83,7 @@ def openai_usage(usage: Any) -> dict[str, Any]:
     return out
 
 
-def openai_reply(completion: Any) -> dict[str, Any]:
+def openai_reply(completion: ChatCompletion) -> dict[str, Any]:
     """A chat completion (or the one a stream adds up to) as a convlab reply.
 
     ``content`` is the text (``""`` when the model only called tools); a
@@ -101,13 +106,13 @@ def openai_reply(completion: Any) -> dict[str, Any]:
     return reply
 
 
-def _tool_call(call: Any) -> dict[str, Any]:
+def _tool_call(call: ChatCompletionMessageToolCallUnion) -> dict[str, Any]:
     if call.type == "function":
         return {"id": call.id, "type": "function", "function": {"name": call.function.name, "arguments": call.function.arguments}}
     return call.to_dict(mode="json")
 
 
-class OpenAIChat(SDKChat):
+class OpenAIChat(SDKChat["openai.OpenAI"]):
     """A chat model through the official ``openai`` SDK: OpenAI, or any
     OpenAI-compatible server (vLLM, Ollama, llama.cpp, LM Studio, LiteLLM).
 
@@ -139,10 +144,11 @@ class OpenAIChat(SDKChat):
     client_class = "openai.OpenAI"
     client_call = ("chat", "completions", "create")
 
-    def __init__(self, model: str, client: Any = None, *, params: Mapping[str, Any] | None = None, **client_kwargs: Any):
+    def __init__(self, model: str, client: openai.OpenAI | None = None, *, params: Mapping[str, Any] | None = None,
+                 **client_kwargs: Any):
         super().__init__(model, client, params, client_kwargs)
 
-    def make_client(self, options: dict[str, Any]) -> Any:
+    def make_client(self, options: dict[str, Any]) -> openai.OpenAI:
         try:
             import openai
         except ImportError:
@@ -155,7 +161,9 @@ class OpenAIChat(SDKChat):
             ) from None
 
     def call(self, model: str, messages: list[Mapping[str, Any]]) -> dict[str, Any]:
-        completion = self.client.chat.completions.create(model=model, messages=openai_messages(messages), **self.params)
+        completion = self.client.chat.completions.create(
+            model=model, messages=openai_messages(messages),  # type: ignore[arg-type]  # the API's JSON, not the SDK's TypedDicts
+            **self.params)
         return openai_reply(completion)
 
     def call_streaming(self, model: str, messages: list[Mapping[str, Any]]) -> Iterator[Any]:
@@ -168,7 +176,9 @@ class OpenAIChat(SDKChat):
         params = dict(self.params)
         options = {**(params.pop("stream_options", None) or {}), "include_usage": True}
         chunks = 0
-        with self.client.chat.completions.stream(model=model, messages=openai_messages(messages), stream_options=options, **params) as stream:
+        with self.client.chat.completions.stream(
+                model=model, messages=openai_messages(messages),  # type: ignore[arg-type]  # the API's JSON, not the SDK's TypedDicts
+                stream_options=options, **params) as stream:  # type: ignore[arg-type]  # params' own stream_options: JSON as given
             try:
                 for event in stream:
                     if event.type == "chunk":

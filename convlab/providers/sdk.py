@@ -13,13 +13,16 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import ProviderError
 
 __all__ = ["SDKChat", "redact", "public_url", "SECRET_MIN"]
+
+#: the SDK's synchronous client (``openai.OpenAI``, ``anthropic.Anthropic``)
+Client = TypeVar("Client")
 
 # what looks like an API key in a provider's own error text (OpenAI echoes a
 # masked key on a 401: "Incorrect API key provided: sk-proj-****abcd"; both
@@ -55,7 +58,7 @@ def redact(text: str, secrets: list[str]) -> str:
     return _KEYLIKE.sub("***", text)
 
 
-def public_url(url: Any) -> str:
+def public_url(url: object) -> str:
     """A base URL as it may be shown: no user, password, query or fragment.
 
     >>> public_url("http://me:secret@127.0.0.1:8000/v1?key=abc")
@@ -68,7 +71,7 @@ def public_url(url: Any) -> str:
     return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
 
 
-class SDKChat:
+class SDKChat(Generic[Client]):
     """A chat model behind an official SDK: subclasses say how their API speaks.
 
     A subclass sets ``sdk`` (the import name), ``reserved`` (request
@@ -85,7 +88,7 @@ class SDKChat:
     client_class = ""  # what a ready client is, e.g. "openai.OpenAI"
     client_call: tuple[str, ...] = ()  # the attribute path of the method a call uses
 
-    def __init__(self, model: str, client: Any = None, params: Mapping[str, Any] | None = None, client_kwargs: Mapping[str, Any] | None = None):
+    def __init__(self, model: str, client: Client | None = None, params: Mapping[str, Any] | None = None, client_kwargs: Mapping[str, Any] | None = None):
         name = type(self).__name__
         if not isinstance(model, str) or not model.strip():
             raise ValueError(f"{name}: model must be a non-empty string, got {model!r}")
@@ -100,11 +103,11 @@ class SDKChat:
             self.check_client(client)
         self.model = model
         self.params = dict(params or {})
-        self.client = client if client is not None else self.make_client(dict(client_kwargs or {}))
+        self.client: Client = client if client is not None else self.make_client(dict(client_kwargs or {}))
         self.latency = 0.0
         self.calls = 0
 
-    def check_client(self, client: Any) -> None:
+    def check_client(self, client: object) -> None:
         """A ready client must be the SDK's synchronous one (a mistake here would only show at the first call)."""
         name = type(self).__name__
         kind = type(client).__name__
@@ -117,7 +120,7 @@ class SDKChat:
             hint = " (an httpx client goes in http_client=..., or in the SDK client you pass)" if "httpx" in type(client).__module__ else ""
             raise ValueError(f"{name}: client must be an {self.client_class} (it has no {'.'.join(self.client_call)}), got a {kind}{hint}")
 
-    def sdk_client(self, make: Any, options: dict[str, Any]) -> Any:
+    def sdk_client(self, make: Callable[..., Client], options: dict[str, Any]) -> Client:
         """The SDK's client made from ``options``; a keyword the client does not take says where it belongs."""
         try:
             return make(**options)
@@ -126,7 +129,7 @@ class SDKChat:
                             "tools, ...) go in params={...}") from None
 
     # -- what a subclass provides ---------------------------------------------
-    def make_client(self, options: dict[str, Any]) -> Any:
+    def make_client(self, options: dict[str, Any]) -> Client:
         raise NotImplementedError
 
     def call(self, model: str, messages: list[Mapping[str, Any]]) -> dict[str, Any]:
