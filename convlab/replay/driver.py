@@ -68,6 +68,7 @@ from typing import Any
 from ..context import ConfigLike, ContextConfig, coerce
 from ..conversation import Conversation
 from ..engine import SUMMARY_PREFIX, Session, Worker
+from ..providers import Provider
 from ..tokens import content_text
 from ..tree import Message, message_of
 from . import cost
@@ -483,7 +484,8 @@ class Replayer:
             self.record.map[back[old_head]] = made[-1]
 
 
-def pricing_for(model: str | None, prompt_cache: str | None, cache_ttl: float | str, summarizer: Any = None) -> Pricing | None:
+def pricing_for(model: str | None, prompt_cache: str | None, cache_ttl: float | str,
+                summarizer: Provider | None = None) -> Pricing | None:
     """How a replay's calls are costed (``cost.Pricing``), checked; None when nothing is: no model and
     no cache rule."""
     if model is None and prompt_cache is None:
@@ -514,10 +516,10 @@ def _made_by_replace(events: Sequence[Mapping[str, Any]]) -> list[str]:
     return []
 
 
-def replay(conversation: Conversation, config: ConfigLike = None, *, agent: str = "bot", summarizer: Any = None,
-           cache: SummaryFolder = None, summary_size: int | float | None = None, overhead: int | None = None,
-           worker: Worker | None = None, model: str | None = None, prompt_cache: str | None = "auto",
-           cache_ttl: float | str = "5m") -> Replay:
+def replay(conversation: Conversation, config: ConfigLike = None, *, agent: str = "bot",
+           summarizer: Provider | None = None, cache: SummaryFolder = None, summary_size: int | float | None = None,
+           overhead: int | None = None, worker: Worker | None = None, model: str | None = None,
+           prompt_cache: str | None = "auto", cache_ttl: float | str = "5m") -> Replay:
     """Re-enact an imported conversation through the protocol: a ``Replay``.
 
     Each logged assistant reply is one model call, answered by ``ReplayLLM``

@@ -91,7 +91,7 @@ def request_key(model: str, request: Mapping[str, Any]) -> str:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
-def summaries_for(summarizer: Any, cache: SummaryFolder, *, dry_run: bool = False) -> Summaries | None:
+def summaries_for(summarizer: providers.Provider | None, cache: SummaryFolder, *, dry_run: bool = False) -> Summaries | None:
     """The ``Summaries`` that ``replay`` and ``tune`` send summary calls to (None:
     no summarizer, the stand-in), with ``cache`` checked: None (the default
     folder), a folder, or False (memory only)."""
@@ -171,7 +171,7 @@ class Summaries:
     (1, SummaryCost(calls=0, input_tokens=0, cached=1, cached_input_tokens=4, estimated=0, failed=0))
     """
 
-    def __init__(self, provider: Any, folder: str | os.PathLike | None):
+    def __init__(self, provider: providers.Provider, folder: str | os.PathLike | None):
         if not callable(getattr(provider, "complete", None)):
             raise TypeError(f"a summarizer is a provider (with complete(request)), got {provider!r}")
         self.provider = provider
