@@ -168,7 +168,8 @@ class Session:
         self._log: LogWriter | None = LogWriter(log) if log is not None else None
         self._emit("session.started", agent=agent, config=self.config.to_dict())
 
-    def _setup(self, agent: str, config: ContextConfig, llm: providers.LLM, worker: WorkerLike, autorun: bool, clock: float | None) -> None:
+    def _setup(self, agent: str, config: ContextConfig, llm: providers.LLM, worker: WorkerLike, autorun: bool,
+               clock: float | None) -> None:
         """Everything a new or a loaded session starts from (the one constructor both use)."""
         if not isinstance(agent, str) or not agent:
             raise ValueError(f"agent must be a non-empty string, got {agent!r}")
@@ -889,7 +890,8 @@ class Session:
 
         return on_delta
 
-    def _complete(self, provider: providers.Provider, request: dict[str, Any], on_delta: Callable[[str], None] | None = None) -> dict[str, Any]:
+    def _complete(self, provider: providers.Provider, request: dict[str, Any],
+                  on_delta: Callable[[str], None] | None = None) -> dict[str, Any]:
         """One model call (``providers.call``); its ``latency`` moves the clock, whatever its outcome."""
         return providers.call(provider, request, on_delta, took=self._took)
 

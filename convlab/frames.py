@@ -76,7 +76,7 @@ def _branches(nodes: list[dict[str, Any]], path: list[str]) -> dict[str, int]:
     for a in reversed(nodes):  # children before their parents
         n = a["id"]
         below = kids.get(n)
-        branch[n] = number[n] if not below else branch[lane_child(below, newest, continues.get(n))]  # type: ignore[index]  # never None for kids that are not empty
+        branch[n] = number[n] if not below else branch[lane_child(below, newest, continues.get(n))]  # type: ignore[index]  # below is not empty
     return branch
 
 

@@ -170,8 +170,8 @@ def _cell_label(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 100 or float(v).is_integer() else f"{v:.2g}"
 
 
-def sweep_heatmap(df: pd.DataFrame, x: str, y: str, value: str = "tokens_read", *, agg: str = "sum", title: str | None = None,
-                  cost: str | None = None):
+def sweep_heatmap(df: pd.DataFrame, x: str, y: str, value: str = "tokens_read", *, agg: str = "sum",
+                  title: str | None = None, cost: str | None = None):
     """A sweep as a heatmap: ``y`` down, ``x`` across, ``value`` aggregated over
     conversations (``agg``: sum, mean, max, ...) and written in each cell.
 

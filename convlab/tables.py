@@ -30,7 +30,7 @@ def plain(value: object) -> Any:
     """
     import pandas as pd
 
-    if value is None or (not isinstance(value, str) and pd.isna(value)):  # type: ignore[call-overload]  # isna takes any value; its stubs list types
+    if value is None or (not isinstance(value, str) and pd.isna(value)):  # type: ignore[call-overload]  # isna takes any object
         return None
     if hasattr(value, "item"):  # numpy scalars
         value = value.item()

@@ -197,8 +197,8 @@ class _PathBlocks(Sequence):
     the hidden prompt, then the path root -> ``head`` of the session's tree (one block per message,
     ``ratio`` times its exact count), walked up from the head as it is read."""
 
-    def __init__(self, head_blocks: list[tuple[Any, int]], head: str | None, depth: int, parent_of: Callable[[str], str | None],
-                 tokens_of: Callable[[str], int], under: tuple[str, str]):
+    def __init__(self, head_blocks: list[tuple[Any, int]], head: str | None, depth: int,
+                 parent_of: Callable[[str], str | None], tokens_of: Callable[[str], int], under: tuple[str, str]):
         self._front, self._head, self._depth = head_blocks, head, depth
         self._parent_of, self._tokens_of, self._under = parent_of, tokens_of, under
         self._at, self._node = len(head_blocks) + depth - 1, head

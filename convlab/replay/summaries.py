@@ -91,7 +91,8 @@ def request_key(model: str, request: Mapping[str, Any]) -> str:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
-def summaries_for(summarizer: providers.Provider | None, cache: SummaryFolder, *, dry_run: bool = False) -> Summaries | None:
+def summaries_for(summarizer: providers.Provider | None, cache: SummaryFolder, *,
+                  dry_run: bool = False) -> Summaries | None:
     """The ``Summaries`` that ``replay`` and ``tune`` send summary calls to (None:
     no summarizer, the stand-in), with ``cache`` checked: None (the default
     folder), a folder, or False (memory only)."""
