@@ -25,9 +25,17 @@ import sys
 import textwrap
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+
+if TYPE_CHECKING:  # names for the types only: each is imported where it is used
+    import pandas as pd
+
+    import convlab
+
+    from .providers import Provider
+    from .replay import SummaryCost
 
 __all__ = ["main", "build_parser"]
 
@@ -75,7 +83,7 @@ def _width(text: str) -> int:
     return width
 
 
-def _add_show(sub: Any) -> None:
+def _add_show(sub: argparse._SubParsersAction[_Parser]) -> None:
     show = sub.add_parser("show", help="print a log's conversations as trees, like git log --graph")
     show.add_argument("file", metavar="FILE_OR_DIR")
     show.add_argument("--width", type=_width, default=100, help="no line is wider than this (default 100, at least 20)")
@@ -85,7 +93,7 @@ def _add_show(sub: Any) -> None:
     show.set_defaults(run=_show)
 
 
-def _add_tune(sub: Any) -> None:
+def _add_tune(sub: argparse._SubParsersAction[_Parser]) -> None:
     tune = sub.add_parser(
         "tune", help="replay logs under context configs: one row per (conversation, config), then the configs ranked",
         description="Replay chat logs under context configs: a table with one row per (conversation, config), then the "
@@ -162,7 +170,7 @@ def _job_count(text: str) -> int:
     return jobs
 
 
-def _add_serve(sub: Any) -> None:
+def _add_serve(sub: argparse._SubParsersAction[_Parser]) -> None:
     serve = sub.add_parser("serve", help="serve sessions over AG-UI 1.0, with a chat page at / (needs the agui extra)")
     serve.add_argument("--log-dir", required=True, metavar="DIR", help="one session log per thread: DIR/<threadId>.jsonl")
     serve.add_argument("--config", metavar="agent.toml", help="the context config of new threads")
@@ -259,7 +267,7 @@ class _Notes:
             self.say(f"{_plural(sum(counts.values()), name)} while {stage}:")
             self._list(f"{text} ({n} times)" if n > 1 else text for text, n in counts.items())
 
-    def _list(self, lines: Any) -> None:
+    def _list(self, lines: Iterable[str]) -> None:
         """One item a paragraph, wrapped to the width (a long path or id is kept whole)."""
         if not self.quiet:
             for line in lines:
@@ -387,7 +395,7 @@ def _summarizer(args: argparse.Namespace) -> Any:
         raise _Usage(f"--summarizer: {err}") from None
 
 
-def _say_cost(cost: Any, dry_run: bool) -> str:
+def _say_cost(cost: SummaryCost, dry_run: bool) -> str:
     """One line on a sweep's summaries: what it needs (a dry run) or what it spent."""
     if dry_run:
         line = (f"summaries: {_plural(cost.calls, 'call')} to make ({cost.input_tokens:,} input tokens, o200k_base), "
@@ -461,7 +469,7 @@ def _read_config(args: argparse.Namespace) -> tuple[str, str]:
         raise _Usage(f"--config {name}: cannot be read ({getattr(err, 'strerror', None) or err})") from None
 
 
-def _file_grid(doc: Any, name: str) -> dict[str, list[Any]]:
+def _file_grid(doc: dict[str, Any], name: str) -> dict[str, list[Any]]:
     """The config file's [convlab.tune.grid] table (empty when it has none), checked."""
     table: Any = doc
     for key in ("convlab", "tune", "grid"):
@@ -530,7 +538,7 @@ def _check_pricing(args: argparse.Namespace) -> None:
             raise _Usage(f"--model: {err}") from None
 
 
-def _with_presets(args: argparse.Namespace, text: str, grid: dict[str, list[Any]]) -> list[Any]:
+def _with_presets(args: argparse.Namespace, text: str, grid: dict[str, list[Any]]) -> list[str | convlab.presets.Preset]:
     """--preset: the config given (--config; none: the presets alone) and the presets named, at its window."""
     import convlab
 
@@ -561,7 +569,7 @@ def _tune(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
     name, text = _read_config(args)
     # --preset with no --config: the presets alone (the example's grid plays no part)
     grid, columns = ({}, []) if args.preset and args.config is None else _check_sweep(args, name, text, notes)
-    configs: Any = _with_presets(args, text, grid) if args.preset else text
+    configs: str | list[str | convlab.presets.Preset] = _with_presets(args, text, grid) if args.preset else text
     if args.preset:
         grid = {}
     if args.plot and len(grid) >= 2 and args.value not in columns:
@@ -595,8 +603,8 @@ def _tune(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
         _plot(args, df, ranked, grid, convs, configs, out, notes)
 
 
-def _plot(args: argparse.Namespace, df: Any, ranked: Any, grid: dict[str, list[Any]], convs: list[Any], configs: Any,
-          out: TextIO, notes: _Notes) -> None:
+def _plot(args: argparse.Namespace, df: pd.DataFrame, ranked: pd.DataFrame, grid: dict[str, list[Any]], convs: list[Any],
+          configs: str | list[str | convlab.presets.Preset], out: TextIO, notes: _Notes) -> None:
     """--plot: the heatmap (two grid keys) or the count per call, and the trade-off beside it."""
     import convlab
 
@@ -646,17 +654,17 @@ def _where(sources: list[Any]) -> list[str]:
             (("!" + p.split("!", 1)[1]) if "!" in p else "") for p in paths]
 
 
-def _percent(v: Any) -> str:
+def _percent(v: float) -> str:
     return f"{v:.0%}"
 
 
-def _dollars(v: Any) -> str:
+def _dollars(v: float) -> str:
     if v != v:  # NaN: not priced
         return "-"
     return f"${v:,.2f}" if abs(v) >= 1 or v == 0 else f"${v:.4f}"
 
 
-def _rows_table(df: Any, keys: list[str], width: int, summarizer: bool) -> list[str]:
+def _rows_table(df: pd.DataFrame, keys: list[str], width: int, summarizer: bool) -> list[str]:
     """The sweep's table: one line per (conversation, config), the columns that matter, fitted to ``width``."""
     from .ranking import short_keys
     from .tables import Column, compact, fit_table
@@ -683,7 +691,7 @@ def _rows_table(df: Any, keys: list[str], width: int, summarizer: bool) -> list[
     return fit_table(cols, width)
 
 
-def _ranking_table(ranked: Any, keys: list[str], conversations: int, width: int) -> list[str]:
+def _ranking_table(ranked: pd.DataFrame, keys: list[str], conversations: int, width: int) -> list[str]:
     """The configs ranked (``convlab.rank``), with what the columns mean, fitted to ``width``."""
     import textwrap
 
@@ -742,7 +750,9 @@ class _Encoded:
 def _serve(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
     """Serve the threads of --log-dir over AG-UI until Ctrl-C (warnings, a torn log line say, go to stderr)."""
     try:
-        from .agui import server, serving
+        import convlab.agui.server  # the agui extra, checked before any work (_listen serves with it)
+
+        from .agui import serving
     except ImportError as err:
         raise _Usage(f"serve needs the agui extra (pip install 'convlab[agui]'): {err}") from None
     import convlab
@@ -768,11 +778,13 @@ def _serve(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
     except (ValueError, ImportError, convlab.ProviderError) as err:
         raise _Usage(f"--llm: {err}") from None
     with contextlib.closing(llm) if hasattr(llm, "close") else contextlib.nullcontext():  # LocalChat's server stops with it
-        _listen(args, llm, server, serving, out)
+        _listen(args, llm, out)
 
 
-def _listen(args: argparse.Namespace, llm: Any, server: Any, serving: Any, out: TextIO) -> None:
-    """The AG-UI app on --host/--port until Ctrl-C."""
+def _listen(args: argparse.Namespace, llm: Provider, out: TextIO) -> None:
+    """The AG-UI app on --host/--port until Ctrl-C (``_serve`` imported the agui extra)."""
+    from .agui import server, serving
+
     served = server.app(args.log_dir, config=args.config, llm=llm, worker=args.worker, token=args.token,
                         agent=args.agent, cors_origins=args.cors_origin, allowed_hosts=args.allowed_host,
                         max_body=args.max_body, on_unanswered=args.on_unanswered)

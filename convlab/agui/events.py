@@ -112,7 +112,7 @@ def speaks_cancelled(run: RunAgentInput) -> bool:
     return major.isdigit() and int(major) >= 1
 
 
-def snapshot_run(run: RunAgentInput, messages: list[dict[str, Any]], state: Any = None,
+def snapshot_run(run: RunAgentInput, messages: list[dict[str, Any]], state: Mapping[str, Any] | None = None,
                  notes: Mapping[str, Any] | None = None, at: float | None = None) -> list[BaseEvent]:
     """A run that only says what the thread holds: ``RUN_STARTED``, ``MESSAGES_SNAPSHOT``
     of ``messages`` (AG-UI wire dicts), ``STATE_SNAPSHOT`` when there is state, a

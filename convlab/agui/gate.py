@@ -67,11 +67,11 @@ class _AsciiJSON(JSONResponse):
     """JSON with every non-ASCII character escaped: an error text that quotes odd input
     (a lone surrogate among it) is always sendable."""
 
-    def render(self, content: Any) -> bytes:
+    def render(self, content: object) -> bytes:
         return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
 
 
-def error(status: int, message: str, **fields: Any) -> JSONResponse:
+def error(status: int, message: str, **fields: object) -> JSONResponse:
     """The JSON error every refusal of the server is: ``{"error": message, **fields}``.
 
     >>> error(404, "no thread 'x'").body

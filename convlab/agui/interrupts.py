@@ -116,7 +116,7 @@ def _replace(actions: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     return next((dict(a) for a in actions if a.get("type") == "context.replace"), None)
 
 
-def actions_for(decision: Mapping[str, Any], status: str, payload: Any) -> list[dict[str, Any]]:
+def actions_for(decision: Mapping[str, Any], status: str, payload: object) -> list[dict[str, Any]]:
     """The actions that answer ``decision`` (a waiting context.limit, with its
     ``messages``) for a resume entry's ``status`` and ``payload``. Raises
     ``ResumeError`` naming the field when the payload is not an answer.

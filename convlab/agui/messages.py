@@ -104,13 +104,13 @@ def to_agui(message: Mapping[str, Any], id: str | None = None) -> dict[str, Any]
     return out
 
 
-def _part(part: Any) -> dict[str, Any]:
+def _part(part: object) -> dict[str, Any]:
     if isinstance(part, Mapping) and part.get("type") in AGUI_PARTS:
         return dict(part)
     return {"type": "text", "text": part if isinstance(part, str) else json.dumps(part)}
 
 
-def _tool_call(call: Any) -> dict[str, Any] | None:
+def _tool_call(call: object) -> dict[str, Any] | None:
     """An OpenAI-shaped tool call as AG-UI's; None for one of another shape (no id or no function name)."""
     if not isinstance(call, Mapping):
         return None

@@ -49,7 +49,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 from urllib.parse import unquote_to_bytes
 
 from ag_ui.core import ResumeEntry, RunAgentInput
@@ -65,6 +65,7 @@ from starlette.types import Receive, Scope, Send
 
 import convlab
 
+from ..providers import LLM
 from .events import RunEvents, refusal, snapshot_run
 from .gate import BODY_TIMEOUT, Gate, Guard, Rejected, error, read_json
 from .interrupts import ResumeError, actions_for
@@ -97,7 +98,7 @@ LOG_DAMAGED = 409
 _STATIC = Path(__file__).parent / "static"
 
 
-def check_thread_id(thread_id: Any) -> str:
+def check_thread_id(thread_id: object) -> str:
     """A thread id that names a log file inside the log dir, or ``ValueError`` saying why not.
 
     >>> check_thread_id("chat-1")
@@ -131,7 +132,7 @@ def check_thread_id(thread_id: Any) -> str:
 
 
 class _Refusal(Exception):
-    def __init__(self, message: str, code: str, **metadata: Any):
+    def __init__(self, message: str, code: str, **metadata: object):
         super().__init__(message)
         self.code = code
         self.metadata = metadata
@@ -145,7 +146,8 @@ class AGUIApp:
     notebook that serves it); ``close()`` releases the log dir.
     """
 
-    def __init__(self, log_dir: str | os.PathLike, config: Any = None, llm: Any = None,
+    def __init__(self, log_dir: str | os.PathLike, config: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+                 llm: LLM = None,
                  worker: str | Callable[[dict], list] = "chat", token: str | None = None, *,
                  agent: str = "bot", cors_origins: tuple[str, ...] | list[str] = (),
                  allowed_hosts: tuple[str, ...] | list[str] = (), max_body: int = MAX_BODY,
@@ -532,8 +534,19 @@ class AGUIApp:
         run.done = True
 
 
-def app(log_dir: str | os.PathLike, config: Any = None, llm: Any = None,
-        worker: str | Callable[[dict], list] = "chat", token: str | None = None, **options: Any) -> AGUIApp:
+class _Options(TypedDict, total=False):
+    """What ``app`` passes on to ``AGUIApp`` beside its own arguments (the options its docstring names)."""
+
+    agent: str
+    cors_origins: tuple[str, ...] | list[str]
+    allowed_hosts: tuple[str, ...] | list[str]
+    max_body: int
+    body_timeout: float
+    on_unanswered: str
+
+
+def app(log_dir: str | os.PathLike, config: str | os.PathLike[str] | Mapping[str, Any] | None = None, llm: LLM = None,
+        worker: str | Callable[[dict], list] = "chat", token: str | None = None, **options: Unpack[_Options]) -> AGUIApp:
     """An ASGI app that serves the threads of ``log_dir`` over AG-UI 1.0.
 
     ``config`` is the agent's context config (TOML text, a path, the parsed
@@ -618,7 +631,7 @@ def _fields(err: ValidationError) -> str:
     return "; ".join(out) + (f"; and {more} more" if more > 0 else "")
 
 
-def _camel(part: Any) -> str:
+def _camel(part: int | str) -> str:
     if not isinstance(part, str):
         return str(part)
     head, *rest = part.split("_")

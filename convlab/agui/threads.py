@@ -28,7 +28,7 @@ from ag_ui.encoder import EventEncoder
 
 import convlab
 
-from ..providers import secrets_of
+from ..providers import Provider, StreamingProvider, can_stream, secrets_of
 from ..tree import lane_from, newest_leaves, nodes_in_order, path_to
 from .events import RunEvents
 from .interrupts import interrupt_of
@@ -39,11 +39,11 @@ if TYPE_CHECKING:  # the app owns its threads; a thread only reads the app's set
 __all__ = ["ServedThread", "ServedRun", "Unreadable", "served_llm"]
 
 
-def served_llm(llm: Any, thread: ServedThread) -> Any:
+def served_llm(llm: Provider | Mapping[str, Provider], thread: ServedThread) -> _Unlocking | dict[str, _Unlocking]:
     """The app's provider(s) for ``thread``: each lets go of the thread's ``view`` while
     it waits for the model, and a streaming one stops mid-stream when its client is gone."""
-    def wrap(p: Any) -> Any:
-        return _Stoppable(p, thread) if hasattr(p, "stream") else _Unlocking(p, thread)
+    def wrap(p: Provider) -> _Unlocking:
+        return _Stoppable(p, thread) if can_stream(p) else _Unlocking(p, thread)
 
     if isinstance(llm, Mapping):
         return {name: wrap(p) for name, p in llm.items()}
@@ -54,7 +54,7 @@ class _Unlocking:
     """A provider that lets go of its thread's ``view`` lock while it waits for the model,
     so a read of the thread answers meanwhile."""
 
-    def __init__(self, provider: Any, thread: ServedThread):
+    def __init__(self, provider: Provider, thread: ServedThread):
         self.provider = provider
         self.thread = thread
 
@@ -75,6 +75,11 @@ class _Unlocking:
 
 class _Stoppable(_Unlocking):
     """A streaming provider whose stream stops at the next chunk once its run's client is gone."""
+
+    provider: StreamingProvider
+
+    def __init__(self, provider: StreamingProvider, thread: ServedThread):
+        super().__init__(provider, thread)
 
     def stream(self, request: Mapping[str, Any]) -> Any:
         with self.thread.waiting():
@@ -320,7 +325,7 @@ class ServedThread:
         return interrupt_of(s.pending, seq)
 
 
-def paths_of(session: Any) -> dict[str, Any]:
+def paths_of(session: convlab.Session) -> dict[str, Any]:
     """The paths the chat page walks, so that it never walks the tree itself: ``path`` (ids root ->
     head) and ``lanes`` (per sibling of a message on it, the ids from that sibling down to the newest
     leaf under it: where switching to it lands, ``convlab.tree.lane_from``)."""

@@ -55,7 +55,6 @@ __all__ = ["EchoLLM", "ScriptedLLM", "ProviderError", "chunks", "provider", "nam
            "Provider", "StreamingProvider", "LLM", "can_stream"]
 
 
-
 class Provider(Protocol):
     """A provider as the engine calls it: ``complete(request)``, whose reply ``call`` checks.
     ``stream``, ``latency`` and ``secrets`` are optional: read where a provider has them."""

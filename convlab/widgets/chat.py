@@ -26,7 +26,7 @@ from ipywidgets.widgets.widget_string import HTMLStyle, LabelStyle
 from .. import readable
 from . import intents
 from .live import INTERVAL, Live, close_inside, hold, kinds
-from .source import REPLAY_HINT, source_of
+from .source import REPLAY_HINT, Given, source_of
 
 __all__ = ["ChatView", "ROLE_COLORS", "STYLE"]
 
@@ -62,7 +62,7 @@ STYLE = """<style>
 </style>"""
 
 
-def esc(value: Any) -> str:
+def esc(value: object) -> str:
     """Escape anything for an ipywidgets ``HTML`` value."""
     return html.escape(str(value), quote=True)
 
@@ -238,7 +238,7 @@ class ChatView(Live, w.VBox):
 
     EVENTS = kinds(_EVENTS)
 
-    def __init__(self, session: Any, *, limit: int = 40, interval: float = INTERVAL) -> None:
+    def __init__(self, session: Given, *, limit: int = 40, interval: float = INTERVAL) -> None:
         source = source_of(session, "ChatView")  # a wrong argument raises before anything is built
         self._bind(source)
         self.limit = limit
@@ -384,17 +384,17 @@ class ChatView(Live, w.VBox):
         return self._free.pop() if self._free else _MessageRow(self, node)
 
     def _title(self) -> None:
-        src = self.source
         n = len(self._path_ids)
         bits = [f"{n} message{'s' if n != 1 else ''} on the active path"]
         running = None
         if self.readonly:
             bits.append(f"read-only ({REPLAY_HINT})")
         else:
-            running = src.running
-            queued = src.queued
+            live = self.live
+            running = live.running
+            queued = live.queued
             if running:
-                waiting = " (waiting for a decision)" if src.pending is not None else ""
+                waiting = " (waiting for a decision)" if live.pending is not None else ""
                 bits.append(f"turn {running} running{waiting}")
             if queued:
                 bits.append("queued: " + ", ".join(queued))
@@ -422,7 +422,7 @@ class ChatView(Live, w.VBox):
         return self._pos[node_id]
 
     # -- intents -----------------------------------------------------------
-    def edit(self, node_id: str, content: Any) -> dict[str, Any]:
+    def edit(self, node_id: str, content: str | list[Any]) -> dict[str, Any]:
         """Send the active path up to ``node_id`` with that message changed (no id): a new branch."""
         with hold(self.source):
             row = self._rows.get(node_id)
@@ -444,7 +444,7 @@ class ChatView(Live, w.VBox):
         """Look at the sibling ``step`` places from ``node_id`` (‹ = -1, › = +1)."""
         return self._switch(node_id, step)
 
-    def send(self, text: str | None = None, queue: str | None = None, state: Any = ...) -> dict[str, Any]:
+    def send(self, text: str | None = None, queue: str | None = None, state: object = ...) -> dict[str, Any]:
         """Send the input box (or ``text``) as ``client.message`` with the queue mode and state."""
         box, mode, field = self.input, self.queue, self.state_field
         if self.readonly or box is None or mode is None or field is None:  # (a read-only view has no input box)
@@ -485,5 +485,5 @@ class ChatView(Live, w.VBox):
     def __repr__(self) -> str:
         self.flush()
         who = (f"conversation={self.conversation.id!r}" if self.readonly
-               else f"agent={intents.agent_of(self.session)!r}")
+               else f"agent={intents.agent_of(self.live)!r}")
         return f"ChatView({who}, path={len(self._path_ids)}, head={self.source.head!r})"

@@ -18,7 +18,7 @@ from .. import kept, readable
 from . import intents
 from .chat import STYLE, esc, role_badge
 from .live import INTERVAL, Live, close_inside, hold, kinds
-from .source import source_of
+from .source import Given, source_of
 
 __all__ = ["DecisionPanel", "plan_text", "reset_plan", "accept_plan"]
 
@@ -79,7 +79,7 @@ class DecisionPanel(Live, w.VBox):
 
     EVENTS = kinds(_EVENTS)
 
-    def __init__(self, session: Any, *, interval: float = INTERVAL) -> None:
+    def __init__(self, session: Given, *, interval: float = INTERVAL) -> None:
         session = source_of(session, "DecisionPanel", needs_session=True)  # raises before anything is built
         self._bind(session)
         self.status = ""
@@ -221,8 +221,8 @@ class DecisionPanel(Live, w.VBox):
     # -- intents -----------------------------------------------------------
     def answer(self, actions: list[dict[str, Any]]) -> dict[str, Any]:
         """Answer the waiting decision with ``actions``."""
-        with hold(self.session):  # the other widgets draw once, after this panel
-            outcome = intents.decide(self.session, actions)
+        with hold(self.live):  # the other widgets draw once, after this panel
+            outcome = intents.decide(self.live, actions)
             self.last = outcome
             self.status = outcome.get("message", "")
             self._shown = ()

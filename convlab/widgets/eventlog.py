@@ -23,7 +23,7 @@ from ipywidgets.widgets.widget_string import HTMLStyle
 from .. import Session
 from .chat import STYLE, esc
 from .live import INTERVAL, Live
-from .source import source_of
+from .source import Given, source_of
 
 __all__ = ["EventLog", "describe"]
 
@@ -121,7 +121,7 @@ class EventLog(Live, w.VBox):
 
     EVENTS = frozenset(Session.EVENTS)  # every recorded event (a notice has no seq)
 
-    def __init__(self, session: Any, *, limit: int = 200, interval: float = INTERVAL) -> None:
+    def __init__(self, session: Given, *, limit: int = 200, interval: float = INTERVAL) -> None:
         source = source_of(session, "EventLog", needs_session=True)  # a wrong argument raises before anything is built
         self._bind(source)
         self.limit = limit

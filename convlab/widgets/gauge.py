@@ -14,19 +14,22 @@ that are new on the path, not the whole path again.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
 from .. import count_tokens
 from .chat import STYLE, esc
 from .live import INTERVAL, Live, kinds
-from .source import REPLAY_HINT, source_of
+from .source import REPLAY_HINT, Given, source_of
+
+if TYPE_CHECKING:
+    from .. import ContextConfig
 
 __all__ = ["ContextGauge", "gauge_marks"]
 
 
-def gauge_marks(config: Any) -> list[tuple[str, int]]:
+def gauge_marks(config: ContextConfig | None) -> list[tuple[str, int]]:
     """The token counts where a strategy applies: ``config.limit`` (the window less the
     engine's headroom) and each ``over_tokens``.
 
@@ -76,7 +79,7 @@ class ContextGauge(Live, w.VBox):
 
     EVENTS = kinds(_EVENTS)
 
-    def __init__(self, session: Any, *, interval: float = INTERVAL) -> None:
+    def __init__(self, session: Given, *, interval: float = INTERVAL) -> None:
         source = source_of(session, "ContextGauge")  # a wrong argument raises before anything is built
         self._bind(source)
         self.tokens = 0
@@ -116,10 +119,10 @@ class ContextGauge(Live, w.VBox):
 
     def _sync(self) -> None:
         src = self.source
-        cfg = None if self.readonly else src.config
+        cfg = None if self.readonly else self.live.config
         self.tokens = src.tokens()
         self.exact = self._exact_count(src.head)
-        self.idle = None if self.readonly else src.idle_for
+        self.idle = None if self.readonly else self.live.idle_for
         window = getattr(cfg, "window", None)
         marks = gauge_marks(cfg)
         scale = window or max([self.tokens, self.exact, *(v for _, v in marks), 1]) * 1.25
@@ -166,5 +169,5 @@ class ContextGauge(Live, w.VBox):
 
     def __repr__(self) -> str:
         self.flush()
-        window = None if self.readonly else getattr(self.source.config, "window", None)
+        window = None if self.readonly else getattr(self.live.config, "window", None)
         return f"ContextGauge(tokens={self.tokens}, exact={self.exact}, window={window})"

@@ -39,10 +39,13 @@ under the clicked message, and every input that would change it says so.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import Refused, newest_leaf
-from .source import REPLAY_HINT, ReadOnly
+from .source import REPLAY_HINT, ReadOnly, Source
+
+if TYPE_CHECKING:
+    from .. import Session
 
 __all__ = [
     "agent_of", "look_target", "look", "continue_from", "edit", "regenerate", "siblings",
@@ -53,11 +56,12 @@ __all__ = [
 READ_ONLY = f"read-only: an imported conversation takes no input here ({REPLAY_HINT})"
 
 
-def agent_of(session: Any) -> str:
+def agent_of(session: Session) -> str:
     """The session's agent id (from its ``session.started`` event)."""
     for event in session.events[:1]:
-        if event.get("type") == "session.started" and event.get("agent"):
-            return event["agent"]
+        started: Mapping[str, Any] = event  # an event's other fields depend on its type (convlab.wire.EVENT_FIELDS)
+        if started.get("type") == "session.started" and started.get("agent"):
+            return started["agent"]
     return session.snapshot()["agent"]
 
 
@@ -77,7 +81,7 @@ def _read_only() -> dict[str, Any]:
     return {"ok": False, "message": READ_ONLY}
 
 
-def _submit(session: Any, payload: dict[str, Any]) -> dict[str, Any]:
+def _submit(session: Source, payload: dict[str, Any]) -> dict[str, Any]:
     if isinstance(session, ReadOnly):
         return _read_only()
     payload = {"agent_id": agent_of(session), **payload}
@@ -89,7 +93,7 @@ def _submit(session: Any, payload: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "receipt": receipt, "message": ""}
 
 
-def look_target(session: Any, node_id: str) -> str | None:
+def look_target(session: Source, node_id: str) -> str | None:
     """Where looking at ``node_id`` puts the head: the newest leaf under it if
     that is an assistant reply, else the nearest assistant message above that
     leaf; ``None`` when there is none. On a read-only conversation: the newest leaf."""
@@ -103,14 +107,14 @@ def look_target(session: Any, node_id: str) -> str | None:
     return cur
 
 
-def _turn(session: Any, turn_id: str | None) -> Mapping[str, Any] | None:
+def _turn(session: Session, turn_id: str | None) -> Mapping[str, Any] | None:
     for turn in reversed(session.turns):
         if turn["id"] == turn_id:
             return turn
     return None
 
 
-def _finish_look(session: Any, turn_id: str | None) -> None:
+def _finish_look(session: Session, turn_id: str | None) -> None:
     """Run the look's own turn to its end without a model call (see module docstring)."""
     for _ in range(100):
         turn = _turn(session, turn_id)
@@ -127,7 +131,7 @@ def _finish_look(session: Any, turn_id: str | None) -> None:
         session.step()
 
 
-def look(session: Any, node_id: str) -> dict[str, Any]:
+def look(session: Source, node_id: str) -> dict[str, Any]:
     """Check out the branch of ``node_id`` without making the model reply."""
     if node_id not in session.tree:
         return {"ok": False, "message": f"{node_id!r} is not in the tree"}
@@ -152,7 +156,7 @@ def look(session: Any, node_id: str) -> dict[str, Any]:
     return outcome
 
 
-def continue_from(session: Any, node_id: str) -> dict[str, Any]:
+def continue_from(session: Source, node_id: str) -> dict[str, Any]:
     """Move the head exactly to ``node_id``; its turn runs as the worker decides (it may reply)."""
     if node_id not in session.tree:
         return {"ok": False, "message": f"{node_id!r} is not in the tree"}
@@ -161,7 +165,7 @@ def continue_from(session: Any, node_id: str) -> dict[str, Any]:
     return _submit(session, {"type": "client.messages", "messages": session.view(node_id)})
 
 
-def edit(session: Any, index: int, content: Any) -> dict[str, Any]:
+def edit(session: Source, index: int, content: str | list[Any]) -> dict[str, Any]:
     """Send the view with message ``index`` of the active path changed and without an id: a new branch.
 
     The messages after it are left out (the page's example): for a user
@@ -175,7 +179,7 @@ def edit(session: Any, index: int, content: Any) -> dict[str, Any]:
     return _submit(session, {"type": "client.messages", "messages": [*view[:-1], changed]})
 
 
-def regenerate(session: Any, index: int) -> dict[str, Any]:
+def regenerate(session: Source, index: int) -> dict[str, Any]:
     """Send the view without the assistant reply at ``index``: a new reply beside it."""
     if isinstance(session, ReadOnly):
         return _read_only()
@@ -187,12 +191,12 @@ def regenerate(session: Any, index: int) -> dict[str, Any]:
     return _submit(session, {"type": "client.messages", "messages": session.view(path[index - 1]["id"])})
 
 
-def siblings(session: Any, node_id: str) -> list[str]:
+def siblings(session: Source, node_id: str) -> list[str]:
     """``node_id`` and its siblings in creation order (top-level messages are siblings)."""
     return session.children(session.tree.nodes[node_id]["parent"])
 
 
-def switch_sibling(session: Any, node_id: str, step: int) -> dict[str, Any]:
+def switch_sibling(session: Source, node_id: str, step: int) -> dict[str, Any]:
     """Look at the sibling ``step`` places from ``node_id`` (a head-only view to its newest leaf)."""
     sibs = siblings(session, node_id)
     k = sibs.index(node_id) + step
@@ -201,7 +205,7 @@ def switch_sibling(session: Any, node_id: str, step: int) -> dict[str, Any]:
     return look(session, sibs[k])
 
 
-def send_message(session: Any, text: str, queue: str = "none", state: Any = None,
+def send_message(session: Source, text: str, queue: str = "none", state: object = None,
                  message_id: str | None = None) -> dict[str, Any]:
     """``client.message`` with a user message; ``queue`` is ``"none"``, ``"queue"`` or ``"merge"``."""
     message: dict[str, Any] = {"role": "user", "content": text}
@@ -219,12 +223,12 @@ def send_message(session: Any, text: str, queue: str = "none", state: Any = None
     return _submit(session, payload)
 
 
-def interrupt(session: Any) -> dict[str, Any]:
+def interrupt(session: Source) -> dict[str, Any]:
     """``client.interrupt``: cancel the running turn."""
     return _submit(session, {"type": "client.interrupt"})
 
 
-def decide(session: Any, actions: list[dict[str, Any]]) -> dict[str, Any]:
+def decide(session: Source, actions: list[dict[str, Any]]) -> dict[str, Any]:
     """Answer the pending decision."""
     if isinstance(session, ReadOnly):
         return _read_only()

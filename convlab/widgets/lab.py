@@ -24,7 +24,7 @@ from .decisions import DecisionPanel
 from .eventlog import EventLog
 from .gauge import ContextGauge
 from .live import INTERVAL, close_inside
-from .source import REPLAY_HINT, shown, source_of
+from .source import REPLAY_HINT, Given, ReadOnly, shown, source_of
 from .treeview import TreeView
 
 __all__ = ["Lab"]
@@ -44,12 +44,13 @@ class Lab(w.VBox):
     Lab(agent='bot', messages=0, head=None, turns=0, pending=None)
     """
 
-    def __init__(self, session: Any, *, interval: float = INTERVAL, **load_kwargs: Any) -> None:
+    def __init__(self, session: Given | str | os.PathLike[str], *, interval: float = INTERVAL, **load_kwargs: Any) -> None:
         if isinstance(session, (str, os.PathLike)):
+            path = session
             try:
-                session = Session.load(session, **load_kwargs)
+                session = Session.load(path, **load_kwargs)
             except LogError as err:
-                if not os.path.isfile(session):
+                if not os.path.isfile(path):
                     raise
                 raise LogError(f"{err} (Lab takes a convlab session log; for another tool's log: "
                                f"convlab.Lab(convlab.read(path)[0]))", line=getattr(err, "line", None)) from err
@@ -59,13 +60,12 @@ class Lab(w.VBox):
         self.source = source
         #: The Session shown (None for an imported conversation), the imported Conversation shown (None for a Session).
         self.session, self.conversation = shown(source)
-        readonly = self.conversation is not None
         self.tree = self.chat = self.gauge = self.decisions = self.events = None
         try:
             self.tree = TreeView(source, interval=interval)
             self.chat = ChatView(source, interval=interval)
             self.gauge = ContextGauge(source, interval=interval)
-            if readonly:
+            if isinstance(source, ReadOnly):
                 c = self.conversation
                 what = f"conversation {c.title or c.id}" + (f" ({c.format})" if c.format else "")
                 title = w.HTML(f'<span class="clw-title" style="font-size:15px">convlab</span> '

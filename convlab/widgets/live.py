@@ -48,13 +48,13 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ipywidgets import Widget
 
 from .. import Session
-from .source import shown
+from .source import Source, shown
 
 __all__ = ["Redraw", "INTERVAL", "RATIO", "DECAY", "SLOWEST", "QUIET", "ENDS", "hold", "flush", "register",
            "close_inside", "kinds", "LOOK"]
@@ -213,13 +213,13 @@ def _worker() -> bool:
     return threading.current_thread() is not threading.main_thread()
 
 
-def register(source: Any, redraw: Redraw) -> None:
+def register(source: Source, redraw: Redraw) -> None:
     """Count ``redraw`` among the widgets of ``source`` (what ``hold`` and ``flush`` draw)."""
     with _lock:
         _by_source.setdefault(source, weakref.WeakSet()).add(redraw)
 
 
-def flush(source: Any = None, *, thread: int | None = None) -> int:
+def flush(source: Source | None = None, *, thread: int | None = None) -> int:
     """Draw every widget of ``source`` (``None``: of every source) with events not drawn yet,
     only those whose latest event came from ``thread`` when it is given; how many drew."""
     with _lock:
@@ -228,7 +228,7 @@ def flush(source: Any = None, *, thread: int | None = None) -> int:
 
 
 @contextlib.contextmanager
-def hold(source: Any) -> Iterator[None]:
+def hold(source: Source) -> Iterator[None]:
     """Draw the widgets of ``source`` when the block ends (the outermost one, when nested)."""
     key = id(source)
     _depth[key] = _depth.get(key, 0) + 1
@@ -241,7 +241,7 @@ def hold(source: Any) -> Iterator[None]:
             flush(source)
 
 
-def close_inside(*widgets: Any, keep: Any = ()) -> None:
+def close_inside(*widgets: Widget, keep: Iterable[Widget] = ()) -> None:
     """Close every widget the given ones hold (children, layout, style, ...), not the given ones
     and not those in ``keep`` (shared with widgets that stay).
 
@@ -282,7 +282,7 @@ class Live:
         def _sync(self) -> None: ...
         def _on_event(self, event: Mapping[str, Any]) -> None: ...
 
-    def _bind(self, source: Any) -> None:
+    def _bind(self, source: Source) -> None:
         """What the widget shows: ``source`` (what ``source_of`` gave), ``session`` (the live
         Session; None for an imported conversation) and ``conversation`` (the imported
         Conversation; None for a Session). Nothing is followed yet (``_start``)."""
@@ -292,7 +292,7 @@ class Live:
 
     @property
     def live(self) -> Session:
-        """The live Session a widget made with ``source_of(..., needs_session=True)`` shows."""
+        """The live Session the widget shows (a TypeError on an imported conversation: check ``readonly`` first)."""
         if self.session is None:
             raise TypeError(f"{type(self).__name__} shows an imported conversation: it has no live Session")
         return self.session
@@ -302,11 +302,11 @@ class Live:
         """An imported conversation: look and switch branches, never submit."""
         return self.conversation is not None
 
-    def _follow(self, source: Any, interval: float) -> None:
+    def _follow(self, source: Source, interval: float) -> None:
         self.redraw = Redraw(self._draw, interval)
         register(source, self.redraw)
 
-    def _start(self, source: Any, interval: float, classes: tuple[str, ...] = (),
+    def _start(self, source: Source, interval: float, classes: tuple[str, ...] = (),
                first: Callable[[], None] | None = None) -> None:
         """Follow ``source``: the widget's CSS ``classes``, a ``Redraw``, the first drawing
         (``first``, by default ``_sync``), then the subscription. A widget that fails to build
@@ -353,7 +353,7 @@ class Live:
         super().close()  # type: ignore[misc]  # the widget class Live is mixed into has close() (ipywidgets); object has none
 
 
-def _after_cell(*_args: Any) -> None:
+def _after_cell(*_args: object) -> None:
     flush(thread=threading.get_ident())  # another thread's session is drawn by that thread
 
 

@@ -14,11 +14,14 @@ from __future__ import annotations
 import os
 import weakref
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .. import Conversation, Session
 
-__all__ = ["ReadOnly", "source_of", "shown", "REPLAY_HINT"]
+if TYPE_CHECKING:
+    from .. import Replay
+
+__all__ = ["ReadOnly", "source_of", "shown", "REPLAY_HINT", "Source", "Given"]
 
 #: How to get a Session for an imported conversation (``replay`` re-enacts it through the protocol).
 REPLAY_HINT = "convlab.replay(conversation) re-enacts it as a live Session"
@@ -88,15 +91,22 @@ class ReadOnly:
             fn(event)
 
 
-def source_of(given: Any, widget: str, *, needs_session: bool = False) -> Session | ReadOnly:
+#: What a widget shows (``source_of``): a live Session, or an imported conversation read-only.
+Source: TypeAlias = "Session | ReadOnly"
+#: What a widget is given: a Session, a Replay (its session), an imported Conversation, or the
+#: ``ReadOnly`` the widgets of one conversation share.
+Given: TypeAlias = "Session | Replay | Conversation | ReadOnly"
+
+
+def source_of(given: object, widget: str, *, needs_session: bool = False) -> Source:
     """The Session or the ``ReadOnly`` conversation a widget reads, or a TypeError saying what to pass.
 
     A ``Replay`` (anything whose ``.session`` is a Session) counts as its session.
     """
     if isinstance(given, (Session, ReadOnly)):
         source = given
-    elif isinstance(getattr(given, "session", None), Session):
-        source = given.session
+    elif isinstance(session := getattr(given, "session", None), Session):
+        source = session
     elif isinstance(given, Conversation):
         shared = _shared.get(id(given))
         if shared is None or shared.conversation is not given:
@@ -117,7 +127,7 @@ def source_of(given: Any, widget: str, *, needs_session: bool = False) -> Sessio
     return source
 
 
-def shown(source: Session | ReadOnly) -> tuple[Session | None, Any]:
+def shown(source: Source) -> tuple[Session | None, Any]:
     """What a widget on ``source`` (what ``source_of`` gave) shows: ``(session, conversation)``, the
     live Session or the imported Conversation, the other None. Every widget and the Lab read it here.
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import pathlib
 from collections import ChainMap, deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from typing import Any
 
 import anywidget
@@ -39,7 +39,7 @@ from .. import brief
 from ..tree import lane_child, newest_leaves, path_to
 from . import intents
 from .live import INTERVAL, Live, hold, kinds
-from .source import source_of
+from .source import Given, Source, source_of
 
 __all__ = ["TreeView", "layout", "PREVIEW_CHARS"]
 
@@ -49,7 +49,7 @@ PREVIEW_CHARS = 280
 _STATIC = pathlib.Path(__file__).parent / "static"
 
 
-def _preview(content: Any) -> str:
+def _preview(content: str | list[Any] | None) -> str:
     text = brief(content)  # thinking, tool calls and results as short labels, not JSON
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
 
@@ -75,7 +75,7 @@ def _row(a: Mapping[str, Any], row: int, lane: int, path: bool, head: bool,
     }
 
 
-def _links(a: Mapping[str, Any], shown: Any) -> list[dict[str, Any]]:
+def _links(a: Mapping[str, Any], shown: Container[str]) -> list[dict[str, Any]]:
     """The dashed links from a drawn message to the shown message it copies or replaced."""
     return [{"from": a["id"], "to": a[key], "type": key}
             for key in ("copied_from", "replaces") if a.get(key) is not None and a[key] in shown]
@@ -251,7 +251,7 @@ class TreeView(Live, anywidget.AnyWidget):
     #: The layout when the widget was made (or last re-sent whole), with its ``version``; patches follow it.
     snapshot = traitlets.Dict().tag(sync=True)
 
-    def __init__(self, session: Any, *, max_depth: int = 6, budget: int = 400, interval: float = INTERVAL,
+    def __init__(self, session: Given, *, max_depth: int = 6, budget: int = 400, interval: float = INTERVAL,
                  **kwargs: Any) -> None:
         source = source_of(session, "TreeView")  # a wrong argument raises before anything is built
         self._unsubscribe: Any = None
@@ -429,7 +429,7 @@ class TreeView(Live, anywidget.AnyWidget):
             self.send(patch)
 
     # -- intents from the browser ------------------------------------------
-    def _on_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+    def _on_msg(self, _widget: object, content: object, _buffers: object) -> None:
         if not isinstance(content, dict):
             return
         kind, nid = content.get("type"), content.get("id")
@@ -444,7 +444,7 @@ class TreeView(Live, anywidget.AnyWidget):
             if content.get("version") != self._version:
                 self.send({"type": "snapshot", "data": self.data})
 
-    def _act(self, intent: Any, node_id: str) -> dict[str, Any]:
+    def _act(self, intent: Callable[[Source, str], dict[str, Any]], node_id: str) -> dict[str, Any]:
         self.selected = node_id
         self._acting = True
         try:
@@ -486,5 +486,5 @@ class TreeView(Live, anywidget.AnyWidget):
         self.flush()
         d = self._meta
         who = (f"conversation={self.conversation.id!r}" if self.readonly
-               else f"agent={intents.agent_of(self.session)!r}")
+               else f"agent={intents.agent_of(self.live)!r}")
         return f"TreeView({who}, messages={d.get('total', 0)}, shown={len(self._rows)}, head={self.source.head!r})"
