@@ -17,9 +17,13 @@ so the stretch it shares with that replay, itself maybe a fork, is never
 replayed again. The replays of a sweep form a tree, each fork starting
 where its config leaves its parent's.
 
-Conversations (and, with fewer conversations than cores, runs of their
-configs) go to worker processes, one per core by default, or to a
-dask.distributed cluster. Rows are computed by one function (``rows``)
+Conversations go to worker processes, one per core by default, or to a
+dask.distributed cluster. With fewer conversations than cores (one long
+session on a laptop) each conversation's baseline is replayed here, once,
+and its configs go to forked workers cut along the fork tree: in families
+that first leave the baseline in the same turn saying the same thing (a
+family shares what follows; two families never share anything), the
+earliest to leave first. Rows are computed by one function (``rows``)
 wherever they run, so every way gives the same frame, row for row.
 """
 
@@ -458,9 +462,10 @@ def tune(
     Where it runs: ``jobs`` worker processes on this machine (None: one per
     core it may use; 1: all in this process, no workers), each taking whole
     conversations (a conversation shares its replays among its configs; with
-    fewer conversations than jobs, its configs are split in runs so that
-    every job has work). ``chunk`` sets how many configs a unit of work
-    holds instead. ``scheduler="dask"`` runs the units on a
+    fewer conversations than jobs, its baseline is replayed in this process
+    once and its configs go to the workers in families that leave the
+    baseline together, so that every job has work). ``chunk`` sets how many
+    configs a unit of work holds instead. ``scheduler="dask"`` runs the units on a
     dask.distributed cluster: ``client`` is a ``distributed.Client`` or a
     scheduler address (default: the current client). Every way gives the
     same frame, row for row. ``progress``: a tqdm bar (None: only for 20 or
@@ -699,7 +704,8 @@ def _along_forks(plans: list[Plan], counts: ExactCounts, configs: list[Setup], a
     bases: dict[int, _Baseline] = {}
     units: list[tuple[int, list[int], int]] = []  # (conversation, configs, turns left)
     for i, p in enumerate(plans):
-        base = bases[i] = _Baseline.run(p, counts, agent, knobs=knobs)
+        with workers.collector_paused():  # as in a worker: the baseline lives on
+            base = bases[i] = _Baseline.run(p, counts, agent, knobs=knobs)
         families: list[tuple[tuple[int, Any], list[int]]] = []  # what a config says need not hash (a worker)
         same = []
         for j, cfg in enumerate(configs):

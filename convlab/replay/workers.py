@@ -1,8 +1,8 @@
 """Where a sweep's work runs: here, in worker processes, or on a dask cluster.
 
-Conversations (and, with fewer conversations than cores, runs of their
-configs) go to worker processes, one per core by default, or to a
-dask.distributed cluster. Every unit runs the same function (the sweep's
+Conversations (or, with fewer conversations than cores, families of their
+configs: the sweep says which) go to worker processes, one per core by
+default, or to a dask.distributed cluster. Every unit runs the same function (the sweep's
 ``rows``, given here), so every way gives the same frame, row for row. With
 a summarizer, a worker's summary calls come back to the calling process
 (``_Asker`` there, ``_Answering`` here): the provider stays where it is.
@@ -10,17 +10,18 @@ a summarizer, a worker's summary calls come back to the calling process
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ..errors import ProviderError
 from .plan import ExactCounts, Plan
 
-__all__ = ["jobs_for", "units", "run_processes", "run_dask", "WAITING", "FORKS", "Measured"]
+__all__ = ["jobs_for", "units", "run_processes", "run_dask", "collector_paused", "WAITING", "FORKS", "Measured"]
 
 #: What a unit of work gives back: ``(config index, measures)`` per config of one conversation.
 Measured = list[tuple[int, dict[str, Any]]]
@@ -75,20 +76,30 @@ def _start_worker(rows: Callable[..., Any], plans: list[Plan], counts: ExactCoun
     _WORK = (rows, plans, counts, configs, agent, knobs, None if channel is None else _Asker(*channel), bases)
 
 
-def _task(i: int, js: list[int]) -> tuple[int, Measured]:
-    """One unit of work in a worker process. The replays of a conversation stay
-    alive until its last config is placed, so the cyclic collector would walk
-    them again and again for nothing (a third of the time): it waits for the
-    end of the unit, in this process that is ours."""
-    rows, plans, counts, configs, agent, knobs, summarize, bases = _WORK  # type: ignore[misc]  # set by _start_worker before any task
-    counts.prime(plans[i].texts())  # once per worker: a text it counted before is not counted again
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic collector off while the replays of a conversation run: they stay
+    alive until its last config is placed, so it would walk them again and again
+    for nothing (a third of a replay's time, half of one that compacts often); one
+    collection at the end. Left as it was if it was off."""
+    if not gc.isenabled():
+        yield
+        return
     gc.disable()
     try:
-        return i, rows(plans[i], counts, [(j, configs[j]) for j in js], agent, summarize=summarize, knobs=knobs,
-                       base=bases.get(i))
+        yield
     finally:
         gc.enable()
         gc.collect()
+
+
+def _task(i: int, js: list[int]) -> tuple[int, Measured]:
+    """One unit of work in a worker process (the collector paused: a worker is ours)."""
+    rows, plans, counts, configs, agent, knobs, summarize, bases = _WORK  # type: ignore[misc]  # set by _start_worker before any task
+    counts.prime(plans[i].texts())  # once per worker: a text it counted before is not counted again
+    with collector_paused():
+        return i, rows(plans[i], counts, [(j, configs[j]) for j in js], agent, summarize=summarize, knobs=knobs,
+                       base=bases.get(i))
 
 
 class _Stopped(Exception):
