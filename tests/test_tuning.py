@@ -423,6 +423,42 @@ def test_worker_processes_give_the_frame_one_process_gives(tmp_path, monkeypatch
         assert not here.equals(tune(CONVS + HIDDEN_CONVS, BASE, grid=AXES, progress=False, jobs=1)), knobs
 
 
+def test_one_conversation_on_two_jobs_replays_its_baseline_once_here(tmp_path, monkeypatch):
+    """Issue 26: with fewer conversations than jobs the baseline is replayed once, in the calling
+    process, and the forked workers fork from it; a config that never leaves it costs no worker,
+    and configs that leave it together share a unit. The frame is the one of jobs=1, row for row."""
+    import multiprocessing
+    import os
+
+    import convlab.replay.sweep as sweep
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("the workers see the baseline and the spies only through fork")
+    real_run, real_rows = sweep._Baseline.run.__func__, sweep.rows
+
+    def run(cls, *args, **kwargs):
+        (tmp_path / f"base-{os.getpid()}-{len(list(tmp_path.glob('base-*')))}").touch()
+        return real_run(cls, *args, **kwargs)
+
+    def spy(p, counts, configs, *args, **kwargs):
+        assert kwargs["base"] is not None  # a worker never replays the baseline again
+        (tmp_path / f"rows-{os.getpid()}-{'.'.join(str(j) for j, _ in configs)}").touch()
+        return real_rows(p, counts, configs, *args, **kwargs)
+
+    axes = {"strategy[1].over_tokens": [3000, 5000, 100000], "strategy[0].idle_secs": [400, 10**6]}  # 100000, 10**6: never fires
+    serial = tune(CONVS[1], BASE, grid=axes, progress=False, jobs=1)
+    monkeypatch.setattr(sweep._Baseline, "run", classmethod(run))
+    monkeypatch.setattr(sweep, "rows", spy)
+    parallel = tune(CONVS[1], BASE, grid=axes, progress=False, jobs=2)
+    pd.testing.assert_frame_equal(parallel, serial)
+    assert [p.name for p in tmp_path.glob("base-*")] == [f"base-{os.getpid()}-0"]
+    units = [p.name.split("-") for p in tmp_path.glob("rows-*")]
+    assert str(os.getpid()) not in {pid for _, pid, _ in units} and len({pid for _, pid, _ in units}) == 2
+    given = sorted(int(j) for _, _, js in units for j in js.split("."))
+    fired = serial["limits_full"] + serial["limits_idle"] + serial["limits_overflow"] > 0
+    assert not fired.all() and given == sorted(serial.index[fired])  # the rest are the baseline's rows, given here
+
+
 def test_bad_jobs_and_chunk_say_what_to_pass():
     with pytest.raises(ValueError, match=r"jobs must be a positive whole number \(1: one process"):
         tune(CONVS, BASE, jobs=0, progress=False)

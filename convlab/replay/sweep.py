@@ -17,9 +17,13 @@ so the stretch it shares with that replay, itself maybe a fork, is never
 replayed again. The replays of a sweep form a tree, each fork starting
 where its config leaves its parent's.
 
-Conversations (and, with fewer conversations than cores, runs of their
-configs) go to worker processes, one per core by default, or to a
-dask.distributed cluster. Rows are computed by one function (``rows``)
+Conversations go to worker processes, one per core by default, or to a
+dask.distributed cluster. With fewer conversations than cores (one long
+session on a laptop) each conversation's baseline is replayed here, once,
+and its configs go to forked workers cut along the fork tree: in families
+that first leave the baseline in the same turn saying the same thing (a
+family shares what follows; two families never share anything), the
+earliest to leave first. Rows are computed by one function (``rows``)
 wherever they run, so every way gives the same frame, row for row.
 """
 
@@ -243,47 +247,66 @@ def _closest(root: _SharedReplay, config: Setup) -> tuple[_SharedReplay, int | N
     return best, best_turn
 
 
-def _baseline(base: Replay, row: Mapping[str, Any], given: int | None) -> dict[str, Any]:
-    """What every row of a conversation carries from its baseline replay (no config: the log as it
-    was), whose measures are ``row``: its tokens read, and the hidden overhead (``given``, else the
-    log's, ``Replay.hidden_overhead``, with the number of calls it rests on)."""
+@dataclass
+class _Baseline:
+    """A conversation's baseline replay (no config: nothing fires, the log as it was), run once:
+    the ``root`` its configs share or fork from, and what every row of it carries from it (its tokens
+    read and dollars, and the hidden overhead: ``given``, else the log's, ``Replay.hidden_overhead``,
+    with the number of calls it rests on)."""
+
+    root: _SharedReplay
+    carried: dict[str, Any]
+
+    @classmethod
+    def run(cls, p: Plan, counts: ExactCounts, agent: str, *, summarize: Any = None,
+            knobs: Mapping[str, Any] = {}) -> _Baseline:
+        base = Replayer(p, None, counts=counts, agent=agent, summarize=summarize, **knobs).run()
+        root = _SharedReplay.made(base, 0)
+        return cls(root, _carried(base.result(), root.row, knobs.get("overhead")))
+
+    def leaves(self, setup: Setup) -> tuple[int, Any] | None:
+        """Where ``setup`` first says something else than the baseline: the turn, and what it
+        says there (configs that agree on both can share what follows); None if never."""
+        root, points = self.root, self.root.replayer.record.consulted
+        for k, point in enumerate(points):
+            says = _says(setup, point)
+            if says != root.says[k]:
+                return point[0], (k, says)
+        return None
+
+
+def _carried(base: Replay, row: Mapping[str, Any], given: int | None) -> dict[str, Any]:
     hidden = {"overhead": given, "overhead_calls": None} if given is not None else base.hidden_overhead()
     return {"baseline_tokens_read": row["tokens_read"], "baseline_usd": row["usd"], **hidden}
 
 
 def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, Setup]], agent: str, *,
-         share: bool = True, summarize: Any = None, knobs: Mapping[str, Any] = {}) -> list[tuple[int, dict[str, Any]]]:
+         share: bool = True, summarize: Any = None, knobs: Mapping[str, Any] = {},
+         base: _Baseline | None = None) -> list[tuple[int, dict[str, Any]]]:
     """The measures of one conversation under each ``(index, setup)``.
 
     The first replay has no config (nothing fires: the log as it was): the
-    baseline every row is measured against. Each config shares the replay
-    it says the same as at every point that replay consulted its config, or
-    forks from the replay it agrees with longest, at the start of the turn
-    where they first differ. ``share=False`` replays every config from the
-    start (what the sharing must equal). ``knobs`` are the cost model's
-    (``Replayer``'s ``summary_size`` and ``overhead``).
+    baseline every row is measured against (``base``, when it was run
+    already). Each config shares the replay it says the same as at every
+    point that replay consulted its config, or forks from the replay it
+    agrees with longest, at the start of the turn where they first differ.
+    ``share=False`` replays every config from the start (what the sharing
+    must equal). ``knobs`` are the cost model's (``Replayer``'s
+    ``summary_size`` and ``overhead``).
     """
-    def replayer(setup: Setup | None) -> Replayer:
-        if setup is None:
-            return Replayer(p, None, counts=counts, agent=agent, summarize=summarize, **knobs)
-        return Replayer(p, setup.config, counts=counts, agent=agent, summarize=summarize, worker=setup.worker, **knobs)
-
-    base = replayer(None).run()
-    given = knobs.get("overhead")
+    if base is None:
+        base = _Baseline.run(p, counts, agent, summarize=summarize, knobs=knobs)
     if not share:
-        first = base.result()
-        baseline = _baseline(first, first.measures(), given)
-        return [(j, {**replayer(cfg).run().result().measures(), **baseline}) for j, cfg in configs]
-    root = _SharedReplay.made(base, 0)
-    baseline = _baseline(base.result(), root.row, given)
-    out = []
+        return [(j, {**Replayer(p, cfg.config, counts=counts, agent=agent, summarize=summarize, worker=cfg.worker,
+                                **knobs).run().result().measures(), **base.carried}) for j, cfg in configs]
+    root, out = base.root, []
     for j, cfg in configs:
         run, turn = _closest(root, cfg)
         if turn is not None:
             child = _SharedReplay.made(run.replayer.fork(turn, cfg.config, cfg.worker).run(turn), turn, run)
             run.children.append(child)
             run = child
-        out.append((j, {**run.row, **baseline}))
+        out.append((j, {**run.row, **base.carried}))
     return out
 
 
@@ -439,9 +462,10 @@ def tune(
     Where it runs: ``jobs`` worker processes on this machine (None: one per
     core it may use; 1: all in this process, no workers), each taking whole
     conversations (a conversation shares its replays among its configs; with
-    fewer conversations than jobs, its configs are split in runs so that
-    every job has work). ``chunk`` sets how many configs a unit of work
-    holds instead. ``scheduler="dask"`` runs the units on a
+    fewer conversations than jobs, its baseline is replayed in this process
+    once and its configs go to the workers in families that leave the
+    baseline together, so that every job has work). ``chunk`` sets how many
+    configs a unit of work holds instead. ``scheduler="dask"`` runs the units on a
     dask.distributed cluster: ``client`` is a ``distributed.Client`` or a
     scheduler address (default: the current client). Every way gives the
     same frame, row for row. ``progress``: a tqdm bar (None: only for 20 or
@@ -635,7 +659,10 @@ def _schedule(sweep: _Sweep, ask: Any) -> dict[tuple[int, int], dict[str, Any]]:
     dask = sweep.scheduler == "dask"
     tasks = workers.units(plans, len(configs), sweep.chunk, 1 if dask else sweep.jobs)
     in_processes = not dask and sweep.jobs > 1 and len(tasks) > 1
-    if not in_processes:  # else each worker tokenizes its own conversations, side by side
+    # fewer conversations than jobs: the baselines run here once and the forked workers take their
+    # configs in families that leave the baseline together (see _along_forks)
+    forked = in_processes and workers.FORKS and ask is None and sweep.chunk is None and len(plans) < sweep.jobs
+    if not in_processes or forked:  # else each worker tokenizes its own conversations, side by side
         counts.prime(t for p in plans for t in p.texts())
     total = len(plans) * len(configs)
     show = (total >= 20) if sweep.progress is None else bool(sweep.progress)
@@ -650,6 +677,12 @@ def _schedule(sweep: _Sweep, ask: Any) -> dict[tuple[int, int], dict[str, Any]]:
     try:
         if dask:
             workers.run_dask(rows, plans, counts, configs, agent, knobs, tasks, sweep.client, done)
+        elif forked:
+            bases, tasks = _along_forks(plans, counts, configs, agent, knobs, sweep.jobs, done)
+            if len(tasks) > 1:
+                workers.run_processes(rows, plans, counts, configs, agent, knobs, tasks, sweep.jobs, done, bases=bases)
+            for i, js in tasks if len(tasks) == 1 else ():  # one unit: no worker to start
+                done(i, rows(plans[i], counts, [(j, configs[j]) for j in js], agent, knobs=knobs, base=bases[i]))
         elif in_processes:
             workers.run_processes(rows, plans, counts, configs, agent, knobs, tasks, sweep.jobs, done, ask)
         else:
@@ -658,6 +691,43 @@ def _schedule(sweep: _Sweep, ask: Any) -> dict[tuple[int, int], dict[str, Any]]:
     finally:
         bar.close()
     return results
+
+
+def _along_forks(plans: list[Plan], counts: ExactCounts, configs: list[Setup], agent: str, knobs: Mapping[str, Any],
+                 jobs: int, done: workers.Done) -> tuple[dict[int, _Baseline], list[tuple[int, list[int]]]]:
+    """The units of a sweep of fewer conversations than jobs, cut along the fork tree: each
+    conversation's baseline is replayed here, once (worker processes forked after it start with
+    it), and the configs that never leave it are its rows at once (``done``). The others go in
+    families, one per (turn, what they say there) where they first leave the baseline: a family
+    shares what follows, two families never do. The longest (the earliest to leave) go first, and
+    the largest are halved while there are fewer units than jobs."""
+    bases: dict[int, _Baseline] = {}
+    units: list[tuple[int, list[int], int]] = []  # (conversation, configs, turns left)
+    for i, p in enumerate(plans):
+        with workers.collector_paused():  # as in a worker: the baseline lives on
+            base = bases[i] = _Baseline.run(p, counts, agent, knobs=knobs)
+        families: list[tuple[tuple[int, Any], list[int]]] = []  # what a config says need not hash (a worker)
+        same = []
+        for j, cfg in enumerate(configs):
+            leaves = base.leaves(cfg)
+            if leaves is None:
+                same.append((j, {**base.root.row, **base.carried}))
+                continue
+            family = next((js for key, js in families if key == leaves), None)
+            if family is None:
+                families.append((leaves, [j]))
+            else:
+                family.append(j)
+        if same:
+            done(i, same)
+        units += [(i, js, len(p.turns) - turn) for (turn, _), js in families]
+    while 0 < len(units) < jobs and max(len(u[1]) for u in units) > 1:
+        i, js, left = max(units, key=lambda u: len(u[1]))
+        units.remove((i, js, left))
+        half = len(js) // 2
+        units += [(i, js[:half], left), (i, js[half:], left)]
+    units.sort(key=lambda u: -u[2])
+    return bases, [(i, js) for i, js, _ in units]
 
 
 def _frame(sweep: _Sweep, results: Mapping[tuple[int, int], Mapping[str, Any]]) -> pd.DataFrame:

@@ -1,8 +1,8 @@
 """Where a sweep's work runs: here, in worker processes, or on a dask cluster.
 
-Conversations (and, with fewer conversations than cores, runs of their
-configs) go to worker processes, one per core by default, or to a
-dask.distributed cluster. Every unit runs the same function (the sweep's
+Conversations (or, with fewer conversations than cores, families of their
+configs: the sweep says which) go to worker processes, one per core by
+default, or to a dask.distributed cluster. Every unit runs the same function (the sweep's
 ``rows``, given here), so every way gives the same frame, row for row. With
 a summarizer, a worker's summary calls come back to the calling process
 (``_Asker`` there, ``_Answering`` here): the provider stays where it is.
@@ -10,16 +10,18 @@ a summarizer, a worker's summary calls come back to the calling process
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import multiprocessing
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ..errors import ProviderError
 from .plan import ExactCounts, Plan
 
-__all__ = ["jobs_for", "units", "run_processes", "run_dask", "WAITING", "Measured"]
+__all__ = ["jobs_for", "units", "run_processes", "run_dask", "collector_paused", "WAITING", "FORKS", "Measured"]
 
 #: What a unit of work gives back: ``(config index, measures)`` per config of one conversation.
 Measured = list[tuple[int, dict[str, Any]]]
@@ -58,32 +60,46 @@ def units(plans: list[Plan], n_configs: int, chunk: int | None, jobs: int) -> li
     return tasks
 
 
+#: Whether worker processes are forked (Linux): they start with what this process holds, unpickled.
+FORKS = "fork" in multiprocessing.get_all_start_methods()
+
 #: Worker processes per job when a sweep's summary calls go to a real model: a
 #: worker waiting for a summary (seconds, on the network) leaves its core to another.
 WAITING = 4
 
-_WORK: tuple | None = None  # in a worker process: (rows, plans, counts, configs, agent, knobs, summarize), from _start_worker
+_WORK: tuple | None = None  # in a worker process: (rows, plans, counts, configs, agent, knobs, summarize, bases), from _start_worker
 
 
 def _start_worker(rows: Callable[..., Any], plans: list[Plan], counts: ExactCounts, configs: list[Any], agent: str,
-                  knobs: dict[str, Any], channel: Any) -> None:
+                  knobs: dict[str, Any], channel: Any, bases: Mapping[int, Any]) -> None:
     global _WORK
-    _WORK = (rows, plans, counts, configs, agent, knobs, None if channel is None else _Asker(*channel))
+    _WORK = (rows, plans, counts, configs, agent, knobs, None if channel is None else _Asker(*channel), bases)
 
 
-def _task(i: int, js: list[int]) -> tuple[int, Measured]:
-    """One unit of work in a worker process. The replays of a conversation stay
-    alive until its last config is placed, so the cyclic collector would walk
-    them again and again for nothing (a third of the time): it waits for the
-    end of the unit, in this process that is ours."""
-    rows, plans, counts, configs, agent, knobs, summarize = _WORK  # type: ignore[misc]  # set by _start_worker before any task
-    counts.prime(plans[i].texts())  # once per worker: a text it counted before is not counted again
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic collector off while the replays of a conversation run: they stay
+    alive until its last config is placed, so it would walk them again and again
+    for nothing (a third of a replay's time, half of one that compacts often); one
+    collection at the end. Left as it was if it was off."""
+    if not gc.isenabled():
+        yield
+        return
     gc.disable()
     try:
-        return i, rows(plans[i], counts, [(j, configs[j]) for j in js], agent, summarize=summarize, knobs=knobs)
+        yield
     finally:
         gc.enable()
         gc.collect()
+
+
+def _task(i: int, js: list[int]) -> tuple[int, Measured]:
+    """One unit of work in a worker process (the collector paused: a worker is ours)."""
+    rows, plans, counts, configs, agent, knobs, summarize, bases = _WORK  # type: ignore[misc]  # set by _start_worker before any task
+    counts.prime(plans[i].texts())  # once per worker: a text it counted before is not counted again
+    with collector_paused():
+        return i, rows(plans[i], counts, [(j, configs[j]) for j in js], agent, summarize=summarize, knobs=knobs,
+                       base=bases.get(i))
 
 
 class _Stopped(Exception):
@@ -159,9 +175,10 @@ class _Answering:
 
 def run_processes(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: list[Any], agent: str,
                   knobs: dict[str, Any], tasks: list[tuple[int, list[int]]], jobs: int, done: Done,
-                  ask: Callable[..., Any] | None = None) -> None:
+                  ask: Callable[..., Any] | None = None, bases: Mapping[int, Any] | None = None) -> None:
     """The tasks (``units``) on ``jobs`` worker processes of this machine, each running ``rows``;
-    ``ask`` answers the workers' summary calls here (None: the stand-in).
+    ``ask`` answers the workers' summary calls here (None: the stand-in). ``bases``: per
+    conversation, its baseline replay run here already (``rows``' ``base``; forked workers only).
 
     Workers are forked where the platform can (Linux: they start in
     milliseconds with the tokenizer and the plans already loaded), else
@@ -177,7 +194,8 @@ def run_processes(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: li
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     answering = None if ask is None else _Answering(ctx, jobs, ask)
     pool = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_start_worker,
-                               initargs=(rows, plans, counts, parsed, agent, knobs, None if answering is None else answering.channel))
+                               initargs=(rows, plans, counts, parsed, agent, knobs, None if answering is None else answering.channel,
+                                         bases or {}))
     stopping = True
     try:
         # forked workers start with everything this process holds; frozen, the
