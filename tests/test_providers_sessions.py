@@ -234,7 +234,8 @@ def test_a_connection_error_is_a_failed_call(wire):
     s = convlab.Session(llm=wire.llm(api))
     s.submit(say("hi", "u1"))
     [failed] = of(s, "llm.failed")
-    assert failed["error"] == "failed" and "Connection error" in failed["message"]
+    # the SDK's own words, which change between its versions ("Connection error.", "Connection to ... failed")
+    assert failed["error"] == "failed" and failed["message"].startswith(wire.name) and "connection" in failed["message"].lower()
 
 
 def test_a_real_call_moves_the_session_clock_by_its_measured_duration(wire):

@@ -73,7 +73,7 @@ from ..tokens import content_text
 from ..tree import Message, message_of
 from . import cost
 from .cost import Pricing
-from .model import ReplayLLM
+from .model import ReplayLLM, Summarize
 from .plan import ExactCounts, Plan, PlannedTurn, plan
 from .result import Replay
 from .summaries import SummaryFolder, summaries_for
@@ -176,7 +176,7 @@ class Replayer:
         *,
         counts: ExactCounts | None = None,
         agent: str = "bot",
-        summarize: Callable[[Mapping[str, Any], int, bool], dict[str, Any] | None] | None = None,
+        summarize: Summarize | None = None,
         summary_size: int | float | None = None,
         overhead: int | None = None,
         worker: Worker | None = None,
@@ -494,7 +494,7 @@ def pricing_for(model: str | None, prompt_cache: str | None, cache_ttl: float | 
     return Pricing(model, prompt_cache, cache_ttl, summarizer_model if isinstance(summarizer_model, str) and model else None)
 
 
-def limit_worker(worker: Worker | None) -> Worker | None:
+def limit_worker(worker: object) -> Worker | None:
     """``worker`` checked as a replay takes it: None (the engine's proposal answers each
     ``context.limit``) or a callable that takes a decision and returns actions
     (``convlab.compact``'s compactions; any worker ``Session(worker=...)`` takes)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..errors import ProviderError
 from ..providers.fakes import checked_replies, stand_in, summarized
@@ -52,6 +52,10 @@ def _overhead(value: int | None) -> int | None:
 #: What a logged reply gives back beside its content (a provider's reply keeps them on the message).
 _REPLY_KEYS = ("tool_calls", "name", "metadata")
 
+
+#: What answers a replay's summary calls: ``summarize(request, tokens, guessed)``, the reply
+#: (None: the stand-in); ``tokens`` is the exact count of what it reads (see ``ReplayLLM``).
+Summarize: TypeAlias = Callable[[Mapping[str, Any], int, bool], dict[str, Any] | None]
 
 class ReplayLLM:
     """Answers each model call with the next logged reply (what ``convlab.replay`` drives).
@@ -165,7 +169,7 @@ class ReplayLLM:
         applies: Callable[[Mapping[str, Any]], bool] | None = None,
         summary_size: int | float | None = None,
         overhead: int | None = None,
-        summarize: Callable[[Mapping[str, Any], int, bool], dict[str, Any] | None] | None = None,
+        summarize: Summarize | None = None,
         counts: ExactCounts | None = None,
     ):
         if window is not None and (not isinstance(window, int) or window <= 0):

@@ -31,25 +31,33 @@ from __future__ import annotations
 
 import copy
 import itertools
+import os
 import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from ..context import ContextConfig, applies, coerce, load_config, toml_document
+from ..context import ContextConfig, Strategy, TomlSource, applies, coerce, load_config, toml_document
 from ..conversation import Conversation
 from ..errors import ConfigError
 from ..presets import Preset
 from . import workers
 from .driver import Replayer, limit_worker, pricing_for
-from .model import ReplayLLM
+from .model import ReplayLLM, Summarize
 from .plan import ExactCounts, Plan, plan
 from .result import Replay
-from .summaries import Summaries, SummaryCost, summaries_for
+from .summaries import Summaries, SummaryCost, SummaryFolder, summaries_for
 
 if TYPE_CHECKING:
+    import distributed
     import pandas as pd
+
+    from ..engine import Worker
+    from ..providers import Provider
+
+#: One config of a sweep: TOML text, a path, a parsed document, a ``ContextConfig`` or a preset.
+Config: TypeAlias = TomlSource | ContextConfig | Preset
 
 __all__ = ["tune", "tune_cost", "config_grid", "COLUMNS", "rows", "Setup"]
 
@@ -100,14 +108,14 @@ COLUMNS = (
 _KEY = re.compile(r"^(window|strategy\[(\d+)\]\.(\w+))$")
 
 
-def _document(config: Any) -> dict[str, Any]:
+def _document(config: TomlSource | ContextConfig) -> dict[str, Any]:
     """A parsed TOML document (a deep copy) from TOML text, a path or a document."""
     if isinstance(config, ContextConfig):
         raise TypeError("give a TOML text or document, not a parsed ContextConfig, to build a grid on")
     return copy.deepcopy(dict(toml_document(config)))
 
 
-def _set(doc: dict[str, Any], agent: str, key: str, value: Any) -> None:
+def _set(doc: dict[str, Any], agent: str, key: str, value: object) -> None:
     m = _KEY.match(key)
     if m is None:
         raise ConfigError(key, "a grid key is 'window' or 'strategy[i].<key>' (e.g. strategy[0].idle_secs)")
@@ -125,7 +133,7 @@ def _set(doc: dict[str, Any], agent: str, key: str, value: Any) -> None:
         strategies[i][name] = value
 
 
-def config_grid(base: Any, axes: Mapping[str, Sequence[Any]], *, agent: str = "bot") -> list[dict[str, Any]]:
+def config_grid(base: TomlSource | ContextConfig, axes: Mapping[str, Sequence[object]], *, agent: str = "bot") -> list[dict[str, Any]]:
     """Configs over a grid: every combination of ``axes`` values set on ``base``.
 
     ``base`` is TOML text, a path or a parsed document; ``axes`` maps a key
@@ -171,10 +179,10 @@ class Setup:
     engine's proposal; see ``convlab.replay``)."""
 
     config: ContextConfig
-    worker: Any = None
+    worker: Worker | None = None
 
 
-def _strategy_key(strategy: Any) -> tuple:
+def _strategy_key(strategy: Strategy) -> tuple:
     return (strategy.use, strategy.prompt, strategy.llm, strategy.model)
 
 
@@ -258,7 +266,7 @@ class _Baseline:
     carried: dict[str, Any]
 
     @classmethod
-    def run(cls, p: Plan, counts: ExactCounts, agent: str, *, summarize: Any = None,
+    def run(cls, p: Plan, counts: ExactCounts, agent: str, *, summarize: Summarize | None = None,
             knobs: Mapping[str, Any] = {}) -> _Baseline:
         base = Replayer(p, None, counts=counts, agent=agent, summarize=summarize, **knobs).run()
         root = _SharedReplay.made(base, 0)
@@ -281,7 +289,7 @@ def _carried(base: Replay, row: Mapping[str, Any], given: int | None) -> dict[st
 
 
 def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, Setup]], agent: str, *,
-         share: bool = True, summarize: Any = None, knobs: Mapping[str, Any] = {},
+         share: bool = True, summarize: Summarize | None = None, knobs: Mapping[str, Any] = {},
          base: _Baseline | None = None) -> list[tuple[int, dict[str, Any]]]:
     """The measures of one conversation under each ``(index, setup)``.
 
@@ -313,7 +321,7 @@ def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, Setup]], age
 # ----------------------------------------------------------------------
 # the sweep
 # ----------------------------------------------------------------------
-def _as_list(x: Any) -> list[Any]:
+def _as_list(x: object) -> list[Any]:
     if isinstance(x, (str, bytes, Mapping, ContextConfig)) or not isinstance(x, Iterable):
         return [x]
     return list(x)
@@ -324,24 +332,24 @@ def _strategies(cfg: ContextConfig) -> str:
 
 
 def tune(
-    conversations: Any,
-    configs: Any,
+    conversations: Conversation | Iterable[Conversation],
+    configs: Config | Iterable[Config],
     *,
-    grid: Mapping[str, Sequence[Any]] | None = None,
+    grid: Mapping[str, Sequence[object]] | None = None,
     agent: str = "bot",
     jobs: int | None = None,
     progress: bool | None = None,
     scheduler: str | None = None,
-    client: Any = None,
+    client: distributed.Client | str | None = None,
     chunk: int | None = None,
-    summarizer: Any = None,
-    cache: Any = None,
+    summarizer: Provider | None = None,
+    cache: SummaryFolder = None,
     summary_size: int | float | None = None,
     overhead: int | None = None,
-    worker: Any = None,
+    worker: Worker | None = None,
     model: str | None = None,
     prompt_cache: str | None = "auto",
-    cache_ttl: Any = "5m",
+    cache_ttl: float | str = "5m",
     dry_run: bool = False,
 ) -> pd.DataFrame:
     """Replay conversations under context configs: one row per (conversation, config).
@@ -507,19 +515,19 @@ def tune(
 
 
 def tune_cost(
-    conversations: Any,
-    configs: Any,
+    conversations: Conversation | Iterable[Conversation],
+    configs: Config | Iterable[Config],
     *,
-    summarizer: Any = None,
-    grid: Mapping[str, Sequence[Any]] | None = None,
+    summarizer: Provider | None = None,
+    grid: Mapping[str, Sequence[object]] | None = None,
     agent: str = "bot",
     jobs: int | None = None,
     progress: bool | None = None,
     chunk: int | None = None,
-    cache: Any = None,
+    cache: SummaryFolder = None,
     summary_size: int | float | None = None,
     overhead: int | None = None,
-    worker: Any = None,
+    worker: Worker | None = None,
 ) -> SummaryCost:
     """What the summaries of a ``tune`` with ``summarizer`` would cost, calling nothing and writing nothing.
 
@@ -567,15 +575,17 @@ class _Sweep:
     scheduler: str | None
     jobs: int
     chunk: int | None
-    client: Any
+    client: distributed.Client | str | None
     summaries: Summaries | None
     progress: bool | None
 
 
-def _check(conversations: Any, configs: Any, *, grid: Mapping[str, Sequence[Any]] | None, agent: str, jobs: int | None,
-           progress: bool | None, scheduler: str | None, client: Any, chunk: int | None, summarizer: Any, cache: Any,
-           summary_size: int | float | None, overhead: int | None, estimate: bool, worker: Any = None,
-           model: str | None = None, prompt_cache: str | None = "auto", cache_ttl: Any = "5m") -> _Sweep:
+def _check(conversations: Conversation | Iterable[Conversation], configs: Config | Iterable[Config], *,
+           grid: Mapping[str, Sequence[object]] | None, agent: str, jobs: int | None, progress: bool | None,
+           scheduler: str | None, client: distributed.Client | str | None, chunk: int | None,
+           summarizer: Provider | None, cache: SummaryFolder, summary_size: int | float | None,
+           overhead: int | None, estimate: bool, worker: Worker | None = None, model: str | None = None,
+           prompt_cache: str | None = "auto", cache_ttl: float | str = "5m") -> _Sweep:
     """Every argument of a sweep checked (a clear error naming what is wrong) before any work."""
     convs = _as_list(conversations)
     for c in convs:
@@ -604,7 +614,7 @@ def _check(conversations: Any, configs: Any, *, grid: Mapping[str, Sequence[Any]
                   n_jobs, chunk, client, summaries, progress)
 
 
-def _setups(configs: Any, grid: Mapping[str, Sequence[Any]] | None, worker: Any,
+def _setups(configs: Config | Iterable[Config], grid: Mapping[str, Sequence[object]] | None, worker: Worker | None,
             agent: str) -> tuple[list[Setup], list[tuple[Any, ...]], list[str]]:
     """The sweep's setups (each config checked), each one's grid values, and the grid's keys. A grid's
     ``"worker"`` axis (workers, or None for the engine's proposal) sets the worker; ``worker`` the rest's."""
@@ -617,6 +627,9 @@ def _setups(configs: Any, grid: Mapping[str, Sequence[Any]] | None, worker: Any,
         # convlab.presets among the configs: each its own worker, and a preset column naming it
         setups = [Setup(c.config, c.worker) if isinstance(c, Preset) else Setup(coerce(c, agent), worker) for c in documents]
         return setups, [(c.name if isinstance(c, Preset) else None,) for c in documents], ["preset"]
+    if not isinstance(configs, (str, os.PathLike, Mapping, ContextConfig)):
+        raise TypeError(f"with grid=, configs is the one base config the grid spreads (TOML text, a path or a parsed "
+                        f"document), got a {type(configs).__name__}")
     keys = list(grid)
     values = [list(grid[k]) for k in keys]
     axes = {k: v for k, v in zip(keys, values, strict=True) if k != "worker"}
@@ -648,7 +661,7 @@ def _sendable(workers_used: set[Any]) -> None:
                              "(convlab.compact's do)") from err
 
 
-def _schedule(sweep: _Sweep, ask: Any) -> dict[tuple[int, int], dict[str, Any]]:
+def _schedule(sweep: _Sweep, ask: Summarize | None) -> dict[tuple[int, int], dict[str, Any]]:
     """Every (conversation, config)'s measures, computed where the sweep runs (``workers``);
     ``ask`` answers the summary calls in this process (None: the stand-in)."""
     from tqdm.auto import tqdm
@@ -754,6 +767,6 @@ def _frame(sweep: _Sweep, results: Mapping[tuple[int, int], Mapping[str, Any]]) 
     return df
 
 
-def _completing(summaries: Summaries) -> Any:
+def _completing(summaries: Summaries) -> Summarize:
     """What a replay asks for a summary in a real sweep (``ReplayLLM``'s ``summarize``): the summarizer, through the cache."""
     return lambda request, tokens, guessed: summaries.complete(request)

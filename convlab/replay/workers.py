@@ -16,10 +16,23 @@ import multiprocessing
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
 from .plan import ExactCounts, Plan
+
+if TYPE_CHECKING:
+    import multiprocessing.context
+    import multiprocessing.queues
+    import multiprocessing.sharedctypes
+
+    import distributed
+
+    from .model import Summarize
+
+#: The summary channel a worker is given: the requests queue, one answers queue per worker, the next index.
+Channel = tuple["multiprocessing.queues.Queue[Any]", list["multiprocessing.queues.Queue[Any]"],
+                "multiprocessing.sharedctypes.Synchronized[int]"]
 
 __all__ = ["jobs_for", "units", "run_processes", "run_dask", "collector_paused", "WAITING", "FORKS", "Measured"]
 
@@ -71,7 +84,7 @@ _WORK: tuple | None = None  # in a worker process: (rows, plans, counts, configs
 
 
 def _start_worker(rows: Callable[..., Any], plans: list[Plan], counts: ExactCounts, configs: list[Any], agent: str,
-                  knobs: dict[str, Any], channel: Any, bases: Mapping[int, Any]) -> None:
+                  knobs: dict[str, Any], channel: Channel | None, bases: Mapping[int, Any]) -> None:
     global _WORK
     _WORK = (rows, plans, counts, configs, agent, knobs, None if channel is None else _Asker(*channel), bases)
 
@@ -110,7 +123,8 @@ class _Asker:
     """In a worker process: summary requests go to the calling process, which
     holds the summarizer and the cache, and wait for its answer."""
 
-    def __init__(self, requests: Any, answers: list, taken: Any) -> None:
+    def __init__(self, requests: multiprocessing.queues.Queue[Any], answers: list[multiprocessing.queues.Queue[Any]],
+                 taken: multiprocessing.sharedctypes.Synchronized[int]) -> None:
         with taken.get_lock():
             self.index = taken.value
             taken.value += 1
@@ -131,7 +145,7 @@ class _Answering:
     summarizer and the cache, a few at a time (they wait on the network), and
     keeps the first error that is not a refusal to raise it here."""
 
-    def __init__(self, ctx: Any, jobs: int, ask: Callable[..., Any]) -> None:
+    def __init__(self, ctx: multiprocessing.context.BaseContext, jobs: int, ask: Summarize) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
         self.requests = ctx.Queue()
@@ -144,7 +158,7 @@ class _Answering:
         self.thread.start()
 
     @property
-    def channel(self) -> tuple:
+    def channel(self) -> Channel:
         return (self.requests, self.answers, self.taken)
 
     def _serve(self) -> None:
@@ -155,6 +169,7 @@ class _Answering:
             self.calls.submit(self._answer, *item)
 
     def _answer(self, index: int, request: dict[str, Any], tokens: int, guessed: bool) -> None:
+        answer: tuple[str, object]  # ("reply", the reply), ("refused", (kind, message)) or ("stop", None)
         try:
             answer = ("reply", self.ask(request, tokens, guessed))
         except ProviderError as err:
@@ -175,7 +190,7 @@ class _Answering:
 
 def run_processes(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: list[Any], agent: str,
                   knobs: dict[str, Any], tasks: list[tuple[int, list[int]]], jobs: int, done: Done,
-                  ask: Callable[..., Any] | None = None, bases: Mapping[int, Any] | None = None) -> None:
+                  ask: Summarize | None = None, bases: Mapping[int, Any] | None = None) -> None:
     """The tasks (``units``) on ``jobs`` worker processes of this machine, each running ``rows``;
     ``ask`` answers the workers' summary calls here (None: the stand-in). ``bases``: per
     conversation, its baseline replay run here already (``rows``' ``base``; forked workers only).
@@ -221,7 +236,8 @@ def run_processes(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: li
 
 
 def run_dask(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: list[Any], agent: str,
-             knobs: dict[str, Any], tasks: list[tuple[int, list[int]]], client: Any, done: Done) -> None:
+             knobs: dict[str, Any], tasks: list[tuple[int, list[int]]], client: distributed.Client | str | None,
+             done: Done) -> None:
     """The tasks (``units``) on a dask.distributed cluster (``client``: a Client, an address, or None for
     the current one), each running ``rows``; the plans are scattered once, the counts broadcast."""
     try:
