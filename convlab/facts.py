@@ -189,7 +189,7 @@ def _found(kind: str, m: re.Match[str], text: str) -> str | None:
         return None
     s = s.strip()
     if kind == "url":
-        s = s.rstrip(".,;:!?")
+        s = s.rstrip(".,;:!?$*")
         return s if len(s) > len(s.split("://")[0]) + 3 else None
     if kind == "path":
         segments = [x for x in s.split("/") if x not in ("", ".", "..", "~")]

@@ -83,6 +83,7 @@ COLUMNS = (
     "usd",
     "baseline_usd",
     "usd_saved",
+    "facts_kept",
     "err_exact_mean",
     "err_exact_p95",
     "err_usage_mean",
