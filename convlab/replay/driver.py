@@ -273,6 +273,7 @@ class Replayer:
             limit = {
                 "reason": ev["reason"], "strategy": ev["strategy"], "tokens": ev["tokens"], "call": held, "replaced": False,
                 "first_call": self._turn_calls == 0, "idle_for": self.session.idle_for,
+                "worker": None if self.worker is None else repr(self.worker),
             }
             rec.limits.append(limit)
             if ev["reason"] == "overflow":

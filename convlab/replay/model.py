@@ -138,7 +138,8 @@ class ReplayLLM:
     overhead``), ``exact``, ``overhead``, ``logged``, ``refused``, ``whole``,
     ``carry`` and ``carry_whole`` (the overhead later calls carry, and
     whether a call with a whole history showed it);
-    ``summaries`` one dict per summary call: ``read``, ``refused``, ``output``;
+    ``summaries`` one dict per summary call: ``read``, ``refused``, ``output``,
+    ``stand_in`` (whether the stand-in wrote it);
     ``stand_ins`` the summaries the stand-in wrote although ``summarize`` was
     asked; ``compactions`` the log's own compactions, ``{summary id: 1-based
     index of the first call that reads it}``.
@@ -371,7 +372,7 @@ class ReplayLLM:
         """A summary call: the window's check, then ``summarize``'s reply or the stand-in."""
         read = self.count(messages)
         refused = self.window is not None and read > self.window
-        entry = {"read": read, "refused": refused, "output": 0}
+        entry = {"read": read, "refused": refused, "output": 0, "stand_in": False}
         self.summaries.append(entry)
         if refused:
             raise ProviderError("too_long", f"{read} tokens is more than the window of {self.window}")
@@ -383,6 +384,7 @@ class ReplayLLM:
                     self.count([{"content": real.get("content")}])
                 return real
             self.stand_ins += 1
+        entry["stand_in"] = True
         content = self._stand_in(messages)
         entry["output"] = self.count([{"content": content}])
         return {"content": content, "usage": {"input_tokens": read, "output_tokens": entry["output"]}}

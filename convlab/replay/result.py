@@ -15,6 +15,7 @@ from typing import Any
 
 from ..engine import Session
 from ..tree import input_tokens
+from .compactions import facts_kept
 
 __all__ = ["Replay"]
 
@@ -46,11 +47,13 @@ class Replay:
       tokens) and ``usd`` (genai-prices' price of the call, None without a
       model);
     - ``summary_calls``: one dict per summary call: ``read``, ``refused``,
-      ``output`` (and ``usd`` when costed);
+      ``output``, ``stand_in`` (the replay wrote its summary itself: no
+      summarizer, or the summarizer gave none) (and ``usd`` when costed);
     - ``limits``: one dict per ``context.limit``: ``reason``, ``strategy``,
       ``tokens``, ``call`` (1-based index of the held model call), ``replaced``,
-      ``first_call``, ``idle_for``, and ``summary_tokens`` (the exact length of
-      the summary it recorded, when it recorded one);
+      ``first_call``, ``idle_for``, ``worker`` (the repr of the worker that
+      answered it, None for the engine's proposal), and ``summary_tokens`` (the
+      exact length of the summary it recorded, when it recorded one);
     - ``compactions``: one dict per compaction the log itself holds (a summary
       root, replayed as ``context.replace``): ``id`` (the summary's session
       id) and ``call`` (1-based index of the first model call that reads the
@@ -102,7 +105,8 @@ class Replay:
         err_usage = [c["count"] - c["logged"] for c in self.calls if c["applies"] and c["logged"] is not None]
         return {**self._base_measures(summary_calls, tokens_read, overflows, counts), "tokens_read": tokens_read,
                 "err_exact_mean": _mean(err_exact), "err_exact_p95": _p95(err_exact),
-                "err_usage_mean": _mean(err_usage), "err_usage_p95": _p95(err_usage), **self.cost_measures()}
+                "err_usage_mean": _mean(err_usage), "err_usage_p95": _p95(err_usage), **self.cost_measures(),
+                "facts_kept": facts_kept(self)}
 
     def _base_measures(self, summary_calls: int, tokens_read: int, overflows: int, counts: list[int]) -> dict[str, Any]:
         limits = self.limits

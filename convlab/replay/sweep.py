@@ -95,6 +95,7 @@ COLUMNS = (
     "usd",
     "baseline_usd",
     "usd_saved",
+    "facts_kept",
     "err_exact_mean",
     "err_exact_p95",
     "err_usage_mean",
@@ -414,7 +415,10 @@ def tune(
     negative when a config costs more than the log did, as one that
     summarizes often can with a cache); NaN without a model. ``model``,
     ``prompt_cache`` and ``cache_ttl`` are ``replay``'s, the same for every
-    config; ``convlab.rank(df, by="usd")`` ranks by dollars.
+    config; ``convlab.rank(df, by="usd")`` ranks by dollars. ``facts_kept``:
+    the mean, over the replay's compactions, of the share of the facts each
+    dropped that the new context still states (``convlab.retention``), its
+    stand-in summaries left out; NaN when none counts.
 
     ``tokens_read`` per model call is the log's usage where the logged reply
     still applies. Where it does not (a strategy rewrote the history, or the

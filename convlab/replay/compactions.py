@@ -1,0 +1,224 @@
+"""Compactions: what each rewrite of a replay's history dropped, and how much of what it stated is still there.
+
+Why: dollars say what a config costs; this says what it loses, offline and
+for every compaction a replay made. A compaction is read from what the
+``Replay`` records (its session's ``context.replaced`` events, its
+``limits``, ``summary_calls`` and ``compactions``), never from the driver.
+
+What the score means (``retention``; ``convlab.facts`` is the rule for a
+fact):
+
+- ``dropped``: the messages of the old history (root to the head before the
+  replace) that the new history does not carry: a message the new history
+  keeps is a copy that names its original (``copied_from``); a changed one
+  (a cleared tool result) is new, so its original is dropped;
+- ``facts``: the facts the dropped messages state (``facts_of``);
+- ``facts_kept``: the share of those facts the new context still holds
+  (``holds``), the new context being the whole new history: the summary,
+  if any, and every kept message, as text; 1.0 when nothing was dropped, NaN
+  when what was dropped states no fact.
+
+So a reset keeps what the kept tail happens to repeat (0 when it repeats
+nothing), a replace that keeps every message keeps 1, ``clear_tool_results``
+keeps exactly the facts of the cleared results that the rest of the history
+also states, and a summary is scored on its text. Tokens here are counted the
+engine's way (about one per four characters), as ``convlab.compact`` counts.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..engine import SUMMARY_PREFIX
+from ..facts import KINDS, Fact, facts_of, holds, message_text, normal
+from ..tokens import content_chars, content_text, estimate
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .result import Replay
+
+__all__ = ["Compaction", "compactions", "retention", "facts_kept", "RETENTION_COLUMNS", "LOST_SHOWN"]
+
+#: The columns of ``retention``'s frame, in order.
+RETENTION_COLUMNS = ("compaction", "call", "source", "strategy", "summary", "tokens_before", "dropped_messages",
+                     "dropped_tokens", "tokens_after", "facts", "facts_kept", "lost")
+
+#: How many lost facts a row of ``retention`` shows.
+LOST_SHOWN = 5
+
+
+@dataclass(frozen=True, eq=False)  # eq=False: two compactions are two events, however alike
+class Compaction:
+    """One rewrite of a replay's history (a ``context.replace``).
+
+    - ``call``: the 1-based index of the model call that first reads the new
+      history (the held call, for a strategy's or a worker's);
+    - ``source``: ``"strategy"`` (the engine's proposal answered the
+      ``context.limit``), ``"worker"`` (a worker's own compaction answered it)
+      or ``"log"`` (the log's own compaction, replayed);
+    - ``strategy``: the strategy that fired (``"summarize"``, ``"reset"``),
+      None for the log's;
+    - ``summary``: the summary's text (without the engine's prefix), None when
+      the new history has none; ``summary_by``: ``"stand-in"`` (the replay
+      wrote it, no summarizer), ``"model"`` (a summarizer wrote it),
+      ``"log"`` (the log's), ``"worker"`` (a worker wrote it with no summary
+      call), None with no summary;
+    - ``old`` and ``new``: the history before and after, root to head (node dicts).
+    """
+
+    call: int
+    source: str
+    strategy: str | None
+    summary: str | None
+    summary_by: str | None
+    old: tuple[Mapping[str, Any], ...]
+    new: tuple[Mapping[str, Any], ...]
+
+    def dropped(self) -> list[Mapping[str, Any]]:
+        """The messages of ``old`` that ``new`` does not carry (a kept one is a copy: ``copied_from``)."""
+        return list(self._dropped)
+
+    def facts(self) -> frozenset[Fact]:
+        """The facts the dropped messages state."""
+        return self._facts
+
+    def kept(self) -> frozenset[Fact]:
+        """The facts of ``facts()`` the new context (the whole new history, as text) still holds."""
+        return self._kept
+
+    @functools.cached_property
+    def _dropped(self) -> tuple[Mapping[str, Any], ...]:
+        carried = {m.get("copied_from") for m in self.new}
+        return tuple(m for m in self.old if m["id"] not in carried)
+
+    @functools.cached_property
+    def _facts(self) -> frozenset[Fact]:
+        return facts_of(self._dropped)
+
+    @functools.cached_property
+    def _kept(self) -> frozenset[Fact]:
+        if not self._facts:
+            return frozenset()
+        context = normal("\n".join(message_text(m) for m in self.new))
+        return frozenset(f for f in self._facts if holds(context, f))
+
+    def facts_kept(self) -> float:
+        """The share of ``facts()`` that ``kept()`` holds: 1.0 when nothing was dropped, NaN when no fact was."""
+        if not self._dropped:
+            return 1.0
+        return len(self._kept) / len(self._facts) if self._facts else math.nan
+
+
+def compactions(replay: Replay) -> list[Compaction]:
+    """Every compaction ``replay`` made, in order (``Compaction``).
+
+    >>> from convlab.tree import Tree
+    >>> from convlab.conversation import Conversation
+    >>> from convlab.replay import replay as run
+    >>> t = Tree()
+    >>> _ = t.add({"id": "u1", "role": "user", "content": "deploy to /srv/app at 12:30"}, None)
+    >>> _ = t.add({"id": "a1", "role": "assistant", "content": "done"}, "u1")
+    >>> _ = t.add({"id": "s", "role": "user", "content": "Deployed /srv/app.", "kind": "summary", "replaces": "a1"}, None)
+    >>> t.head = "s"
+    >>> [(c.source, c.call, c.summary, c.summary_by, len(c.dropped()), c.facts_kept()) for c in compactions(run(Conversation(t, id="c")))]
+    [('log', 2, 'Deployed /srv/app.', 'log', 2, 0.5)]
+    """
+    s = replay.session
+    logs = {c["id"]: c["call"] for c in replay.compactions}
+    out: list[Compaction] = []
+    limit = started = -1  # the latest context.limited and summary call, as indexes into limits and summary_calls
+    summary_call: int | None = None  # the summary call made for the latest limit
+    for ev in s.events:
+        t = ev["type"]
+        if t == "context.limited":
+            limit, summary_call = limit + 1, None
+        elif t == "llm.started" and ev.get("summary"):
+            started += 1
+        elif t == "llm.completed" and ev.get("summary"):
+            summary_call = started
+        elif t == "context.replaced":
+            out.append(_compaction(replay, ev, logs, limit, summary_call))
+            summary_call = None
+    return out
+
+
+def _compaction(replay: Replay, ev: Mapping[str, Any], logs: Mapping[str, int], limit: int, summary_call: int | None) -> Compaction:
+    s = replay.session
+    old = tuple(s.path(ev["from"])) if ev.get("from") is not None else ()
+    new = tuple(s.path(ev["to"])) if ev.get("to") is not None else ()
+    first = new[0] if new else None
+    summary = None
+    if first is not None and first.get("kind") == "summary":
+        summary = content_text(first["content"]).removeprefix(SUMMARY_PREFIX)
+    if first is not None and first["id"] in logs:
+        return Compaction(logs[first["id"]], "log", None, summary, "log" if summary is not None else None, old, new)
+    x: Mapping[str, Any] = replay.limits[limit] if 0 <= limit < len(replay.limits) else {}
+    by = None
+    if summary is not None:
+        made = replay.summary_calls[summary_call] if summary_call is not None and summary_call < len(replay.summary_calls) else None
+        by = "worker" if made is None else "stand-in" if made.get("stand_in") else "model"
+    source = "worker" if x.get("worker") is not None else "strategy"
+    return Compaction(int(x.get("call", 0)), source, x.get("strategy"), summary, by, old, new)
+
+
+def _tokens(messages: Sequence[Mapping[str, Any]]) -> int:
+    return estimate(sum(content_chars(m.get("content")) for m in messages))
+
+
+def _order(f: Fact) -> tuple[int, str]:
+    return (KINDS.index(f.kind), f.normal)
+
+
+def _row(i: int, c: Compaction) -> dict[str, Any]:
+    dropped = c.dropped()
+    facts = c.facts()
+    lost = sorted(facts - c.kept(), key=_order)
+    return {"compaction": i, "call": c.call, "source": c.source, "strategy": c.strategy, "summary": c.summary_by,
+            "tokens_before": _tokens(c.old), "dropped_messages": len(dropped), "dropped_tokens": _tokens(dropped),
+            "tokens_after": _tokens(c.new), "facts": len(facts), "facts_kept": c.facts_kept(),
+            "lost": "; ".join(f.text for f in lost[:LOST_SHOWN])}
+
+
+def retention(replay: Replay) -> pd.DataFrame:
+    """What each compaction of ``replay`` dropped and how much of what it stated the new context still
+    holds: one row per compaction (``compactions``), columns ``RETENTION_COLUMNS``:
+
+    ``compaction`` (1-based, in order), ``call`` (the first model call that reads the new history),
+    ``source`` (``"strategy"``, ``"worker"`` or ``"log"``), ``strategy`` (the one that fired; None for
+    the log's), ``summary`` (``"stand-in"``: the replay made the summary with no summarizer, so its
+    score says nothing of a model; ``"model"``: a summarizer made it; ``"log"``: the log's own;
+    ``"worker"``: a worker wrote it; None: no summary), ``tokens_before`` / ``dropped_tokens`` /
+    ``tokens_after`` (the old history, what was dropped, the new history; about a token per four
+    characters), ``dropped_messages``, ``facts`` (how many the dropped messages state), ``facts_kept``
+    (the share the new context still holds: 1.0 when nothing was dropped, NaN when no fact was) and
+    ``lost`` (a few lost facts, ``"; "``-joined, for reading). The module docstring pins what each means.
+
+    >>> import convlab
+    >>> from convlab.tree import Tree
+    >>> t = Tree()
+    >>> for i in range(4):
+    ...     _ = t.add({"id": f"u{i}", "role": "user", "content": f"Step {i}: read src/step{i}.py " + "x" * 400}, f"a{i - 1}" if i else None)
+    ...     _ = t.add({"id": f"a{i}", "role": "assistant", "content": f"ok {i}"}, f"u{i}")
+    >>> t.head = "a3"
+    >>> cfg = "[agent.bot.context]\\nwindow = 100000\\n[[agent.bot.context.strategy]]\\nuse = 'reset'\\nover_tokens = 250"
+    >>> df = retention(convlab.replay(convlab.Conversation(t, id="c"), cfg))
+    >>> df[["call", "source", "strategy", "summary", "dropped_messages", "facts", "facts_kept"]].to_dict("records")[0]
+    {'call': 4, 'source': 'strategy', 'strategy': 'reset', 'summary': None, 'dropped_messages': 6, 'facts': 3, 'facts_kept': 0.0}
+    """
+    import pandas as pd
+
+    rows = [_row(i, c) for i, c in enumerate(compactions(replay), 1)]
+    return pd.DataFrame(rows, columns=list(RETENTION_COLUMNS))
+
+
+def facts_kept(replay: Replay) -> float:
+    """The mean ``facts_kept`` over ``replay``'s compactions, stand-in summaries left out (their score
+    says nothing of a model) and NaN scores too: a sweep's ``facts_kept``; NaN when none counts."""
+    scores = [c.facts_kept() for c in compactions(replay) if c.summary_by != "stand-in"]
+    scores = [x for x in scores if not math.isnan(x)]
+    return sum(scores) / len(scores) if scores else math.nan

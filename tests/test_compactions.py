@@ -1,0 +1,160 @@
+"""convlab.replay.compactions: what each compaction dropped and the facts the new context keeps (issue 23 part 1)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+import convlab
+from convlab.compact import clear_tool_results
+from convlab.conversation import Conversation
+from convlab.engine import chat_worker
+from convlab.facts import facts_of, holds, message_text, normal
+from convlab.replay import replay, tune
+from convlab.replay.compactions import RETENTION_COLUMNS, compactions, retention
+from convlab.tree import Tree
+
+from realdata import REAL, require
+
+
+def conv(rows, cid="c"):
+    t = Tree()
+    for nid, parent, role, content, extra in rows:
+        t.add({"id": nid, "role": role, "content": content, **extra}, parent)
+    t.head = rows[-1][0]
+    return Conversation(t, id=cid)
+
+
+NAMES = ["Ada Lovelace", "Grace Hopper", "Alan Turing", "Edsger Dijkstra", "Barbara Liskov", "Donald Knuth"]
+
+
+def turns(n, chars=2000):
+    """n turns, each user message stating facts of its own (a path, a number with a unit, a name)."""
+    rows, parent = [], None
+    for i in range(n):
+        rows.append((f"u{i}", parent, "user", f"Please ask {NAMES[i]} to open /srv/step{i}.py, it takes {i}{i} ms " + "x" * chars, {}))
+        rows.append((f"a{i}", f"u{i}", "assistant", f"ok {i}", {"usage": {"input_tokens": 600 * (i + 1), "output_tokens": 1}}))
+        parent = f"a{i}"
+    return rows
+
+
+def config(use, over_tokens):
+    return f"[agent.bot.context]\n[[agent.bot.context.strategy]]\nuse = '{use}'\nover_tokens = {over_tokens}"
+
+
+def test_a_reset_keeps_nothing_it_dropped():
+    r = replay(conv(turns(4)), config("reset", 1500))
+    df = retention(r)
+    assert list(df.columns) == list(RETENTION_COLUMNS) and len(df) >= 1
+    row = df.iloc[0]
+    assert (row["source"], row["strategy"], row["summary"]) == ("strategy", "reset", None)
+    assert row["dropped_messages"] > 0 and row["facts"] > 0 and row["facts_kept"] == 0.0
+    assert row["dropped_tokens"] < row["tokens_before"] and "/srv/step0.py" in row["lost"]
+    assert row["call"] == r.limits[0]["call"]
+
+
+def keep_all(decision):
+    """A worker whose compaction keeps every message (as copies)."""
+    if decision["type"] != "context.limit":
+        return chat_worker(decision)
+    copies = [{"id": m["id"], "role": m["role"], "content": m["content"]} for m in decision["messages"]]
+    return [{"type": "context.replace", "messages": copies}, {"type": "llm.call", "id": decision["call"]["id"]}]
+
+
+def test_a_replace_that_keeps_every_message_keeps_everything():
+    r = replay(conv(turns(4)), config("reset", 1500), worker=keep_all)
+    [c, *_] = compactions(r)
+    assert c.source == "worker" and c.dropped() == [] and c.facts_kept() == 1.0
+    assert retention(r)["facts_kept"].tolist() == [1.0] * len(compactions(r))
+
+
+def tool_rows():
+    """Three tool calls; the first result's facts are also stated outside the results, in part."""
+    rows, parent = [("u0", None, "user", "Look into the outage of /srv/app.py " + "x" * 400, {})], "u0"
+    results = ["found /srv/app.py and 250 ms latency in ZEBRA-7", "nothing at 12:30 " + "y" * 800, "done " + "z" * 800]
+    for i, text in enumerate(results):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "grep", "arguments": {"pattern": f"err{i}"}}}
+        rows.append((f"a{i}", parent, "assistant", "", {"tool_calls": [call], "usage": {"input_tokens": 300 + 400 * i, "output_tokens": 1}}))
+        rows.append((f"t{i}", f"a{i}", "tool", text + " " + "w" * 800, {"tool_call_id": f"c{i}"}))
+        parent = f"t{i}"
+    rows.append(("a9", parent, "assistant", "The fix touches /srv/app.py.", {"usage": {"input_tokens": 1800, "output_tokens": 1}}))
+    return rows
+
+
+def test_clear_tool_results_keeps_exactly_the_facts_outside_the_cleared_results():
+    r = replay(conv(tool_rows()), config("reset", 600), worker=clear_tool_results(keep=1))
+    [c, *_] = compactions(r)
+    cleared = c.dropped()
+    assert cleared and all(m["role"] == "tool" for m in cleared)
+    outside = [m for m in c.old if m not in cleared]
+    held = normal("\n".join(message_text(m) for m in outside))
+    assert c.facts() == facts_of(cleared)
+    assert c.kept() == {f for f in c.facts() if holds(held, f)}
+    texts = {f.text for f in c.kept()}
+    assert "/srv/app.py" in texts and "ZEBRA-7" not in texts and "250 ms" not in texts
+    assert 0 < c.facts_kept() < 1
+
+
+class Summarizer:
+    """Writes summaries that state some of what they summarize."""
+
+    def complete(self, request):
+        return {"content": "Ada Lovelace opened /srv/step0.py.", "usage": {"input_tokens": 10, "output_tokens": 8}}
+
+
+def test_a_summary_is_scored_on_its_text(tmp_path):
+    r = replay(conv(turns(4)), config("summarize", 1500), summarizer=Summarizer(), cache=tmp_path)
+    [c, *_] = compactions(r)
+    assert (c.source, c.strategy, c.summary_by) == ("strategy", "summarize", "model")
+    assert c.summary == "Ada Lovelace opened /srv/step0.py."
+    kept = {f.text for f in c.kept()}
+    assert {"/srv/step0.py", "Ada Lovelace"} <= kept and "00 ms" not in kept
+    summary_facts = facts_of([{"role": "user", "content": c.summary}])
+    assert c.facts_kept() == pytest.approx(len(c.kept()) / len(c.facts()))
+    assert c.kept() >= c.facts() & summary_facts
+
+
+def test_a_stand_in_summary_is_flagged_and_left_out_of_tune():
+    r = replay(conv(turns(4)), config("summarize", 1500))
+    df = retention(r)
+    assert len(df) and set(df["summary"]) == {"stand-in"}
+    assert math.isnan(r.measures()["facts_kept"])  # only stand-ins: nothing counts
+    reset = replay(conv(turns(4)), config("reset", 1500)).measures()["facts_kept"]
+    assert reset == 0.0
+
+
+def test_nothing_dropped_keeps_one_and_no_fact_is_nan():
+    rows = [(nid, parent, role, "x" * 2000 if role == "user" else "k", extra) for nid, parent, role, _, extra in turns(4)]
+    r = replay(conv(rows), config("reset", 1500))
+    assert math.isnan(retention(r)["facts_kept"].iloc[0])  # dropped, but it stated no fact
+    assert retention(replay(conv(turns(2)))).empty  # no compaction: no row
+    assert math.isnan(replay(conv(turns(2))).measures()["facts_kept"])
+
+
+def test_tune_has_facts_kept_the_mean_over_its_compactions():
+    cs = [conv(turns(4), "c1"), conv(turns(6), "c2")]
+    df = tune(cs, [config("reset", 1500), config("summarize", 1500), config("reset", 10**6)], progress=False, jobs=1)
+    assert "facts_kept" in df.columns and list(df.columns).index("facts_kept") == list(df.columns).index("usd_saved") + 1
+    by = df.set_index(["conversation", "config"])["facts_kept"]
+    assert by[("c1", 0)] == 0.0 and math.isnan(by[("c1", 1)]) and math.isnan(by[("c1", 2)])
+    assert by[("c2", 0)] == pytest.approx(retention(replay(cs[1], config("reset", 1500)))["facts_kept"].mean())
+    pd.testing.assert_frame_equal(tune(cs, [config("reset", 1500), config("summarize", 1500), config("reset", 10**6)],
+                                       progress=False, jobs=2), df)
+
+
+def test_retention_is_on_the_package_face():
+    assert convlab.retention is retention
+
+
+@pytest.mark.realdata
+def test_the_real_logs_own_compaction_is_scored():
+    require()
+    c = convlab.read(REAL / "claude_code" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl.gz", progress=False)[0]
+    df = retention(replay(c))
+    assert len(df) == 1
+    row = df.iloc[0]
+    assert (row["source"], row["strategy"], row["summary"], row["call"]) == ("log", None, "log", 139)
+    assert row["tokens_before"] > 50_000 > 10_000 > row["tokens_after"]  # the transcript, about 4 characters a token
+    assert row["facts"] > 500 and 0 < row["facts_kept"] < 0.5 and row["lost"]
