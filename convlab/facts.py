@@ -279,7 +279,7 @@ def facts_in(text: str) -> frozenset[Fact]:
     return frozenset(_scan(text))
 
 
-def _scalars(value: Any) -> Iterator[str]:
+def _scalars(value: object) -> Iterator[str]:
     """Every scalar inside ``value`` (a tool call's input), as text."""
     if isinstance(value, Mapping):
         for v in value.values():
@@ -315,7 +315,7 @@ def _calls(message: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
         yield str(fn.get("name") or ""), args
 
 
-def _part_text(part: Any) -> Iterator[str]:
+def _part_text(part: object) -> Iterator[str]:
     if isinstance(part, str):
         yield part
     elif isinstance(part, list):
