@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..engine import SUMMARY_PREFIX
@@ -40,6 +40,7 @@ from ..tokens import content_chars, content_text, estimate
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..engine import Session
     from .result import Replay
 
 __all__ = ["Compaction", "compactions", "retention", "facts_kept", "RETENTION_COLUMNS", "LOST_SHOWN"]
@@ -68,7 +69,8 @@ class Compaction:
       wrote it, no summarizer), ``"model"`` (a summarizer wrote it),
       ``"log"`` (the log's), ``"worker"`` (a worker wrote it with no summary
       call), None with no summary;
-    - ``old`` and ``new``: the history before and after, root to head (node dicts).
+    - ``old`` and ``new``: the history before and after, root to head (node dicts,
+      read from the session when first asked for).
     """
 
     call: int
@@ -76,8 +78,18 @@ class Compaction:
     strategy: str | None
     summary: str | None
     summary_by: str | None
-    old: tuple[Mapping[str, Any], ...]
-    new: tuple[Mapping[str, Any], ...]
+    _session: Session = field(repr=False)
+    _ends: tuple[str | None, str | None] = field(repr=False)  # the old head and the new one
+
+    @functools.cached_property
+    def old(self) -> tuple[Mapping[str, Any], ...]:
+        head = self._ends[0]
+        return tuple(self._session.path(head)) if head is not None else ()
+
+    @functools.cached_property
+    def new(self) -> tuple[Mapping[str, Any], ...]:
+        head = self._ends[1]
+        return tuple(self._session.path(head)) if head is not None else ()
 
     def dropped(self) -> list[Mapping[str, Any]]:
         """The messages of ``old`` that ``new`` does not carry (a kept one is a copy: ``copied_from``)."""
@@ -133,37 +145,39 @@ def compactions(replay: Replay) -> list[Compaction]:
     out: list[Compaction] = []
     limit = started = -1  # the latest context.limited and summary call, as indexes into limits and summary_calls
     summary_call: int | None = None  # the summary call made for the latest limit
-    for ev in s.events:
+    first: Mapping[str, Any] | None = None  # the latest top-level message: a context.replace's new history starts there
+    events: Sequence[Mapping[str, Any]] = s.events  # read by type, as the driver reads them
+    for ev in events:
         t = ev["type"]
-        if t == "context.limited":
+        if t == "message.new" and ev["message"]["parent"] is None:
+            first = ev["message"]
+        elif t == "context.limited":
             limit, summary_call = limit + 1, None
         elif t == "llm.started" and ev.get("summary"):
             started += 1
         elif t == "llm.completed" and ev.get("summary"):
             summary_call = started
         elif t == "context.replaced":
-            out.append(_compaction(replay, ev, logs, limit, summary_call))
+            out.append(_compaction(replay, ev, first if ev.get("to") is not None else None, logs, limit, summary_call))
             summary_call = None
     return out
 
 
-def _compaction(replay: Replay, ev: Mapping[str, Any], logs: Mapping[str, int], limit: int, summary_call: int | None) -> Compaction:
-    s = replay.session
-    old = tuple(s.path(ev["from"])) if ev.get("from") is not None else ()
-    new = tuple(s.path(ev["to"])) if ev.get("to") is not None else ()
-    first = new[0] if new else None
+def _compaction(replay: Replay, ev: Mapping[str, Any], first: Mapping[str, Any] | None, logs: Mapping[str, int],
+                limit: int, summary_call: int | None) -> Compaction:
+    ends = (ev.get("from"), ev.get("to"))
     summary = None
     if first is not None and first.get("kind") == "summary":
         summary = content_text(first["content"]).removeprefix(SUMMARY_PREFIX)
     if first is not None and first["id"] in logs:
-        return Compaction(logs[first["id"]], "log", None, summary, "log" if summary is not None else None, old, new)
+        return Compaction(logs[first["id"]], "log", None, summary, "log" if summary is not None else None, replay.session, ends)
     x: Mapping[str, Any] = replay.limits[limit] if 0 <= limit < len(replay.limits) else {}
     by = None
     if summary is not None:
         made = replay.summary_calls[summary_call] if summary_call is not None and summary_call < len(replay.summary_calls) else None
         by = "worker" if made is None else "stand-in" if made.get("stand_in") else "model"
     source = "worker" if x.get("worker") is not None else "strategy"
-    return Compaction(int(x.get("call", 0)), source, x.get("strategy"), summary, by, old, new)
+    return Compaction(int(x.get("call", 0)), source, x.get("strategy"), summary, by, replay.session, ends)
 
 
 def _tokens(messages: Sequence[Mapping[str, Any]]) -> int:

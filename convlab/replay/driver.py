@@ -217,7 +217,15 @@ class Replayer:
             self.session = Session.load(io.BytesIO(start[0]), config=config, agent=agent, llm=llm, worker="manual", append=False)
             self.session.clock = start[1]
         model.bind(self.session)
-        self.session.subscribe(self._on_event)
+        self._unsubscribe = self.session.subscribe(self._on_event)
+
+    def close(self) -> None:
+        """Done running: the session stops telling this replayer its events and the model lets go of the
+        session, so no cycle links the three and a dropped replay is freed at once, not by the cyclic
+        collector (a sweep makes hundreds). It can still ``fork``; take its ``result()`` before."""
+        self._unsubscribe()
+        self._unsubscribe = _nothing  # the subscription's closure holds the bound method: no cycle through it either
+        self.llm.unbind()
 
     def fork(self, turn: int, config: ConfigLike = None, worker: Worker | None = None) -> Replayer:
         """A replay of the same plan under ``config`` (and ``worker``) that starts
@@ -493,6 +501,10 @@ def pricing_for(model: str | None, prompt_cache: str | None, cache_ttl: float | 
         return None
     summarizer_model = getattr(summarizer, "model", None) if summarizer is not None else None
     return Pricing(model, prompt_cache, cache_ttl, summarizer_model if isinstance(summarizer_model, str) and model else None)
+
+
+def _nothing() -> None:
+    pass
 
 
 def limit_worker(worker: object) -> Worker | None:

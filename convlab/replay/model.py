@@ -225,6 +225,10 @@ class ReplayLLM:
             raise ValueError("a ReplayLLM bound to a session reads its clock and history there: give no clock= or applies=")
         self._session = session
 
+    def unbind(self) -> None:
+        """Let go of the session ``bind`` gave (the replay is over)."""
+        self._session = None
+
     def compacted(self, summary_id: str) -> None:
         """The log's own compaction recorded its summary ``summary_id``: the history under it is the log's."""
         self.compactions[summary_id] = len(self.seen) + 1

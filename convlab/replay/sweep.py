@@ -30,6 +30,7 @@ wherever they run, so every way gives the same frame, row for row.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import os
 import re
@@ -308,14 +309,18 @@ def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, Setup]], age
     if not share:
         return [(j, {**Replayer(p, cfg.config, counts=counts, agent=agent, summarize=summarize, worker=cfg.worker,
                                 **knobs).run().result().measures(), **base.carried}) for j, cfg in configs]
-    root, out = base.root, []
+    # the forks hang on a root of this call's own: a shared baseline (a worker's) keeps none of them alive
+    root, out, made = dataclasses.replace(base.root, children=[]), [], []
     for j, cfg in configs:
         run, turn = _closest(root, cfg)
         if turn is not None:
             child = _SharedReplay.made(run.replayer.fork(turn, cfg.config, cfg.worker).run(turn), turn, run)
             run.children.append(child)
+            made.append(child.replayer)
             run = child
         out.append((j, {**run.row, **base.carried}))
+    for r in made:
+        r.close()  # freed with this call's tree, not left to the collector
     return out
 
 
@@ -721,7 +726,7 @@ def _along_forks(plans: list[Plan], counts: ExactCounts, configs: list[Setup], a
     bases: dict[int, _Baseline] = {}
     units: list[tuple[int, list[int], int]] = []  # (conversation, configs, turns left)
     for i, p in enumerate(plans):
-        with workers.collector_paused():  # as in a worker: the baseline lives on
+        with workers.collector_paused(collect=False):  # as in a worker; the baseline lives on, nothing to collect
             base = bases[i] = _Baseline.run(p, counts, agent, knobs=knobs)
         families: list[tuple[tuple[int, Any], list[int]]] = []  # what a config says need not hash (a worker)
         same = []

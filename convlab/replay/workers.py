@@ -90,11 +90,12 @@ def _start_worker(rows: Callable[..., Any], plans: list[Plan], counts: ExactCoun
 
 
 @contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
+def collector_paused(collect: bool = True) -> Iterator[None]:
     """The cyclic collector off while the replays of a conversation run: they stay
     alive until its last config is placed, so it would walk them again and again
     for nothing (a third of a replay's time, half of one that compacts often); one
-    collection at the end. Left as it was if it was off."""
+    collection at the end (``collect``: what was made is garbage). Left as it was
+    if it was off."""
     if not gc.isenabled():
         yield
         return
@@ -103,7 +104,8 @@ def collector_paused() -> Iterator[None]:
         yield
     finally:
         gc.enable()
-        gc.collect()
+        if collect:
+            gc.collect()
 
 
 def _task(i: int, js: list[int]) -> tuple[int, Measured]:
