@@ -135,6 +135,37 @@ def test_a_fork_knows_where_the_log_compacted():
     assert forked.compactions == whole.compactions == base.result().compactions == [{"id": whole.map["sum"], "call": 2}]
 
 
+def test_a_closed_replayer_is_freed_without_the_cyclic_collector():
+    """Issue 26: a sweep closes each fork it is done with (``Replayer.close``), so no cycle keeps a dropped
+    replay alive until a collection walks it; a closed replayer still forks and gives its result."""
+    import gc
+    import weakref
+
+    from convlab.replay import Replayer
+
+    p = plan(conv(long_rows(6)))
+    config = "[agent.bot.context]\n[[agent.bot.context.strategy]]\nuse = 'summarize'\nover_tokens = 3000\n"
+    gc.collect()
+    gc.disable()
+    try:
+        kept = Replayer(p, config).run()
+        left = weakref.ref(kept.session)
+        del kept
+        assert left() is not None  # not closed: the replayer, its session and its model hold each other
+        closed = Replayer(p, config).run()
+        before = closed.result().measures()
+        closed.close()
+        again = closed.fork(2, config).run(2)
+        assert again.result().measures() == before  # forked from a closed replayer: the same replay
+        freed = weakref.ref(closed.session)
+        del closed
+        assert freed() is None
+    finally:
+        gc.enable()
+    gc.collect()
+    assert left() is None
+
+
 def test_ids_that_look_like_engine_ids_are_mapped_not_reused():
     rows = [("e1", None, "user", "hi"), ("x", "e1", "assistant", "hello"), ("e2", "x", "user", "again"), ("y", "e2", "assistant", "hi again")]
     c = conv(rows)
