@@ -157,7 +157,7 @@ class _Constraint:
 
 
 _BOUND = re.compile(r"^\s*(>=|<=|==|>|<)\s*([-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?)\s*$")
-_WRITTEN = re.compile(r"^\s*([\w\[\].]+)\s*(>=|<=|==|>|<.*)$")
+_WRITTEN = re.compile(r"^\s*([\w\[\].]+)\s*((?:>=|<=|==|>|<).*)$")
 
 
 def _constraints(constraints: Mapping[str, str] | Iterable[str] | None, columns: Sequence[str]) -> list[_Constraint]:
