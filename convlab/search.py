@@ -34,7 +34,7 @@ import types
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .context import MARGIN, TomlSource, load_config, toml_document
 from .conversation import Conversation
@@ -47,6 +47,7 @@ from .replay.sweep import COLUMNS, config_grid, tune
 if TYPE_CHECKING:
     import optuna
     import pandas as pd
+    from tqdm import tqdm
 
     from .providers import Provider
 
@@ -95,7 +96,7 @@ class _Dimension:
             return trial.suggest_int(self.key, int(self.low), int(self.high), step=int(self.step or 1))
         return trial.suggest_float(self.key, self.low, self.high, step=self.step)
 
-    def encoded(self, value: Any) -> Any:
+    def encoded(self, value: object) -> object:
         """What Optuna records for ``value`` (a grid point enqueued)."""
         return self.choices.index(value) if self.choices is not None and self.by_index else value
 
@@ -443,7 +444,7 @@ def search(
     return _result(checked, study, rows, score, agent, objective)
 
 
-def _sets_constraints(optuna: Any) -> bool:
+def _sets_constraints(optuna: types.ModuleType) -> bool:
     return hasattr(optuna.trial.Trial, "set_constraint")
 
 
@@ -455,7 +456,7 @@ def _grid(dimensions: Sequence[_Dimension], trials: int) -> list[tuple[Any, ...]
     return list(itertools.product(*(d.choices or () for d in dimensions))) if size <= trials else None
 
 
-def _bar(total: int, progress: bool | None) -> Any:
+def _bar(total: int, progress: bool | None) -> tqdm[NoReturn]:
     from tqdm.auto import tqdm
 
     return tqdm(total=total, desc="search", unit="trial", disable=not ((total >= 20) if progress is None else progress))
@@ -494,11 +495,12 @@ def _means(df: pd.DataFrame) -> list[dict[str, Any]]:
     """Per config of a tune frame (in order): its labels, and each measure's mean over the conversations."""
     groups = df.groupby("config", sort=True)
     measured = [c for c in df.columns if c not in ("conversation", "source", "config", "preset", *_LABELS)]
-    firsts, means = groups[list(_LABELS)].first(), groups[measured].mean()
+    firsts = df.drop_duplicates("config").set_index("config")[list(_LABELS)]  # a worker None stays None
+    means = groups[measured].mean()
     return [{**firsts.loc[j].to_dict(), **means.loc[j].to_dict()} for j in firsts.index]
 
 
-def _run(study: optuna.Study, checked: _Checked, score: _Scorer, n: int, batch: int, bar: Any) -> list[dict[str, Any]]:
+def _run(study: optuna.Study, checked: _Checked, score: _Scorer, n: int, batch: int, bar: tqdm[NoReturn]) -> list[dict[str, Any]]:
     """``n`` trials, asked ``batch`` at a time, each batch scored at once, then told: the frame's rows."""
     rows: list[dict[str, Any]] = []
     worst = -math.inf if checked.maximise else math.inf
