@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from tqdm import tqdm
 
+    from .engine import Worker
     from .providers import Provider
 
 __all__ = ["search", "SearchResult", "check", "default_space", "OPS", "OBJECTIVES"]
@@ -62,8 +63,8 @@ _LABELS = ("window", "strategies", "worker", "threshold")
 #: The columns an objective or a constraint can read (with ``judge=``, tune's ``retained`` too).
 OBJECTIVES = tuple(c for c in COLUMNS if c not in _LABELS)
 
-#: The keys whose ranges are whole numbers (the config checks each value as it checks a file's).
-_WHOLE = re.compile(r"^(window|strategy\[\d+\]\.(over_tokens|idle_secs))$")
+#: The keys whose ranges are whole numbers (``idle_secs`` takes a float range too: a float bound).
+_WHOLE = re.compile(r"^(window|strategy\[\d+\]\.over_tokens)$")
 
 
 # ----------------------------------------------------------------------
@@ -257,6 +258,7 @@ def default_space(base: TomlSource, *, agent: str = "bot") -> dict[str, tuple[in
     """
     ctx = load_config(base, agent)[agent]
     space: dict[str, tuple[int, int, int]] = {}
+
     def around(value: int, low: int, high: int, step: int, least: int) -> tuple[int, int, int]:
         """From ``low`` to ``high`` on the steps through ``value`` (at least ``least``)."""
         below = max(0, (value - max(low, least)) // step)
@@ -296,7 +298,7 @@ class SearchResult:
     """
 
     best: dict[str, Any] | None
-    worker: Any
+    worker: Worker | None
     best_value: float
     best_trial: int | None
     frame: pd.DataFrame
@@ -394,7 +396,8 @@ def search(
     measures: ``{"failed_turns": "== 0", "facts_kept": ">= 0.5"}`` or ``["failed_turns == 0"]`` (``OPS``);
     a trial that misses one is infeasible (Optuna's ``constraints_func``, so the sampler steers away) and
     never wins, and so is one whose objective is NaN (``facts_kept`` where nothing was compacted).
-    ``judge`` goes to ``tune`` (its ``retained`` column).
+    ``judge`` goes to ``tune`` (its ``retained`` column; until tune takes a judge, a judge given is a
+    ``NotImplementedError``).
 
     ``frame``: one row per trial, in order: ``trial``, the space's keys (their values; ``window`` and
     ``worker`` as tune's columns), ``value`` (the objective's), ``feasible``, then tune's ``COLUMNS``, each

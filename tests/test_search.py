@@ -95,6 +95,13 @@ def test_ranges_stay_in_range_and_a_seed_makes_the_search_deterministic():
     assert first.best_value == f.loc[f["feasible"], "value"].min()
 
 
+def test_a_float_range_of_idle_secs_is_a_real_range():
+    found = convlab.search(CONVS, {"strategy[0].idle_secs": (100.0, 5000.0)}, base=BASE, objective="tokens_read",
+                           trials=5, jobs=1, progress=False)
+    assert found.frame["strategy[0].idle_secs"].between(100.0, 5000.0).all()
+    assert any(not float(v).is_integer() for v in found.frame["strategy[0].idle_secs"])
+
+
 def test_strategies_and_workers_as_choices():
     space = {"strategy[1].use": ["reset", "summarize"], "worker": [None, clear_tool_results(keep=1)],
              "strategy[1].over_tokens": [3000]}
