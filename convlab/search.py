@@ -383,8 +383,8 @@ def search(
     scores them.
 
     ``space`` maps a grid key (``config_grid``'s: ``"window"``, ``"strategy[i].<key>"``, and ``"worker"``)
-    to a range, a tuple ``(low, high)`` or ``(low, high, step)`` (whole numbers for ``window``,
-    ``over_tokens`` and ``idle_secs``; a float bound makes ``idle_secs`` a real range), or to a list of
+    to a range, a tuple ``(low, high)`` or ``(low, high, step)`` (int bounds: whole numbers, as ``window``
+    and ``over_tokens`` must be; a float bound makes ``idle_secs`` a real range), or to a list of
     choices (``"strategy[0].use": ["reset", "summarize"]``; ``"worker": [None,
     convlab.compact.clear_tool_results(keep=3)]``; a choice that is not a plain value goes to Optuna as its
     index). Each is set on ``base`` (TOML text, a path or a parsed document; None: an empty context table),
@@ -394,7 +394,7 @@ def search(
     ``objective`` is a measure of tune's frame (``OBJECTIVES``: ``"usd"``, the default, needs ``model=``),
     minimised; a leading ``-`` maximises it (``"-saved"``, ``"-facts_kept"``). ``constraints`` bound
     measures: ``{"failed_turns": "== 0", "facts_kept": ">= 0.5"}`` or ``["failed_turns == 0"]`` (``OPS``);
-    a trial that misses one is infeasible (Optuna's ``constraints_func``, so the sampler steers away) and
+    a trial that misses one is infeasible (the sampler is told its constraints, so it steers away) and
     never wins, and so is one whose objective is NaN (``facts_kept`` where nothing was compacted).
     ``judge`` goes to ``tune`` (its ``retained`` column; until tune takes a judge, a judge given is a
     ``NotImplementedError``).
