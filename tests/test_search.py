@@ -257,3 +257,9 @@ def test_cli_no_feasible_config_is_one_line(logged, capsys):
     assert main(["search", str(path), "--base", str(base), "--objective", "calls", "--constraint", "calls < 0",
                  "--trials", "3", "--jobs", "1", "--no-progress"]) == 2
     assert capsys.readouterr().err == "convlab: no config met the constraints (calls < 0) in 3 trials\n"
+
+
+def test_without_optuna_the_error_names_the_extra(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "optuna", None)  # what a missing package imports as
+    with pytest.raises(ImportError, match=r"convlab\[search\]"):
+        convlab.search(CONVS, GRID, base=BASE, objective="calls", jobs=1, progress=False)
