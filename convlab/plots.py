@@ -234,6 +234,11 @@ def sweep_heatmap(df: pd.DataFrame, x: str, y: str, value: str = "tokens_read", 
     return fig
 
 
+#: How a point's label is drawn: a leader line to its point, on a white box.
+_LEADER = {"arrowstyle": "-", "color": "0.55", "lw": 0.6, "shrinkA": 0, "shrinkB": 5}
+_LABEL_BOX = {"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.85}
+
+
 def sweep_pareto(ranked: pd.DataFrame, *, title: str | None = None):
     """A sweep's trade-off: the share of tokens each config saved against how
     often it rewrote the history (summaries + resets), over every conversation.
@@ -285,8 +290,7 @@ def sweep_pareto(ranked: pd.DataFrame, *, title: str | None = None):
         text = "\n".join(config_label(row, keys, names) for _, row in same.iterrows())
         labels.append(ax.annotate(text, (x, y), xytext=(8, 0), textcoords="offset points", fontsize="small",
                                   ha="left", va="center", zorder=4, annotation_clip=False,
-                                  arrowprops={"arrowstyle": "-", "color": "0.55", "lw": 0.6, "shrinkA": 0, "shrinkB": 5},
-                                  bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.85}))
+                                  arrowprops=_LEADER, bbox=_LABEL_BOX))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.yaxis.set_major_formatter(PercentFormatter(decimals=None))
     ax.set_xlabel("summaries + resets (the history rewritten), all conversations")
@@ -296,6 +300,65 @@ def sweep_pareto(ranked: pd.DataFrame, *, title: str | None = None):
     legend = ax.legend(loc="lower right", fontsize="small")
     ax.set_title(title or "what each config saves, against how often it rewrites")
     _place(ax, labels, list(zip(data["rewrites"], data["percent"], strict=True)), legend)
+    return fig
+
+
+def retention_cost(df: pd.DataFrame, *, kept: str = "facts_kept", cost: str = "usd", log: float | None = None,
+                   title: str | None = None):
+    """What each config of a sweep costs against what it keeps: ``cost`` (``"usd"``, the default, or
+    ``"tokens_read"``) summed over the conversations, against ``kept`` (``"facts_kept"`` or, with a judge,
+    ``"retained"``) averaged over them; each config a labelled point (``config_label``). The baseline
+    (the log as it was: ``baseline_usd`` or ``baseline_tokens_read``) is the dashed line; ``log``, when
+    given, is what the log's own compaction kept, marked on it. A config with no score (NaN: its
+    compactions were all stand-in summaries, or it made none) is left out, and the title says how many.
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"config": [0, 1], "window": [100000, 100000], "worker": [None, "clear_tool_results(keep=3)"],
+    ...                    "usd": [7.7, 7.1], "baseline_usd": [6.9, 6.9], "facts_kept": [0.08, 0.33]})
+    >>> ax = retention_cost(df, log=0.15).axes[0]
+    >>> [t.get_text() for t in ax.texts], ax.get_xlabel(), ax.get_title()
+    (["the log's own", 'config 0 (window=100000)', 'config 1 (window=100000, worker=clear_tool_results(keep=3))'], 'dollars, all conversations', 'what each config keeps, against what it costs')
+    """
+    from matplotlib.ticker import PercentFormatter
+
+    from .ranking import config_label, grid_keys, short_keys
+
+    base = {"usd": "baseline_usd", "tokens_read": "baseline_tokens_read"}.get(cost)
+    for col in ("config", cost, kept, *([base] if base else [])):
+        if col not in df.columns:
+            raise KeyError(f"retention_cost takes a convlab.tune frame with {col!r}; this one has no such column")
+    keys = grid_keys(df) if "window" in df.columns and "source" in df.columns else []
+    per = df.groupby("config", sort=True).agg(**{cost: (cost, "sum"), kept: (kept, "mean")})
+    first = df.drop_duplicates("config").set_index("config")
+    data = per.join(first.drop(columns=[c for c in (cost, kept) if c in first.columns]))
+    scored = data[data[kept].notna()]
+    fig = _figure((8.5, 5))
+    ax = fig.add_subplot()
+    if base:
+        line = float(df.drop_duplicates("conversation")[base].sum()) if "conversation" in df.columns else float(df[base].iloc[0])
+        ax.axvline(line, color="0.5", ls="--", lw=0.8, label="the baseline: the log as it was")
+        if log is not None:
+            ax.scatter([line], [log * 100], marker="D", s=50, color="0.3", zorder=4, label="the log's own compaction")
+            ax.annotate("the log's own", (line, log * 100), xytext=(8, 0), textcoords="offset points", fontsize="small",
+                        va="center")
+    ax.scatter(scored[cost], scored[kept] * 100, s=60, color="tab:blue", edgecolor="black", zorder=3,
+               label=f"configs: {len(scored)}")
+    names = short_keys(keys)
+    labels = [ax.annotate(config_label({**row, "config": i}, keys, names), (row[cost], row[kept] * 100), xytext=(8, 0),
+                          textcoords="offset points", fontsize="small", ha="left", va="center", zorder=4,
+                          annotation_clip=False, arrowprops=_LEADER, bbox=_LABEL_BOX)
+              for i, row in scored.iterrows()]
+    labels.sort(key=lambda a: a.get_text())
+    ax.yaxis.set_major_formatter(PercentFormatter(decimals=None))
+    ax.set_xlabel("dollars, all conversations" if cost == "usd" else f"{cost}, all conversations")
+    ax.set_ylabel(f"{kept}: the share of the dropped facts still there" if kept == "facts_kept"
+                  else f"{kept}: probes answered after, over before")
+    ax.margins(x=0.15, y=0.15)
+    legend = ax.legend(loc="best", fontsize="small")
+    left = len(data) - len(scored)
+    ax.set_title(title or "what each config keeps, against what it costs"
+                 + (f" ({left} config{'s' if left != 1 else ''} with no score left out)" if left else ""))
+    _place(ax, labels, list(zip(scored[cost], scored[kept] * 100, strict=True)), legend)
     return fig
 
 

@@ -366,3 +366,36 @@ def test_the_pareto_plot_puts_dollars_on_its_axis_for_a_ranking_by_usd():
         convlab.rank(df, by="dollars")
     with pytest.raises(ValueError, match="needs a sweep priced in dollars"):
         convlab.rank(df.drop(columns=["usd"]), by="usd")
+
+
+def test_retention_cost_plots_each_scored_config_and_says_what_it_left_out():
+    """Issue 23: configs compared on dollars and on what they keep, in one picture."""
+    import math
+
+    import convlab
+    from convlab.compact import clear_tool_results, sliding_window
+
+    base = "[agent.bot.context]\nwindow = 200000\n[[agent.bot.context.strategy]]\nuse = 'reset'\nover_tokens = 3000\n"
+    # clear_tool_results on a chat with no tool results drops nothing: that config has no score
+    workers = [None, sliding_window(keep_turns=2), sliding_window(keep_turns=4), clear_tool_results(keep=1)]
+    t, parent = Tree(), None
+    for i in range(8):  # each question states facts: a path, a number with its unit, a time
+        t.add({"id": f"u{i}", "role": "user", "content": f"step {i}: read src/mod{i}.py, {i + 10} ms at 12:{i:02d} " + "x" * 4000,
+               "time": 100.0 * i}, parent)
+        t.add({"id": f"a{i}", "role": "assistant", "content": f"answer {i}", "time": 100.0 * i + 1,
+               "usage": {"input_tokens": 1000 * (i + 1), "output_tokens": 2}}, f"u{i}")
+        parent = f"a{i}"
+    t.head = parent
+    df = convlab.tune([Conversation(t, id="c")], base, grid={"worker": workers}, model="claude-sonnet-4-5",
+                      progress=False, jobs=1)
+    scored = df[df["facts_kept"].notna()]
+    assert len(scored) == 3 and math.isnan(df["facts_kept"].iloc[3])
+    ax = plots.retention_cost(df, log=0.25).axes[0]
+    points = ax.collections[-1].get_offsets()
+    assert sorted(map(tuple, points.tolist())) == sorted(zip(scored["usd"], scored["facts_kept"] * 100, strict=True))
+    labels = [t.get_text() for t in ax.texts]
+    assert "the log's own" in labels and len(labels) == 4
+    assert ax.get_title() == "what each config keeps, against what it costs (1 config with no score left out)"
+    assert math.isclose(ax.lines[0].get_xdata()[0], df["baseline_usd"].iloc[0])
+    with pytest.raises(KeyError, match="'retained'"):
+        plots.retention_cost(df, kept="retained")
