@@ -303,7 +303,7 @@ def sweep_pareto(ranked: pd.DataFrame, *, title: str | None = None):
     return fig
 
 
-def retention_cost(df: pd.DataFrame, *, kept: str = "facts_kept", cost: str = "usd", log: float | None = None,
+def sweep_retention(df: pd.DataFrame, *, kept: str = "facts_kept", cost: str = "usd", log: float | None = None,
                    title: str | None = None):
     """What each config of a sweep costs against what it keeps: ``cost`` (``"usd"``, the default, or
     ``"tokens_read"``) summed over the conversations, against ``kept`` (``"facts_kept"`` or, with a judge,
@@ -315,7 +315,7 @@ def retention_cost(df: pd.DataFrame, *, kept: str = "facts_kept", cost: str = "u
     >>> import pandas as pd
     >>> df = pd.DataFrame({"config": [0, 1], "window": [100000, 100000], "worker": [None, "clear_tool_results(keep=3)"],
     ...                    "usd": [7.7, 7.1], "baseline_usd": [6.9, 6.9], "facts_kept": [0.08, 0.33]})
-    >>> ax = retention_cost(df, log=0.15).axes[0]
+    >>> ax = sweep_retention(df, log=0.15).axes[0]
     >>> [t.get_text() for t in ax.texts], ax.get_xlabel(), ax.get_title()
     (["the log's own", 'config 0 (window=100000)', 'config 1 (window=100000, worker=clear_tool_results(keep=3))'], 'dollars, all conversations', 'what each config keeps, against what it costs')
     """
@@ -326,7 +326,7 @@ def retention_cost(df: pd.DataFrame, *, kept: str = "facts_kept", cost: str = "u
     base = {"usd": "baseline_usd", "tokens_read": "baseline_tokens_read"}.get(cost)
     for col in ("config", cost, kept, *([base] if base else [])):
         if col not in df.columns:
-            raise KeyError(f"retention_cost takes a convlab.tune frame with {col!r}; this one has no such column")
+            raise KeyError(f"sweep_retention takes a convlab.tune frame with {col!r}; this one has no such column")
     keys = grid_keys(df) if "window" in df.columns and "source" in df.columns else []
     per = df.groupby("config", sort=True).agg(**{cost: (cost, "sum"), kept: (kept, "mean")})
     first = df.drop_duplicates("config").set_index("config")

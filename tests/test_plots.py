@@ -368,7 +368,7 @@ def test_the_pareto_plot_puts_dollars_on_its_axis_for_a_ranking_by_usd():
         convlab.rank(df.drop(columns=["usd"]), by="usd")
 
 
-def test_retention_cost_plots_each_scored_config_and_says_what_it_left_out():
+def test_sweep_retention_plots_each_scored_config_and_says_what_it_left_out():
     """Issue 23: configs compared on dollars and on what they keep, in one picture."""
     import math
 
@@ -390,7 +390,7 @@ def test_retention_cost_plots_each_scored_config_and_says_what_it_left_out():
                       progress=False, jobs=1)
     scored = df[df["facts_kept"].notna()]
     assert len(scored) == 3 and math.isnan(df["facts_kept"].iloc[3])
-    ax = plots.retention_cost(df, log=0.25).axes[0]
+    ax = plots.sweep_retention(df, log=0.25).axes[0]
     points = ax.collections[-1].get_offsets()
     assert sorted(map(tuple, points.tolist())) == sorted(zip(scored["usd"], scored["facts_kept"] * 100, strict=True))
     labels = [t.get_text() for t in ax.texts]
@@ -398,4 +398,4 @@ def test_retention_cost_plots_each_scored_config_and_says_what_it_left_out():
     assert ax.get_title() == "what each config keeps, against what it costs (1 config with no score left out)"
     assert math.isclose(ax.lines[0].get_xdata()[0], df["baseline_usd"].iloc[0])
     with pytest.raises(KeyError, match="'retained'"):
-        plots.retention_cost(df, kept="retained")
+        plots.sweep_retention(df, kept="retained")
