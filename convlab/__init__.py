@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports eac
         tune as tune,
         tune_cost as tune_cost,
     )
-    from .replay.compactions import retention as retention
+    from .replay.compactions import retention as retention, retention_cost as retention_cost
     from .text import brief as brief, readable as readable
     from .tokens import content_text as content_text, count_tokens as count_tokens
     from .tree import Tree as Tree, input_tokens as input_tokens, newest_leaf as newest_leaf
@@ -96,6 +96,7 @@ _LAZY = {
     "config_grid": "convlab.replay",
     "Replay": "convlab.replay",
     "retention": "convlab.replay.compactions",
+    "retention_cost": "convlab.replay.compactions",
     "Lab": "convlab.widgets",
     "TreeView": "convlab.widgets",
     "ChatView": "convlab.widgets",

@@ -53,7 +53,7 @@ from .model import Summarize
 from .summaries import Summaries, SummaryFolder, default_folder
 
 __all__ = ["QUESTIONS", "RETRY", "ANSWER", "GRADE", "Judge", "JudgeCost", "Relayed", "Probed", "Asking",
-           "questions_from", "grade", "probe", "judge_for", "DEFAULT_WINDOW", "WINDOW_SHARE", "JUDGE_KEY"]
+           "questions_from", "grade", "probe", "judge_for", "check_probes", "DEFAULT_WINDOW", "WINDOW_SHARE", "JUDGE_KEY"]
 
 QUESTIONS = ("Write up to {n} short questions that the conversation above answers, each with its answer copied "
              "word for word from it (a number, a name, a path, a date, a word). Reply with only a JSON array: "
@@ -150,12 +150,22 @@ class Judge:
 
 
 def judge_for(judge: providers.Provider | Judge, cache: SummaryFolder = None, *, dry_run: bool = False) -> Judge:
-    """``judge`` as a ``Judge`` (a provider wrapped, with ``cache``); a ``Judge`` as it is."""
+    """``judge`` as a ``Judge``: a provider wrapped (with ``cache``), a ``Judge`` as it is (for a dry
+    run, its twin that calls nothing, on the same cache)."""
     if isinstance(judge, Judge):
-        if cache is not None or dry_run != judge.dry_run:
-            raise ValueError("give cache= and dry_run= to the Judge itself, not beside it")
+        if cache is not None:
+            raise ValueError("cache= goes to the Judge itself (Judge(provider, cache=...)), not beside it")
+        if dry_run and not judge.dry_run:
+            return Judge(judge.provider, judge.folder or False, window=judge.window, dry_run=True)
         return judge
     return Judge(judge, cache, dry_run=dry_run)
+
+
+def check_probes(probes: object) -> int:
+    """``probes`` checked: a whole number of questions per compaction, at least 1."""
+    if not isinstance(probes, int) or isinstance(probes, bool) or probes < 1:
+        raise ValueError(f"probes must be a whole number of questions per compaction (at least 1), got {probes!r}")
+    return probes
 
 
 class Relayed:
