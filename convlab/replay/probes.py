@@ -43,6 +43,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from .. import providers
@@ -131,7 +132,7 @@ class Judge:
         self._calls = Summaries(provider, folder)  # the cache of model calls, as summaries are kept
 
     @property
-    def folder(self):
+    def folder(self) -> Path | None:
         return self._calls.folder
 
     def __repr__(self) -> str:
