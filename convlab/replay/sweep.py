@@ -99,7 +99,6 @@ COLUMNS = (
     "baseline_usd",
     "usd_saved",
     "facts_kept",
-    "retained",
     "err_exact_mean",
     "err_exact_p95",
     "err_usage_mean",
@@ -448,7 +447,7 @@ def tune(
     over the replay's compactions of ``convlab.retention``'s ``retained``
     (``probes`` questions about what each dropped, asked with the full and
     the compacted history), stand-in summaries left out (and not probed);
-    NaN without a judge, or when none counts. The judge's calls are made
+    NaN when none counts; only with a judge, after ``facts_kept``. The judge's calls are made
     from this process only, as summary calls are (worker processes send
     each request here), and cached on disk (``$XDG_CACHE_HOME/convlab/judge``):
     ``attrs["judge_cost"]`` (a ``JudgeCost``) says what they cost. A replay
@@ -812,7 +811,10 @@ def _frame(sweep: _Sweep, results: Mapping[tuple[int, int], Mapping[str, Any]]) 
             row.update(results[(i, j)])
             table.append(row)
     keys = [k for k in sweep.grid_keys if k not in COLUMNS]
-    df = pd.DataFrame(table, columns=["conversation", "source", "config", *keys, *COLUMNS])
+    columns = list(COLUMNS)
+    if sweep.judge is not None:  # with a judge: retained, after facts_kept
+        columns.insert(columns.index("facts_kept") + 1, "retained")
+    df = pd.DataFrame(table, columns=["conversation", "source", "config", *keys, *columns])
     for col in ("first_limit_call", "window", "threshold"):
         df[col] = df[col].astype("Int64")
     df["saved"] = 1 - df["tokens_read"] / df["baseline_tokens_read"].where(df["baseline_tokens_read"] > 0)
