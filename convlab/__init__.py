@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports eac
         tune as tune,
         tune_cost as tune_cost,
     )
-    from .replay.compactions import retention as retention
+    from .replay.compactions import retention as retention, retention_cost as retention_cost
     from .search import search as search
     from .text import brief as brief, readable as readable
     from .tokens import content_text as content_text, count_tokens as count_tokens
@@ -97,6 +97,7 @@ _LAZY = {
     "config_grid": "convlab.replay",
     "Replay": "convlab.replay",
     "retention": "convlab.replay.compactions",
+    "retention_cost": "convlab.replay.compactions",
     "search": "convlab.search",  # the module, callable as the function (convlab/search.py)
     "Lab": "convlab.widgets",
     "TreeView": "convlab.widgets",

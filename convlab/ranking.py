@@ -104,7 +104,11 @@ def short_keys(keys: Sequence[str]) -> dict[str, str]:
 BY = ("tokens", "usd")
 
 
-def rank(df: pd.DataFrame, by: str = "tokens"):
+#: The floors ``rank`` can require, each a column of the tune frame (a share, from 0 to 1).
+FLOORS = ("retained", "facts_kept")
+
+
+def rank(df: pd.DataFrame, by: str = "tokens", *, min_retained: float | None = None, min_facts_kept: float | None = None):
     """The configs of a sweep ranked by what they save against what they cost, over every conversation.
 
     ``df`` is what ``convlab.tune`` returns (or that frame read back from its
@@ -129,6 +133,14 @@ def rank(df: pd.DataFrame, by: str = "tokens"):
     (with a prompt cache a config can read fewer tokens and cost more:
     every summary makes the next call write the cache again).
     ``ranked.attrs["by"]`` says which.
+
+    Floors: ``min_retained`` and ``min_facts_kept`` (a share from 0 to 1)
+    leave out every config whose mean over its conversations of that column
+    (``retained``, from ``tune(..., judge=...)``; ``facts_kept``; NaN rows
+    not counted) is below the floor, or NaN (nothing counted); the rest are
+    ranked among themselves, with that mean as a column after ``saved`` (and
+    the dollar columns). ``ranked.attrs["left_out"]`` maps each config left
+    out to why (``"retained 0.5 < 0.9"``).
 
     The order: the Pareto configs first, then the others, each by ``saved``
     (most first), then fewer summaries and resets, fewer stale replies, and
@@ -184,13 +196,16 @@ def rank(df: pd.DataFrame, by: str = "tokens"):
     if missing:
         raise KeyError(f"rank takes the frame convlab.tune returns; this one has no column {', '.join(map(repr, missing))}")
     keys = grid_keys(df)
+    floors = _floors(df, {"retained": min_retained, "facts_kept": min_facts_kept})
+    df, left_out = _floored(df, floors)
     rows = df.assign(limits=df["limits_full"] + df["limits_idle"] + df["limits_overflow"])
     if "worker" not in rows.columns:  # a frame from before workers were swept: the engine's proposal
         rows = rows.assign(worker=None)
     groups = rows.groupby("config", sort=True)
     first = groups[[*keys, "window", "strategies", "worker", "threshold"]].first()
     summed = [*_SUMMED, *(("usd", "baseline_usd") if by == "usd" else ())]
-    out = first.join(groups.size().rename("conversations")).join(groups[summed].sum(min_count=1)).reset_index()
+    out = first.join(groups.size().rename("conversations")).join(groups[summed].sum(min_count=1))
+    out = out.join(groups[list(floors)].mean()).reset_index() if floors else out.reset_index()
     base = out["baseline_tokens_read"].astype(float)
     out["saved"] = 1 - out["tokens_read"] / base.where(base > 0)
     measure = "saved"
@@ -204,11 +219,12 @@ def rank(df: pd.DataFrame, by: str = "tokens"):
     out["warning"] = [_warning(row, rows[rows["config"] == row["config"]]) for _, row in out.iterrows()]
     out = out.assign(_rewrites=rewrites, _front=~out["pareto"], _saved=-out[measure].fillna(-math.inf))
     out = out.sort_values(["_front", "_saved", "_rewrites", "stale", "config"], kind="stable")
-    extra = ["usd", "baseline_usd", "usd_saved", "saved_usd"] if by == "usd" else []
+    extra = (["usd", "baseline_usd", "usd_saved", "saved_usd"] if by == "usd" else []) + list(floors)
     columns = [*RANK_COLUMNS[:RANK_COLUMNS.index("saved") + 1], *extra, *RANK_COLUMNS[RANK_COLUMNS.index("saved") + 1:]]
     out = out[["config", *keys, *columns]].reset_index(drop=True)
     out.index = pd.RangeIndex(1, len(out) + 1, name="rank")
     out.attrs["by"] = by
+    out.attrs["left_out"] = left_out
     said: dict[str, list[Any]] = {}  # one warning per reason, naming every config it holds for
     for _, row in out.iterrows():
         if row["warning"]:
@@ -218,6 +234,36 @@ def rank(df: pd.DataFrame, by: str = "tokens"):
                else "configs " + ", ".join(str(int(r["config"])) for r in sorted(configs, key=lambda r: r["config"])))
         warnings.warn(f"{who}: {text}", TuneWarning, stacklevel=2)
     return out
+
+
+def _floors(df: pd.DataFrame, given: Mapping[str, object]) -> dict[str, float]:
+    """The floors given, checked: each a number from 0 to 1, on a column the frame has."""
+    floors = {}
+    for column, floor in given.items():
+        if floor is None:
+            continue
+        if not isinstance(floor, (int, float)) or isinstance(floor, bool) or math.isnan(floor) or not 0 <= floor <= 1:
+            raise ValueError(f"rank: min_{column} must be a share from 0 to 1, got {floor!r}")
+        if column not in df.columns or df[column].isna().all():
+            how = "tune(..., judge=llm)" if column == "retained" else "convlab.tune"
+            has = "has none" if column not in df.columns else "has only NaN there"
+            raise ValueError(f"rank(df, min_{column}=...) needs scores in the frame's {column!r} column ({how} makes them); this frame {has}")
+        floors[column] = float(floor)
+    return floors
+
+
+def _floored(df: pd.DataFrame, floors: Mapping[str, float]) -> tuple[pd.DataFrame, dict[int, str]]:
+    """The rows of the configs every floor keeps, and why each other config is left out."""
+    if not floors:
+        return df, {}
+    means = df.groupby("config", sort=True)[list(floors)].mean()
+    left_out: dict[int, str] = {}
+    for config, row in zip(means.index, means.to_dict("records"), strict=True):
+        why = [f"{c} {'NaN (nothing counted)' if math.isnan(row[c]) else f'{row[c]:.3g} < {f:g}'}"
+               for c, f in floors.items() if math.isnan(row[c]) or row[c] < f]
+        if why:
+            left_out[int(config)] = "; ".join(why)
+    return df[~df["config"].isin(list(left_out))], left_out
 
 
 def _undominated(saved: pd.Series, rewrites: pd.Series, i: int) -> bool:

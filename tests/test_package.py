@@ -28,7 +28,7 @@ PUBLIC = [
     "Session", "Strategy", "SummaryWarning", "TokenizerError", "Tree", "TreeView", "brief", "chat_worker", "config_grid", "content_text",
     "readable",
     "conversations_frame", "count_tokens", "frame", "kept", "load_config", "newest_leaf", "read", "replay", "tune", "tune_cost",
-    "rank", "TuneWarning", "retention", "search",
+    "rank", "TuneWarning", "retention", "retention_cost", "search",
 ]
 
 

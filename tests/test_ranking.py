@@ -129,3 +129,45 @@ def test_grid_keys_labels_and_short_names():
     assert config_label(row, ["strategy[0].over_tokens"]) == "config 2 (strategy[0].over_tokens=3000)"
     with pytest.raises(KeyError, match="not a frame of convlab.tune: it has no column 'window'"):
         grid_keys(pd.DataFrame(columns=["config"]))
+
+
+# -- floors (issue 23 part 2) -------------------------------------------------------------
+def scored(retained, facts_kept):
+    """A tune frame of three configs over two conversations, with retained and facts_kept per row."""
+    n = len(retained)
+    return pd.DataFrame({"conversation": ["c1", "c2"] * (n // 2), "source": ["c.jsonl"] * n, "config": [i // 2 for i in range(n)],
+                         "window": [200000] * n, "strategies": ["reset"] * n, "threshold": [184000] * n, "calls": [10] * n,
+                         "limits_full": [1] * n, "limits_idle": [0] * n, "limits_overflow": [0] * n, "summaries": [0] * n,
+                         "resets": [1] * n, "stale": [0] * n, "failed_turns": [0] * n,
+                         "tokens_read": [4e5 + 1e5 * (i // 2) for i in range(n)], "baseline_tokens_read": [1e6] * n,
+                         "overhead": [0] * n, "retained": retained, "facts_kept": facts_kept})
+
+
+def test_rank_leaves_out_the_configs_below_a_floor_and_says_why():
+    df = scored([1.0, 0.8, 0.5, 0.7, float("nan"), float("nan")], [1.0, 1.0, 0.9, float("nan"), 1.0, 1.0])
+    ranked = convlab.rank(df, min_retained=0.9)  # config 0's mean is 0.9: kept (a floor is reached, not passed)
+    assert list(ranked["config"]) == [0] and ranked["retained"].tolist() == [pytest.approx(0.9)]
+    assert ranked.attrs["left_out"] == {1: "retained 0.6 < 0.9", 2: "retained NaN (nothing counted)"}
+    assert list(ranked.columns) == ["config", *RANK_COLUMNS[:RANK_COLUMNS.index("saved") + 1], "retained",
+                                    *RANK_COLUMNS[RANK_COLUMNS.index("saved") + 1:]]
+    both = convlab.rank(df, min_retained=0.5, min_facts_kept=0.95)
+    assert list(both["config"]) == [0] and both.attrs["left_out"] == {1: "facts_kept 0.9 < 0.95", 2: "retained NaN (nothing counted)"}
+    assert bool(both["pareto"].iloc[0])  # the Pareto front is of the configs kept
+    assert convlab.rank(df, min_facts_kept=0.0)["facts_kept"].tolist() == [1.0, pytest.approx(0.9), 1.0]  # NaN rows not counted
+    nothing = convlab.rank(df, min_retained=1.0)
+    assert nothing.empty and sorted(nothing.attrs["left_out"]) == [0, 1, 2]
+    assert convlab.rank(df).attrs["left_out"] == {}
+
+
+@pytest.mark.parametrize("floor", [1.5, -0.1, "0.9", float("nan"), True])
+def test_a_floor_that_is_not_a_share_is_a_clear_error(floor):
+    with pytest.raises(ValueError, match=r"min_retained must be a share from 0 to 1, got"):
+        convlab.rank(scored([1.0] * 6, [1.0] * 6), min_retained=floor)
+
+
+def test_a_floor_on_a_frame_without_its_scores_names_the_column():
+    df = scored([1.0] * 6, [1.0] * 6)
+    with pytest.raises(ValueError, match=r"needs scores in the frame's 'retained' column \(tune\(\.\.\., judge=llm\) makes them\); this frame has none"):
+        convlab.rank(df.drop(columns=["retained"]), min_retained=0.9)
+    with pytest.raises(ValueError, match=r"'facts_kept' column .*has only NaN there"):
+        convlab.rank(df.assign(facts_kept=float("nan")), min_facts_kept=0.5)

@@ -172,9 +172,12 @@ def test_a_bad_objective_constraint_or_count_is_an_error_naming_it(kwargs, match
         convlab.search(CONVS, GRID, base=BASE, jobs=1, **kwargs)
 
 
-def test_a_judge_waits_for_tune_to_take_one():
-    with pytest.raises(NotImplementedError, match="judge"):
-        convlab.search(CONVS, GRID, base=BASE, objective="calls", judge=convlab.EchoLLM(), jobs=1)
+def test_a_judge_goes_to_tune_and_retained_is_a_measure():
+    from convlab.replay.probes import Judge
+
+    found = convlab.search(CONVS, GRID, base=BASE, objective="calls", judge=Judge(convlab.EchoLLM(), cache=False),
+                           trials=2, jobs=1)
+    assert "retained" in found.frame.columns
 
 
 def test_no_space_searches_around_the_base():

@@ -36,18 +36,25 @@ from typing import TYPE_CHECKING, Any
 from ..engine import SUMMARY_PREFIX
 from ..facts import KINDS, Fact, facts_of, holds, message_text, normal
 from ..tokens import content_chars, content_text, estimate
+from .probes import Asking, Judge, JudgeCost, Probed, check_probes, judge_for, probe
+from .summaries import SummaryFolder
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from ..engine import Session
+    from ..providers import Provider
     from .result import Replay
 
-__all__ = ["Compaction", "compactions", "retention", "facts_kept", "RETENTION_COLUMNS", "LOST_SHOWN"]
+__all__ = ["Compaction", "compactions", "retention", "retention_cost", "facts_kept", "retained", "RETENTION_COLUMNS",
+           "PROBE_COLUMNS", "LOST_SHOWN"]
 
 #: The columns of ``retention``'s frame, in order.
 RETENTION_COLUMNS = ("compaction", "call", "source", "strategy", "summary", "tokens_before", "dropped_messages",
                      "dropped_tokens", "tokens_after", "facts", "facts_kept", "lost")
+
+#: The columns ``retention`` adds with a judge, after ``RETENTION_COLUMNS``.
+PROBE_COLUMNS = ("probes", "correct_full", "correct_compacted", "retained", "probe_note")
 
 #: How many lost facts a row of ``retention`` shows.
 LOST_SHOWN = 5
@@ -198,7 +205,8 @@ def _row(i: int, c: Compaction) -> dict[str, Any]:
             "lost": "; ".join(f.text for f in lost[:LOST_SHOWN])}
 
 
-def retention(replay: Replay) -> pd.DataFrame:
+def retention(replay: Replay, judge: Provider | Judge | None = None, probes: int = 5,
+              cache: SummaryFolder = None) -> pd.DataFrame:
     """What each compaction of ``replay`` dropped and how much of what it stated the new context still
     holds: one row per compaction (``compactions``), columns ``RETENTION_COLUMNS``:
 
@@ -211,6 +219,21 @@ def retention(replay: Replay) -> pd.DataFrame:
     characters), ``dropped_messages``, ``facts`` (how many the dropped messages state), ``facts_kept``
     (the share the new context still holds: 1.0 when nothing was dropped, NaN when no fact was) and
     ``lost`` (a few lost facts, ``"; "``-joined, for reading). The module docstring pins what each means.
+
+    With ``judge`` (a provider, e.g. ``convlab.LocalChat()``, or a ``convlab.replay.probes.Judge``), each
+    compaction is probed too (``convlab.replay.probes``): one call asks the judge for up to ``probes``
+    question/answer pairs about the dropped span (JSON, checked, asked again once when it is not
+    JSON); each question is asked in a prompt of its own, once after the full history before the
+    compaction and once after the compacted one; each answer is graded against the reference (the
+    judge only when a string match cannot say). The frame gains ``PROBE_COLUMNS``: ``probes`` (the
+    questions asked), ``correct_full`` and ``correct_compacted`` (answered right with the full history,
+    and with both), ``retained`` (``correct_compacted / correct_full``: 1.0 when nothing was dropped,
+    NaN when ``correct_full`` is 0) and ``probe_note`` (why a compaction has fewer probes: no JSON
+    twice, the judge failed, ...). A stand-in summary is probed too, and its row says so
+    (``summary``): a mean leaves it out (``retained``). Every judge call is cached on disk (``cache``:
+    None for ``$XDG_CACHE_HOME/convlab/judge``, a folder, or False for memory only), keyed by the
+    model, the prompt and the exact input, and made in this process; ``df.attrs["judge_cost"]`` (a
+    ``JudgeCost``) says what was spent. What it would cost first: ``retention_cost``.
 
     >>> import convlab
     >>> from convlab.tree import Tree
@@ -226,8 +249,63 @@ def retention(replay: Replay) -> pd.DataFrame:
     """
     import pandas as pd
 
-    rows = [_row(i, c) for i, c in enumerate(compactions(replay), 1)]
-    return pd.DataFrame(rows, columns=list(RETENTION_COLUMNS))
+    found = compactions(replay)
+    rows = [_row(i, c) for i, c in enumerate(found, 1)]
+    if judge is None:
+        if cache is not None:
+            raise ValueError("cache= is where a judge's calls are kept: give judge= too")
+        return pd.DataFrame(rows, columns=list(RETENTION_COLUMNS))
+    j = judge_for(judge, cache)
+    n = check_probes(probes)
+    for row, c in zip(rows, found, strict=True):
+        row.update(_probed(probe(c.dropped(), c.old, c.new, j, n)))
+    df = pd.DataFrame(rows, columns=[*RETENTION_COLUMNS, *PROBE_COLUMNS])
+    df.attrs["judge_cost"] = j.cost()
+    return df
+
+
+def _probed(p: Probed) -> dict[str, Any]:
+    return {"probes": p.probes, "correct_full": p.correct_full, "correct_compacted": p.correct_compacted,
+            "retained": p.retained, "probe_note": p.note}
+
+
+def retention_cost(replay: Replay, judge: Provider | Judge, probes: int = 5, cache: SummaryFolder = None) -> JudgeCost:
+    """What ``retention(replay, judge, probes, cache)`` would cost, calling nothing and writing nothing: a
+    ``JudgeCost`` (the calls not in the cache and the exact o200k_base count of what each would send,
+    the ``cached`` ones). A question the cache does not hold yet is not known, so its two answer calls
+    are counted on a stand-in question (``estimated``); grade calls are counted only where the cache
+    holds the answers (a grade is asked only when a string match cannot say).
+
+    >>> import convlab
+    >>> from convlab.providers import EchoLLM
+    >>> from convlab.tree import Tree
+    >>> t = Tree()
+    >>> for i in range(4):
+    ...     _ = t.add({"id": f"u{i}", "role": "user", "content": f"Step {i}: read src/step{i}.py " + "x" * 400}, f"a{i - 1}" if i else None)
+    ...     _ = t.add({"id": f"a{i}", "role": "assistant", "content": f"ok {i}"}, f"u{i}")
+    >>> t.head = "a3"
+    >>> cfg = "[agent.bot.context]\\nwindow = 100000\\n[[agent.bot.context.strategy]]\\nuse = 'reset'\\nover_tokens = 250"
+    >>> r = convlab.replay(convlab.Conversation(t, id="c"), cfg)
+    >>> cost = retention_cost(r, EchoLLM(), probes=2, cache=False)
+    >>> cost.calls, cost.estimated, cost.cached  # one questions call, two answer calls per question
+    (5, 4, 0)
+    """
+    j = judge_for(judge, cache, dry_run=True)
+    n = check_probes(probes)
+    for c in compactions(replay):
+        probe(c.dropped(), c.old, c.new, j, n)
+    return j.cost()
+
+
+def retained(replay: Replay, judge: Asking, probes: int = 5) -> float:
+    """The mean ``retained`` over ``replay``'s compactions (``retention`` with ``judge``: a ``Judge``, or in
+    a sweep's worker process a ``Relayed`` one), stand-in
+    summaries left out (and not probed: their score says nothing of a model) and NaN scores too: a
+    sweep's ``retained``; NaN when none counts."""
+    scores = [probe(c.dropped(), c.old, c.new, judge, probes).retained
+              for c in compactions(replay) if c.summary_by != "stand-in"]
+    scores = [x for x in scores if not math.isnan(x)]
+    return sum(scores) / len(scores) if scores else math.nan
 
 
 def facts_kept(replay: Replay) -> float:

@@ -44,9 +44,11 @@ from ..conversation import Conversation
 from ..errors import ConfigError
 from ..presets import Preset
 from . import workers
+from .compactions import retained
 from .driver import Replayer, limit_worker, pricing_for
 from .model import ReplayLLM, Summarize
 from .plan import ExactCounts, Plan, plan
+from .probes import JUDGE_KEY, Asking, Judge, check_probes, judge_for
 from .result import Replay
 from .summaries import Summaries, SummaryCost, SummaryFolder, summaries_for
 
@@ -292,7 +294,7 @@ def _carried(base: Replay, row: Mapping[str, Any], given: int | None) -> dict[st
 
 def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, Setup]], agent: str, *,
          share: bool = True, summarize: Summarize | None = None, knobs: Mapping[str, Any] = {},
-         base: _Baseline | None = None) -> list[tuple[int, dict[str, Any]]]:
+         base: _Baseline | None = None, judge: Asking | None = None, probes: int = 5) -> list[tuple[int, dict[str, Any]]]:
     """The measures of one conversation under each ``(index, setup)``.
 
     The first replay has no config (nothing fires: the log as it was): the
@@ -302,13 +304,27 @@ def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, Setup]], age
     agrees with longest, at the start of the turn where they first differ.
     ``share=False`` replays every config from the start (what the sharing
     must equal). ``knobs`` are the cost model's (``Replayer``'s
-    ``summary_size`` and ``overhead``).
+    ``summary_size`` and ``overhead``). With ``judge`` (a ``Judge``, or in a
+    worker process a ``Relayed`` one), each replay's ``retained`` is probed
+    once, before it is closed (``convlab.replay.compactions.retained``).
     """
     if base is None:
         base = _Baseline.run(p, counts, agent, summarize=summarize, knobs=knobs)
+    judged: dict[int, dict[str, Any]] = {}  # id of a replayer -> its retained, probed once however many configs share it
+
+    def probed(replayer: Replayer) -> dict[str, Any]:
+        if judge is None:
+            return {}
+        if id(replayer) not in judged:
+            judged[id(replayer)] = {"retained": retained(replayer.result(), judge, probes)}
+        return judged[id(replayer)]
+
     if not share:
-        return [(j, {**Replayer(p, cfg.config, counts=counts, agent=agent, summarize=summarize, worker=cfg.worker,
-                                **knobs).run().result().measures(), **base.carried}) for j, cfg in configs]
+        out = []
+        for j, cfg in configs:
+            r = Replayer(p, cfg.config, counts=counts, agent=agent, summarize=summarize, worker=cfg.worker, **knobs).run()
+            out.append((j, {**r.result().measures(), **base.carried, **probed(r)}))
+        return out
     # the forks hang on a root of this call's own: a shared baseline (a worker's) keeps none of them alive
     root, out, made = dataclasses.replace(base.root, children=[]), [], []
     for j, cfg in configs:
@@ -318,7 +334,7 @@ def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, Setup]], age
             run.children.append(child)
             made.append(child.replayer)
             run = child
-        out.append((j, {**run.row, **base.carried}))
+        out.append((j, {**run.row, **base.carried, **probed(run.replayer)}))
     for r in made:
         r.close()  # freed with this call's tree, not left to the collector
     return out
@@ -357,6 +373,8 @@ def tune(
     prompt_cache: str | None = "auto",
     cache_ttl: float | str = "5m",
     dry_run: bool = False,
+    judge: Provider | Judge | None = None,
+    probes: int = 5,
 ) -> pd.DataFrame:
     """Replay conversations under context configs: one row per (conversation, config).
 
@@ -423,7 +441,17 @@ def tune(
     config; ``convlab.rank(df, by="usd")`` ranks by dollars. ``facts_kept``:
     the mean, over the replay's compactions, of the share of the facts each
     dropped that the new context still states (``convlab.retention``), its
-    stand-in summaries left out; NaN when none counts.
+    stand-in summaries left out; NaN when none counts. ``retained``: with
+    ``judge`` (a provider, e.g. ``convlab.LocalChat()``, or a
+    ``convlab.replay.probes.Judge`` for a cache folder of its own), the mean
+    over the replay's compactions of ``convlab.retention``'s ``retained``
+    (``probes`` questions about what each dropped, asked with the full and
+    the compacted history), stand-in summaries left out (and not probed);
+    NaN when none counts; only with a judge, after ``facts_kept``. The judge's calls are made
+    from this process only, as summary calls are (worker processes send
+    each request here), and cached on disk (``$XDG_CACHE_HOME/convlab/judge``):
+    ``attrs["judge_cost"]`` (a ``JudgeCost``) says what they cost. A replay
+    that several configs share is probed once.
 
     ``tokens_read`` per model call is the log's usage where the logged reply
     still applies. Where it does not (a strategy rewrote the history, or the
@@ -514,9 +542,11 @@ def tune(
     sweep = _check(conversations, configs, grid=grid, agent=agent, jobs=jobs, progress=progress, scheduler=scheduler,
                    client=client, chunk=chunk, summarizer=summarizer, cache=cache, summary_size=summary_size,
                    overhead=overhead, estimate=False, worker=worker, model=model, prompt_cache=prompt_cache,
-                   cache_ttl=cache_ttl)
+                   cache_ttl=cache_ttl, judge=judge, probes=probes)
     summaries = sweep.summaries
     df = _frame(sweep, _schedule(sweep, None if summaries is None else _completing(summaries)))
+    if sweep.judge is not None:
+        df.attrs["judge_cost"] = sweep.judge.cost()
     if summaries is not None:
         df.attrs["summary_cost"] = summaries.cost()
         summaries.warn_failed()
@@ -587,6 +617,8 @@ class _Sweep:
     client: distributed.Client | str | None
     summaries: Summaries | None
     progress: bool | None
+    judge: Judge | None = None
+    probes: int = 5
 
 
 def _check(conversations: Conversation | Iterable[Conversation], configs: Config | Iterable[Config], *,
@@ -594,7 +626,8 @@ def _check(conversations: Conversation | Iterable[Conversation], configs: Config
            scheduler: str | None, client: distributed.Client | str | None, chunk: int | None,
            summarizer: Provider | None, cache: SummaryFolder, summary_size: int | float | None,
            overhead: int | None, estimate: bool, worker: Worker | None = None, model: str | None = None,
-           prompt_cache: str | None = "auto", cache_ttl: float | str = "5m") -> _Sweep:
+           prompt_cache: str | None = "auto", cache_ttl: float | str = "5m", judge: Provider | Judge | None = None,
+           probes: int = 5) -> _Sweep:
     """Every argument of a sweep checked (a clear error naming what is wrong) before any work."""
     convs = _as_list(conversations)
     for c in convs:
@@ -613,14 +646,19 @@ def _check(conversations: Conversation | Iterable[Conversation], configs: Config
     if summaries is not None and scheduler == "dask":
         raise ValueError("a summarizer is called from this process only (it is never sent to a worker): "
                          "sweep with the local scheduler (jobs=...), not dask")
-    if summaries is not None and not estimate and n_jobs > 1:
+    judging = None if judge is None else judge_for(judge)
+    check_probes(probes)
+    if judging is not None and scheduler == "dask":
+        raise ValueError("a judge is called from this process only (it is never sent to a worker): "
+                         "sweep with the local scheduler (jobs=...), not dask")
+    if (summaries is not None or judging is not None) and not estimate and n_jobs > 1:
         n_jobs *= workers.WAITING  # workers mostly wait for summaries: more of them keep the cores busy
     if scheduler == "dask" or n_jobs > 1:
         _sendable({x.worker for x in setups if x.worker is not None})
     knobs = {"summary_size": summary_size, "overhead": overhead,
              "pricing": pricing_for(model, prompt_cache, cache_ttl, summarizer)}  # a model genai-prices lacks: named now
     return _Sweep(convs, setups, labels, grid_keys, agent, knobs, scheduler,
-                  n_jobs, chunk, client, summaries, progress)
+                  n_jobs, chunk, client, summaries, progress, judging, probes)
 
 
 def _setups(configs: Config | Iterable[Config], grid: Mapping[str, Sequence[object]] | None, worker: Worker | None,
@@ -683,7 +721,9 @@ def _schedule(sweep: _Sweep, ask: Summarize | None) -> dict[tuple[int, int], dic
     in_processes = not dask and sweep.jobs > 1 and len(tasks) > 1
     # fewer conversations than jobs: the baselines run here once and the forked workers take their
     # configs in families that leave the baseline together (see _along_forks)
-    forked = in_processes and workers.FORKS and ask is None and sweep.chunk is None and len(plans) < sweep.jobs
+    judge, probes = sweep.judge, sweep.probes
+    forked = (in_processes and workers.FORKS and ask is None and judge is None and sweep.chunk is None
+              and len(plans) < sweep.jobs)
     if not in_processes or forked:  # else each worker tokenizes its own conversations, side by side
         counts.prime(t for p in plans for t in p.texts())
     total = len(plans) * len(configs)
@@ -706,10 +746,13 @@ def _schedule(sweep: _Sweep, ask: Summarize | None) -> dict[tuple[int, int], dic
             for i, js in tasks if len(tasks) == 1 else ():  # one unit: no worker to start
                 done(i, rows(plans[i], counts, [(j, configs[j]) for j in js], agent, knobs=knobs, base=bases[i]))
         elif in_processes:
-            workers.run_processes(rows, plans, counts, configs, agent, knobs, tasks, sweep.jobs, done, ask)
+            relay = workers.Relay(ask is not None, None if judge is None else judge.window, probes)
+            workers.run_processes(rows, plans, counts, configs, agent, knobs, tasks, sweep.jobs, done,
+                                  _answering(ask, judge), relay=relay)
         else:
             for i, js in tasks:
-                done(i, rows(plans[i], counts, [(j, configs[j]) for j in js], agent, summarize=ask, knobs=knobs))
+                done(i, rows(plans[i], counts, [(j, configs[j]) for j in js], agent, summarize=ask, knobs=knobs,
+                             judge=judge, probes=probes))
     finally:
         bar.close()
     return results
@@ -768,12 +811,29 @@ def _frame(sweep: _Sweep, results: Mapping[tuple[int, int], Mapping[str, Any]]) 
             row.update(results[(i, j)])
             table.append(row)
     keys = [k for k in sweep.grid_keys if k not in COLUMNS]
-    df = pd.DataFrame(table, columns=["conversation", "source", "config", *keys, *COLUMNS])
+    columns = list(COLUMNS)
+    if sweep.judge is not None:  # with a judge: retained, after facts_kept
+        columns.insert(columns.index("facts_kept") + 1, "retained")
+    df = pd.DataFrame(table, columns=["conversation", "source", "config", *keys, *columns])
     for col in ("first_limit_call", "window", "threshold"):
         df[col] = df[col].astype("Int64")
     df["saved"] = 1 - df["tokens_read"] / df["baseline_tokens_read"].where(df["baseline_tokens_read"] > 0)
     df["usd_saved"] = df["baseline_usd"] - df["usd"]
     return df
+
+
+def _answering(ask: Summarize | None, judge: Judge | None) -> Summarize | None:
+    """What answers a worker's requests here: a judge's (marked ``JUDGE_KEY``, by its ``Relayed``
+    judge) from the ``Judge``, a summary's from ``ask``."""
+    if judge is None:
+        return ask
+
+    def answer(request: Mapping[str, Any], tokens: int, guessed: bool) -> dict[str, Any] | None:
+        if request.get(JUDGE_KEY):
+            return judge.complete({k: v for k, v in request.items() if k != JUDGE_KEY})
+        assert ask is not None, "a worker asks for summaries only when the sweep has a summarizer"
+        return ask(request, tokens, guessed)
+    return answer
 
 
 def _completing(summaries: Summaries) -> Summarize:

@@ -5,7 +5,9 @@ configs: the sweep says which) go to worker processes, one per core by
 default, or to a dask.distributed cluster. Every unit runs the same function (the sweep's
 ``rows``, given here), so every way gives the same frame, row for row. With
 a summarizer, a worker's summary calls come back to the calling process
-(``_Asker`` there, ``_Answering`` here): the provider stays where it is.
+(``_Asker`` there, ``_Answering`` here): the provider stays where it is. A
+judge's calls (``convlab.replay.probes``) take the same channel: the
+worker's judge is a ``Relayed`` one that marks its requests.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ import multiprocessing
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
 from .plan import ExactCounts, Plan
+from .probes import Relayed
 
 if TYPE_CHECKING:
     import multiprocessing.context
@@ -34,7 +38,7 @@ if TYPE_CHECKING:
 Channel = tuple["multiprocessing.queues.Queue[Any]", list["multiprocessing.queues.Queue[Any]"],
                 "multiprocessing.sharedctypes.Synchronized[int]"]
 
-__all__ = ["jobs_for", "units", "run_processes", "run_dask", "collector_paused", "WAITING", "FORKS", "Measured"]
+__all__ = ["jobs_for", "units", "run_processes", "run_dask", "collector_paused", "WAITING", "FORKS", "Measured", "Relay"]
 
 #: What a unit of work gives back: ``(config index, measures)`` per config of one conversation.
 Measured = list[tuple[int, dict[str, Any]]]
@@ -80,13 +84,26 @@ FORKS = "fork" in multiprocessing.get_all_start_methods()
 #: worker waiting for a summary (seconds, on the network) leaves its core to another.
 WAITING = 4
 
-_WORK: tuple | None = None  # in a worker process: (rows, plans, counts, configs, agent, knobs, summarize, bases), from _start_worker
+@dataclass(frozen=True)
+class Relay:
+    """What a worker's channel carries: its summary calls (``summaries``), a judge's calls (``judge_window``:
+    the judge's window, None without a judge) and how many ``probes`` the judge asks per compaction."""
+
+    summaries: bool = True
+    judge_window: int | None = None
+    probes: int = 5
+
+
+_WORK: tuple | None = None  # in a worker process: (rows, plans, counts, configs, agent, knobs, summarize, bases, judging), from _start_worker
 
 
 def _start_worker(rows: Callable[..., Any], plans: list[Plan], counts: ExactCounts, configs: list[Any], agent: str,
-                  knobs: dict[str, Any], channel: Channel | None, bases: Mapping[int, Any]) -> None:
+                  knobs: dict[str, Any], channel: Channel | None, bases: Mapping[int, Any], relay: Relay = Relay()) -> None:
     global _WORK
-    _WORK = (rows, plans, counts, configs, agent, knobs, None if channel is None else _Asker(*channel), bases)
+    asker = None if channel is None else _Asker(*channel)
+    judge = None if asker is None or relay.judge_window is None else Relayed(asker, relay.judge_window)
+    _WORK = (rows, plans, counts, configs, agent, knobs, asker if relay.summaries else None, bases,
+             {} if judge is None else {"judge": judge, "probes": relay.probes})
 
 
 @contextlib.contextmanager
@@ -110,11 +127,11 @@ def collector_paused(collect: bool = True) -> Iterator[None]:
 
 def _task(i: int, js: list[int]) -> tuple[int, Measured]:
     """One unit of work in a worker process (the collector paused: a worker is ours)."""
-    rows, plans, counts, configs, agent, knobs, summarize, bases = _WORK  # type: ignore[misc]  # set by _start_worker before any task
+    rows, plans, counts, configs, agent, knobs, summarize, bases, judging = _WORK  # type: ignore[misc]  # set by _start_worker before any task
     counts.prime(plans[i].texts())  # once per worker: a text it counted before is not counted again
     with collector_paused():
         return i, rows(plans[i], counts, [(j, configs[j]) for j in js], agent, summarize=summarize, knobs=knobs,
-                       base=bases.get(i))
+                       base=bases.get(i), **judging)
 
 
 class _Stopped(Exception):
@@ -192,10 +209,11 @@ class _Answering:
 
 def run_processes(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: list[Any], agent: str,
                   knobs: dict[str, Any], tasks: list[tuple[int, list[int]]], jobs: int, done: Done,
-                  ask: Summarize | None = None, bases: Mapping[int, Any] | None = None) -> None:
+                  ask: Summarize | None = None, bases: Mapping[int, Any] | None = None, relay: Relay = Relay()) -> None:
     """The tasks (``units``) on ``jobs`` worker processes of this machine, each running ``rows``;
-    ``ask`` answers the workers' summary calls here (None: the stand-in). ``bases``: per
-    conversation, its baseline replay run here already (``rows``' ``base``; forked workers only).
+    ``ask`` answers the workers' summary calls here (None: the stand-in), and a judge's when
+    ``relay`` says the sweep has one. ``bases``: per conversation, its baseline replay run here
+    already (``rows``' ``base``; forked workers only).
 
     Workers are forked where the platform can (Linux: they start in
     milliseconds with the tokenizer and the plans already loaded), else
@@ -212,7 +230,7 @@ def run_processes(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: li
     answering = None if ask is None else _Answering(ctx, jobs, ask)
     pool = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_start_worker,
                                initargs=(rows, plans, counts, parsed, agent, knobs, None if answering is None else answering.channel,
-                                         bases or {}))
+                                         bases or {}, relay))
     stopping = True
     try:
         # forked workers start with everything this process holds; frozen, the
