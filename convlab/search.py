@@ -7,8 +7,9 @@ to try next, given how the earlier ones scored, and scores each with
 ``convlab.tune``: the objective is a column of tune's frame, the constraints
 are bounds on its columns, and a config that misses one never wins.
 
-What it shares, as the sweep does: trials are asked for in batches (four per
-job), and each batch is ONE ``tune`` over its configs, so they share each
+What it shares, as the sweep does: trials are asked for in batches of
+``BATCH`` (whatever the machine's cores: the same seed is the same search
+anywhere), and each batch is ONE ``tune`` over its configs, so they share each
 conversation's baseline and the replay prefixes where they agree, and the
 batch uses every core. A config already scored (the sampler proposes a point
 twice) is not replayed again. When every dimension of the space is a list of
@@ -40,7 +41,6 @@ from .context import MARGIN, TomlSource, load_config, toml_document
 from .conversation import Conversation
 from .errors import ConfigError
 from .presets import Preset
-from .replay import workers
 from .replay.driver import limit_worker
 from .replay.sweep import COLUMNS, config_grid, tune
 
@@ -52,10 +52,14 @@ if TYPE_CHECKING:
     from .engine import Worker
     from .providers import Provider
 
-__all__ = ["search", "SearchResult", "check", "default_space", "OPS", "OBJECTIVES"]
+__all__ = ["search", "SearchResult", "check", "default_space", "OPS", "OBJECTIVES", "BATCH"]
 
 #: The comparisons a constraint can make: ``"retained": ">= 0.9"``, ``"failed_turns": "== 0"``.
 OPS = (">=", "<=", "==", ">", "<")
+
+#: Trials asked for at a time, each batch one ``tune`` (its replays shared, on every core); fixed, so
+#: that a seed's search does not depend on the machine.
+BATCH = 8
 
 #: tune's columns that are not measures: neither an objective nor a constraint reads them.
 _LABELS = ("window", "strategies", "worker", "threshold")
@@ -222,11 +226,7 @@ def _checked(space: Mapping[str, object] | None, *, base: TomlSource | None, obj
         raise ValueError(f"search: space maps grid keys to ranges or lists of choices, e.g. "
                          f"{{'window': (64000, 200000)}}, got {space!r}")
     dims = [_dimension(k, v, doc, agent) for k, v in space.items()]
-    judged: dict[str, Any] = {}
-    if judge is not None:
-        if "judge" not in inspect.signature(tune).parameters:
-            raise NotImplementedError("search(judge=...): convlab.tune takes no judge here yet (issue 23, part 2)")
-        judged = {"judge": judge}
+    judged: dict[str, Any] = {} if judge is None else {"judge": judge}
     frame = tune([], doc, agent=agent, progress=False, model=model, **judged)  # no conversation: its columns only
     columns = [c for c in frame.columns if c in OBJECTIVES or c not in ("conversation", "source", "config", *COLUMNS)]
     column, maximise = _objective(objective, columns, model)
@@ -409,7 +409,7 @@ def search(
     point is scored (one ``tune`` over the grid) and the study has that many trials, no more. The best is
     the feasible trial with the least value (the most, maximised), the earliest on a tie; when no trial is
     feasible, ``best`` is None and ``best_value`` NaN (``frame`` says why). ``jobs`` is tune's (trials go
-    to it in batches of four per job); ``progress`` a bar over the trials (None: for 20 or more).
+    to it in batches of ``BATCH`` trials); ``progress`` a bar over the trials (None: for 20 or more).
 
     >>> from convlab.tree import Tree
     >>> t = Tree()
@@ -442,7 +442,7 @@ def search(
         grid = _grid(checked.dimensions, trials)
         for point in grid or ():
             study.enqueue_trial({d.key: d.encoded(v) for d, v in zip(checked.dimensions, point, strict=True)})
-        n, batch = (len(grid), len(grid)) if grid else (trials, workers.jobs_for(jobs) * 4)
+        n, batch = (len(grid), len(grid)) if grid else (trials, BATCH)
         rows = _run(study, checked, score, n, batch, _bar(n, progress))
     return _result(checked, study, rows, score, agent, objective)
 

@@ -127,7 +127,7 @@ def test_a_config_proposed_twice_is_scored_once_and_a_batch_is_one_tune(monkeypa
     found = convlab.search(CONVS, space, base=BASE, objective="tokens_read", trials=10, jobs=1, progress=False)
     assert len(found.frame) == 10
     assert calls[0] == 0 and sum(calls) <= 3  # the check (no conversation), then each config once
-    assert len(calls) <= 1 + math.ceil(10 / 4)  # one tune per batch of four trials per job
+    assert len(calls) <= 1 + math.ceil(10 / searching.BATCH)  # one tune per batch of trials
 
 
 def test_a_grid_larger_than_the_trials_is_sampled():
