@@ -317,7 +317,7 @@ def sweep_retention(df: pd.DataFrame, *, kept: str = "facts_kept", cost: str = "
     ...                    "usd": [7.7, 7.1], "baseline_usd": [6.9, 6.9], "facts_kept": [0.08, 0.33]})
     >>> ax = sweep_retention(df, log=0.15).axes[0]
     >>> [t.get_text() for t in ax.texts], ax.get_xlabel(), ax.get_title()
-    (["the log's own", 'config 0 (window=100000)', 'config 1 (window=100000, worker=clear_tool_results(keep=3))'], 'dollars, all conversations', 'what each config keeps, against what it costs')
+    (['config 0 (window=100000)', 'config 1 (window=100000, worker=clear_tool_results(keep=3))', "the log's own"], 'dollars, all conversations', 'what each config keeps, against what it costs')
     """
     from matplotlib.ticker import PercentFormatter
 
@@ -334,13 +334,13 @@ def sweep_retention(df: pd.DataFrame, *, kept: str = "facts_kept", cost: str = "
     scored = data[data[kept].notna()]
     fig = _figure((8.5, 5))
     ax = fig.add_subplot()
+    marked: list[tuple[str, float, float]] = []  # the log's own point, labelled as the configs are
     if base:
         line = float(df.drop_duplicates("conversation")[base].sum()) if "conversation" in df.columns else float(df[base].iloc[0])
         ax.axvline(line, color="0.5", ls="--", lw=0.8, label="the baseline: the log as it was")
         if log is not None:
             ax.scatter([line], [log * 100], marker="D", s=50, color="0.3", zorder=4, label="the log's own compaction")
-            ax.annotate("the log's own", (line, log * 100), xytext=(8, 0), textcoords="offset points", fontsize="small",
-                        va="center")
+            marked.append(("the log's own", line, log * 100))
     ax.scatter(scored[cost], scored[kept] * 100, s=60, color="tab:blue", edgecolor="black", zorder=3,
                label=f"configs: {len(scored)}")
     names = short_keys(keys)
@@ -348,8 +348,11 @@ def sweep_retention(df: pd.DataFrame, *, kept: str = "facts_kept", cost: str = "
                           textcoords="offset points", fontsize="small", ha="left", va="center", zorder=4,
                           annotation_clip=False, arrowprops=_LEADER, bbox=_LABEL_BOX)
               for i, row in scored.iterrows()]
-    labels.sort(key=lambda a: a.get_text())
-    ax.yaxis.set_major_formatter(PercentFormatter(decimals=None))
+    labels += [ax.annotate(text, (x, y), xytext=(8, 0), textcoords="offset points", fontsize="small", ha="left",
+                           va="center", zorder=4, annotation_clip=False, arrowprops=_LEADER, bbox=_LABEL_BOX)
+               for text, x, y in marked]
+    points = [*zip(scored[cost], scored[kept] * 100, strict=True), *((x, y) for _, x, y in marked)]
+    ax.yaxis.set_major_formatter(PercentFormatter(decimals=0))
     ax.set_xlabel("dollars, all conversations" if cost == "usd" else f"{cost}, all conversations")
     ax.set_ylabel(f"{kept}: the share of the dropped facts still there" if kept == "facts_kept"
                   else f"{kept}: probes answered after, over before")
@@ -358,7 +361,7 @@ def sweep_retention(df: pd.DataFrame, *, kept: str = "facts_kept", cost: str = "
     left = len(data) - len(scored)
     ax.set_title(title or "what each config keeps, against what it costs"
                  + (f" ({left} config{'s' if left != 1 else ''} with no score left out)" if left else ""))
-    _place(ax, labels, list(zip(scored[cost], scored[kept] * 100, strict=True)), legend)
+    _place(ax, labels, points, legend)
     return fig
 
 
