@@ -101,7 +101,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
                         r"(?:T[0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?(?:Z|[+\-][0-9]{2}:?[0-9]{2})?)?(?!\w)")),
     ("date", re.compile(rf"(?<!\w){_MONTH}\.?\s[0-9]{{1,2}}(?:st|nd|rd|th)?,?\s[0-9]{{4}}(?!\w)")),
     ("date", re.compile(rf"(?<!\w)[0-9]{{1,2}}\s{_MONTH}\.?,?\s[0-9]{{4}}(?!\w)")),
-    ("time", re.compile(r"(?<![\w:.])(?:[01]?[0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9])?(?:\s?[AaPp]\.?[Mm]\.?)?(?![\w:])")),
+    ("time", re.compile(r"(?=[0-9])(?<![\w:.])(?:[01]?[0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9])?(?:\s?[AaPp]\.?[Mm]\.?)?(?![\w:])")),
     ("id", re.compile(r"[0-9a-fA-F](?<![\w\-][0-9a-fA-F])[0-9a-fA-F]{7}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?![\w\-])")),
     ("id", re.compile(r"[0-9a-fA-F](?<![\w\-][0-9a-fA-F])[0-9a-fA-F]{6,}(?![\w\-])")),
     ("id", re.compile(r"[A-Z](?<![\w\-][A-Z])[A-Z]+[A-Z0-9]*(?:-[0-9]+)+(?![\w\-])")),
@@ -113,13 +113,13 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("quote", re.compile(r"\"(?<!\w\")([^\"\n]{3,80})\"(?!\w)|'(?<!\w')([^'\n]{3,80})'(?!\w)|\u201c([^\u201d\n]{3,80})\u201d|\u2018([^\u2019\n]{3,80})\u2019")),
     ("name", re.compile(r"[A-Z](?<![\w'\u2019][A-Z])[a-zß-öø-ÿ]+(?:[ ][A-Z][a-zß-öø-ÿ]+)*(?![\w'\u2019])")),
 )
-_DIGITS = tuple("0123456789")
-#: Per pattern of ``_PATTERNS``, strings one of which any match holds (None: no such string): a text with
-#: none of them is not scanned for it (the scans are most of the time a text's facts take).
-_NEEDS: tuple[tuple[str, ...] | None, ...] = (
-    ("://",), ("/",), ("-",), ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"),
-    ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), (":",), ("-",), _DIGITS,
-    ("-",), ("`",), None, ('"', "'", "\u201c", "\u2018"), None,
+_ANY_DIGIT = re.compile("[0-9]")
+_MONTH_NAMED = re.compile("Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec")
+#: Per pattern of ``_PATTERNS``, a search that any text it matches in also matches (None: none): a text
+#: without it is not scanned for that pattern (the scans are most of the time a text's facts take).
+_NEEDS: tuple[re.Pattern[str] | None, ...] = (
+    re.compile("://"), re.compile("/"), re.compile("-"), _MONTH_NAMED, _MONTH_NAMED, re.compile(":"), re.compile("-"),
+    _ANY_DIGIT, re.compile("-"), re.compile("`"), None, re.compile("[\"'\u201c\u2018]"), None,
 )
 _CODE_LIKE = re.compile(r"[{}()\[\];=<>\\]")
 _EXTENSION = re.compile(r"[^/.]\.[A-Za-z0-9]{1,8}$")
@@ -257,19 +257,25 @@ def _number(m: re.Match[str]) -> str | None:
 
 def _scan(text: str) -> Iterator[Fact]:
     spans: list[tuple[int, int]] = []  # where a url, path, date, time or id is: no number is found inside one
+    known: dict[tuple[str, str], bool] = {}  # (kind, string) met before in this text: whether it is a fact
     for (kind, pattern), needs in zip(_PATTERNS, _NEEDS, strict=True):
-        if needs is not None and not any(x in text for x in needs):
+        if needs is not None and not needs.search(text):
             continue
         for m in pattern.finditer(text):
             g = m.group()
             if kind == "symbol" and g.isalpha() and g[1:].islower():
                 continue  # a plain word (most of any text): not a symbol
             s = _found(kind, m, text)
-            if s and normal(s):  # a fact of nothing but what normal removes is none
-                if kind in _NO_NUMBER_INSIDE:
-                    spans.append(m.span())
-                yield Fact(kind, s)
-    if not any(d in text for d in _DIGITS):
+            if not s:
+                continue
+            seen = known.get((kind, s))
+            if seen is None:
+                seen = known[kind, s] = bool(normal(s))  # a fact of nothing but what normal removes is none
+                if seen:
+                    yield Fact(kind, s)
+            if seen and kind in _NO_NUMBER_INSIDE:
+                spans.append(m.span())
+    if not _ANY_DIGIT.search(text):
         return
     spans.sort()
     starts = [a for a, _ in spans]
@@ -279,7 +285,8 @@ def _scan(text: str) -> Iterator[Fact]:
         if k >= 0 and reach[k] >= m.end():
             continue  # part of a date, a time, an id, a path or a url
         s = _number(m)
-        if s:
+        if s and ("number", s) not in known:
+            known["number", s] = True
             yield Fact("number", s)
 
 
