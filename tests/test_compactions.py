@@ -158,3 +158,17 @@ def test_the_real_logs_own_compaction_is_scored():
     assert (row["source"], row["strategy"], row["summary"], row["call"]) == ("log", None, "log", 139)
     assert row["tokens_before"] > 50_000 > 10_000 > row["tokens_after"]  # the transcript, about 4 characters a token
     assert row["facts"] > 500 and 0 < row["facts_kept"] < 0.5 and row["lost"]
+
+
+def test_a_conversation_given_for_a_replay_is_a_clear_error():
+    """A newcomer's first try: retention of what convlab.read returned, not of its replay."""
+    from convlab.providers import EchoLLM
+
+    t = Tree()
+    t.add({"id": "u1", "role": "user", "content": "hi"}, None)
+    t.head = "u1"
+    c = Conversation(t, id="c")
+    for call in (lambda: retention(c), lambda: convlab.retention_cost(c, EchoLLM()), lambda: compactions([c])):
+        with pytest.raises(TypeError, match=r"retention scores a Replay .*got a (Conversation: replay it first|list)"):
+            call()
+    assert retention(replay(c)).empty  # its replay: no compaction, no row

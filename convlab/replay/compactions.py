@@ -147,6 +147,12 @@ def compactions(replay: Replay) -> list[Compaction]:
     >>> [(c.source, c.call, c.summary, c.summary_by, len(c.dropped()), c.facts_kept()) for c in compactions(run(Conversation(t, id="c")))]
     [('log', 2, 'Deployed /srv/app.', 'log', 2, 0.5)]
     """
+    from .result import Replay  # here: result imports this module
+
+    if not isinstance(replay, Replay):
+        what = type(replay).__name__
+        hint = ": replay it first, convlab.retention(convlab.replay(conversation))" if what == "Conversation" else ""
+        raise TypeError(f"retention scores a Replay (what convlab.replay returns), got a {what}{hint}")
     s = replay.session
     logs = {c["id"]: c["call"] for c in replay.compactions}
     out: list[Compaction] = []
