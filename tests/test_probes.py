@@ -12,37 +12,14 @@ import pytest
 from ci_support import cannot_run
 
 import convlab
-from convlab.conversation import Conversation
 from convlab.engine import chat_worker
 from convlab.facts import message_text
 from convlab.replay import replay, tune
 from convlab.replay.compactions import PROBE_COLUMNS, RETENTION_COLUMNS, compactions, retention, retention_cost
 from convlab.replay.probes import ANSWER, GRADE, QUESTIONS, WINDOW_SHARE, Judge, Probed, grade, questions_from
 from convlab.tokens import count_tokens
-from convlab.tree import Tree
 
-NAMES = ["Ada Lovelace", "Grace Hopper", "Alan Turing", "Edsger Dijkstra", "Barbara Liskov", "Donald Knuth"]
-
-
-def conv(rows, cid="c"):
-    t = Tree()
-    for nid, parent, role, content, extra in rows:
-        t.add({"id": nid, "role": role, "content": content, **extra}, parent)
-    t.head = rows[-1][0]
-    return Conversation(t, id=cid)
-
-
-def turns(n, chars=2000):
-    rows, parent = [], None
-    for i in range(n):
-        rows.append((f"u{i}", parent, "user", f"Please ask {NAMES[i]} to open /srv/step{i}.py, it takes {i}{i} ms " + "x" * chars, {}))
-        rows.append((f"a{i}", f"u{i}", "assistant", f"ok {i}", {"usage": {"input_tokens": 600 * (i + 1), "output_tokens": 1}}))
-        parent = f"a{i}"
-    return rows
-
-
-def config(use, over_tokens):
-    return f"[agent.bot.context]\n[[agent.bot.context.strategy]]\nuse = '{use}'\nover_tokens = {over_tokens}"
+from retention_support import config, conv, turns
 
 
 def said(request):
