@@ -156,7 +156,7 @@ def _add_search(sub: argparse._SubParsersAction[_Parser]) -> None:
     search.add_argument("--model", metavar="MODEL", help="price every call in dollars (genai-prices), e.g. claude-sonnet-4-5: "
                                                           "the default objective, usd, needs it")
     search.add_argument("--objective", default="usd", metavar="COLUMN",
-                        help="the column of the sweep to minimise (default usd); a leading - maximises it (-saved)")
+                        help="the column of the sweep to minimise (default usd); a leading - maximises it (--objective -saved)")
     search.add_argument("--constraint", action="append", default=[], metavar="'COLUMN OP NUMBER'",
                         help="a bound every config that wins meets, e.g. 'failed_turns == 0' (repeatable; OP one of >= <= > < ==)")
     search.add_argument("--trials", type=_job_count, default=60, metavar="N", help="configs to try (default 60)")
@@ -866,6 +866,18 @@ def _listen(args: argparse.Namespace, llm: Provider, out: TextIO) -> None:
         served.close()
 
 
+def _joined(argv: list[str]) -> list[str]:
+    """``--objective -saved`` as ``--objective=-saved``: a value that maximises starts with ``-``, which
+    argparse would take for an option."""
+    out: list[str] = []
+    for i, a in enumerate(argv):
+        if i and argv[i - 1] == "--objective" and a.startswith("-") and len(a) > 1 and a[1] != "-":
+            out[-1] = f"--objective={a}"
+        else:
+            out.append(a)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``convlab``; returns the exit status: 0 when it produced its output, 2 for a mistake in the
     call, a config or the input (one line on stderr), 1 for a fault of convlab itself (one line too;
@@ -880,7 +892,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise TypeError(f"main takes a list of arguments, e.g. main(['show', 'log.jsonl']), got {type(argv).__name__}")
     out, err = _Encoded(sys.stdout), _Encoded(sys.stderr)
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser().parse_args(_joined(sys.argv[1:] if argv is None else list(argv)))
         if args.command is None:
             raise _Usage("give a command: show, tune, search or serve (convlab --help)")
         run: Callable[[argparse.Namespace, Any, _Notes], None] = args.run

@@ -227,6 +227,16 @@ def test_the_cli_prints_the_best_config_as_toml_and_one_line_on_stderr(logged, c
     assert main(argv) == 0 and capsys.readouterr().out == out  # seeded
 
 
+
+def test_the_cli_maximises_with_a_leading_minus_written_either_way(logged, capsys):
+    """``--objective -saved`` (as the help writes it) is the value -saved, not an unknown option."""
+    path, base = logged
+    common = ["search", str(path), "--base", str(base), "--trials", "4", "--jobs", "1", "--no-progress"]
+    assert main([*common, "--objective", "-saved"]) == 0
+    spaced = capsys.readouterr()
+    assert spaced.err.startswith("convlab: best saved = ")
+    assert main([*common, "--objective=-saved"]) == 0 and capsys.readouterr() == spaced
+
 def test_the_cli_searches_the_real_claude_code_session(capsys):
     from realdata import REAL, require
 
