@@ -207,7 +207,7 @@ def _found(kind: str, m: re.Match[str], text: str) -> str | None:
     if kind == "path":
         segments = [x for x in s.split("/") if x not in ("", ".", "..", "~")]
         absolute = s.startswith(("/", "~/", "./", "../"))
-        ok = _EXTENSION.search(segments[-1] if segments else "") and len(segments) >= 1 and "/" in s
+        ok = bool(segments) and _EXTENSION.search(segments[-1]) is not None
         return s if ok or len(segments) >= (2 if absolute else 3) else None
     if kind == "id" and "-" not in s:  # hex: a git hash has a digit and a letter
         return s if _HEX_LETTER.search(s) and any(c.isdigit() for c in s) else None

@@ -175,6 +175,9 @@ def _constraints(constraints: Mapping[str, str] | Iterable[str] | None, columns:
     pairs: list[tuple[str, object]] = []
     if isinstance(constraints, Mapping):
         pairs = list(constraints.items())
+    elif not isinstance(constraints, Iterable):
+        raise ValueError(f"search: constraints are a mapping ({{'failed_turns': '== 0'}}) or texts "
+                         f"('failed_turns == 0'), got {constraints!r}")
     else:
         for text in constraints:
             m = _WRITTEN.match(text) if isinstance(text, str) else None
@@ -204,7 +207,7 @@ class _Checked:
     column: str
     maximise: bool
     constraints: list[_Constraint]
-    judged: dict[str, Any]  # tune's judge= when given (NotImplemented before tune takes one)
+    judged: dict[str, Any]  # tune's judge= when given
 
 
 def _base(base: TomlSource | None, agent: str) -> dict[str, Any]:
@@ -396,8 +399,7 @@ def search(
     measures: ``{"failed_turns": "== 0", "facts_kept": ">= 0.5"}`` or ``["failed_turns == 0"]`` (``OPS``);
     a trial that misses one is infeasible (the sampler is told its constraints, so it steers away) and
     never wins, and so is one whose objective is NaN (``facts_kept`` where nothing was compacted).
-    ``judge`` goes to ``tune`` (its ``retained`` column; until tune takes a judge, a judge given is a
-    ``NotImplementedError``).
+    ``judge`` goes to ``tune`` (its ``retained`` column).
 
     ``frame``: one row per trial, in order: ``trial``, the space's keys (their values; ``window`` and
     ``worker`` as tune's columns), ``value`` (the objective's), ``feasible``, then tune's ``COLUMNS``, each
@@ -496,11 +498,15 @@ class _Scorer:
 
 def _means(df: pd.DataFrame) -> list[dict[str, Any]]:
     """Per config of a tune frame (in order): its labels, and each measure's mean over the conversations."""
+    import pandas as pd
+
     groups = df.groupby("config", sort=True)
     measured = [c for c in df.columns if c not in ("conversation", "source", "config", "preset", *_LABELS)]
     firsts = df.drop_duplicates("config").set_index("config")[list(_LABELS)]  # a worker None stays None
     means = groups[measured].mean()
-    return [{**firsts.loc[j].to_dict(), **means.loc[j].to_dict()} for j in firsts.index]
+    # a row of mixed dtypes (Int64 columns beside floats) gives a missing mean as None: NaN, as tune's frame has it
+    return [{**firsts.loc[j].to_dict(), **{k: math.nan if pd.isna(v) else v for k, v in means.loc[j].to_dict().items()}}
+            for j in firsts.index]
 
 
 def _run(study: optuna.Study, checked: _Checked, score: _Scorer, n: int, batch: int, bar: tqdm[NoReturn]) -> list[dict[str, Any]]:

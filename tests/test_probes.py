@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import re
 
 import pandas as pd
 import pytest
@@ -16,45 +14,10 @@ from convlab.engine import chat_worker
 from convlab.facts import message_text
 from convlab.replay import replay, tune
 from convlab.replay.compactions import PROBE_COLUMNS, RETENTION_COLUMNS, compactions, retention, retention_cost
-from convlab.replay.probes import ANSWER, GRADE, QUESTIONS, WINDOW_SHARE, Judge, Probed, grade, questions_from
+from convlab.replay.probes import ANSWER, GRADE, WINDOW_SHARE, Judge, Probed, grade, questions_from
 from convlab.tokens import count_tokens
 
-from retention_support import config, conv, turns
-
-
-def said(request):
-    """The prompt of a judge request and what came before it."""
-    messages = request["messages"]
-    return messages[-1]["content"], "\n".join(m["content"] for m in messages[:-1])
-
-
-class Knowing:
-    """A fake judge: asks which file each step opened (the paths its span states), answers a question
-    iff the reference is in its prompt, and says yes to a grade iff the reference is in the answer."""
-
-    def __init__(self, questions=None):
-        self.calls, self.pids, self.requests = 0, [], []
-        self.questions = questions  # a fixed reply to the questions call (bad JSON, ...)
-
-    def complete(self, request):
-        self.calls += 1
-        self.pids.append(os.getpid())
-        self.requests.append(request)
-        prompt, before = said(request)
-        usage = {"input_tokens": count_tokens(request["messages"]), "output_tokens": 5}
-        if prompt.startswith(QUESTIONS.split("{")[0]) or prompt.startswith("That was not"):
-            if self.questions is not None:
-                return {"content": self.questions, "usage": usage}
-            n = int(re.search(r"up to \(?(\d+)", prompt).group(1))
-            steps = dict.fromkeys(re.findall(r"/srv/step(\d+)\.py", before))
-            pairs = [{"question": f"Which file did step {s} open?", "answer": f"/srv/step{s}.py"} for s in steps][:n]
-            return {"content": "Here: " + json.dumps(pairs), "usage": usage}
-        if prompt.startswith("Answer"):
-            step = re.search(r"step (\d+)", prompt).group(1)
-            path = f"/srv/step{step}.py"
-            return {"content": path if path in before else "I do not know.", "usage": usage}
-        m = re.search(r"Reference answer: (.*)\nGiven answer: (.*)\n", prompt)
-        return {"content": "yes" if m and m.group(1) in m.group(2) else "no", "usage": usage}
+from retention_support import Knowing, config, conv, said, turns
 
 
 def judge(tmp_path=None, **kwargs):
@@ -280,3 +243,12 @@ def test_a_real_local_judge_end_to_end_then_from_the_cache(tmp_path):
     assert df.attrs["judge_cost"].calls == made and (df["probes"] <= 1).all()
     assert llm.calls == made and again.attrs["judge_cost"].calls == 0 and again.attrs["judge_cost"].cached == made
     assert again.equals(df)
+
+
+def test_one_message_longer_than_the_judge_window_is_cut_to_it_in_tokens():
+    """Hex and CJK count more than a token per character: the cut is by tokens, not by characters."""
+    from convlab.replay.probes import _newest
+
+    for text in ("a3f9" * 2000, "漢字仮名交じり文" * 600, "word " * 3000):
+        [kept] = _newest([{"role": "user", "content": text}], 200)
+        assert 0 < count_tokens(kept["content"]) <= 196 and text.endswith(kept["content"])

@@ -166,6 +166,7 @@ def test_a_bad_space_is_an_error_naming_it(space, error, match):
     ({"objective": "calls", "constraints": {"retained": ">= 0.9"}}, r"retained: with judge="),
     ({"objective": "calls", "constraints": ["failed_turns 0"]}, "write COLUMN OP NUMBER"),
     ({"objective": "calls", "trials": 0}, "trials must be"),
+    ({"objective": "calls", "constraints": 5}, "constraints are a mapping"),
 ])
 def test_a_bad_objective_constraint_or_count_is_an_error_naming_it(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -173,11 +174,17 @@ def test_a_bad_objective_constraint_or_count_is_an_error_naming_it(kwargs, match
 
 
 def test_a_judge_goes_to_tune_and_retained_is_a_measure():
+    """retained (tune's, with judge=) as a constraint: a trial is feasible exactly where it keeps the floor."""
     from convlab.replay.probes import Judge
+    from retention_support import Knowing, conv, turns
 
-    found = convlab.search(CONVS, GRID, base=BASE, objective="calls", judge=Judge(convlab.EchoLLM(), cache=False),
-                           trials=2, jobs=1)
-    assert "retained" in found.frame.columns
+    base = "[agent.bot.context]\n[[agent.bot.context.strategy]]\nuse = 'reset'\nover_tokens = 1500"
+    space = {"strategy[0].over_tokens": [1500, 2500, 4000]}
+    found = convlab.search([conv(turns(6))], space, base=base, objective="tokens_read", constraints={"retained": ">= 0.3"},
+                           judge=Judge(Knowing(), cache=False), trials=3, jobs=1, progress=False)
+    retained = found.frame["retained"]
+    assert retained.notna().any() and set(retained.dropna().round(6)) != {1.0}  # the judge scored, and not all alike
+    assert found.frame["feasible"].tolist() == (retained >= 0.3).tolist()
 
 
 def test_no_space_searches_around_the_base():

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -308,15 +308,21 @@ def retained(replay: Replay, judge: Asking, probes: int = 5) -> float:
     a sweep's worker process a ``Relayed`` one), stand-in
     summaries left out (and not probed: their score says nothing of a model) and NaN scores too: a
     sweep's ``retained``; NaN when none counts."""
-    scores = [probe(c.dropped(), c.old, c.new, judge, probes).retained
-              for c in compactions(replay) if c.summary_by != "stand-in"]
-    scores = [x for x in scores if not math.isnan(x)]
-    return sum(scores) / len(scores) if scores else math.nan
+    return _mean(probe(c.dropped(), c.old, c.new, judge, probes).retained for c in _scored(replay))
 
 
 def facts_kept(replay: Replay) -> float:
     """The mean ``facts_kept`` over ``replay``'s compactions, stand-in summaries left out (their score
     says nothing of a model) and NaN scores too: a sweep's ``facts_kept``; NaN when none counts."""
-    scores = [c.facts_kept() for c in compactions(replay) if c.summary_by != "stand-in"]
-    scores = [x for x in scores if not math.isnan(x)]
-    return sum(scores) / len(scores) if scores else math.nan
+    return _mean(c.facts_kept() for c in _scored(replay))
+
+
+def _scored(replay: Replay) -> list[Compaction]:
+    """The compactions a sweep's means count: every one but a stand-in summary's."""
+    return [c for c in compactions(replay) if c.summary_by != "stand-in"]
+
+
+def _mean(scores: Iterable[float]) -> float:
+    """The mean of the scores that are not NaN; NaN when none is."""
+    kept = [x for x in scores if not math.isnan(x)]
+    return sum(kept) / len(kept) if kept else math.nan

@@ -288,6 +288,15 @@ def _plain(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _tail(text: str, budget: int) -> str:
+    """The end of ``text`` that counts ``budget`` o200k_base tokens or fewer (a text's token count is not
+    its characters': hex or CJK count more than one a character)."""
+    cut = text[-budget * 4:]  # prose runs about 4 characters a token: start there, then cut until it fits
+    while cut and count_tokens(cut) > budget:
+        cut = cut[len(cut) // 8 or 1:]  # drop an eighth of the head at a time
+    return cut
+
+
 def _newest(messages: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
     """The newest messages whose o200k_base count fits ``budget`` (one at least, cut to its tail)."""
     kept: list[dict[str, Any]] = []
@@ -296,7 +305,7 @@ def _newest(messages: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]
         n = count_tokens(m["content"]) + 4
         if n > left:
             if not kept:
-                kept.append({**m, "content": m["content"][-max(1, budget * 3):]})  # about 3 characters a token, and under
+                kept.append({**m, "content": _tail(m["content"], max(1, budget - 4))})
             break
         kept.append(m)
         left -= n

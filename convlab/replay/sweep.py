@@ -323,7 +323,8 @@ def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, Setup]], age
         out = []
         for j, cfg in configs:
             r = Replayer(p, cfg.config, counts=counts, agent=agent, summarize=summarize, worker=cfg.worker, **knobs).run()
-            out.append((j, {**r.result().measures(), **base.carried, **probed(r)}))
+            out.append((j, {**r.result().measures(), **base.carried,
+                            **({} if judge is None else {"retained": retained(r.result(), judge, probes)})}))
         return out
     # the forks hang on a root of this call's own: a shared baseline (a worker's) keeps none of them alive
     root, out, made = dataclasses.replace(base.root, children=[]), [], []

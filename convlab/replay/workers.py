@@ -226,7 +226,7 @@ def run_processes(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: li
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     jobs = min(jobs, len(tasks))
-    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    ctx = mp.get_context("fork" if FORKS else "spawn")
     answering = None if ask is None else _Answering(ctx, jobs, ask)
     pool = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_start_worker,
                                initargs=(rows, plans, counts, parsed, agent, knobs, None if answering is None else answering.channel,
