@@ -48,6 +48,11 @@ def branched():
     return s
 
 
+def rows_of(chat):
+    """The chat's rows as the browser gets them, by message id."""
+    return {r["id"]: r for r in chat.shown()}
+
+
 def spy(s):
     """Record every input the widgets submit (the protocol input they produce)."""
     sent = []
@@ -278,8 +283,8 @@ def test_chat_regenerate_sends_the_view_without_the_reply():
     chat.regenerate("e5")
     assert sent[-1]["messages"] == [{"id": "e3", "role": "user", "content": "weather in LA instead"}]
     assert len(list(s.tree.successors("e3"))) == 3 and s.head not in ("e4", "e5")
-    row = chat._rows[s.head]
-    assert row.count.value == "3/3" and row.prev.disabled is False and row.next.disabled is True
+    row = rows_of(chat)[s.head]
+    assert (row["k"], row["n"], row["regen"]) == (3, 3, True)
     assert chat.regenerate("e3")["ok"] is False  # not a reply
 
 
@@ -287,13 +292,15 @@ def test_chat_sibling_arrows_look_at_the_newest_leaf_under_the_sibling():
     s = branched()
     sent = spy(s)
     chat = ChatView(s)
-    first = chat._rows["e3"]
-    assert first.count.value == "2/2"  # u1 and e3 are both top-level
+    first = rows_of(chat)["e3"]
+    assert (first["k"], first["n"]) == (2, 2)  # u1 and e3 are both top-level
     chat.switch("e3", -1)
     assert s.head == "e2" and sent[-1]["messages"][-1]["id"] == "e2"
     assert len(s.tree) == 7
-    assert chat._rows["u1"].count.value == "1/2"
+    assert (rows_of(chat)["u1"]["k"], rows_of(chat)["u1"]["n"]) == (1, 2)
     assert chat.switch("u1", -1)["ok"] is False
+    chat.messages._handle_custom_msg({"type": "switch", "id": "u1", "step": 1}, [])  # what chat.js sends for ›
+    assert s.head != "e2" and rows_of(chat)["e3"]["k"] == 2
 
 
 def test_chat_input_queue_modes_state_interrupt_and_a_readable_409():
@@ -327,16 +334,25 @@ def test_chat_escapes_untrusted_content():
     s = convlab.Session()
     say(s, "u1", HOSTILE)
     chat = ChatView(s)
-    html_values = [r.text.value for r in chat.messages.children] + [r.header.value for r in chat.messages.children]
-    assert all("<img" not in v and "<script" not in v for v in html_values)
-    assert "&lt;img src=x onerror=&quot;window.__pwned=1&quot;&gt;" in chat._rows["u1"].text.value
-    row = chat._rows["u1"]
-    assert row.editor is None
-    row.edit_button.click()
-    assert row.editor.value == HOSTILE and row.edit_box.layout.display == ""  # a Textarea holds plain text
-    row.editor.value = "plain again"
-    row.edit_box.children[1].children[0].click()  # Send edit
+    # the text goes to the browser as it is, and chat.js sets it as text: never as HTML
+    assert rows_of(chat)["u1"]["text"] == HOSTILE
+    js = (STATIC / "chat.js").read_text()
+    assert "innerHTML" not in js and "insertAdjacentHTML" not in js and "textContent" in js
+    answers = []
+    chat.messages.send = answers.append  # what the browser would get back
+    chat.messages._handle_custom_msg({"type": "edit", "id": "u1", "text": "plain again"}, [])  # Send edit
     assert s.path()[0]["content"] == "plain again" and s.path()[0]["id"] != "u1"
+    assert answers == [{"type": "edited", "id": "u1", "ok": True}]  # the editor closes
+    # a click on a row that is gone by the time it arrives is an outcome, not an exception
+    chat.messages._handle_custom_msg({"type": "regenerate", "id": "u1"}, [])
+    assert chat.last == {"ok": False, "message": "'u1' is not on the active path any more"}
+    assert "not on the active path" in chat.status_line.value
+    chat.messages._handle_custom_msg({"type": "edit", "id": "u1", "text": "again"}, [])
+    assert answers[-1] == {"type": "edited", "id": "u1", "ok": False} and len(s.tree) == 4
+    for junk in (None, [], {"type": "edit"}, {"type": "edit", "id": 3}, {"type": "switch", "id": "u1", "step": 7},
+                 {"type": "edit", "id": s.head, "text": None}, {"type": "nope", "id": s.head}):
+        chat.messages._handle_custom_msg(junk, [])  # ignored: nothing sent, nothing raised
+    assert len(s.tree) == 4
 
 
 def test_chat_shows_only_the_newest_messages_until_asked():
@@ -344,9 +360,9 @@ def test_chat_shows_only_the_newest_messages_until_asked():
     for i in range(30):
         say(s, f"u{i}", f"q{i}")
     chat = ChatView(s, limit=10)
-    assert len(chat.messages.children) == 10 and chat.earlier.description == "Show 50 earlier messages"
+    assert len(chat.shown()) == 10 and chat.earlier.description == "Show 50 earlier messages"
     chat._toggle_earlier()
-    assert len(chat.messages.children) == 60
+    assert [r["id"] for r in chat.shown()] == [n["id"] for n in s.path()]
 
 
 # -- decisions ---------------------------------------------------------------
@@ -519,7 +535,7 @@ def test_lab_shows_an_imported_conversation_read_only():
     assert lab.decisions is None and lab.events is None and lab.session is None and lab.conversation is conv
     assert lab.tree.data["readonly"] and [n["id"] for n in lab.tree.data["nodes"] if n["path"]] == ["u1", "a1", "u2", "a2b"]
     assert lab.chat._path_ids == ["u1", "a1", "u2", "a2b"] and lab.chat.input is None and lab.chat.send_button is None
-    assert all(r.edit_button is None and r.regen_button is None for r in lab.chat.messages.children)
+    assert lab.chat.messages.readonly and not any(r["regen"] for r in lab.chat.shown())
     assert lab.gauge.exact == convlab.count_tokens(conv.path()) and lab.gauge.tokens == conv.message_tree.count()
     assert "no window" in lab.gauge.bar.value and "convlab.replay(conversation)" in lab.gauge.bar.value
     # a click: the head moves, in memory, to the newest leaf under the message; every part follows
@@ -529,7 +545,7 @@ def test_lab_shows_an_imported_conversation_read_only():
     assert lab.tree.data["head"] == "u3" and lab.tree.data["selected"] == "a2"
     assert lab.gauge.exact == convlab.count_tokens(conv.path())
     # the chat's arrows switch branches the same way
-    assert lab.chat._rows["a2"].count.value == "1/2"
+    assert (rows_of(lab.chat)["a2"]["k"], rows_of(lab.chat)["a2"]["n"]) == (1, 2)
     assert lab.chat.switch("a2", +1)["ok"] and conv.head == "a2b" and lab.tree.data["head"] == "a2b"
     # nothing is submitted: every input says what to do instead
     for outcome in (lab.tree.continue_from("a1"), lab.chat.send("hello"), lab.chat.edit("u2", "x"),
@@ -702,6 +718,8 @@ def test_static_files_ship_with_the_package():
     assert (STATIC / "treeview.js").is_file() and (STATIC / "treeview.css").is_file()
     tv = TreeView(convlab.Session())
     assert "export default" in tv._esm and ".cl-tree" in tv._css
+    chat = ChatView(convlab.Session())
+    assert "export default" in chat.messages._esm and ".clw-messages" in chat.messages._css
 
 
 # -- the ES module's pure functions, under node --------------------------------

@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 
 import convlab
 from convlab.widgets import ChatView, EventLog, Lab, TreeView, intents, layout, live
-from convlab.widgets.chat import _MessageRow
 from test_widgets import branched
 
 SUMMARIZE = """
@@ -382,15 +381,15 @@ def test_rows_keep_their_order_after_a_summary():
 # -- the chat, the gauge, the log ---------------------------------------------------
 
 def test_the_chat_redraws_its_messages_only_when_the_path_changes(monkeypatch):
-    """Issue 14: "the chat re-renders only when the active path changes"; a burst re-binds rows, it does not make them."""
-    binds = []
-    real = _MessageRow.bind
-    monkeypatch.setattr(_MessageRow, "bind", lambda self, node: (binds.append(node["id"]), real(self, node)))
+    """Issue 14: "the chat re-renders only when the active path changes"; a draw makes rows only for
+    messages new to it, and the browser gets them in one message."""
     made = []
-    init = _MessageRow.__init__
-    monkeypatch.setattr(_MessageRow, "__init__", lambda self, chat, node: (made.append(1), init(self, chat, node))[1])
+    real = ChatView._row
+    monkeypatch.setattr(ChatView, "_row", lambda self, node, k, n: (made.append(node["id"]), real(self, node, k, n))[1])
     s = convlab.Session(worker="manual")
     chat = ChatView(s, limit=10)
+    sent = []
+    monkeypatch.setattr(chat.messages, "_send", lambda msg, buffers=None: sent.append(msg))
     for i in range(60):
         say(s, f"q{i}")
         s.decide([{"type": "llm.call"}])
@@ -398,15 +397,19 @@ def test_the_chat_redraws_its_messages_only_when_the_path_changes(monkeypatch):
         if i % 7 == 0:
             chat.flush()
     chat.flush()
-    assert len(made) <= 2 * chat.limit  # rows are re-bound, not made per message
-    assert [r.node_id for r in chat.messages.children] == [n["id"] for n in s.path()][-10:]
-    binds.clear()
+    assert len(made) <= 9 * chat.limit and len(made) == len(set(made))  # each shown message made once
+    assert [r["id"] for r in chat.messages.rows] == [n["id"] for n in s.path()][-10:]
+    made.clear()
+    sent.clear()
     say(s, "one more")  # a turn starts and waits: the path grows by one
     chat.flush()
-    assert binds == [s.head]
+    assert made == [s.head]
+    assert [m["state"].keys() for m in sent if m.get("method") == "update" and "rows" in m["state"]] == [{"rows"}]
     s.decide([{"type": "turn.end"}])  # turn and decision events, the same path
+    sent.clear()
     chat.flush()
-    assert binds == [s.head] and "running" not in chat.title.value
+    assert made == [s.head] and "running" not in chat.title.value
+    assert not [m for m in sent if "rows" in m.get("state", {})]  # nothing new for the browser's rows
 
 
 def test_the_gauge_counts_only_the_messages_new_on_the_path(monkeypatch):
@@ -470,7 +473,7 @@ class Streamer:
                 raise convlab.ProviderError("failed", "the connection dropped")
             if self.chat is not None:
                 self.chat.flush()
-                self.seen.append((self.chat.stream_row in self.chat.messages.children, self.chat.stream_text.value))
+                self.seen.append(dict(self.chat.messages.stream))
         yield self.complete(request)
 
 
@@ -482,15 +485,13 @@ def test_the_chat_shows_a_reply_as_it_streams_then_the_recorded_message(clock):
     llm.chat = lab.chat
     say(s, "count to four")
     s.decide([{"type": "llm.call"}])
-    assert [text for _shown, text in llm.seen] == [
-        '<div class="clw-text">one </div>', '<div class="clw-text">one two </div>',
-        '<div class="clw-text">one two three </div>', '<div class="clw-text">one two three four</div>']
-    assert all(shown for shown, _text in llm.seen)
+    assert [seen["text"] for seen in llm.seen] == ["one ", "one two ", "one two three ", "one two three four"]
+    assert {seen["id"] for seen in llm.seen} == {s.path()[-1]["id"]}  # the reply's id, announced before it is recorded
     lab.flush()
     reply = s.path()[-1]
-    rows = lab.chat.messages.children
-    assert lab.chat.stream_row not in rows and rows[-1].node_id == reply["id"]
-    assert "one two three four" in rows[-1].text.value
+    rows = lab.chat.messages.rows
+    assert lab.chat.messages.stream == {} and rows[-1]["id"] == reply["id"]
+    assert rows[-1]["text"] == "one two three four"
     assert "llm.delta" not in {e["type"] for e in s.events} and lab.events.shown()[0] is s.events[-1]
     assert lab.tree.data["head"] == reply["id"]
 
@@ -505,7 +506,7 @@ def test_deltas_are_coalesced_and_a_failed_stream_goes_away(clock):
     assert draws(lab) == before  # the clock stood still: deltas and events, nothing drawn yet
     assert lab.flush() == 5
     assert s.turns[-1]["status"] == "failed" and lab.chat._stream is None
-    assert lab.chat.stream_row not in lab.chat.messages.children
+    assert lab.chat.messages.stream == {}
 
 
 def test_listeners_cope_with_events_without_seq(clock):
@@ -519,7 +520,7 @@ def test_listeners_cope_with_events_without_seq(clock):
     lab.flush()
     assert lab.events.count.value.endswith(f">{len(s.events)} events</span>")
     assert [e["seq"] for e in lab.events.shown()] == [e["seq"] for e in reversed(s.events)]
-    assert lab.chat.stream_row not in lab.chat.messages.children and lab.chat._path_ids[-1] == s.head
+    assert lab.chat.messages.stream == {} and lab.chat._path_ids[-1] == s.head
 
 
 def test_replies_at_the_head_never_lay_the_tree_out_again():

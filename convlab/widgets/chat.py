@@ -4,31 +4,36 @@ The chat redraws its messages only when the active path changes; the path
 is followed from the head up to where it meets the path drawn before, so a
 reply costs one step, not a walk of the whole path. Only the newest
 ``limit`` messages of the path get rows; a button shows the earlier ones.
-Rows are ipywidgets composites, costly to make, so a row is re-bound to
-another message when the chat moves on (a burst of replies reuses the same
-rows). A reply that streams (``llm.delta``) shows in a row of its own until
-the recorded message replaces it.
+The rows are one widget drawn by ``static/chat.js`` (``_Messages``): Python
+makes each row once while it stays shown and sends them together, and the
+browser sends back what a click asks. A reply that streams (``llm.delta``)
+shows in a row of its own until the recorded message replaces it.
 
-Message content is untrusted: it is escaped (``html.escape``) before it goes
-into an ``HTML`` widget, and edited in a ``Textarea`` (plain text).
+Message content is untrusted: the browser sets it as text (``textContent``),
+never as HTML, and edits it in a plain ``textarea``; what goes into an
+``HTML`` widget here (the title, the status) is escaped (``html.escape``).
 """
 
 from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping, Sequence
+import pathlib
+from collections.abc import Mapping
 from typing import Any
 
+import anywidget
 import ipywidgets as w
-from ipywidgets.widgets.widget_string import HTMLStyle, LabelStyle
+import traitlets
 
 from .. import readable
 from . import intents
-from .live import INTERVAL, Live, close_inside, hold, kinds
+from .live import INTERVAL, Live, hold, kinds
 from .source import REPLAY_HINT, Given, source_of
 
 __all__ = ["ChatView", "ROLE_COLORS", "STYLE"]
+
+_STATIC = pathlib.Path(__file__).parent / "static"
 
 ROLE_COLORS = {"user": "#2563eb", "assistant": "#059669", "system": "#64748b", "tool": "#d97706", "summary": "#7c3aed"}
 
@@ -82,139 +87,31 @@ def _button(description: str, tooltip: str = "", width: str = "auto", **kw: Any)
     return b
 
 
-class _Kit:
-    """Layouts and styles shared by every row of a chat (each ipywidget otherwise makes its own two)."""
-
-    def __init__(self) -> None:
-        self.auto = w.Layout(width="auto")
-        self.auto_hidden = w.Layout(width="auto", display="none")
-        self.arrow = w.Layout(width="28px")
-        self.plain = w.Layout()
-        self.hidden = w.Layout(display="none")
-        self.center = w.Layout(align_items="center")
-        self.push = w.Layout(width="auto", margin="0 0 0 auto")  # the first button: pushed to the right end
-        self.row = w.Layout(flex="0 0 auto")  # never squeezed by the scroll box
-        self.button = w.ButtonStyle()
-        self.html = HTMLStyle()
-        self.label = LabelStyle()
-
-    def widgets(self) -> list[w.Widget]:
-        return list(vars(self).values())
-
-    def make_button(self, description: str, tooltip: str, layout: w.Layout) -> w.Button:
-        return w.Button(description=description, tooltip=tooltip, layout=layout, style=self.button)
-
-    def make_html(self, value: str = "") -> w.HTML:
-        return w.HTML(value=value, layout=self.plain, style=self.html)
-
-
 def _role(node: Mapping[str, Any]) -> str:
     """What a row shows a message as: its role, or ``summary``."""
     return "summary" if node.get("kind") == "summary" else node["role"]
 
 
-def _text_html(text: str) -> str:
-    return f'<div class="clw-text">{esc(text)}</div>'
+class _Messages(anywidget.AnyWidget):
+    """The chat's messages, drawn in the browser by ``static/chat.js``: one widget, whatever the rows.
 
-
-class _MessageRow(w.VBox):
-    """One message of the path: header (role, id, ‹ k/n ›, Edit, Regenerate), text, edit area.
-
-    A row shows one message at a time (``bind``); the chat binds it to
-    another when it moves on, instead of making new widgets. The ‹ k/n ›
-    arrows and the edit area are made the first time they are needed. A new
-    row is made showing its first message (``node``): its widgets open with
-    their values and classes, no update follows (a chat's first draw makes
-    ``limit`` rows, and in a kernel every message to the browser costs).
+    Python makes the rows (``rows``: id, role, its colour, the message it
+    copies, the text, its place ``k`` of ``n`` siblings, whether it can be
+    regenerated) and the reply streaming now (``stream``: id and text); the
+    browser draws them, keeps an open editor while its row stays, and sends
+    back what the person asks: ``{"type": "edit", "id", "text"}``,
+    ``{"type": "regenerate", "id"}``, ``{"type": "switch", "id", "step"}``.
+    An edit is answered with ``{"type": "edited", "id", "ok"}`` (the editor
+    closes when it took). A row as ipywidgets was six widgets, each a message
+    to the browser to open: a chat's first draw of 40 rows sent about 390.
     """
 
-    children: Sequence[Any]  # the VBox's trait (ipywidgets has no types), named for mypy only
-
-    def __init__(self, chat: ChatView, node: Mapping[str, Any]) -> None:
-        kit = chat._kit
-        self.chat = chat
-        self.node_id: str | None = node["id"]
-        self.role: str | None = _role(node)
-        self.content = readable(node.get("content"))
-        self.header = kit.make_html(role_badge(node))
-        self.nav: w.HBox | None = None  # ‹ k/n ›, made at the first fork
-        self.edit_button = self.regen_button = None
-        buttons = []
-        if not chat.readonly:
-            self.edit_button = kit.make_button("Edit", "send the view with this message changed: a new branch", kit.push)
-            self.regen_button = kit.make_button("Regenerate", "send the view without this reply: a new reply beside it",
-                                                kit.auto if self.role == "assistant" else kit.auto_hidden)
-            buttons = [self.edit_button, self.regen_button]
-            self.edit_button.on_click(lambda _b: self._open_editor(True))
-            self.regen_button.on_click(lambda _b: chat.regenerate(self.node_id))
-        self.text = kit.make_html(_text_html(self.content))
-        self.editor: w.Textarea | None = None  # made on the first Edit: most rows are never edited
-        self.edit_box: w.VBox | None = None
-        self.top = w.HBox([self.header, *buttons], layout=kit.center, _dom_classes=("clw-small",))
-        super().__init__([self.top, self.text], layout=kit.row, _dom_classes=("clw-msg", f"clw-msg-{self.role}"))
-
-    def bind(self, node: Mapping[str, Any]) -> None:
-        """Show ``node`` (a message of the path) in this row."""
-        if node["id"] == self.node_id:
-            return
-        self.node_id = node["id"]
-        role = _role(node)
-        if role != self.role:
-            if self.role is not None:
-                self.remove_class(f"clw-msg-{self.role}")
-            self.add_class(f"clw-msg-{role}")
-            self.role = role
-            if self.regen_button is not None:
-                self.regen_button.layout = self.chat._kit.auto if role == "assistant" else self.chat._kit.auto_hidden
-        self.header.value = role_badge(node)
-        self.content = readable(node.get("content"))
-        self.text.value = _text_html(self.content)
-        if self.edit_box is not None:
-            self.edit_box.layout.display = "none"
-
-    def _open_editor(self, show: bool) -> None:
-        editor = self.editor
-        if show and editor is None:
-            editor = self.editor = w.Textarea(layout=w.Layout(width="auto", height="80px"))  # auto: stretched inside the margins
-            send = _button("Send edit", "a new branch with this message changed", button_style="primary")
-            cancel = _button("Cancel")
-            send.on_click(lambda _b: self._send_edit())
-            cancel.on_click(lambda _b: self._open_editor(False))
-            self.edit_box = w.VBox([editor, w.HBox([send, cancel])], layout=w.Layout(display="none"))
-            self.children = [*self.children, self.edit_box]
-        if show and editor is not None:
-            editor.value = self.content
-        if self.edit_box is not None:
-            self.edit_box.layout.display = "" if show else "none"
-
-    def _send_edit(self) -> None:
-        if self.node_id is not None and self.editor is not None:  # (a pooled row shows a message while it is clicked)
-            self.chat.edit(self.node_id, self.editor.value)
-
-    def _step(self, step: int) -> None:
-        if self.node_id is not None:
-            self.chat._switch(self.node_id, step)
-
-    def set_siblings(self, k: int, n: int) -> None:
-        kit = self.chat._kit
-        if self.nav is None:
-            if n <= 1:
-                return
-            prev = kit.make_button("‹", "the previous sibling (look at its branch)", kit.arrow)
-            nxt = kit.make_button("›", "the next sibling (look at its branch)", kit.arrow)
-            prev.on_click(lambda _b: self._step(-1))
-            nxt.on_click(lambda _b: self._step(+1))
-            self.prev, self.next = prev, nxt
-            self.count = w.Label("", layout=kit.plain, style=kit.label)
-            self.nav = w.HBox([self.prev, self.count, self.next], layout=kit.plain)
-            self.top.children = [self.header, self.nav, *self.top.children[1:]]
-        self.nav.layout = kit.plain if n > 1 else kit.hidden
-        self.count.value = f"{k}/{n}"
-        self.prev.disabled = k <= 1
-        self.next.disabled = k >= n
-
-    def __repr__(self) -> str:
-        return f"_MessageRow({self.node_id!r})"
+    _esm = _STATIC / "chat.js"
+    _css = _STATIC / "chat.css"
+    rows = traitlets.List(traitlets.Dict()).tag(sync=True)
+    #: The reply streaming now (id, text, colour); ``{}``: none.
+    stream = traitlets.Dict().tag(sync=True)
+    readonly = traitlets.Bool(False).tag(sync=True)
 
 
 #: Events that change what the chat shows.
@@ -244,23 +141,18 @@ class ChatView(Live, w.VBox):
         self.limit = limit
         self.status = ""
         self.last: dict[str, Any] | None = None
-        self._rows: dict[str, _MessageRow] = {}  # shown message id -> its row
-        self._free: list[_MessageRow] = []  # rows to bind again
+        self._made: dict[str, dict[str, Any]] = {}  # shown message id -> its row (what the browser holds)
         self._path_ids: list[str] = []
         self._pos: dict[str, int] = {}
         self._moved = True  # the head may have moved since the last draw
         self._show_all = False
         self._stream: dict[str, Any] | None = None  # the reply streaming now: message_id, call_id, parts
-        self._kit = _Kit()
         self.title = w.HTML()
         self.earlier = _button("Show earlier messages")
         self.earlier.on_click(lambda _b: self._toggle_earlier())
-        self.messages = w.VBox(layout=w.Layout(max_height="480px", overflow="auto", padding="0 4px 0 0"))
-        self.stream_header = w.HTML()
-        self.stream_text = w.HTML()
-        self.stream_row = w.VBox([self.stream_header, self.stream_text], layout=w.Layout(flex="0 0 auto"))
-        for cls in ("clw-msg", "clw-msg-assistant", "clw-streaming"):
-            self.stream_row.add_class(cls)
+        #: The messages shown, with the reply streaming now (one widget, drawn by ``chat.js``).
+        self.messages = _Messages(readonly=self.readonly)
+        self.messages.on_msg(self._on_msg)
         self.status_line = w.HTML()
         parts = [w.HTML(STYLE), self.title, self.earlier, self.messages]
         #: The input box and its controls (None on a read-only conversation).
@@ -318,16 +210,11 @@ class ChatView(Live, w.VBox):
         if self._moved:
             self._moved = False
             if self._follow_path():
-                self._bind_rows()
+                self._show_rows()
         stream = self._stream
-        if stream is not None:
-            self.stream_header.value = (role_badge({"role": "assistant", "id": stream["message_id"]})
-                                        + ' <span class="clw-muted">streaming…</span>')
-            self.stream_text.value = f'<div class="clw-text">{esc("".join(stream["parts"]))}</div>'
-        rows = [self._rows[nid] for nid in self._shown_ids()]
-        children = (*rows, self.stream_row) if stream is not None else tuple(rows)
-        if children != self.messages.children:
-            self.messages.children = children
+        self.messages.stream = ({} if stream is None else
+                                {"id": stream["message_id"], "text": "".join(stream["parts"]),
+                                 "color": ROLE_COLORS["assistant"]})
         self._title()
 
     def _follow_path(self) -> bool:
@@ -352,36 +239,39 @@ class ChatView(Live, w.VBox):
     def _shown_ids(self) -> list[str]:
         return self._path_ids if self._show_all else self._path_ids[-self.limit:]
 
-    def _bind_rows(self) -> None:
+    def _show_rows(self) -> None:
+        """The rows of the messages shown: a row is made once while it stays shown (only its
+        place among its siblings is looked at again), and the browser gets them in one message."""
         shown = self._shown_ids()
         hidden = len(self._path_ids) - len(shown)
         self.earlier.layout.display = "" if hidden or (self._show_all and len(self._path_ids) > self.limit) else "none"
         self.earlier.description = f"Show {hidden} earlier messages" if hidden else "Show only the newest"
-        want = set(shown)
-        for nid in [n for n in self._rows if n not in want]:
-            self._free.append(self._rows.pop(nid))
         nodes = self.source.tree.nodes
+        made: dict[str, dict[str, Any]] = {}
         for nid in shown:
             node = nodes[nid]
-            row = self._rows.get(nid)
-            if row is None:
-                row = self._rows[nid] = self._take(node)
-                row.bind(node)
             sibs = self.source.children(node["parent"])
-            row.set_siblings(sibs.index(nid) + 1, len(sibs))
-        while len(self._free) > self.limit:
-            row = self._free.pop(0)
-            close_inside(row, keep=self._kit.widgets())
-            row.close()
+            k, n = sibs.index(nid) + 1, len(sibs)
+            row = self._made.get(nid)
+            if row is None:
+                row = self._row(node, k, n)
+            elif (row["k"], row["n"]) != (k, n):
+                row = {**row, "k": k, "n": n}
+            made[nid] = row
+        self._made = made
+        self.messages.rows = list(made.values())
 
-    def _take(self, node: Mapping[str, Any]) -> _MessageRow:
-        """A free row (one that showed a message of the same role if there is one) or a new one
-        (made showing ``node``)."""
+    def _row(self, node: Mapping[str, Any], k: int, n: int) -> dict[str, Any]:
+        """What the browser draws for a message: ``k`` of its ``n`` siblings."""
         role = _role(node)
-        for i in range(len(self._free) - 1, -1, -1):
-            if self._free[i].role == role:
-                return self._free.pop(i)
-        return self._free.pop() if self._free else _MessageRow(self, node)
+        return {"id": node["id"], "role": role, "color": ROLE_COLORS.get(role, "#94a3b8"),
+                "copy": node.get("copied_from"), "text": readable(node.get("content")), "k": k, "n": n,
+                "regen": role == "assistant" and not self.readonly}
+
+    def shown(self) -> list[dict[str, Any]]:
+        """The rows the chat shows now (oldest first): what ``messages.rows`` holds, after a draw."""
+        self.flush()
+        return list(self.messages.rows)
 
     def _title(self) -> None:
         n = len(self._path_ids)
@@ -408,7 +298,7 @@ class ChatView(Live, w.VBox):
 
     def _toggle_earlier(self) -> None:
         self._show_all = not self._show_all
-        self._bind_rows()
+        self._show_rows()
         self.redraw.now()
 
     def _done(self, outcome: dict[str, Any]) -> dict[str, Any]:
@@ -417,24 +307,39 @@ class ChatView(Live, w.VBox):
         self.redraw.now()
         return outcome
 
-    def _index(self, node_id: str) -> int:
+    def _index(self, node_id: str) -> int | None:
         self.flush()
-        return self._pos[node_id]
+        return self._pos.get(node_id)
+
+    def _gone(self, node_id: object) -> dict[str, Any]:
+        return self._done({"ok": False, "message": f"{node_id!r} is not on the active path any more"})
 
     # -- intents -----------------------------------------------------------
     def edit(self, node_id: str, content: str | list[Any]) -> dict[str, Any]:
         """Send the active path up to ``node_id`` with that message changed (no id): a new branch."""
         with hold(self.source):
-            row = self._rows.get(node_id)
-            outcome = intents.edit(self.source, self._index(node_id), content)
-            if outcome["ok"] and row is not None and row.node_id == node_id:
-                row._open_editor(False)
-            return self._done(outcome)
+            index = self._index(node_id)
+            outcome = self._gone(node_id) if index is None else self._done(intents.edit(self.source, index, content))
+        self.messages.send({"type": "edited", "id": node_id, "ok": bool(outcome["ok"])})
+        return outcome
 
     def regenerate(self, node_id: str) -> dict[str, Any]:
         """Send the active path without the reply ``node_id``: a new reply beside it."""
         with hold(self.source):
-            return self._done(intents.regenerate(self.source, self._index(node_id)))
+            index = self._index(node_id)
+            return self._gone(node_id) if index is None else self._done(intents.regenerate(self.source, index))
+
+    def _on_msg(self, _widget: object, content: object, _buffers: object) -> None:
+        """What the browser asks (``chat.js``): an edit, a regenerate, a look at a sibling."""
+        if not isinstance(content, dict) or not isinstance(content.get("id"), str):
+            return
+        kind, nid = content.get("type"), content["id"]
+        if kind == "edit" and isinstance(content.get("text"), str):
+            self.edit(nid, content["text"])
+        elif kind == "regenerate":
+            self.regenerate(nid)
+        elif kind == "switch" and content.get("step") in (-1, 1):
+            self._switch(nid, content["step"])
 
     def _switch(self, node_id: str, step: int) -> dict[str, Any]:
         with hold(self.source):
@@ -477,10 +382,6 @@ class ChatView(Live, w.VBox):
             if outcome["ok"]:
                 outcome["message"] = f"turn {outcome['receipt']['turn_id']} cancelled"
             return self._done(outcome)
-
-    def _held(self) -> list[Any]:
-        kit = getattr(self, "_kit", None)
-        return [*getattr(self, "_free", ()), getattr(self, "stream_row", None), *(kit.widgets() if kit is not None else ())]
 
     def __repr__(self) -> str:
         self.flush()

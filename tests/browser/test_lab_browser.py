@@ -166,11 +166,43 @@ def test_regenerate_adds_a_sibling(lab_page, lab_server):
     assert len(node_ids(page, ".cl-tree .cl-node")) == before["nodes"] + 1
     # the chat redraws on its own message from the kernel, maybe after the tree: wait for its counter
     counter = f"{after['kids']}/{after['kids']}"
-    labels = "() => [...document.querySelectorAll('.cl-chat .widget-label')].map(e => e.textContent)"
+    labels = "() => [...document.querySelectorAll('.cl-chat .clw-count')].map(e => e.textContent)"
     try:
         page.wait_for_function(f"(c) => ({labels})().includes(c)", arg=counter, timeout=10000)
     except Exception:  # noqa: BLE001 - say what the chat showed instead
         raise AssertionError(f"the chat never showed {counter}: {dom(page, labels)}\n{lab_page.report()}") from None
+    assert not lab_page.errors, lab_page.report()
+
+
+def test_edit_in_the_chat_makes_a_branch_and_the_arrows_look_at_its_sibling(lab_page, lab_server):
+    """The chat's own buttons, clicked: Edit opens the message as plain text, Send edit makes a new
+    branch (the editor closes), and ‹ goes back to the branch it left, recording nothing."""
+    nb = lab_server.write_notebook("edit.ipynb", [SETUP, SHOW])
+    lab_page.open_notebook(nb)
+    page = lab_page.page
+    kernel = lab_server.kernel(nb)
+    before = kernel.values(nodes="s.tree.number_of_nodes()", path="[n['id'] for n in s.path()]")
+    hostile = page.locator(f'.cl-chat .clw-msg[data-id="{before["path"][-2]}"]')
+    hostile.get_by_role("button", name="Edit").click()
+    area = hostile.locator("textarea")
+    assert area.input_value() == HOSTILE  # the message itself, as plain text
+    area.fill("A plain question now.")
+    hostile.get_by_role("button", name="Send edit").click()
+    after = kernel.wait_for("[n['id'] for n in s.path()]", lambda p: p[-2] != before["path"][-2])
+    k = kernel.values(nodes="s.tree.number_of_nodes()", asked="s.path()[-2]['content']",
+                      parent=f"s.tree.nodes[{before['path'][-2]!r}]['parent']", new_parent="s.path()[-2]['parent']")
+    assert k["nodes"] == before["nodes"] + 2 and k["asked"] == "A plain question now." and k["parent"] == k["new_parent"]
+    page.wait_for_function("(t) => [...document.querySelectorAll('.cl-chat .clw-text')].at(-2)?.textContent === t",
+                           arg="A plain question now.", timeout=10000)
+    assert page.locator(".cl-chat .clw-editor").count() == 0  # the editor went with the row it edited
+    edited = page.locator(f'.cl-chat .clw-msg[data-id="{after[-2]}"]')
+    assert edited.locator(".clw-count").text_content() == "2/2"
+    edited.get_by_role("button", name="‹").click()
+    kernel.wait_for("[n['id'] for n in s.path()]", lambda p: p == before["path"])
+    assert kernel.value("s.tree.number_of_nodes()") == k["nodes"]  # looking records nothing
+    page.wait_for_function("(t) => [...document.querySelectorAll('.cl-chat .clw-text')].at(-2)?.textContent === t",
+                           arg=HOSTILE, timeout=10000)
+    assert dom(page, "() => typeof window.__pwned") == "undefined"
     assert not lab_page.errors, lab_page.report()
 
 
