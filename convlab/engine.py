@@ -196,6 +196,8 @@ class Session:
         self._e_next = 1
         self._llm_next = 1
         self._subscribers: tuple[tuple[Callable[[Mapping[str, Any]], None], frozenset[str] | None], ...] = ()  # (fn, types)
+        # per event type, who wants it: made from one tuple of subscribers (a new tuple: a new map)
+        self._told: tuple[object, dict[str, tuple[Callable[[Mapping[str, Any]], None], ...]]] = ((), {})
         self._log = None
         self._atomic_depth = 0
 
@@ -343,9 +345,13 @@ class Session:
         subscriber that wants it. A subscriber that raises is its own bug: it is
         named in a ``RuntimeWarning`` and the session goes on."""
         kind = event["type"]
-        for fn, types in self._subscribers:  # a tuple: (un)subscribing while it runs makes a new one
-            if types is not None and kind not in types:
-                continue
+        subscribers, told = self._told
+        if subscribers is not self._subscribers:  # (un)subscribed since: a new tuple, so a new map
+            subscribers, told = self._told = (self._subscribers, {})
+        fns = told.get(kind)
+        if fns is None:
+            fns = told[kind] = tuple(fn for fn, types in subscribers if types is None or kind in types)
+        for fn in fns:  # a tuple: (un)subscribing while it runs makes a new one
             try:
                 fn(event)
             except CallCancelled:
