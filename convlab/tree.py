@@ -494,7 +494,9 @@ class MemoryStore:
     beyond its attributes and record. The ``networkx.DiGraph`` is built the first
     time it is asked for: until then a session that never asks for it (a script, a
     replay's own bookkeeping) keeps three containers fewer a message for the
-    collector to walk.
+    collector to walk. A record is kept as a plain tuple and made a ``Record`` when
+    read: a tuple of numbers and strings is one Python's collector stops tracking,
+    a ``NamedTuple`` (a subclass) one it walks in every full collection for good.
 
     >>> s = MemoryStore(); _ = s.put(new_node({"role": "user"}, id="u1", seq=1), Record(1, "u1", 0, 0, None, None))
     >>> "u1" in s, s.parent("u1"), s.record("u1").depth, s.children("u1")
@@ -503,7 +505,7 @@ class MemoryStore:
 
     def __init__(self) -> None:
         self._node: dict[str, dict[str, Any]] = {}  # in creation order
-        self._rec: dict[str, Record] = {}
+        self._rec: dict[str, tuple] = {}  # Record's fields, as a plain tuple (see above)
         self._near: dict[str, str | None] = {}
         self._first_kid: dict[str, str] = {}
         self._last_kid: dict[str, str] = {}
@@ -522,7 +524,7 @@ class MemoryStore:
             if parent is not None:
                 self._built.add_edge(parent, nid)
         self._node[nid] = stored
-        self._rec[nid] = record
+        self._rec[nid] = tuple(record)
         self._near[nid] = None
         if parent is not None:
             last = self._last_kid.get(parent)
@@ -540,7 +542,7 @@ class MemoryStore:
         return self._node[node_id]["parent"]
 
     def record(self, node_id: str) -> Record:
-        return self._rec[node_id]
+        return Record._make(self._rec[node_id])
 
     def children(self, node_id: str) -> list[str]:
         out = []

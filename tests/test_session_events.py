@@ -156,3 +156,22 @@ def test_queue_events():
     merged = of_type(s, "turn.merged")
     assert len(queued) == 1 and queued[0]["turn"]["id"] == "t2"
     assert len(merged) == 1 and merged[0]["turn_id"] == "t2"
+
+
+def test_an_event_stays_as_it_was_emitted():
+    """A turn shares what is under it with the events that log it (and its decisions): the
+    session replaces a turn's fields whole, so starting, merging into and ending the turn
+    never change an event already emitted."""
+    s = make(worker="manual")
+    told: list[str] = []
+    s.subscribe(lambda e: told.append(json.dumps(e, sort_keys=True)))
+    s.submit(message(m("u1", "one"), state={"k": 1}))
+    s.submit(message(m("q1", "two"), queue="merge", state={"k": 2}))
+    s.submit(message(m("q2", [{"type": "text", "text": "three"}]), queue="merge", state={"k": 3}))
+    s.decide([{"type": "turn.end"}])  # t1 ends, the merged t2 starts
+    s.decide([{"type": "message.add", "message": a(content="done")}, {"type": "turn.end"}])
+    s.submit(message(m("u3", "four")))
+    s.decide([{"type": "turn.end"}])
+    assert [t["status"] for t in s.turns] == ["completed", "completed", "completed"]
+    assert s.turns[1]["messages"] == [] and s.turns[1]["client_state"] == {"k": 3}
+    assert [json.dumps(e, sort_keys=True) for e in s.events[1:]] == told  # (subscribed after session.started)
