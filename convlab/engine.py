@@ -216,6 +216,14 @@ class Session:
         return self._tree.graph
 
     @property
+    def message_tree(self) -> Tree:
+        """The underlying :class:`convlab.tree.Tree`, as ``Conversation.message_tree``: a node's
+        attributes (``node``), ``parent``, ``children``, depths and counts, read without building
+        the ``networkx`` graph ``tree`` gives (once built, that graph is kept up to date with every
+        message: a widget that follows a long run reads this instead). Read it; the session changes it."""
+        return self._tree
+
+    @property
     def head(self) -> str | None:
         return self._tree.head
 

@@ -342,16 +342,22 @@ def test_chat_escapes_untrusted_content():
     chat.messages.send = answers.append  # what the browser would get back
     chat.messages._handle_custom_msg({"type": "edit", "id": "u1", "text": "plain again"}, [])  # Send edit
     assert s.path()[0]["content"] == "plain again" and s.path()[0]["id"] != "u1"
-    assert answers == [{"type": "edited", "id": "u1", "ok": True}]  # the editor closes
+    assert [a for a in answers if a["type"] == "edited"] == [{"type": "edited", "id": "u1", "ok": True}]  # it closes
     # a click on a row that is gone by the time it arrives is an outcome, not an exception
-    chat.messages._handle_custom_msg({"type": "regenerate", "id": "u1"}, [])
+    chat._on_msg(None, {"type": "regenerate", "id": "u1"}, [])
     assert chat.last == {"ok": False, "message": "'u1' is not on the active path any more"}
     assert "not on the active path" in chat.status_line.value
-    chat.messages._handle_custom_msg({"type": "edit", "id": "u1", "text": "again"}, [])
+    chat._on_msg(None, {"type": "edit", "id": "u1", "text": "again"}, [])
     assert answers[-1] == {"type": "edited", "id": "u1", "ok": False} and len(s.tree) == 4
     for junk in (None, [], {"type": "edit"}, {"type": "edit", "id": 3}, {"type": "switch", "id": "u1", "step": 7},
-                 {"type": "edit", "id": s.head, "text": None}, {"type": "nope", "id": s.head}):
-        chat.messages._handle_custom_msg(junk, [])  # ignored: nothing sent, nothing raised
+                 {"type": "switch", "id": s.head, "step": True}, {"type": "edit", "id": s.head, "text": None},
+                 {"type": "nope", "id": s.head}):
+        chat._on_msg(None, junk, [])  # ignored: nothing raised (called directly: ipywidgets' dispatcher swallows errors)
+    assert len(s.tree) == 4 and chat.last["message"] == "'u1' is not on the active path any more"
+    for gone in ({"type": "switch", "id": "nope", "step": 1}, {"type": "switch", "id": "u1", "step": -1},
+                 {"type": "regenerate", "id": "nope"}, {"type": "edit", "id": "nope", "text": "x"}):
+        chat._on_msg(None, gone, [])
+        assert chat.last == {"ok": False, "message": f"{gone['id']!r} is not on the active path any more"}, gone
     assert len(s.tree) == 4
 
 
@@ -535,7 +541,7 @@ def test_lab_shows_an_imported_conversation_read_only():
     assert lab.decisions is None and lab.events is None and lab.session is None and lab.conversation is conv
     assert lab.tree.data["readonly"] and [n["id"] for n in lab.tree.data["nodes"] if n["path"]] == ["u1", "a1", "u2", "a2b"]
     assert lab.chat._path_ids == ["u1", "a1", "u2", "a2b"] and lab.chat.input is None and lab.chat.send_button is None
-    assert lab.chat.messages.readonly and not any(r["regen"] for r in lab.chat.shown())
+    assert not any(r["regen"] or r["edit"] for r in lab.chat.shown())
     assert lab.gauge.exact == convlab.count_tokens(conv.path()) and lab.gauge.tokens == conv.message_tree.count()
     assert "no window" in lab.gauge.bar.value and "convlab.replay(conversation)" in lab.gauge.bar.value
     # a click: the head moves, in memory, to the newest leaf under the message; every part follows
@@ -823,3 +829,40 @@ def test_js_layout_functions_under_node(tmp_path):
     proc = subprocess.run([node, "--test", str(test_file)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "# pass 8" in proc.stdout and "# fail 0" in proc.stdout, proc.stdout
+
+
+CHAT_JS_TEST = r"""
+import test from "node:test";
+import assert from "node:assert/strict";
+import * as chat from "MODULE";
+
+const row = (id, k = 1, n = 1) => ({ id, role: "user", copy: null, text: "t " + id, k, n, edit: true, regen: false });
+
+test("a rows message applies to the version it follows, and replaces everything when it has no base", () => {
+  const empty = { version: -1, rows: new Map(), order: [] };
+  const first = chat.applyRows(empty, { type: "rows", base: null, version: 3, order: ["a", "b"], set: [row("a"), row("b")] });
+  assert.deepEqual([first.version, first.order], [3, ["a", "b"]]);
+  const next = chat.applyRows(first, { type: "rows", base: 3, version: 4, order: ["b", "c"], set: [row("c")] });
+  assert.deepEqual([next.order, [...next.rows.keys()].sort()], [["b", "c"], ["b", "c"]]);
+  assert.equal(next.rows.get("b"), first.rows.get("b"));  // a row held is kept, not sent again
+  assert.deepEqual(first.order, ["a", "b"]);  // pure
+  assert.equal(chat.applyRows(first, { type: "rows", base: 2, version: 5, order: [], set: [] }), null);  // missed one
+});
+
+test("the arrows show at a fork, each disabled at its end", () => {
+  assert.deepEqual(chat.nav(row("a", 1, 1)).shown, false);
+  assert.deepEqual(chat.nav(row("a", 1, 3)), { shown: true, label: "1/3", prev: true, next: false });
+  assert.deepEqual(chat.nav(row("a", 3, 3)), { shown: true, label: "3/3", prev: false, next: true });
+});
+"""
+
+
+def test_chat_js_functions_under_node(tmp_path):
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    test_file = tmp_path / "chat.test.mjs"
+    test_file.write_text(CHAT_JS_TEST.replace("MODULE", (STATIC / "chat.js").as_uri()))
+    proc = subprocess.run([node, "--test", str(test_file)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "# pass 2" in proc.stdout and "# fail 0" in proc.stdout, proc.stdout

@@ -404,12 +404,17 @@ def test_the_chat_redraws_its_messages_only_when_the_path_changes(monkeypatch):
     say(s, "one more")  # a turn starts and waits: the path grows by one
     chat.flush()
     assert made == [s.head]
-    assert [m["state"].keys() for m in sent if m.get("method") == "update" and "rows" in m["state"]] == [{"rows"}]
+    rows = [m["content"] for m in sent if m.get("method") == "custom" and m["content"]["type"] == "rows"]
+    assert len(rows) == 1 and [r["id"] for r in rows[0]["set"]] == [s.head]  # the new row only, not the ten shown
+    assert rows[0]["order"] == [n["id"] for n in s.path()][-10:] and rows[0]["base"] == rows[0]["version"] - 1
     s.decide([{"type": "turn.end"}])  # turn and decision events, the same path
     sent.clear()
     chat.flush()
     assert made == [s.head] and "running" not in chat.title.value
-    assert not [m for m in sent if "rows" in m.get("state", {})]  # nothing new for the browser's rows
+    assert not [m for m in sent if m.get("method") == "custom"]  # nothing new for the browser's rows
+    chat.messages._handle_custom_msg({"type": "sync"}, [])  # a view that opens asks for everything
+    (snapshot,) = [m["content"] for m in sent if m.get("method") == "custom"]
+    assert snapshot["base"] is None and snapshot["set"] == chat.messages.rows and snapshot["version"] == rows[0]["version"]
 
 
 def test_the_gauge_counts_only_the_messages_new_on_the_path(monkeypatch):

@@ -1,8 +1,10 @@
 """Jupyter widgets for a convlab Session, driven only by its public surface.
 
 ``TreeView`` (an anywidget: Python lays the tree out, a small ES module draws
-it), ``ChatView``, ``ContextGauge``, ``DecisionPanel`` and ``EventLog``
-(ipywidgets panels, no custom JS), and ``Lab``, all five composed and live.
+it), ``ChatView`` (ipywidgets around one anywidget: Python makes the message
+rows, ``static/chat.js`` draws them), ``ContextGauge``, ``DecisionPanel`` and
+``EventLog`` (ipywidgets panels, no custom JS), and ``Lab``, all five
+composed and live.
 Each turns a click into protocol input (``convlab.widgets.intents``); each
 draws coalesced, however fast the session goes (``convlab.widgets.live``).
 An imported ``convlab.Conversation`` is shown read-only

@@ -51,7 +51,8 @@ STYLE = """<style>
 .clw-msg-tool { border-left-color: #d97706; background: #fffbeb; }
 .clw-msg-summary { border-left-color: #7c3aed; background: #f5f3ff; }
 .clw-streaming .clw-text { color: #475569; }
-.clw-badge { font-weight: 600; font-size: 11.5px; }
+.clw-badge { font-weight: 600; font-size: 11.5px; color: #94a3b8; }
+ROLE_RULES
 .clw-id { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 11px; color: #94a3b8; }
 .clw-text { white-space: pre-wrap; word-break: break-word; line-height: 1.4; }
 .clw-status { color: #b45309; }
@@ -64,7 +65,13 @@ STYLE = """<style>
 .clw-gauge-fill { position: absolute; left: 0; top: 0; bottom: 0; border-radius: 4px; }
 .clw-gauge-mark { position: absolute; top: -3px; bottom: -3px; width: 2px; }
 .clw-gauge-mark span { position: absolute; top: 19px; left: -80px; width: 160px; text-align: center; font-size: 10.5px; white-space: nowrap; }
-</style>"""
+</style>""".replace("ROLE_RULES", "\n".join(
+    f".clw-badge.clw-role-{role} {{ color: {color}; }}" for role, color in ROLE_COLORS.items()))
+
+
+def _role(node: Mapping[str, Any]) -> str:
+    """What a row shows a message as: its role, or ``summary``."""
+    return "summary" if node.get("kind") == "summary" else str(node.get("role", "?"))
 
 
 def esc(value: object) -> str:
@@ -73,12 +80,11 @@ def esc(value: object) -> str:
 
 
 def role_badge(node: Mapping[str, Any]) -> str:
-    role = "summary" if node.get("kind") == "summary" else node.get("role", "?")
-    color = ROLE_COLORS.get(role, "#94a3b8")
+    role = _role(node)
     extra = ""
     if node.get("copied_from"):
         extra = f' <span class="clw-muted">copy of {esc(node["copied_from"])}</span>'
-    return (f'<span class="clw-badge" style="color:{color}">{esc(role)}</span> '
+    return (f'<span class="clw-badge clw-role-{esc(role)}">{esc(role)}</span> '
             f'<span class="clw-id">{esc(node.get("id"))}</span>{extra}')
 
 
@@ -87,31 +93,54 @@ def _button(description: str, tooltip: str = "", width: str = "auto", **kw: Any)
     return b
 
 
-def _role(node: Mapping[str, Any]) -> str:
-    """What a row shows a message as: its role, or ``summary``."""
-    return "summary" if node.get("kind") == "summary" else node["role"]
 
 
 class _Messages(anywidget.AnyWidget):
     """The chat's messages, drawn in the browser by ``static/chat.js``: one widget, whatever the rows.
 
-    Python makes the rows (``rows``: id, role, its colour, the message it
-    copies, the text, its place ``k`` of ``n`` siblings, whether it can be
-    regenerated) and the reply streaming now (``stream``: id and text); the
-    browser draws them, keeps an open editor while its row stays, and sends
-    back what the person asks: ``{"type": "edit", "id", "text"}``,
-    ``{"type": "regenerate", "id"}``, ``{"type": "switch", "id", "step"}``.
-    An edit is answered with ``{"type": "edited", "id", "ok"}`` (the editor
-    closes when it took). A row as ipywidgets was six widgets, each a message
-    to the browser to open: a chat's first draw of 40 rows sent about 390.
+    Python makes the rows (``show``; a row: id, role, the message it copies,
+    the text, its place ``k`` of ``n`` siblings, whether it can be edited and
+    regenerated) and the reply streaming now (``stream``: id and text). The
+    browser gets only what it does not hold: ``{"type": "rows", "base",
+    "version", "order", "set"}``, the ids shown in order and the rows new or
+    changed since ``base`` (a row is one dict while it stays shown, so a reply
+    sends one row, not the 40 shown). A view that missed a version, or has
+    just opened, asks ``{"type": "sync"}`` and gets them all (``base`` null).
+    It draws them, keeps an open editor while its row stays, and sends back
+    what the person asks: ``{"type": "edit", "id", "text"}``, ``{"type":
+    "regenerate", "id"}``, ``{"type": "switch", "id", "step"}``; an edit is
+    answered with ``{"type": "edited", "id", "ok"}`` (the editor closes when
+    it took). A row as ipywidgets was six widgets, each a message to the
+    browser to open: a chat's first draw of 40 rows sent about 390.
     """
 
     _esm = _STATIC / "chat.js"
     _css = _STATIC / "chat.css"
-    rows = traitlets.List(traitlets.Dict()).tag(sync=True)
-    #: The reply streaming now (id, text, colour); ``{}``: none.
+    #: The reply streaming now (id, text); ``{}``: none.
     stream = traitlets.Dict().tag(sync=True)
-    readonly = traitlets.Bool(False).tag(sync=True)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        #: The rows the browser holds, oldest first, at ``version``.
+        self.rows: list[dict[str, Any]] = []
+        self.version = 0
+        self.on_msg(self._on_sync)
+
+    def show(self, rows: list[dict[str, Any]]) -> None:
+        """Show ``rows``: send the browser the ids in order and the rows it does not hold."""
+        held = {id(r) for r in self.rows}
+        new = [r for r in rows if id(r) not in held]
+        order = [r["id"] for r in rows]
+        if not new and order == [r["id"] for r in self.rows]:
+            return
+        self.rows = rows
+        self.version += 1
+        self.send({"type": "rows", "base": self.version - 1, "version": self.version, "order": order, "set": new})
+
+    def _on_sync(self, _widget: object, content: object, _buffers: object) -> None:
+        if isinstance(content, dict) and content.get("type") == "sync":
+            self.send({"type": "rows", "base": None, "version": self.version,
+                       "order": [r["id"] for r in self.rows], "set": self.rows})
 
 
 #: Events that change what the chat shows.
@@ -151,7 +180,7 @@ class ChatView(Live, w.VBox):
         self.earlier = _button("Show earlier messages")
         self.earlier.on_click(lambda _b: self._toggle_earlier())
         #: The messages shown, with the reply streaming now (one widget, drawn by ``chat.js``).
-        self.messages = _Messages(readonly=self.readonly)
+        self.messages = _Messages()
         self.messages.on_msg(self._on_msg)
         self.status_line = w.HTML()
         parts = [w.HTML(STYLE), self.title, self.earlier, self.messages]
@@ -212,19 +241,17 @@ class ChatView(Live, w.VBox):
             if self._follow_path():
                 self._show_rows()
         stream = self._stream
-        self.messages.stream = ({} if stream is None else
-                                {"id": stream["message_id"], "text": "".join(stream["parts"]),
-                                 "color": ROLE_COLORS["assistant"]})
+        self.messages.stream = {} if stream is None else {"id": stream["message_id"], "text": "".join(stream["parts"])}
         self._title()
 
     def _follow_path(self) -> bool:
         """Bring the path up to the head: walk up from it to the path drawn before. True if it changed."""
-        nodes = self.source.tree.nodes
+        tree = self.source.message_tree  # (never the networkx graph: built, it grows with every message)
         new = []
         cur = self.source.head
         while cur is not None and cur not in self._pos:
             new.append(cur)
-            cur = nodes[cur]["parent"]
+            cur = tree.parent(cur)
         keep = 0 if cur is None else self._pos[cur] + 1
         if keep == len(self._path_ids) and not new:
             return False
@@ -246,10 +273,10 @@ class ChatView(Live, w.VBox):
         hidden = len(self._path_ids) - len(shown)
         self.earlier.layout.display = "" if hidden or (self._show_all and len(self._path_ids) > self.limit) else "none"
         self.earlier.description = f"Show {hidden} earlier messages" if hidden else "Show only the newest"
-        nodes = self.source.tree.nodes
+        tree = self.source.message_tree
         made: dict[str, dict[str, Any]] = {}
         for nid in shown:
-            node = nodes[nid]
+            node = tree.node(nid)
             sibs = self.source.children(node["parent"])
             k, n = sibs.index(nid) + 1, len(sibs)
             row = self._made.get(nid)
@@ -259,19 +286,20 @@ class ChatView(Live, w.VBox):
                 row = {**row, "k": k, "n": n}
             made[nid] = row
         self._made = made
-        self.messages.rows = list(made.values())
+        self.messages.show(list(made.values()))
 
     def _row(self, node: Mapping[str, Any], k: int, n: int) -> dict[str, Any]:
         """What the browser draws for a message: ``k`` of its ``n`` siblings."""
         role = _role(node)
-        return {"id": node["id"], "role": role, "color": ROLE_COLORS.get(role, "#94a3b8"),
-                "copy": node.get("copied_from"), "text": readable(node.get("content")), "k": k, "n": n,
-                "regen": role == "assistant" and not self.readonly}
+        return {"id": node["id"], "role": role, "copy": node.get("copied_from"),
+                "text": readable(node.get("content")), "k": k, "n": n,
+                "edit": not self.readonly, "regen": role == "assistant" and not self.readonly}
 
     def shown(self) -> list[dict[str, Any]]:
-        """The rows the chat shows now (oldest first): what ``messages.rows`` holds, after a draw."""
+        """The rows the chat shows now, oldest first (copies: what the browser holds after a
+        draw; the reply streaming now is ``messages.stream``)."""
         self.flush()
-        return list(self.messages.rows)
+        return [dict(r) for r in self.messages.rows]
 
     def _title(self) -> None:
         n = len(self._path_ids)
@@ -338,11 +366,13 @@ class ChatView(Live, w.VBox):
             self.edit(nid, content["text"])
         elif kind == "regenerate":
             self.regenerate(nid)
-        elif kind == "switch" and content.get("step") in (-1, 1):
+        elif kind == "switch" and type(content.get("step")) is int and content["step"] in (-1, 1):
             self._switch(nid, content["step"])
 
     def _switch(self, node_id: str, step: int) -> dict[str, Any]:
         with hold(self.source):
+            if self._index(node_id) is None:
+                return self._gone(node_id)
             return self._done(intents.switch_sibling(self.source, node_id, step))
 
     def switch(self, node_id: str, step: int) -> dict[str, Any]:

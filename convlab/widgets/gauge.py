@@ -105,15 +105,15 @@ class ContextGauge(Live, w.VBox):
     def _exact_count(self, head: str | None) -> int:
         """Exact tokens root -> ``head``: from the nearest message counted before, down."""
         known = self._exact_at
-        nodes = self.source.tree.nodes
+        tree = self.source.message_tree
         todo = []
         cur = head
         while cur is not None and cur not in known:
             todo.append(cur)
-            cur = nodes[cur]["parent"]
+            cur = tree.parent(cur)
         total = 0 if cur is None else known[cur]
         for nid in reversed(todo):
-            total += count_tokens([nodes[nid]])
+            total += count_tokens([tree.node(nid)])
             known[nid] = total
         return total if head is not None else 0
 

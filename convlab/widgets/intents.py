@@ -193,11 +193,13 @@ def regenerate(session: Source, index: int) -> dict[str, Any]:
 
 def siblings(session: Source, node_id: str) -> list[str]:
     """``node_id`` and its siblings in creation order (top-level messages are siblings)."""
-    return session.children(session.tree.nodes[node_id]["parent"])
+    return session.children(session.message_tree.parent(node_id))
 
 
 def switch_sibling(session: Source, node_id: str, step: int) -> dict[str, Any]:
     """Look at the sibling ``step`` places from ``node_id`` (a head-only view to its newest leaf)."""
+    if node_id not in session.message_tree:
+        return {"ok": False, "message": f"{node_id!r} is not in the tree"}
     sibs = siblings(session, node_id)
     k = sibs.index(node_id) + step
     if not 0 <= k < len(sibs):

@@ -109,5 +109,5 @@ class Lab(w.VBox):
         s = self.session
         assert s is not None, "a Lab shows a Session when it shows no conversation"
         p = s.pending
-        return (f"Lab(agent={intents.agent_of(s)!r}, messages={s.tree.number_of_nodes()}, head={s.head!r}, "
+        return (f"Lab(agent={intents.agent_of(s)!r}, messages={len(s.message_tree)}, head={s.head!r}, "
                 f"turns={len(s.turns)}, pending={None if p is None else p['type']!r})")

@@ -270,8 +270,8 @@ class Live:
     """What every live widget does alike, once: a ``Redraw`` of its ``_draw``
     registered for its source (``_follow``), ``flush``, and a ``close`` that
     stops following before it closes the widget and everything it made.
-    A widget that holds widgets outside its children (pooled rows, a shared
-    kit) names them in ``_held()``."""
+    A widget that holds widgets outside its children (the decision panel's
+    summary box while it is not shown) names them in ``_held()``."""
 
     redraw: Redraw
     #: The event types the widget follows (None: all; ``kinds`` makes them from prefixes).

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .. import Conversation, Session
+from ..tree import Tree
 
 if TYPE_CHECKING:
     from .. import Replay
@@ -53,6 +54,10 @@ class ReadOnly:
     @property
     def tree(self) -> Any:
         return self.conversation.tree
+
+    @property
+    def message_tree(self) -> Tree:
+        return self.conversation.message_tree
 
     @property
     def head(self) -> str | None:

@@ -342,11 +342,10 @@ class TreeView(Live, anywidget.AnyWidget):
             self._layout_again(head)
         else:
             self._append(head, chain, turns)
-        graph = src.tree
-        if not graph:
+        if not len(src.message_tree):
             self._tail = _EMPTY
         else:
-            self._tail = head if head is not None and graph.out_degree(head) == 0 else None
+            self._tail = head if head is not None and not src.children(head) else None
 
     def _appended(self, head: str | None, added: list[str]) -> list[str] | None:
         """The messages added since the last draw, root first, when they are one chain from the
@@ -356,12 +355,12 @@ class TreeView(Live, anywidget.AnyWidget):
         if not added or self._tail is None:
             return None
         new = set(added)
-        nodes = self.source.tree.nodes
+        tree = self.source.message_tree
         chain = []
         cur = head
         while cur in new:
             chain.append(cur)
-            cur = nodes[cur]["parent"]
+            cur = tree.parent(cur)
         below = None if self._tail is _EMPTY else self._tail
         if len(chain) != len(new) or cur != below:
             return None
@@ -369,7 +368,7 @@ class TreeView(Live, anywidget.AnyWidget):
         return chain
 
     def _append(self, head: str | None, chain: list[str], turns: set[str]) -> None:
-        nodes = self.source.tree.nodes
+        tree = self.source.message_tree
         meta = {**self._meta, "head": head, "selected": self.selected, "status": self.status,
                 "rows": self._meta["rows"] + len(chain), "total": self._meta["total"] + len(chain)}
         sets: dict[str, dict[str, Any]] = {}
@@ -378,7 +377,7 @@ class TreeView(Live, anywidget.AnyWidget):
             sets[old] = {**self._rows[old], "head": False}
         links = list(self._links)
         for k, nid in enumerate(chain):
-            a = nodes[nid]
+            a = tree.node(nid)
             sets[nid] = _row(a, self._meta["rows"] + k, 0, True, nid == head, self._status)
             if a.get("turn_id"):
                 self._turn_rows.setdefault(a["turn_id"], []).append(nid)
@@ -394,7 +393,7 @@ class TreeView(Live, anywidget.AnyWidget):
     def _layout_again(self, head: str | None) -> None:
         src = self.source
         d = layout(
-            (a for _, a in src.tree.nodes(data=True)), head, turn_status=self._status,
+            src.message_tree.nodes_in_order(), head, turn_status=self._status,
             expanded=self.expanded, collapsed=self.collapsed, max_depth=self.max_depth, budget=self.budget,
             selected=self.selected, status=self.status, readonly=self.readonly,
         )

@@ -488,6 +488,10 @@ def test_lab_on_a_real_claude_code_log_is_read_only(lab_page, lab_server):
     assert "read-only" in chat.inner_text() and f"{len(k['path'])} messages on the active path" in chat.inner_text()
     texts = dom(page, "() => [...document.querySelectorAll('.cl-chat .clw-msg .clw-text')].map(e => e.textContent)")
     assert len(texts) == k["limit"] and texts[-1] == k["last"]
+    # the chat opens at its newest message (40 real messages are far taller than its 480 px)
+    left = "() => { const m = document.querySelector('.cl-chat .clw-messages'); return m.scrollHeight - m.scrollTop - m.clientHeight; }"
+    page.wait_for_function(f"() => ({left})() < 24", timeout=5000)
+    assert dom(page, "() => document.querySelector('.cl-chat .clw-messages').scrollHeight") > 1000
     assert f"Context {k['tokens']:,} tokens" in page.locator(".cl-gauge").inner_text()
     lab_page.screenshot(page.locator(".cl-lab").first, "lab-readonly.png")
     # switch to the history before the compaction (the top rows): the conversation's head moves, nothing is written

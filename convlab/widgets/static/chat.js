@@ -2,18 +2,22 @@
 // person's intents back. Python owns the model (convlab/widgets/chat.py,
 // `_Messages`): this module never changes the session, it only draws.
 //
-// Synced traits: `rows` (the messages shown, oldest first), `stream` (the
-// reply streaming now, or {}) and `readonly` (an imported conversation:
-// no Edit, no Regenerate). A row keeps its element while its id stays shown,
-// so an editor the person opened survives the redraws around it.
+// The rows come as custom messages: {type: "rows", base, version, order,
+// set}, the ids shown in order and the rows new or changed since version
+// `base` (null: everything, the answer to {type: "sync"}, which a view sends
+// when it opens or misses a version). The synced trait `stream` is the reply
+// streaming now ({} when none). A row keeps its element while its id stays
+// shown, so an editor the person opened survives the redraws around it.
 // Sent back: {type: "edit", id, text}, {type: "regenerate", id},
 // {type: "switch", id, step}; Python answers an edit with {type: "edited",
 // id, ok}. Every string is set with textContent, never as HTML.
 
 /**
- * @typedef {{id: string, role: string, color: string, copy: (string|null),
- *   text: string, k: number, n: number, regen: boolean}} Row
- * @typedef {{id: string, text: string, color: string}} Stream
+ * @typedef {{id: string, role: string, copy: (string|null), text: string,
+ *   k: number, n: number, edit: boolean, regen: boolean}} Row
+ * @typedef {{version: number, rows: Map<string, Row>, order: string[]}} Held
+ * @typedef {{type: "rows", base: (number|null), version: number, order: string[], set: Row[]}} Rows
+ * @typedef {{id: string, text: string}} Stream
  */
 
 /** Pixels from the bottom within which the list follows new messages. */
@@ -28,12 +32,16 @@ export function nav(row) {
 }
 
 /**
- * The order of the rows after a redraw: which elements stay, which go.
- * @param {string[]} had ids drawn before @param {Row[]} rows @returns {{keep: Set<string>, drop: string[]}}
+ * What the view holds after a rows message, or null when the message follows a
+ * version it does not hold (then it asks for everything). Pure.
+ * @param {Held} held @param {Rows} msg @returns {(Held|null)}
  */
-export function diff(had, rows) {
-  const keep = new Set(rows.map((r) => r.id));
-  return { keep, drop: had.filter((id) => !keep.has(id)) };
+export function applyRows(held, msg) {
+  if (msg.base !== null && msg.base !== held.version) return null;
+  const rows = new Map(msg.base === null ? [] : held.rows);
+  for (const row of msg.set) rows.set(row.id, row);
+  for (const id of [...rows.keys()]) if (!msg.order.includes(id)) rows.delete(id);
+  return { version: msg.version, rows, order: msg.order.filter((id) => rows.has(id)) };
 }
 
 function elem(tag, cls, text) {
@@ -51,10 +59,8 @@ function button(label, title, onClick, extra = "") {
   return b;
 }
 
-function badge(top, role, color, id, copy) {
-  const r = elem("span", "clw-badge", role);
-  r.style.color = color;
-  top.append(r, " ", elem("span", "clw-id", id));
+function badge(top, role, id, copy) {
+  top.append(elem("span", `clw-badge clw-role-${role}`, role), " ", elem("span", "clw-id", id));
   if (copy) top.append(" ", elem("span", "clw-muted", `copy of ${copy}`));
 }
 
@@ -64,7 +70,9 @@ function render({ model, el }) {
    *   prev: HTMLButtonElement, next: HTMLButtonElement, editor: (HTMLElement|null)}>} */
   const views = new Map();
   let streamEl = null;
-  let first = true;
+  let stick = true; // follow new messages: until the person scrolls up
+  /** @type {Held} */
+  let held = { version: -1, rows: new Map(), order: [] };
 
   const send = (msg) => model.send(msg);
 
@@ -94,7 +102,7 @@ function render({ model, el }) {
     const div = elem("div", `clw-msg clw-msg-${row.role}`);
     div.dataset.id = row.id;
     const top = elem("div", "clw-top clw-small");
-    badge(top, row.role, row.color, row.id, row.copy);
+    badge(top, row.role, row.id, row.copy);
     const navBox = elem("span", "clw-nav");
     const v = { el: div, row, count: elem("span", "clw-count"), navBox, editor: null, prev: null, next: null };
     v.prev = button("‹", "the previous sibling (look at its branch)",
@@ -103,14 +111,13 @@ function render({ model, el }) {
                     () => send({ type: "switch", id: v.row.id, step: 1 }), "clw-arrow");
     navBox.append(v.prev, v.count, v.next);
     top.append(navBox);
-    if (!model.get("readonly")) {
-      const edit = button("Edit", "send the view with this message changed: a new branch",
-                          () => openEditor(v), "clw-push");
-      top.append(edit);
-      if (row.regen) {
-        top.append(button("Regenerate", "send the view without this reply: a new reply beside it",
-                          () => send({ type: "regenerate", id: v.row.id })));
-      }
+    if (row.edit) {
+      top.append(button("Edit", "send the view with this message changed: a new branch",
+                        () => openEditor(v), "clw-push"));
+    }
+    if (row.regen) {
+      top.append(button("Regenerate", "send the view without this reply: a new reply beside it",
+                        () => send({ type: "regenerate", id: v.row.id }), row.edit ? "" : "clw-push"));
     }
     div.append(top, elem("div", "clw-text", row.text));
     update(v, row);
@@ -127,19 +134,20 @@ function render({ model, el }) {
   }
 
   function draw() {
-    const rows = model.get("rows") || [];
     const stream = model.get("stream");
-    const atEnd = first || el.scrollHeight - el.scrollTop - el.clientHeight < STICK;
-    for (const id of diff([...views.keys()], rows).drop) {
-      views.get(id).el.remove();
-      views.delete(id);
+    for (const [id, v] of views) {
+      if (!held.rows.has(id)) {
+        v.el.remove();
+        views.delete(id);
+      }
     }
     let at = null; // the element the next row goes after
-    for (const row of rows) {
-      let v = views.get(row.id);
+    for (const id of held.order) {
+      const row = held.rows.get(id);
+      let v = views.get(id);
       if (v === undefined) {
         v = make(row);
-        views.set(row.id, v);
+        views.set(id, v);
       } else if (v.row.k !== row.k || v.row.n !== row.n) {
         update(v, row);
       }
@@ -147,13 +155,14 @@ function render({ model, el }) {
       if (v.el !== want) el.insertBefore(v.el, want);
       at = v.el;
     }
-    if (stream && stream.id) {
+    // the reply streaming now, below the rows (not once its recorded message is one of them)
+    if (stream && stream.id && !views.has(stream.id)) {
       if (!streamEl || streamEl.dataset.id !== stream.id) {
         if (streamEl) streamEl.remove();
         streamEl = elem("div", "clw-msg clw-msg-assistant clw-streaming");
         streamEl.dataset.id = stream.id;
         const top = elem("div", "clw-top clw-small");
-        badge(top, "assistant", stream.color, stream.id, null);
+        badge(top, "assistant", stream.id, null);
         top.append(" ", elem("span", "clw-muted", "streaming…"));
         streamEl.append(top, elem("div", "clw-text", ""));
       }
@@ -163,25 +172,38 @@ function render({ model, el }) {
       streamEl.remove();
       streamEl = null;
     }
-    if (atEnd) el.scrollTop = el.scrollHeight;
-    first = false;
+    // after layout: a view drawn before it is on the page has no height yet
+    if (stick) requestAnimationFrame(() => { el.scrollTop = el.scrollHeight; });
+  }
+
+  function onScroll() {
+    stick = el.scrollHeight - el.scrollTop - el.clientHeight < STICK;
   }
 
   function onMsg(msg) {
-    if (msg && msg.type === "edited" && msg.ok) {
+    if (!msg) return;
+    if (msg.type === "rows") {
+      const next = applyRows(held, msg);
+      if (next === null) {
+        send({ type: "sync" }); // a version missed: ask for everything
+        return;
+      }
+      held = next;
+      draw();
+    } else if (msg.type === "edited" && msg.ok) {
       const v = views.get(msg.id);
       if (v) closeEditor(v);
     }
   }
 
-  model.on("change:rows", draw);
   model.on("change:stream", draw);
   model.on("msg:custom", onMsg);
-  draw();
+  el.addEventListener("scroll", onScroll);
+  send({ type: "sync" }); // what the chat shows now (rows sent before this view opened never reached it)
   return () => {
-    model.off("change:rows", draw);
     model.off("change:stream", draw);
     model.off("msg:custom", onMsg);
+    el.removeEventListener("scroll", onScroll);
   };
 }
 
