@@ -14,6 +14,13 @@ comm messages (by topic, without decoding them, so it takes little CPU from
 the kernel). After each cell the Lab must show the session's final state
 (head, path, nothing left to draw).
 
+As the CPU rows do (``bench/scaling.py``, ``own_heap``), what the kernel held
+before a sample is frozen out of the cyclic collector while it runs: a full
+collection of the kernel's whole heap (IPython, every module: about 300,000
+objects, 0.1 to 0.16 s here) otherwise landed in some samples and not
+others, by where the collector's counters stood, and a side that allocates
+more met it more often.
+
 Two rows: the ratio at 1,000 turns (goal <= 2), and how that ratio grows to
 3,000 turns (goal <= 1: no quadratic term in the Lab; the note shows how
 driving alone scales, which the ``drive`` row holds to linear).
@@ -36,6 +43,7 @@ from IPython.display import display
 def new(with_lab):
     global s, lab
     gc.collect()
+    gc.freeze()  # what the kernel held before (IPython, every module, ~300k objects) out of the collector
     s = convlab.Session()
     lab = convlab.Lab(s) if with_lab else None
     if lab is not None:
@@ -55,6 +63,7 @@ def done():
         out["draws"] = [p.redraw.count for p in lab._parts()]
         lab.close()
     s = lab = None
+    gc.unfreeze()
     return out
 '''
 
@@ -116,7 +125,9 @@ class Kernel:
         self.km.shutdown_kernel(now=True)
 
 
-CPU = "sum(__import__('os').times()[:2])"  # the kernel process's user + system seconds, all threads
+# the kernel process's user + system seconds, all threads, to the nanosecond (os.times counts 10 ms ticks:
+# a 1,000-turn cell is 80 to 150 ms, so a tick was a tenth of the ratio)
+CPU = "__import__('time').process_time()"
 
 
 def _sample(kernel: Kernel, turns: int, with_lab: bool, seen: dict[str, list]) -> float:
@@ -150,7 +161,7 @@ def measure(smoke: bool) -> dict[str, Any]:
         kernel.run("new(True)\ndrive(20)")  # warm up: imports, tiktoken, the widgets
         kernel.value("done()")
         out: dict[str, Any] = {"sizes": [small, big]}
-        for turns, repeats in ((small, 2 if smoke else 3), (big, 2 if smoke else 4)):
+        for turns, repeats in ((small, 2 if smoke else 8), (big, 2 if smoke else 8)):
             seen: dict[str, list] = {}
             with_, without, a, b = paired(lambda: _sample(kernel, turns, True, seen),
                                           lambda: _sample(kernel, turns, False, seen), repeats)

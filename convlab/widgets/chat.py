@@ -312,7 +312,7 @@ class ChatView(Live, w.VBox):
             running = live.running
             queued = live.queued
             if running:
-                waiting = " (waiting for a decision)" if live.pending is not None else ""
+                waiting = " (waiting for a decision)" if live.decision is not None else ""  # (pending copies the path)
                 bits.append(f"turn {running} running{waiting}")
             if queued:
                 bits.append("queued: " + ", ".join(queued))

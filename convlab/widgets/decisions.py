@@ -108,11 +108,12 @@ class DecisionPanel(Live, w.VBox):
         self._shown = ()
 
     def _sync(self) -> None:
-        pending = self.live.pending
-        key = (None if pending is None else self._decision_seq(), self.status)
+        waiting = self.live.decision  # O(1); ``pending`` copies the path, read only to show a new one
+        key = (None if waiting is None else self._decision_seq(), self.status)
         if key == self._shown:
             return  # the same decision: keep what the person is editing
         self._shown = key
+        pending = None if waiting is None else self.live.pending
         self.buttons = {}
         title = w.HTML()
         children: list[w.Widget] = [title]

@@ -14,7 +14,8 @@ it, the log does not.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import operator
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import ipywidgets as w
@@ -120,6 +121,7 @@ class EventLog(Live, w.VBox):
     """
 
     EVENTS = frozenset(Session.EVENTS)  # every recorded event (a notice has no seq)
+    TOUCH = True
 
     def __init__(self, session: Given, *, limit: int = 200, interval: float = INTERVAL) -> None:
         source = source_of(session, "EventLog", needs_session=True)  # a wrong argument raises before anything is built
@@ -144,18 +146,19 @@ class EventLog(Live, w.VBox):
         self.filter.observe(lambda _c: None if self._quiet else self._refilter(), names="value")
         self._refilter()
 
-    def _on_event(self, event: Mapping[str, Any]) -> None:
-        if "seq" in event:  # a recorded event (llm.delta has no seq and is not in session.events)
-            self.redraw.touch(str(event.get("type", "")))
-
     def refresh(self) -> None:
         """Read the events recorded since the last draw."""
         self.redraw.now()
 
-    def _wanted(self, ev: Mapping[str, Any]) -> bool:
+    def _wants(self) -> Callable[[str], bool]:
+        """Whether the filter shows an event of a type (the filter read once, not per event)."""
         want = self.filter.value
-        t = str(ev.get("type"))
-        return want == "all" or t == want or (want.endswith(".*") and t.startswith(want[:-1]))
+        if want == "all":
+            return lambda _t: True
+        if want.endswith(".*"):
+            prefix = want[:-1]
+            return lambda t: t.startswith(prefix)
+        return lambda t: t == want
 
     def shown(self) -> list[Mapping[str, Any]]:
         """The events the log shows now (filtered, the newest ``limit``, newest first)."""
@@ -176,13 +179,18 @@ class EventLog(Live, w.VBox):
     def _draw(self) -> None:
         events = self.live.events
         end = len(events)
-        fresh: list[Mapping[str, Any]] = []
         types = len(self._types)
-        for i in range(end - 1, self._seen - 1, -1):  # newest first
+        # every new event's type (for the filter), in one pass at C speed: a draw after a long
+        # burst reads tens of thousands of events, and shows only the newest ``limit``
+        self._types.update(map(_TYPE, events[self._seen:end]))
+        fresh: list[Mapping[str, Any]] = []
+        wanted = self._wants()
+        for i in range(end - 1, self._seen - 1, -1):  # newest first, until ``limit`` are shown
             ev = events[i]
-            self._types.add(str(ev.get("type")))
-            if len(fresh) < self.limit and self._wanted(ev):
+            if wanted(_type_of(ev)):
                 fresh.append(ev)
+                if len(fresh) >= self.limit:
+                    break
         self._seen = end
         if len(self._types) != types:
             self._options()
@@ -196,12 +204,12 @@ class EventLog(Live, w.VBox):
             block.close()
         self._blocks = []
         events = self.live.events
-        for i in range(self._seen, len(events)):
-            self._types.add(str(events[i].get("type")))
+        self._types.update(map(_TYPE, events[self._seen:]))
         self._seen = len(events)
         picked: list[Mapping[str, Any]] = []
+        wanted = self._wants()
         for i in range(self._seen - 1, -1, -1):
-            if self._wanted(events[i]):
+            if wanted(_type_of(events[i])):
                 picked.append(events[i])
                 if len(picked) >= self.limit:
                     break
@@ -235,6 +243,14 @@ class EventLog(Live, w.VBox):
 
     def __repr__(self) -> str:
         return f"EventLog(events={len(self.live.events)}, filter={self.filter.value!r})"
+
+
+#: A recorded event's type (every event has one).
+_TYPE = operator.itemgetter("type")
+
+
+def _type_of(ev: Mapping[str, Any]) -> str:
+    return str(ev.get("type"))
 
 
 def _html(lines: list[str]) -> str:

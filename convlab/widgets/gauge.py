@@ -13,8 +13,7 @@ that are new on the path, not the whole path again.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import ipywidgets as w
 
@@ -78,6 +77,7 @@ class ContextGauge(Live, w.VBox):
     """
 
     EVENTS = kinds(_EVENTS)
+    TOUCH = True
 
     def __init__(self, session: Given, *, interval: float = INTERVAL) -> None:
         source = source_of(session, "ContextGauge")  # a wrong argument raises before anything is built
@@ -89,11 +89,6 @@ class ContextGauge(Live, w.VBox):
         self.bar = w.HTML()
         super().__init__([w.HTML(STYLE), self.bar])
         self._start(source, interval, ("clw", "clw-box", "cl-gauge"))
-
-    def _on_event(self, event: Mapping[str, Any]) -> None:
-        kind = str(event.get("type", ""))
-        if kind.startswith(_EVENTS):
-            self.redraw.touch(kind)
 
     def refresh(self) -> None:
         """Draw the gauge again from the session (the idle time moves with the clock, not with events)."""

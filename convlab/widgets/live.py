@@ -155,6 +155,15 @@ class Redraw:
         elif (first or kind in ENDS) and not self._schedule() and kind in ENDS and _worker():
             self.flush()  # a worker thread with no loop: nothing else would draw the end of its turn
 
+    def event(self, event: Mapping[str, Any]) -> None:
+        """``touch`` with an event's type, as a subscriber: what a widget that only redraws on
+        the events it follows subscribes (``Live.TOUCH``), one call an event, not two."""
+        kind = event["type"]
+        if self.dirty and kind not in LOOK:  # (touch's common case, inline)
+            self.thread = threading.get_ident()
+            return
+        self.touch(kind)
+
     def mark(self, kind: str = "") -> None:
         """An event changed what the widget shows, but what it shows now may pass at once (a
         decision a worker is about to answer): never draw from here while a timer can."""
@@ -171,9 +180,10 @@ class Redraw:
         """A timer for the end of the burst on this thread's event loop; False when there is none."""
         if self._timer is not None:
             return True
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # no loop in this thread: drawn when read, when the cell ends, or at a turn's end
+        # (asyncio's own None-returning form of get_running_loop: asked at every turn's end, where the
+        # RuntimeError of a thread with no loop, a script's, cost more than the rest of the listener)
+        loop = asyncio._get_running_loop()
+        if loop is None:  # no loop in this thread: drawn when read, when the cell ends, or at a turn's end
             return False
         self._timer = loop.call_later(self.wait, self._on_timer)
         return True
@@ -276,6 +286,8 @@ class Live:
     redraw: Redraw
     #: The event types the widget follows (None: all; ``kinds`` makes them from prefixes).
     EVENTS: frozenset[str] | None = None
+    #: Every event it follows only asks for a draw: ``Redraw.event`` is the subscriber (no ``_on_event``).
+    TOUCH = False
 
     if TYPE_CHECKING:  # what the widget class Live is mixed into has (ipywidgets), or each widget defines
         def add_class(self, className: str) -> Any: ...
@@ -316,7 +328,7 @@ class Live:
                 self.add_class(cls)
             self._follow(source, interval)
             (first or self._sync)()
-            self._unsubscribe = source.subscribe(self._on_event, types=self.EVENTS)
+            self._unsubscribe = source.subscribe(self.redraw.event if self.TOUCH else self._on_event, types=self.EVENTS)
         except BaseException:
             self.close()
             raise

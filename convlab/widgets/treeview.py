@@ -376,12 +376,15 @@ class TreeView(Live, anywidget.AnyWidget):
         if chain and old in self._rows:
             sets[old] = {**self._rows[old], "head": False}
         links = list(self._links)
+        shown = ChainMap(sets, self._rows)  # (live: sees the rows this loop sets)
+        first = self._meta["rows"]
         for k, nid in enumerate(chain):
             a = tree.node(nid)
-            sets[nid] = _row(a, self._meta["rows"] + k, 0, True, nid == head, self._status)
+            sets[nid] = _row(a, first + k, 0, True, nid == head, self._status)
             if a.get("turn_id"):
                 self._turn_rows.setdefault(a["turn_id"], []).append(nid)
-            links += _links(a, ChainMap(sets, self._rows))
+            if a.get("copied_from") is not None or a.get("replaces") is not None:
+                links += _links(a, shown)
         for tid in turns:
             status = self._status.get(tid, "")
             for nid in self._turn_rows.get(tid, ()):
