@@ -271,7 +271,9 @@ class TreeView(Live, anywidget.AnyWidget):
                 t["id"]: t["status"] for t in self.live.turns if t.get("status") in ("cancelled", "failed", "running")}
             self._added: list[str] = []  # messages recorded since the last draw
             self._turns: set[str] = set()  # turns whose status changed since the last draw
-            self._turn_rows: dict[str, list[str]] = {}  # turn id -> its shown rows
+            # turn id -> its shown rows: tuples of ids, which Python's collector stops tracking (a list
+            # a turn is one more container for every full collection of a long run to walk)
+            self._turn_rows: dict[str, tuple[str, ...]] = {}
             self._relayout = True
             self._version = 0
             self._rows: dict[str, dict[str, Any]] = {}  # what the browser shows: id -> row
@@ -382,7 +384,7 @@ class TreeView(Live, anywidget.AnyWidget):
             a = tree.node(nid)
             sets[nid] = _row(a, first + k, 0, True, nid == head, self._status)
             if a.get("turn_id"):
-                self._turn_rows.setdefault(a["turn_id"], []).append(nid)
+                self._turn_rows[a["turn_id"]] = (*self._turn_rows.get(a["turn_id"], ()), nid)
             if a.get("copied_from") is not None or a.get("replaces") is not None:
                 links += _links(a, shown)
         for tid in turns:
@@ -407,7 +409,7 @@ class TreeView(Live, anywidget.AnyWidget):
         self._turn_rows = {}
         for n in rows.values():
             if n["turn"]:
-                self._turn_rows.setdefault(n["turn"], []).append(n["id"])
+                self._turn_rows[n["turn"]] = (*self._turn_rows.get(n["turn"], ()), n["id"])
         self._patch(sets, drop, d, markers if markers != self._markers else None,
                    links if links != self._links else None)
 
