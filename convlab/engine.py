@@ -314,9 +314,11 @@ class Session:
         """
         entry = (fn, None if types is None else frozenset(types))
         self._subscribers += (entry,)
+        self._told = (self._subscribers, {})
 
         def unsubscribe() -> None:
             self._subscribers = tuple(e for e in self._subscribers if e is not entry)
+            self._told = (self._subscribers, {})  # the map held the listener: let it go with it
 
         return unsubscribe
 

@@ -125,6 +125,35 @@ def test_subscribe_and_unsubscribe():
     assert [e for e in got if e["type"] != "llm.delta"] == s.events[n - len(recorded):n]
 
 
+def test_an_unsubscribed_listener_is_let_go():
+    """The session keeps no reference to a listener once it unsubscribes (its map of who wants which event
+    type is made again): a widget or a replayer that stops listening can be freed without the collector."""
+    import gc
+    import weakref
+
+    class Listener:
+        def __init__(self):
+            self.seen = []
+
+        def __call__(self, event):
+            self.seen.append(event["type"])
+
+    s = make()
+    listener = Listener()
+    unsubscribe = s.subscribe(listener, types={"message.new", "turn.completed"})
+    s.submit(message(m("u1", "one")))
+    assert listener.seen and set(listener.seen) <= {"message.new", "turn.completed"}
+    gone = weakref.ref(listener)
+    unsubscribe()
+    del listener, unsubscribe  # (the function that unsubscribes holds what it unsubscribes)
+    gc.disable()
+    try:
+        assert gone() is None
+    finally:
+        gc.enable()
+    s.submit(message(m("u2", "two")))  # and the session goes on telling no one
+
+
 def test_subscriber_sees_the_event_after_it_happened():
     """"fn(event) after every event": when fn runs, the event is already in s.events."""
     s = make()

@@ -820,17 +820,6 @@ test("inWindow draws a bounded slice of a huge tree", () => {
 """
 
 
-def test_js_layout_functions_under_node(tmp_path):
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed")
-    test_file = tmp_path / "treeview.test.mjs"
-    test_file.write_text(JS_TEST.replace("MODULE", (STATIC / "treeview.js").as_uri()))
-    proc = subprocess.run([node, "--test", str(test_file)], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "# pass 8" in proc.stdout and "# fail 0" in proc.stdout, proc.stdout
-
-
 CHAT_JS_TEST = r"""
 import test from "node:test";
 import assert from "node:assert/strict";
@@ -857,12 +846,14 @@ test("the arrows show at a fork, each disabled at its end", () => {
 """
 
 
-def test_chat_js_functions_under_node(tmp_path):
+@pytest.mark.parametrize("module, tests, passes", [("treeview.js", JS_TEST, 8), ("chat.js", CHAT_JS_TEST, 2)])
+def test_js_functions_under_node(tmp_path, module, tests, passes):
+    """The ES modules' pure functions (the tree's layout, the chat's rows) under node's own test runner."""
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not installed")
-    test_file = tmp_path / "chat.test.mjs"
-    test_file.write_text(CHAT_JS_TEST.replace("MODULE", (STATIC / "chat.js").as_uri()))
+    test_file = tmp_path / f"{module}.test.mjs"
+    test_file.write_text(tests.replace("MODULE", (STATIC / module).as_uri()))
     proc = subprocess.run([node, "--test", str(test_file)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "# pass 2" in proc.stdout and "# fail 0" in proc.stdout, proc.stdout
+    assert f"# pass {passes}" in proc.stdout and "# fail 0" in proc.stdout, proc.stdout
