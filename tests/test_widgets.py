@@ -347,18 +347,50 @@ def test_chat_escapes_untrusted_content():
     chat._on_msg(None, {"type": "regenerate", "id": "u1"}, [])
     assert chat.last == {"ok": False, "message": "'u1' is not on the active path any more"}
     assert "not on the active path" in chat.status_line.value
+    before = len(answers)
     chat._on_msg(None, {"type": "edit", "id": "u1", "text": "again"}, [])
-    assert answers[-1] == {"type": "edited", "id": "u1", "ok": False} and len(s.tree) == 4
+    assert chat.last["message"] == "'u1' is not on the active path any more" and len(s.tree) == 4
+    assert not [a for a in answers[before:] if a["type"] == "edited"]  # its row is gone: no editor to answer
     for junk in (None, [], {"type": "edit"}, {"type": "edit", "id": 3}, {"type": "switch", "id": "u1", "step": 7},
                  {"type": "switch", "id": s.head, "step": True}, {"type": "edit", "id": s.head, "text": None},
                  {"type": "nope", "id": s.head}):
         chat._on_msg(None, junk, [])  # ignored: nothing raised (called directly: ipywidgets' dispatcher swallows errors)
     assert len(s.tree) == 4 and chat.last["message"] == "'u1' is not on the active path any more"
-    for gone in ({"type": "switch", "id": "nope", "step": 1}, {"type": "switch", "id": "u1", "step": -1},
-                 {"type": "regenerate", "id": "nope"}, {"type": "edit", "id": "nope", "text": "x"}):
+    answers.clear()
+    for gone in ({"type": "switch", "id": "u1", "step": -1}, {"type": "regenerate", "id": "u1"}):
         chat._on_msg(None, gone, [])
-        assert chat.last == {"ok": False, "message": f"{gone['id']!r} is not on the active path any more"}, gone
-    assert len(s.tree) == 4
+        assert chat.last == {"ok": False, "message": "'u1' is not on the active path any more"}, gone
+    chat.last = None
+    for junk in ({"type": "switch", "id": "nope", "step": 1}, {"type": "regenerate", "id": "\ud800"},
+                 {"type": "edit", "id": "x" * 100_000, "text": "x"}):
+        chat._on_msg(None, junk, [])  # an id that is in no tree is not from chat.js: nothing done, nothing echoed
+    assert chat.last is None and answers == [] and len(s.tree) == 4
+    # the same mistakes through the Python API: a clear answer or a clear error
+    assert chat.switch("nope", 1) == {"ok": False, "message": "no message 'nope' in the tree"}
+    for bad, error in (((["a"],), TypeError), (("u1", "1"), ValueError), (("u1", True), ValueError), (("u1", 0), ValueError)):
+        with pytest.raises(error, match="message id is a str|step is -1"):
+            chat.switch(*bad) if len(bad) == 2 else chat.regenerate(*bad)
+    with pytest.raises(TypeError, match=r"\(a str\), got int"):
+        chat.send(5)
+
+
+def test_chat_says_when_a_turn_failed_and_a_409_gives_the_right_advice():
+    class Falls:
+        def complete(self, request):
+            raise convlab.ProviderError("failed", "the model fell over")
+
+    s = convlab.Session(llm=Falls())
+    chat = ChatView(s)
+    assert chat.send("hi")["ok"] and s.turns[-1]["status"] == "failed"
+    chat.flush()
+    assert "turn t1 failed: call llm-1 failed" in chat.title.value and "the model fell over" in chat.title.value
+    out = chat.interrupt()  # nothing runs: no advice to interrupt it
+    assert out["message"] == "Refused (409): no turn is running: nothing to interrupt", out
+    m = convlab.Session(worker="manual")
+    manual = ChatView(m)
+    assert manual.send("one")["ok"]
+    busy = manual.send("two")["message"]
+    assert busy.count("nterrupt it first") == 1 and "queue" in busy, busy  # the engine's own hint, once
 
 
 def test_chat_shows_only_the_newest_messages_until_asked():

@@ -26,7 +26,7 @@ import anywidget
 import ipywidgets as w
 import traitlets
 
-from .. import readable
+from .. import brief, readable
 from . import intents
 from .live import INTERVAL, Live, hold, kinds
 from .source import REPLAY_HINT, Given, source_of
@@ -316,6 +316,9 @@ class ChatView(Live, w.VBox):
                 bits.append(f"turn {running} running{waiting}")
             if queued:
                 bits.append("queued: " + ", ".join(queued))
+            last = live.turns[-1] if live.turns and not running else None
+            if last is not None and last.get("status") == "failed":  # (else the reply just never comes)
+                bits.append(f"turn {last['id']} failed: {brief(last.get('error') or 'no reason given')}")
         self.title.value = (f'<span class="clw-title">Chat</span> '
                             f'<span class="clw-muted">· {esc(" · ".join(bits))}</span>')
         if self.interrupt_button is not None:
@@ -336,10 +339,14 @@ class ChatView(Live, w.VBox):
         return outcome
 
     def _index(self, node_id: str) -> int | None:
+        if not isinstance(node_id, str):
+            raise TypeError(f"a message id is a str, got {type(node_id).__name__}")
         self.flush()
         return self._pos.get(node_id)
 
-    def _gone(self, node_id: object) -> dict[str, Any]:
+    def _gone(self, node_id: str) -> dict[str, Any]:
+        if node_id not in self.source.message_tree:
+            return self._done({"ok": False, "message": f"no message {node_id!r} in the tree"})
         return self._done({"ok": False, "message": f"{node_id!r} is not on the active path any more"})
 
     # -- intents -----------------------------------------------------------
@@ -347,8 +354,10 @@ class ChatView(Live, w.VBox):
         """Send the active path up to ``node_id`` with that message changed (no id): a new branch."""
         with hold(self.source):
             index = self._index(node_id)
+            shown = node_id in self._made  # (the browser's editor is on a row it was shown)
             outcome = self._gone(node_id) if index is None else self._done(intents.edit(self.source, index, content))
-        self.messages.send({"type": "edited", "id": node_id, "ok": bool(outcome["ok"])})
+        if shown:
+            self.messages.send({"type": "edited", "id": node_id, "ok": bool(outcome["ok"])})
         return outcome
 
     def regenerate(self, node_id: str) -> dict[str, Any]:
@@ -358,10 +367,13 @@ class ChatView(Live, w.VBox):
             return self._gone(node_id) if index is None else self._done(intents.regenerate(self.source, index))
 
     def _on_msg(self, _widget: object, content: object, _buffers: object) -> None:
-        """What the browser asks (``chat.js``): an edit, a regenerate, a look at a sibling."""
+        """What the browser asks (``chat.js``): an edit, a regenerate, a look at a sibling, on a
+        message of the tree (anything else is not from chat.js: ignored, nothing echoed)."""
         if not isinstance(content, dict) or not isinstance(content.get("id"), str):
             return
         kind, nid = content.get("type"), content["id"]
+        if nid not in self.source.message_tree:
+            return
         if kind == "edit" and isinstance(content.get("text"), str):
             self.edit(nid, content["text"])
         elif kind == "regenerate":
@@ -370,6 +382,8 @@ class ChatView(Live, w.VBox):
             self._switch(nid, content["step"])
 
     def _switch(self, node_id: str, step: int) -> dict[str, Any]:
+        if type(step) is not int or step not in (-1, 1):
+            raise ValueError(f"step is -1 (the previous sibling) or +1 (the next), got {step!r}")
         with hold(self.source):
             if self._index(node_id) is None:
                 return self._gone(node_id)
@@ -385,6 +399,8 @@ class ChatView(Live, w.VBox):
         if self.readonly or box is None or mode is None or field is None:  # (a read-only view has no input box)
             return self._done({"ok": False, "message": intents.READ_ONLY})
         text = box.value if text is None else text
+        if not isinstance(text, str):
+            raise TypeError(f"send takes the message's text (a str), got {type(text).__name__}")
         queue = mode.value if queue is None else queue
         if state is ...:
             raw = field.value.strip()

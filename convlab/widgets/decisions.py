@@ -199,7 +199,7 @@ class DecisionPanel(Live, w.VBox):
         text = f"trigger {esc(trig.get('type'))}"
         if "new_from" in trig:
             text += f" (new_from {esc(trig['new_from'])})"
-        out: list[w.Widget] = [w.HTML(f"<div class='clw-muted'>{text} · {len(msgs)} messages on the path</div>")]
+        out: list[w.Widget] = [w.HTML(f"<div class='clw-muted'>{text} · {len(msgs)} message{'' if len(msgs) == 1 else 's'} on the path</div>")]
         if last is not None:
             out.append(w.HTML(f'<div class="clw-msg">{role_badge(last)}'
                               f'<div class="clw-text">{esc(readable(last.get("content")))}</div></div>'))

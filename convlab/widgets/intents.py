@@ -70,10 +70,11 @@ def refusal_text(err: Refused) -> str:
     status = getattr(err, "status", None)
     text = f"Refused ({status}): {err}"
     turn = getattr(err, "turn_id", None)
-    if status == 409:
-        if turn and turn not in str(err):
+    if status == 409 and turn:  # a turn is running (a 409 with no turn, "nothing to interrupt", says it all)
+        if turn not in str(err):
             text += f" (turn {turn} is running)"
-        text += ". Interrupt it first, or send with queue / merge."
+        if "interrupt" not in str(err):  # (the engine's own words may say what to do already)
+            text += ". Interrupt it first, or send with queue / merge."
     return text
 
 
