@@ -4,53 +4,36 @@ Measured where users feel it, in a real IPython kernel (``jupyter_client``),
 as notebook cells: a cell makes a fresh ``Session`` (EchoLLM, autorun) and,
 on the Lab side, displays ``convlab.Lab(session)``; the next cell submits N
 messages, one turn each. Its cost is the kernel's CPU time (user + system,
-every thread: the iopub thread sends the comm messages) from the cell's first
-statement to the end of its post-run hooks, so it holds the Lab's draws
-during the cell (the kernel's event loop does not run while a cell does) and
-the last one, which the Lab's own post-run hook makes when the cell ends. The
-kernel's handling of the cell around that (about 8 ms here: the request, the
-history, the reply) is the same for any N and either side, and is left out:
-counted, it made a Lab whose cost is exactly linear read 1.013 on the growth
-row with the collector off (the note still gives the whole cell's figure).
-CPU time, not wall time, because this machine is shared and other jobs' load
-would swamp a few percent (the wall times are in the note). The client reads
-iopub all along, as a browser would, counting the comm messages (by topic,
-without decoding them, so it takes little CPU from the kernel). After each
-cell the Lab must show the session's final state (head, path, nothing left
-to draw).
+every thread) from the cell's first statement to the end of its post-run
+hooks, so it holds the Lab's draws during the cell (the kernel's event loop
+does not run while a cell does) and the last one, which the Lab's own
+post-run hook makes when the cell ends (the iopub thread may send that
+draw's few messages just after). The kernel's handling of the cell around
+that (5 to 8 ms here: the request, the history, the reply) is the same for
+any N and either side, and is left out (the note gives the whole cell's
+seconds too). CPU time, not wall time, because this machine is shared and
+other jobs' load would swamp a few percent (the wall times are in the note).
+The client reads iopub all along, as a browser would, counting the comm
+messages (by topic, without decoding them, so it takes little CPU from the
+kernel). At the end of each cell the Lab must have drawn everything, and
+after it show the session's final state (head, path).
 
-As the CPU rows do (``bench/scaling.py``, ``own_heap``), what the kernel held
-before a sample is frozen out of the cyclic collector while it runs: a full
-collection of the kernel's whole heap (IPython, every module: about 300,000
-objects, 0.1 to 0.16 s here) otherwise landed in some samples and not
-others, by where the collector's counters stood, and a side that allocates
-more met it more often. Then one more collection, of nothing, so that the
-collector's thresholds start from the sample's own heap too: a full
-collection waits until what survived since the last one is a quarter of
-what survived it, and frozen, the kernel's 300,000 objects still set that
-quarter (about 62,000). A 3,000-turn cell ends near it (58,000 to 64,000
-objects), and the side that allocates more, the Lab's, reached it first: a
-full collection (10 ms) in most of its 3,000-turn samples and few of the
-bare ones, which read as growth in the Lab.
+What the kernel held before a sample (IPython, every module: about 250,000
+tracked objects) is frozen out of the cyclic collector while it runs, as the
+CPU rows do (``bench/scaling.py``, ``own_heap``), and then, unlike them, the
+collector's thresholds start again from the sample's own heap (one more
+collection, of nothing). The note counts the full collections in each cell.
 
 Two rows: the ratio at 1,000 turns (goal <= 2), and how that ratio grows to
-3,000 turns (goal <= 1.05: no quadratic term in the Lab; the note shows how
-driving alone scales, which the ``drive`` row holds to linear). A Lab whose
-cost is linear in the turns reads 1 on the growth row, give or take this
-machine: 0.991 to 1.020 over five runs here (its own CPU a turn, with less
-without, 34 to 37 µs at 1,000 turns and 37 to 40 µs at 3,000, grows with
-the session's heap as driving's does: 86 to 88 µs a turn bare at 1,000, 88 to
-90 at 3,000). So the goal of 1 that issue 14 set, when the chat's first draw
-was a 50 ms cost a cell for 3,000 turns to amortise, tossed a coin on every
-run. A quadratic term reads above 1.05: a tree view that lays the whole tree
-out again at every paced draw (two draws of a 6,000-message tree against one
-of 2,000) read 1.07, 1.11 and 1.22.
+3,000 turns (goal <= 1.05: no quadratic term in the Lab). Why each of these
+choices, and what the goal catches: ``bench/README.md``, "Reading the misses".
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import os
 import threading
 import time
 from typing import Any
@@ -60,39 +43,53 @@ from .harness import Row
 KERNEL_CODE = '''
 import gc, time, convlab
 from IPython.display import display
+from convlab.widgets.live import _after_cell  # the Lab's post-run hook (its last draw)
 
 def new(with_lab):
     global s, lab
     gc.collect()
-    gc.freeze()  # what the kernel held before (IPython, every module, ~300k objects) out of the collector
+    gc.freeze()  # what the kernel held before (IPython, every module, ~250k tracked objects) out of the collector
     gc.collect()  # ... and out of its thresholds: the next full collection counts from what the sample makes
     s = convlab.Session()
     lab = convlab.Lab(s) if with_lab else None
     if lab is not None:
         display(lab)
 
-_at = [0.0] * 4  # CPU and wall seconds at the cell's first statement, then at the end of its post-run hooks
+_at = {}  # what the timed cell measured: CPU and wall seconds, full collections, whether the Lab had drawn it all
+_full = [0, 0.0, 0.0]  # full collections while the cell runs: how many, their CPU seconds, when the last started
+
+def _collected(phase, info):
+    if info["generation"] == 2:
+        if phase == "start":
+            _full[2] = time.process_time()
+        else:
+            _full[0] += 1
+            _full[1] += time.process_time() - _full[2]
 
 def drive(n):
-    _at[0], _at[1] = time.process_time(), time.perf_counter()
+    _full[:2] = [0, 0.0]
+    _at.clear()
+    _at.update(cpu=time.process_time(), wall=time.perf_counter())
     for i in range(n):
         s.submit({"type": "client.message", "agent_id": "bot",
                   "message": {"role": "user", "content": f"message {i}: how is it going?"}})
 
 def _end(*_args):
-    _at[2], _at[3] = time.process_time(), time.perf_counter()
+    if "drawn" in _at or "cpu" not in _at:  # not a cell that drives
+        return
+    _at.update(cpu=time.process_time() - _at["cpu"], wall=time.perf_counter() - _at["wall"], full=list(_full[:2]),
+               drawn=lab is None or not any(p.redraw.dirty for p in lab._parts()))
 
 def hook_end():
     """Time the cell up to the end of its post-run hooks, the Lab's last draw (its own hook) included."""
     events = get_ipython().events
-    if _end in events.callbacks["post_run_cell"]:
-        events.unregister("post_run_cell", _end)
     events.register("post_run_cell", _end)  # after the Lab's (registered when the first Lab was made)
-    names = [getattr(f, "__name__", "") for f in events.callbacks["post_run_cell"]]
-    assert "_after_cell" in names and names.index("_after_cell") < names.index("_end"), names
+    hooks = events.callbacks["post_run_cell"]
+    assert _after_cell in hooks and hooks.index(_after_cell) < hooks.index(_end), hooks
+    gc.callbacks.append(_collected)
 
 def cell():
-    return {"cpu": _at[2] - _at[0], "wall": _at[3] - _at[1]}
+    return _at
 
 def done():
     global s, lab
@@ -105,6 +102,13 @@ def done():
     s = lab = None
     gc.unfreeze()
     return out
+'''
+
+# A regression to calibrate lab-growth against (CONVLAB_BENCH_LAB_REGRESSION=1): the tree view lays the whole
+# tree out again at every draw, an O(tree) draw paced a few times a second (bench/README, Reading the misses).
+REGRESSION = '''
+from convlab.widgets.treeview import TreeView
+TreeView._appended = lambda self, head, added: None
 '''
 
 
@@ -133,18 +137,23 @@ class Kernel:
             if frames and frames[0].startswith(b"comm-"):
                 self.comm_messages += 1
 
-    def run(self, code: str) -> float:
-        """Run a cell; seconds from the request to the reply."""
-        started = time.perf_counter()
+    def run(self, code: str) -> None:
+        """Run a cell, as a notebook does (post-run hooks and all), and wait for its reply."""
         msg_id = self.kc.execute(code)
         while True:
             reply = self.kc.get_shell_msg(timeout=3600)
             if reply["parent_header"].get("msg_id") == msg_id:
                 break
-        seconds = time.perf_counter() - started
         if reply["content"]["status"] != "ok":
             raise RuntimeError(f"kernel: {reply['content'].get('ename')}: {reply['content'].get('evalue')}")
-        return seconds
+
+    def settle(self, quiet: float = 0.1) -> int:
+        """Wait until the reader has read every message sent so far (none for ``quiet`` seconds); the count."""
+        while True:
+            count = self.comm_messages
+            time.sleep(quiet)
+            if self.comm_messages == count:
+                return count
 
     def value(self, expression: str) -> Any:
         msg_id = self.kc.execute("", silent=True, store_history=False,
@@ -174,41 +183,45 @@ def _sample(kernel: Kernel, turns: int, with_lab: bool, seen: dict[str, list]) -
     """One cell of ``turns`` submits on a fresh session, with or without a Lab: the kernel's CPU seconds from
     the cell's first statement to the end of its post-run hooks (the Lab's last draw)."""
     kernel.run(f"new({with_lab})")
-    before = kernel.comm_messages
+    before = kernel.settle()  # (the Lab's opening messages are not the cell's)
     whole = kernel.value(CPU)
     kernel.run(f"drive({turns})")
     whole = kernel.value(CPU) - whole
     cell = kernel.value("cell()")
-    time.sleep(0.3)  # let the reader take the cell's last messages
+    sent = kernel.settle() - before
     out = kernel.value("done()")
-    if out["turns"] != turns or not out["ok"]:
-        raise RuntimeError(f"the Lab did not show the final state after {turns} turns: {out}")
+    if out["turns"] != turns or not out["ok"] or not cell["drawn"]:
+        raise RuntimeError(f"the Lab did not show the final state after {turns} turns: {out}, {cell}")
     side = "with" if with_lab else "without"
     seen.setdefault(f"wall_{side}", []).append(cell["wall"])
     seen.setdefault(f"whole_{side}", []).append(whole)
+    seen.setdefault(f"full_{side}", []).append(cell["full"])
     if with_lab:
         seen.setdefault("draws", []).append(out["draws"])
-        seen.setdefault("comm", []).append(kernel.comm_messages - before)
+        seen.setdefault("comm", []).append(sent)
     return cell["cpu"]
 
 
 _measured: dict[bool, dict[str, Any]] = {}
-#: rounds of the four cells (each size with and without the Lab)
-REPEATS = 16
-#: lab-growth's goal: 1 is what a linear Lab reads, within this machine's noise (the module's docstring)
+#: rounds of the four cells (each size with and without the Lab); each cell's figure is its best round
+ROUNDS = 16
+#: lab-growth's goal: a linear Lab reads about 1 (bench/README.md, "Reading the misses", says what 1.05 catches)
 GROWTH_GOAL = 1.05
 
 
 def measure(smoke: bool) -> dict[str, Any]:
     """Both sizes, both sides, in one kernel (once per run: both rows read it). Each round runs the four
     cells (each size with and without the Lab) one after the other, the order turned each round, so the
-    two ratios are measured over the same stretch of the machine's time."""
+    two ratios are measured over the same stretch of the machine's time. With
+    ``CONVLAB_BENCH_LAB_REGRESSION=1`` the Lab has the quadratic term ``REGRESSION`` (to calibrate the goal)."""
     if smoke in _measured:
         return _measured[smoke]
     small, big = (100, 300) if smoke else (1_000, 3_000)
-    rounds = 2 if smoke else REPEATS
+    rounds = 2 if smoke else ROUNDS
     kernel = Kernel()
     try:
+        if os.environ.get("CONVLAB_BENCH_LAB_REGRESSION") == "1":
+            kernel.run(REGRESSION)
         kernel.run("new(True)\ndrive(20)")  # warm up: imports, tiktoken, the widgets (and the Lab's post-run hook)
         kernel.value("done()")
         kernel.run("hook_end()")
@@ -218,14 +231,11 @@ def measure(smoke: bool) -> dict[str, Any]:
         for i in range(rounds):
             for turns, with_lab in cells[i % 4:] + cells[:i % 4]:
                 samples.setdefault((turns, with_lab), []).append(_sample(kernel, turns, with_lab, seen[turns]))
-        out: dict[str, Any] = {"sizes": [small, big]}
+        out: dict[str, Any] = {"sizes": [small, big], "rounds": rounds}
         for turns in (small, big):
             a, b = samples[(turns, True)], samples[(turns, False)]
-            s = seen[turns]
             out[turns] = {"with": min(a), "without": min(b), "ratio": min(a) / min(b), "samples_with": a,
-                          "samples_without": b, "draws": s["draws"], "comm_messages": s["comm"],
-                          "wall_with": s["wall_with"], "wall_without": s["wall_without"],
-                          "whole_with": s["whole_with"], "whole_without": s["whole_without"]}
+                          "samples_without": b, "comm_messages": seen[turns].pop("comm"), **seen[turns]}
     finally:
         kernel.close()
     _measured[smoke] = out
@@ -238,17 +248,16 @@ def _note(m: dict[str, Any]) -> str:
     for n in (small, big):
         r = m[n]
         draws = max(max(d) for d in r["draws"])
-        comm = min(r["comm_messages"])
-        wall = min(r["wall_with"]) / min(r["wall_without"])
-        bits.append(f"{n:,} turns: {r['with']:.2f} s with / {r['without']:.2f} s without = {r['ratio']:.2f} "
-                    f"(wall {min(r['wall_with']):.2f} / {min(r['wall_without']):.2f} s = {wall:.2f}; at most "
-                    f"{draws} draws a part, {comm / n:.1f} comm messages a turn)")
-    whole = [min(m[n]["whole_with"]) / min(m[n]["whole_without"]) for n in (small, big)]
-    return ("in a kernel, a cell of N submits (EchoLLM), the kernel's CPU seconds from its first statement to "
-            "the end of its post-run hooks (the Lab's last draw included), best of each side over rounds of the "
-            "four cells; " + "; ".join(bits) + f"; driving alone grows "
-            f"{m[big]['without'] / m[small]['without']:.2f}x for {big / small:.0f}x the turns; the whole cell to "
-            f"the kernel's reply: {whole[0]:.2f} and {whole[1]:.2f}")
+        full = {side: sorted({f[0] for f in r[f"full_{side}"]}) for side in ("with", "without")}
+        bits.append(f"{n:,} turns: {r['with']:.3f} s with / {r['without']:.3f} s without = {r['ratio']:.2f} "
+                    f"(wall {min(r['wall_with']):.3f} / {min(r['wall_without']):.3f} s; the whole cell to the "
+                    f"kernel's reply {min(r['whole_with']):.3f} / {min(r['whole_without']):.3f} s; at most {draws} "
+                    f"draws a part; {min(r['comm_messages'])} comm messages a cell; full collections in a cell "
+                    f"{'/'.join(map(str, full['with']))} with, {'/'.join(map(str, full['without']))} without)")
+    return (f"in a kernel, a cell of N submits (EchoLLM), the kernel's CPU seconds from its first statement to "
+            f"the end of its post-run hooks (the Lab's last draw included), best of {m['rounds']} rounds of the "
+            f"four cells; " + "; ".join(bits) + f"; driving alone grows "
+            f"{m[big]['without'] / m[small]['without']:.2f}x for {big / small:.0f}x the turns")
 
 
 def run_lab(smoke: bool) -> Row:
@@ -270,5 +279,5 @@ def run_growth(smoke: bool) -> Row:
     row.finish(m[big]["ratio"], m[small]["ratio"])
     per_turn = [(m[n]["with"] - m[n]["without"]) / n * 1e6 for n in (small, big)]
     row.note = (f"no quadratic term: the Lab's own CPU a turn (with - without) {per_turn[0]:.0f} µs at {small:,} turns, "
-                f"{per_turn[1]:.0f} µs at {big:,}; a linear Lab reads about 1, a quadratic term above the goal (bench/lab.py)")
+                f"{per_turn[1]:.0f} µs at {big:,}; a linear Lab reads about 1 (bench/README.md: what the goal catches)")
     return row

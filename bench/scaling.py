@@ -54,7 +54,9 @@ def own_heap() -> Iterator[None]:
     imported, their leftovers) frozen out of the cyclic collector while it runs: a full collection then
     walks what the sample made, as in a process that holds only the session. Without it a row's figure
     depended on the rows that ran before it (a full run read 1.67 for ``drive`` where ``--only drive``
-    read 1.44)."""
+    read 1.44). The collector's thresholds still count the frozen heap, as a user's own heap counts in a
+    notebook: the first full collection comes when a quarter as many objects as it holds have survived
+    since (the Lab rows, which compare two sides near that point, start the thresholds afresh)."""
     gc.collect()
     gc.freeze()
     try:
