@@ -34,7 +34,7 @@ from .harness import Row, once, paired
 
 #: (small, large) per row, full and smoke
 SIZES = {"drive": ((1_000, 8_000), (100, 800)), "replay": ((2_000, 16_000), (200, 1_600)), "tune": (8_000, 400)}
-REPEATS = {"drive": 3, "replay": 3, "tune": 3}
+REPEATS = {"drive": 5, "replay": 3, "tune": 3}
 
 BASE = """
 [agent.bot.context]
