@@ -2,7 +2,7 @@
 
 Every row is a ratio of two measurements taken in the same process, in
 alternation (numerator, denominator, numerator, ...), so slow drift of a
-shared machine hits both sides alike. A row reports the median of each side.
+shared machine hits both sides alike. A row reports the best of each side (``paired``).
 """
 
 from __future__ import annotations
@@ -94,6 +94,25 @@ def paired(num: Callable[[], float], den: Callable[[], float], repeats: int) -> 
             b.append(den())
             a.append(num())
     return min(a), min(b), a, b
+
+
+class FullCollections:
+    """A ``gc.callbacks`` entry that counts the full (generation 2) collections and their CPU seconds."""
+
+    def __init__(self) -> None:
+        self.count, self.seconds, self._started = 0, 0.0, 0.0
+
+    def reset(self) -> None:
+        self.count, self.seconds = 0, 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self._started = time.process_time()
+        else:
+            self.count += 1
+            self.seconds += time.process_time() - self._started
 
 
 def machine() -> dict[str, Any]:

@@ -36,14 +36,19 @@ import json
 import os
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from .harness import Row
+
+#: the project's root: the kernel's working folder, where ``bench`` imports from
+ROOT = Path(__file__).resolve().parent.parent
 
 KERNEL_CODE = '''
 import gc, time, convlab
 from IPython.display import display
 from convlab.widgets.live import _after_cell  # the Lab's post-run hook (its last draw)
+from bench.harness import FullCollections
 
 def new(with_lab):
     global s, lab
@@ -56,18 +61,10 @@ def new(with_lab):
         display(lab)
 
 _at = {}  # what the timed cell measured: CPU and wall seconds, full collections, whether the Lab had drawn it all
-_full = [0, 0.0, 0.0]  # full collections while the cell runs: how many, their CPU seconds, when the last started
-
-def _collected(phase, info):
-    if info["generation"] == 2:
-        if phase == "start":
-            _full[2] = time.process_time()
-        else:
-            _full[0] += 1
-            _full[1] += time.process_time() - _full[2]
+_full = FullCollections()  # (bench/harness.py) the full collections while a cell drives
 
 def drive(n):
-    _full[:2] = [0, 0.0]
+    _full.reset()
     _at.clear()
     _at.update(cpu=time.process_time(), wall=time.perf_counter())
     for i in range(n):
@@ -77,7 +74,7 @@ def drive(n):
 def _end(*_args):
     if "drawn" in _at or "cpu" not in _at:  # not a cell that drives
         return
-    _at.update(cpu=time.process_time() - _at["cpu"], wall=time.perf_counter() - _at["wall"], full=list(_full[:2]),
+    _at.update(cpu=time.process_time() - _at["cpu"], wall=time.perf_counter() - _at["wall"], full=[_full.count, _full.seconds],
                drawn=lab is None or not any(p.redraw.dirty for p in lab._parts()))
 
 def hook_end():
@@ -86,7 +83,7 @@ def hook_end():
     events.register("post_run_cell", _end)  # after the Lab's (registered when the first Lab was made)
     hooks = events.callbacks["post_run_cell"]
     assert _after_cell in hooks and hooks.index(_after_cell) < hooks.index(_end), hooks
-    gc.callbacks.append(_collected)
+    gc.callbacks.append(_full)
 
 def cell():
     return _at
@@ -118,7 +115,7 @@ class Kernel:
     def __init__(self) -> None:
         from jupyter_client.manager import start_new_kernel
 
-        self.km, self.kc = start_new_kernel(kernel_name="python3")
+        self.km, self.kc = start_new_kernel(kernel_name="python3", cwd=str(ROOT))  # (imports bench.harness)
         self.comm_messages = 0
         self._stop = False
         self._reader = threading.Thread(target=self._read, daemon=True)

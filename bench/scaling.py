@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from typing import Any, Callable
 
 from .corpus import agent_messages
-from .harness import Row, once, paired
+from .harness import FullCollections, Row, once, paired
 
 #: (small, large) per row, full and smoke
 SIZES = {"drive": ((1_000, 8_000), (100, 800)), "replay": ((2_000, 16_000), (200, 1_600)), "tune": (8_000, 400)}
@@ -115,23 +115,14 @@ def run_drive(smoke: bool) -> Row:
 
 def collections_during(fn: Callable[[], Any]) -> tuple[int, float]:
     """How many full (generation 2) collections ran during ``fn``, and their CPU seconds."""
-    seen = [0, 0.0, 0.0]
-
-    def watch(phase: str, info: dict) -> None:
-        if info["generation"] == 2:
-            if phase == "start":
-                seen[2] = time.process_time()
-            else:
-                seen[0] += 1
-                seen[1] += time.process_time() - seen[2]
-
+    full = FullCollections()
     with own_heap():
-        gc.callbacks.append(watch)
+        gc.callbacks.append(full)
         try:
             fn()
         finally:
-            gc.callbacks.remove(watch)
-    return int(seen[0]), seen[1]
+            gc.callbacks.remove(full)
+    return full.count, full.seconds
 
 
 def without_collector(fn: Callable[[], Any]) -> float:
