@@ -743,13 +743,14 @@ def _rows_table(df: pd.DataFrame, keys: list[str], width: int, summarizer: bool)
         Column("tokens_read", list(df["tokens_read"]), short="read", short_fmt=compact),
         Column("saved", list(df["saved"]), fmt=_percent),
         *([Column("usd", list(df["usd"]), fmt=_dollars), Column("cached_share", list(df["cached_share"]), short="cached",
-                                                                fmt=_percent)] if df["usd"].notna().any() else []),
+                                                                fmt=_percent, optional=2)] if df["usd"].notna().any() else []),
         Column("summaries", list(df["summaries"]), short="summ"),
         *([Column("summary_tokens", list(df["summary_tokens"]), short="sum_tok", short_fmt=compact)] if summarizer else []),
         Column("resets", list(df["resets"])),
         Column("stale", list(df["stale"])),
+        # the last to go, where nothing else made room (dollars added two columns): the cached share, the count's error
         Column("err_usage_p95", list(df["err_usage_p95"]), short="err95", short_fmt=compact,
-                fmt=lambda v: f"{v:,.0f}"),
+                fmt=lambda v: f"{v:,.0f}", optional=2),
     ]
     return fit_table(cols, width)
 

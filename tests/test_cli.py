@@ -774,6 +774,19 @@ def test_model_ttl_and_preset_mistakes_are_one_line_before_any_work(extra, messa
 
 
 @pytest.mark.realdata
+def test_tune_in_dollars_fits_80_columns_on_the_long_real_session(capsys):
+    """With --model the rows gain usd and cached: at --width 80 on the 657-message Claude Code session the
+    cached share and the count's error give way (they ran 89 wide), the dollars stay."""
+    real = require()
+    path = real / "claude_code" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl.gz"
+    assert main(["tune", str(path), "--model", "claude-sonnet-4-5", "--no-progress", "--width", "80"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(cells(line) for line in lines) <= 80, max(lines, key=cells)
+    assert lines[0].split() == ["conv", "source", "cfg", "idle_secs", "window", "read", "saved", "usd", "summ", "resets",
+                                "stale"]
+
+
+@pytest.mark.realdata
 def test_tune_in_dollars_with_the_presets_on_a_real_session(capsys):
     """convlab tune log --model M --preset all: a row per (conversation, preset) with its dollars and cached share,
     and the presets ranked by dollars; the figures are the library's."""
