@@ -97,9 +97,14 @@ class SummaryWarning(UserWarning):
 
 
 class TuneWarning(UserWarning):
-    """A config of a sweep acts on most model calls, or its threshold sits below the hidden
-    prompt the provider reads at every call: its figures say more about that than about
-    the config (``convlab.rank``)."""
+    """A config of a sweep acts on most model calls, its threshold sits below the hidden
+    prompt the provider reads at every call, or it made turns fail: its figures say more
+    about that than about the config (``convlab.rank``). ``left_out`` maps each config the
+    ranking left out to why (empty when the warning is about configs it ranks)."""
+
+    def __init__(self, message: str, left_out: dict[int, str] | None = None) -> None:
+        super().__init__(message)
+        self.left_out: dict[int, str] = dict(left_out or {})
 
 
 class TokenizerError(RuntimeError):

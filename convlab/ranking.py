@@ -40,6 +40,7 @@ RANK_COLUMNS = (
     "threshold",
     "conversations",
     "calls",
+    "lost_calls",
     "limits",
     "summaries",
     "resets",
@@ -52,7 +53,7 @@ RANK_COLUMNS = (
     "warning",
 )
 
-_SUMMED = ("calls", "limits", "summaries", "resets", "stale", "failed_turns", "tokens_read", "baseline_tokens_read")
+_SUMMED = ("calls", "lost_calls", "limits", "summaries", "resets", "stale", "failed_turns", "tokens_read", "baseline_tokens_read")
 
 
 def grid_keys(df: pd.DataFrame) -> list[str]:
@@ -108,16 +109,17 @@ BY = ("tokens", "usd")
 FLOORS = ("retained", "facts_kept")
 
 
-def rank(df: pd.DataFrame, by: str = "tokens", *, min_retained: float | None = None, min_facts_kept: float | None = None):
+def rank(df: pd.DataFrame, by: str = "tokens", *, min_retained: float | None = None, min_facts_kept: float | None = None,
+         failed: bool = False):
     """The configs of a sweep ranked by what they save against what they cost, over every conversation.
 
     ``df`` is what ``convlab.tune`` returns (or that frame read back from its
     CSV). One row per config, the best first (index ``rank``, from 1):
     ``config`` and the grid keys, ``window``, ``strategies``, ``worker`` and
     ``threshold`` as in the tune frame; ``conversations``; summed over them,
-    ``calls``, ``limits`` (context.limit decisions, every reason),
-    ``summaries``, ``resets``, ``stale`` (logged replies that no longer
-    apply), ``failed_turns``, ``tokens_read`` and ``baseline_tokens_read``
+    ``calls``, ``lost_calls``, ``limits`` (context.limit decisions, every
+    reason), ``summaries``, ``resets``, ``stale`` (logged replies that no
+    longer apply), ``failed_turns``, ``tokens_read`` and ``baseline_tokens_read``
     (the same conversations replayed with no strategy); ``saved``, the share
     of the baseline's tokens the config did not read, ``1 - tokens_read /
     baseline_tokens_read`` (negative when its summary calls read more than
@@ -134,6 +136,16 @@ def rank(df: pd.DataFrame, by: str = "tokens", *, min_retained: float | None = N
     every summary makes the next call write the cache again).
     ``ranked.attrs["by"]`` says which.
 
+    A config that breaks turns never wins: one with failed turns (a call
+    the provider refused as too long, and nothing made room) or lost calls
+    (logged replies it never gave: their turn failed, or its worker ended
+    it) is left out, and ``ranked.attrs["left_out"]`` says why, in a
+    ``TuneWarning`` too (its ``left_out`` attribute holds them). Its figures
+    count each lost call at the log's own figure (``convlab.tune``), so it
+    never looks like a saving, but a config you cannot run is no answer.
+    ``failed=True`` ranks such configs after every other, never on the
+    Pareto front, their ``warning`` saying why.
+
     Floors: ``min_retained`` and ``min_facts_kept`` (a share from 0 to 1)
     leave out every config whose mean over its conversations of that column
     (``retained``, from ``tune(..., judge=...)``; ``facts_kept``; NaN rows
@@ -144,7 +156,8 @@ def rank(df: pd.DataFrame, by: str = "tokens", *, min_retained: float | None = N
 
     The order: the Pareto configs first, then the others, each by ``saved``
     (most first), then fewer summaries and resets, fewer stale replies, and
-    the config's index. The smallest window always reads the least, so
+    the config's index; with ``failed=True``, the configs that broke turns
+    last, in the same order among themselves. The smallest window always reads the least, so
     ``saved`` alone does not rank: read it against ``summaries``, ``resets``
     and ``stale`` (``convlab.plots.sweep_pareto`` draws it).
 
@@ -160,9 +173,10 @@ def rank(df: pd.DataFrame, by: str = "tokens", *, min_retained: float | None = N
       usage holds the whole overhead, so the count passes the threshold
       again and again: the config summarizes at nearly every other call,
       whatever the conversation says;
-    - or failed turns (a call the provider refused as too long, and nothing
-      made room): a failed turn's calls read nothing, so ``saved`` counts
-      them as saved.
+    - or, ranked with ``failed=True``, made turns fail (a call the provider
+      refused as too long, and nothing made room) or left logged calls
+      unmade: each such call counts at the log's own figure, so its
+      ``saved`` says nothing of a config that works.
 
     >>> import warnings
     >>> import pandas as pd
@@ -195,9 +209,18 @@ def rank(df: pd.DataFrame, by: str = "tokens", *, min_retained: float | None = N
     missing = [c for c in needed if c not in df.columns]
     if missing:
         raise KeyError(f"rank takes the frame convlab.tune returns; this one has no column {', '.join(map(repr, missing))}")
+    if not isinstance(failed, bool):
+        raise TypeError(f"rank: failed is True (rank the configs that broke turns, last) or False, got {failed!r}")
     keys = grid_keys(df)
+    if "lost_calls" not in df.columns:  # a frame from before the column: no call was lost, or nothing says so
+        df = df.assign(lost_calls=0)
     floors = _floors(df, {"retained": min_retained, "facts_kept": min_facts_kept})
     df, left_out = _floored(df, floors)
+    broken = _broken(df)
+    whole = df
+    if not failed and broken:
+        df = df[~df["config"].isin(list(broken))]
+        left_out.update(broken)
     rows = df.assign(limits=df["limits_full"] + df["limits_idle"] + df["limits_overflow"])
     if "worker" not in rows.columns:  # a frame from before workers were swept: the engine's proposal
         rows = rows.assign(worker=None)
@@ -215,16 +238,25 @@ def rank(df: pd.DataFrame, by: str = "tokens", *, min_retained: float | None = N
         out["saved_usd"] = 1 - out["usd"] / dollars.where(dollars > 0)
         measure = "saved_usd"
     rewrites = out["summaries"] + out["resets"]
-    out["pareto"] = [_undominated(out[measure], rewrites, i) for i in range(len(out))]
+    works = ~out["config"].isin(list(broken))
+    out["pareto"] = [bool(works.iloc[i]) and _undominated(out[measure].where(works), rewrites, i) for i in range(len(out))]
     out["warning"] = [_warning(row, rows[rows["config"] == row["config"]]) for _, row in out.iterrows()]
-    out = out.assign(_rewrites=rewrites, _front=~out["pareto"], _saved=-out[measure].fillna(-math.inf))
-    out = out.sort_values(["_front", "_saved", "_rewrites", "stale", "config"], kind="stable")
+    out = out.assign(_rewrites=rewrites, _broken=~works, _front=~out["pareto"], _saved=-out[measure].fillna(-math.inf))
+    out = out.sort_values(["_broken", "_front", "_saved", "_rewrites", "stale", "config"], kind="stable")
     extra = (["usd", "baseline_usd", "usd_saved", "saved_usd"] if by == "usd" else []) + list(floors)
     columns = [*RANK_COLUMNS[:RANK_COLUMNS.index("saved") + 1], *extra, *RANK_COLUMNS[RANK_COLUMNS.index("saved") + 1:]]
     out = out[["config", *keys, *columns]].reset_index(drop=True)
     out.index = pd.RangeIndex(1, len(out) + 1, name="rank")
     out.attrs["by"] = by
     out.attrs["left_out"] = left_out
+    if broken and not failed:
+        labels = {int(r["config"]): r for _, r in whole.drop_duplicates("config").iterrows()}
+        shown = "; ".join(f"{config_label(labels[c], keys) if c in labels else f'config {c}'}: {why}"
+                          for c, why in sorted(broken.items())[:3])
+        more = f"; and {len(broken) - 3} more" if len(broken) > 3 else ""
+        warnings.warn(TuneWarning(f"{_count(len(broken), 'config')} left out of the ranking, because a config that breaks turns "
+                                  f"is no answer: {shown}{more} (rank(df, failed=True) ranks them last)",
+                                  {c: broken[c] for c in broken}), stacklevel=2)
     said: dict[str, list[Any]] = {}  # one warning per reason, naming every config it holds for
     for _, row in out.iterrows():
         if row["warning"]:
@@ -283,8 +315,9 @@ def _warning(config: pd.Series, rows: pd.DataFrame) -> str:
     import pandas as pd
 
     said = []
-    if config["limits"] * 2 > config["calls"]:
-        said.append(f"fires at most model calls: {config['limits']:,} context limits in {config['calls']:,} calls")
+    logged = int(config["calls"]) + int(config.get("lost_calls", 0) or 0)  # the calls of the log, made or not
+    if config["limits"] * 2 > logged:
+        said.append(f"fires at most model calls: {config['limits']:,} context limits in {logged:,} calls")
     threshold = config["threshold"]
     if not pd.isna(threshold):
         below = rows[(rows["overhead"] > threshold) & (rows["limits_full"] > 0)]
@@ -296,11 +329,34 @@ def _warning(config: pd.Series, rows: pd.DataFrame) -> str:
             said.append(f"its threshold ({what} {int(threshold):,}) is below the hidden prompt of {which}, which the "
                         f"provider reads at every call: each call after a summary passes it again "
                         f"({int(below['summaries'].sum()):,} summaries in {int(below['calls'].sum()):,} calls there)")
-    if config["failed_turns"]:
-        failed = rows[rows["failed_turns"] > 0]
-        said.append(f"{_count(config['failed_turns'], 'turn')} failed in {_which(failed)} (the provider refused a call "
-                    f"as too long and nothing made room): a failed turn's calls read nothing, and saved counts them as saved")
+    broke = _breaks(int(config["failed_turns"]), int(config.get("lost_calls", 0) or 0), rows)
+    if broke:
+        said.append(f"{broke}: its figures count each call it never made at the log's own, so its saving says nothing "
+                    f"of a config that works")
     return "; ".join(said)
+
+
+def _breaks(failed_turns: int, lost_calls: int, rows: pd.DataFrame) -> str:
+    """How a config broke turns, over its ``rows`` (its conversations); "" when it did not."""
+    if failed_turns:
+        where = rows[rows["failed_turns"] > 0]
+        return (f"{_count(failed_turns, 'turn')} failed in {_which(where)} (the provider refused a call as too long and "
+                f"nothing made room; {_count(lost_calls, 'logged call')} never made)")
+    if lost_calls:
+        where = rows[rows["lost_calls"] > 0]
+        return f"its worker ended turns before their replies in {_which(where)} ({_count(lost_calls, 'logged call')} never made)"
+    return ""
+
+
+def _broken(df: pd.DataFrame) -> dict[int, str]:
+    """The configs of a tune frame that broke turns (failed turns or lost calls), each with how."""
+    sums = df.groupby("config", sort=True)[["failed_turns", "lost_calls"]].sum()
+    out = {}
+    for config, row in zip(sums.index, sums.to_dict("records"), strict=True):
+        how = _breaks(int(row["failed_turns"]), int(row["lost_calls"]), df[df["config"] == config])
+        if how:
+            out[int(config)] = how
+    return out
 
 
 def _hidden(row: pd.Series) -> str:

@@ -81,14 +81,27 @@ def test_rank_warns_when_a_threshold_sits_below_the_hidden_prompt():
         assert convlab.rank(small)["warning"].tolist() == [""]
 
 
-def test_rank_warns_when_the_window_makes_turns_fail():
-    """A turn the provider refused as too long reads nothing: its saving is not one, and rank says so."""
+def test_a_config_that_makes_turns_fail_is_never_a_saving_and_never_ranked():
+    """Issue 34 (1): a turn the provider refused as too long is a failure of the config, never a saving: its
+    calls count at the log's own figures (every column alike), rank leaves the config out and says so, and
+    failed=True ranks it last, off the Pareto front."""
     c = hidden_prompt_conv("wide", 4, chars=2000, hidden=60000)
     df = tune([c], BASE, grid={"window": [50000, 200000]}, progress=False)
-    assert df["failed_turns"].tolist() == [4, 0] and df["tokens_read"].iloc[0] < df["baseline_tokens_read"].iloc[0]
-    with pytest.warns(convlab.TuneWarning, match=r"config 0 \(window=50000\): 4 turns failed in wide \(the provider refused a call"):
+    assert df["failed_turns"].tolist() == [4, 0] and df["lost_calls"].tolist() == [4, 0] and df["calls"].tolist() == [0, 4]
+    assert df["tokens_read"].iloc[0] == df["baseline_tokens_read"].iloc[0] and df["saved"].tolist() == [0.0, 0.0]
+    with pytest.warns(convlab.TuneWarning) as said:
         ranked = convlab.rank(df)
-    assert ranked.set_index("config").loc[0, "failed_turns"] == 4
+    (warning,) = said
+    assert str(warning.message).startswith("1 config left out of the ranking, because a config that breaks turns is no answer: "
+                                           "config 0 (window=50000): 4 turns failed in wide (the provider refused a call")
+    assert warning.message.left_out == {0: ranked.attrs["left_out"][0]} and ranked["config"].tolist() == [1]
+    with pytest.warns(convlab.TuneWarning, match=r"config 0 \(window=50000\): .*4 turns failed in wide") as said:
+        shown = convlab.rank(df, failed=True)
+    assert not said[0].message.left_out  # about a config it ranks
+    assert shown["config"].tolist() == [1, 0] and shown["pareto"].tolist() == [True, False]
+    assert shown.set_index("config").loc[0, "failed_turns"] == 4 and shown.attrs["left_out"] == {}
+    with pytest.raises(TypeError, match="rank: failed is True"):
+        convlab.rank(df, failed="yes")
 
 
 def test_rank_reads_a_frame_back_from_csv_and_refuses_other_frames(tmp_path):

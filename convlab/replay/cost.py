@@ -227,7 +227,8 @@ class _PathBlocks(Sequence):
 def annotate(calls: list[dict[str, Any]], summary_calls: list[dict[str, Any]], session: Session, p: Plan,
              counts: ExactCounts, the_fit: Fit, pricing: Pricing) -> None:
     """Give each of a replay's ``calls`` its ``cached``, ``cache_write``, ``logged_cached``, ``output``
-    and ``usd`` (None without a model), and each summary call its ``usd``, in place."""
+    and ``usd`` (None without a model), and each summary call its ``usd``, in place. A call the provider
+    refused as too long reads nothing, writes nothing to the cache and costs nothing (0 each, $0)."""
     graph = session.tree
     nodes = graph.nodes
     depth: dict[str, int] = {}
@@ -260,6 +261,11 @@ def annotate(calls: list[dict[str, Any]], summary_calls: list[dict[str, Any]], s
     caches: dict[str | None, PromptCache] = {}
     warmed: set[tuple[str | None, str]] = set()
     for c in calls:
+        if c.get("refused"):  # refused as too long: the provider read nothing, cached nothing, billed nothing
+            c["cached"] = c["cache_write"] = 0
+            c["logged_cached"] = None
+            c["output"] = 0
+            continue
         root, model, hidden, ratio, warm = the_fit.of(c.get("reply"))
         name = pricing.rule_for(model or logged_model)
         cache = caches.get(name)
@@ -283,10 +289,12 @@ def annotate(calls: list[dict[str, Any]], summary_calls: list[dict[str, Any]], s
         c["output"] = _output(p, c, counts)
     prices = pricing.prices(pricing.model)
     for c in calls:
-        c["usd"] = None if prices is None else prices.usd(int(c["read"]), c["cached"], c["cache_write"], c["output"])
+        c["usd"] = None if prices is None else 0.0 if c.get("refused") else \
+            prices.usd(int(c["read"]), c["cached"], c["cache_write"], c["output"])
     summary_prices = pricing.prices(pricing.summarizer_model or pricing.model)
     for s in summary_calls:
-        s["usd"] = None if summary_prices is None else summary_prices.usd(int(s["read"]), 0, 0, int(s.get("output") or 0))
+        s["usd"] = None if summary_prices is None else 0.0 if s.get("refused") else \
+            summary_prices.usd(int(s["read"]), 0, 0, int(s.get("output") or 0))
 
 
 def _logged_cached(p: Plan, call: Mapping[str, Any]) -> int | None:

@@ -94,6 +94,7 @@ class _Start:
     trace: int  # model calls so far
     limits: int
     stale: int
+    lost: int
     consulted: int
     map: int  # writes to the id map so far (``_IdMap.at`` rebuilds the map as it was)
     model: tuple[int, int, int, int]  # ReplayLLM.mark()
@@ -130,13 +131,14 @@ class _Record:
 
     map: _IdMap = field(default_factory=_IdMap)  # imported id -> session id (where the log goes on)
     stale: list[str] = field(default_factory=list)  # imported ids of the logged replies that no longer apply
+    lost: list[str] = field(default_factory=list)  # imported ids of the logged replies never given (their turn ended first)
     limits: list[dict[str, Any]] = field(default_factory=list)  # context.limit decisions, with what was answered
     trace: list[dict[str, Any]] = field(default_factory=list)  # one entry per model call (not summary calls)
     consulted: list[tuple] = field(default_factory=list)  # (turn, kind, *data): see Replayer
 
     def until(self, at: _Start) -> _Record:
         """The record as it was when the turn of ``at`` started."""
-        return _Record(self.map.at(at.map), self.stale[:at.stale], [dict(x) for x in self.limits[:at.limits]],
+        return _Record(self.map.at(at.map), self.stale[:at.stale], self.lost[:at.lost], [dict(x) for x in self.limits[:at.limits]],
                        [dict(x) for x in self.trace[:at.trace]], self.consulted[:at.consulted])
 
 
@@ -327,7 +329,8 @@ class Replayer:
         for k in range(start, len(self.plan.turns)):
             self.turn = k
             rec = self.record
-            self.starts[k] = _Start(len(self.session.events), len(rec.trace), len(rec.limits), len(rec.stale), len(rec.consulted),
+            self.starts[k] = _Start(len(self.session.events), len(rec.trace), len(rec.limits), len(rec.stale), len(rec.lost),
+                                    len(rec.consulted),
                                     len(rec.map.writes), self.llm.mark(), self.session.clock)
             self._run_turn(self.plan.turns[k])
         return self
@@ -343,6 +346,7 @@ class Replayer:
             session=self.session,
             map=dict(self.record.map),
             stale=list(dict.fromkeys(self.record.stale)),
+            lost=list(dict.fromkeys(self.record.lost)),
             calls=calls,
             limits=list(self.record.limits),
             conversation_id=self.plan.conversation_id,
@@ -419,7 +423,7 @@ class Replayer:
         for kind, nid in steps:
             if s.decision is None:  # the turn failed: the rest of its replies are not given
                 if kind == "call":
-                    self.record.stale.append(nid)
+                    self._lose(nid)
                 continue
             if kind == "add":
                 actions.append({"type": "message.add", "message": self._message(nid)})
@@ -433,11 +437,16 @@ class Replayer:
                 self.record.map[nid] = waiting["reply"]["id"]
                 if not self.llm.last_applied:
                     self.record.stale.append(nid)
-            else:
-                self.record.stale.append(nid)
+            else:  # the turn ended without this reply (it failed, or a worker ended it)
+                self._lose(nid)
             actions, adds = [], []
         if s.decision is not None:
             self._answer(actions, adds)
+
+    def _lose(self, nid: str) -> None:
+        """The logged reply ``nid`` is never given: its turn ended before it (stale, and lost)."""
+        self.record.stale.append(nid)
+        self.record.lost.append(nid)
 
     def _answer(self, actions: list[dict[str, Any]], adds: list[str]) -> None:
         """Answer with ``actions``; the tool results they add (``adds``, imported ids) map to

@@ -49,7 +49,7 @@ from .driver import Replayer, limit_worker, pricing_for
 from .model import ReplayLLM, Summarize
 from .plan import ExactCounts, Plan, plan
 from .probes import JUDGE_KEY, Asking, Judge, check_probes, judge_for
-from .result import Replay
+from .result import Figures, Replay
 from .summaries import Summaries, SummaryCost, SummaryFolder, summaries_for
 
 if TYPE_CHECKING:
@@ -71,6 +71,7 @@ COLUMNS = (
     "worker",
     "threshold",
     "calls",
+    "lost_calls",
     "summary_calls",
     "limits_full",
     "limits_idle",
@@ -216,13 +217,15 @@ class _SharedReplay:
     children: list[_SharedReplay]
 
     @classmethod
-    def made(cls, replayer: Replayer, start: int, parent: _SharedReplay | None = None) -> _SharedReplay:
+    def made(cls, replayer: Replayer, start: int, parent: _SharedReplay | None = None,
+             baseline: Mapping[str, Figures] | None = None, result: Replay | None = None) -> _SharedReplay:
         """The run of a finished replay; forked at ``start`` from ``parent``, whose
-        config says the same before that turn (so what it said is not asked again)."""
+        config says the same before that turn (so what it said is not asked again).
+        Its row counts the calls it lost at their ``baseline`` figures (``Replay.measures``)."""
         setup, consulted = Setup(replayer.config, replayer.worker), replayer.record.consulted
         n = replayer.starts[start].consulted if parent is not None else 0
         says = (parent.says[:n] if parent is not None else []) + [_says(setup, p) for p in consulted[n:]]
-        return cls(replayer, setup, says, start, replayer.result().measures(), [])
+        return cls(replayer, setup, says, start, (result or replayer.result()).measures(baseline), [])
 
     def differs(self, config: Setup, from_turn: int) -> int | None:
         """The turn where ``config`` first says something else than this run's setup,
@@ -268,13 +271,15 @@ class _Baseline:
 
     root: _SharedReplay
     carried: dict[str, Any]
+    figures: dict[str, Figures]  # what each of its calls read and cost: what another config's lost calls count at
 
     @classmethod
     def run(cls, p: Plan, counts: ExactCounts, agent: str, *, summarize: Summarize | None = None,
             knobs: Mapping[str, Any] = {}) -> _Baseline:
         base = Replayer(p, None, counts=counts, agent=agent, summarize=summarize, **knobs).run()
-        root = _SharedReplay.made(base, 0)
-        return cls(root, _carried(base.result(), root.row, knobs.get("overhead")))
+        result = base.result()
+        root = _SharedReplay.made(base, 0, result=result)
+        return cls(root, _carried(result, root.row, knobs.get("overhead")), result.figures())
 
     def leaves(self, setup: Setup) -> tuple[int, Any] | None:
         """Where ``setup`` first says something else than the baseline: the turn, and what it
@@ -323,7 +328,7 @@ def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, Setup]], age
         out = []
         for j, cfg in configs:
             r = Replayer(p, cfg.config, counts=counts, agent=agent, summarize=summarize, worker=cfg.worker, **knobs).run()
-            out.append((j, {**r.result().measures(), **base.carried,
+            out.append((j, {**r.result().measures(base.figures), **base.carried,
                             **({} if judge is None else {"retained": retained(r.result(), judge, probes)})}))
         return out
     # the forks hang on a root of this call's own: a shared baseline (a worker's) keeps none of them alive
@@ -331,7 +336,7 @@ def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, Setup]], age
     for j, cfg in configs:
         run, turn = _closest(root, cfg)
         if turn is not None:
-            child = _SharedReplay.made(run.replayer.fork(turn, cfg.config, cfg.worker).run(turn), turn, run)
+            child = _SharedReplay.made(run.replayer.fork(turn, cfg.config, cfg.worker).run(turn), turn, run, base.figures)
             run.children.append(child)
             made.append(child.replayer)
             run = child
