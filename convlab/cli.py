@@ -7,7 +7,9 @@ is one line on stderr and exit status 2, found before any work starts
 wherever it can be. What reading repaired or passed over (every
 ``ReadWarning`` and ``LogWarning``, and the files skipped, with why) goes to
 stderr, grouped with counts (``--quiet`` silences it); the output goes to
-stdout and the command exits 0 when it produced it.
+stdout and the command exits 0 when it produced it, and 3 when the work ran
+but its answer is none: no config met a search's constraints (the closest
+trials are listed), or every summary call of a sweep failed.
 
 The parser is built one small function per subcommand (``_add_show``,
 ``_add_tune``): a new subcommand adds its own and registers it in
@@ -41,6 +43,11 @@ __all__ = ["main", "build_parser"]
 
 class _Usage(Exception):
     """A mistake in how the command was called, or in its config or input: one line, exit 2."""
+
+
+class _Failed(Exception):
+    """The work ran, but its answer is no answer (no config met the constraints; every summary call
+    failed): what it found on stderr, exit 3."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -135,6 +142,12 @@ def _add_tune(sub: argparse._SubParsersAction[_Parser]) -> None:
                       help="price every call in dollars with genai-prices (e.g. claude-sonnet-4-5 or anthropic:claude-sonnet-4-5): "
                            "usd columns, the prompt cache of its provider, the configs ranked by dollars")
     tune.add_argument("--cache-ttl", default="5m", metavar="5m|1h|SECONDS", help="the prompt cache's lifetime (default 5m)")
+    tune.add_argument("--rows", action="store_true",
+                      help="after the ranking, print the table of one row per (conversation, config) (--out writes "
+                           "every column)")
+    tune.add_argument("--failed", action="store_true",
+                      help="rank the configs that make turns fail too, last (by default they are left out, and the "
+                           "ranking says which and why)")
     tune.add_argument("--preset", metavar="NAMES",
                       help="the field's auto-compactions beside the config (convlab.presets): claude-code, codex, gemini-cli, pi, "
                            "a comma-separated list or all; at the config's window (default each peer's)")
@@ -162,6 +175,9 @@ def _add_search(sub: argparse._SubParsersAction[_Parser]) -> None:
     search.add_argument("--trials", type=_job_count, default=60, metavar="N", help="configs to try (default 60)")
     search.add_argument("--seed", type=int, default=0, help="the sampler's seed (default 0): the same seed, the same search")
     search.add_argument("--jobs", type=_job_count, metavar="N", help="worker processes (default: one per core; 1: none)")
+    search.add_argument("--failed", action="store_true",
+                        help="let a config that makes turns fail win (by default it never does: a call the provider "
+                             "refused as too long, with nothing that made room, is no answer)")
     _add_reading_options(search)
     search.set_defaults(run=_search, cache_ttl="5m")
 
@@ -253,8 +269,9 @@ class _Notes:
                              break_long_words=False, break_on_hyphens=False)
 
     @contextlib.contextmanager
-    def watch(self, stage: str) -> Iterator[list[Path]]:
-        """Collect the warnings of a stage and say them when it ends (also when it fails).
+    def watch(self, stage: str, said_in_output: Callable[[Warning | str], bool] = lambda w: False) -> Iterator[list[Path]]:
+        """Collect the warnings of a stage and say them when it ends (also when it fails), but for those
+        the output itself says (``said_in_output``).
 
         Yields a list the stage fills with files it found no conversation in
         and no warning about (passed over quietly).
@@ -265,7 +282,7 @@ class _Notes:
             try:
                 yield quiet_skips
             finally:
-                self._report(stage, caught, quiet_skips)
+                self._report(stage, [w for w in caught if not said_in_output(w.message)], quiet_skips)
 
     def _report(self, stage: str, caught: list[warnings.WarningMessage], quiet_skips: list[Path]) -> None:
         skipped: list[str] = []
@@ -433,6 +450,13 @@ def _say_cost(cost: SummaryCost, dry_run: bool) -> str:
             f"{cost.cached} from the cache ({cost.cached_input_tokens:,} input tokens)")
 
 
+def _say_failed(cost: SummaryCost) -> str:
+    """What the failed summary calls of a sweep mean for its rows."""
+    return (f"summaries: {cost.failed} of {_plural(cost.calls + cost.failed, 'summary call')} failed "
+            f"({cost.error or 'no reason given'}); {cost.calls} made, {cost.cached} from the cache. Where a summary "
+            f"failed the engine ran the held call as it was (docs/protocol.md, 5.3), so those rows hold no summary there")
+
+
 def _check_outputs(args: argparse.Namespace) -> None:
     if args.out:
         _check_output("--out", args.out, {".csv", ".parquet"})
@@ -579,6 +603,11 @@ def _with_presets(args: argparse.Namespace, text: str, grid: dict[str, list[Any]
     return ([text] if args.config else []) + presets
 
 
+def _left_out(warning: Warning | str) -> bool:
+    """A warning about the configs the ranking left out: the ranking's table says it (also under -q)."""
+    return bool(getattr(warning, "left_out", None))
+
+
 def _pareto_path(plot: str) -> str:
     """Where --plot's trade-off goes: beside it, ``<stem>-pareto<suffix>``."""
     p = Path(plot)
@@ -605,19 +634,26 @@ def _tune(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
                  overhead=args.overhead)
     if args.dry_run:  # what the summaries would cost, no table
         with notes.watch("tuning"):
-            cost = convlab.tune_cost(convs, configs, **sweep)
-        out.write(_say_cost(cost, dry_run=True) + "\n")
+            needed = convlab.tune_cost(convs, configs, **sweep)
+        out.write(_say_cost(needed, dry_run=True) + "\n")
         return
     with notes.watch("tuning"):
         df = convlab.tune(convs, configs, **sweep, model=args.model, cache_ttl=args.cache_ttl)
     keys = ["preset"] if args.preset else list(grid)
-    if summarizer is not None:
-        notes.say(_say_cost(df.attrs["summary_cost"], dry_run=False))
     width = args.width or _terminal_width()
-    out.write("\n".join(_rows_table(df, keys, width, summarizer is not None)) + "\n")
-    with notes.watch("ranking"):
-        ranked = convlab.rank(df, by="usd" if args.model else "tokens")
-    out.write("\n" + "\n".join(_ranking_table(ranked, keys, len(convs), width)) + "\n")
+    cost: SummaryCost | None = df.attrs.get("summary_cost") if summarizer is not None else None
+    if cost is not None:
+        notes.say(_say_cost(cost, dry_run=False))
+        if cost.failed:  # at the top of the output, whatever -q says: the rows below rest on it
+            out.write("\n".join(textwrap.wrap(_say_failed(cost), width)) + "\n\n")
+    with notes.watch("ranking", said_in_output=_left_out):
+        ranked = convlab.rank(df, by="usd" if args.model else "tokens", failed=args.failed)
+    out.write("\n".join(_ranking_table(ranked, keys, len(convs), width, df)) + "\n")
+    if args.rows:
+        out.write("\n" + "\n".join(_rows_table(df, keys, width, summarizer is not None)) + "\n")
+    elif len(df) > len(ranked) + len(ranked.attrs.get("left_out") or {}):  # more rows than configs: say where they are
+        out.write("\n".join(textwrap.wrap(f"(one row per conversation and config, {len(df):,} in all: --rows prints them, "
+                                         f"--out writes every column)", width)) + "\n")
     if args.out:
         if args.out.lower().endswith(".parquet"):
             df.to_parquet(args.out, index=False)
@@ -626,6 +662,9 @@ def _tune(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
         out.write(f"wrote {args.out}\n")
     if args.plot:
         _plot(args, df, ranked, grid, convs, configs, out, notes)
+    if cost is not None and cost.failed and not cost.calls and not cost.cached:
+        raise _Failed(f"every summary call failed ({_plural(cost.failed, 'call')}): no row holds a summary the "
+                      f"summarizer wrote; {_say_failed(cost)}")
 
 
 def _plot(args: argparse.Namespace, df: pd.DataFrame, ranked: pd.DataFrame, grid: dict[str, list[Any]], convs: list[Any],
@@ -685,14 +724,21 @@ def _search(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
     convs = _read(args.paths, args, notes)
     with notes.watch("searching"):
         found = convlab.search(convs, space, **settings, trials=args.trials, seed=args.seed, jobs=args.jobs,
-                               progress=None if _progress(args) else False)
+                               progress=None if _progress(args) else False, failed=args.failed)
+    column = args.objective.lstrip("-")
+    scope = f"over {_plural(len(convs), 'conversation')}"
     if found.best is None:
-        raise _Usage(f"no config met the constraints ({', '.join(args.constraint)}) in {_plural(args.trials, 'trial')}")
+        given = f" ({', '.join(args.constraint)})" if args.constraint else ""
+        lines = [f"no config met the constraints{given} in {_plural(len(found.frame), 'trial')}; the closest:"]
+        keys = [k for k in space if k != "window"]
+        for _, row in found.closest(3).iterrows():
+            values = ", ".join(f"{k.rsplit('.', 1)[-1]}={row[k]}" for k in ["window", *keys] if k in row.index)
+            lines.append(f"  trial {int(row['trial'])} ({values}): {column} = {_figure(column, row['value'])} {scope}; "
+                         f"missed {row['missed']}")
+        raise _Failed("\n".join(lines))
     out.write(found.toml())
-    value = found.best_value
-    shown = _dollars(value) if args.objective.lstrip("-") in ("usd", "baseline_usd", "usd_saved") else f"{value:,.6g}"
-    notes.say(f"best {args.objective.lstrip('-')} = {shown} (trial {found.best_trial}); "
-              f"{found.feasible} of {_plural(len(found.frame), 'trial')} feasible")
+    notes.say(f"best {column} = {_figure(column, found.best_value)} {scope} ({_SCOPE.get(column, 'the config over every conversation')}; "
+              f"trial {found.best_trial}); {found.feasible} of {_plural(len(found.frame), 'trial')} feasible")
 
 
 # -- tables fitted to the terminal -------------------------------------------
@@ -719,6 +765,27 @@ def _where(sources: list[Any]) -> list[str]:
 
 def _percent(v: float) -> str:
     return f"{v:.0%}"
+
+
+#: Columns in dollars, and shares, as ``_figure`` shows them.
+_DOLLARS = ("usd", "baseline_usd", "usd_saved")
+_SHARES = ("saved", "saved_usd", "cached_share", "facts_kept", "retained")
+
+#: What a search's objective is over the corpus (``convlab.ranking.totals``), said beside its value.
+_SCOPE = {**{c: "the sum of every conversation's, as tune's rows add up" for c in (*_DOLLARS, "tokens_read", "calls", "summaries", "resets", "stale")},
+          "saved": "the share of the tokens the logs read, as tune's ranking says",
+          "facts_kept": "the mean of the conversations'", "retained": "the mean of the conversations'"}
+
+
+def _figure(column: str, value: float) -> str:
+    """A figure with its unit: dollars, a share, or a number."""
+    if value != value:
+        return "NaN"
+    if column in _DOLLARS:
+        return _dollars(value)
+    if column in _SHARES:
+        return f"{value:.1%}"
+    return f"{value:,.6g}"
 
 
 def _dollars(v: float) -> str:
@@ -755,20 +822,25 @@ def _rows_table(df: pd.DataFrame, keys: list[str], width: int, summarizer: bool)
     return fit_table(cols, width)
 
 
-def _ranking_table(ranked: pd.DataFrame, keys: list[str], conversations: int, width: int) -> list[str]:
-    """The configs ranked (``convlab.rank``), with what the columns mean, fitted to ``width``."""
+def _ranking_table(ranked: pd.DataFrame, keys: list[str], conversations: int, width: int,
+                   df: pd.DataFrame | None = None) -> list[str]:
+    """The configs ranked (``convlab.rank``), with what the columns mean, fitted to ``width``; then the
+    configs it left out and why (``df``, the tune frame, names them), which no ``--quiet`` hides."""
     import textwrap
 
-    from .ranking import short_keys
+    from .ranking import config_label, short_keys
     from .tables import Column, fit_table
 
     names = short_keys(keys)
     by_usd = ranked.attrs.get("by") == "usd"
     intro = (f"configs ranked over {_plural(conversations, 'conversation')}: saved = tokens read below the same "
-             f"conversations replayed with no strategy; pareto = no config saves as much with as few summaries + resets")
+             f"conversations replayed with no strategy, each figure summed over them")
     if by_usd:
         intro += ("; ranked by dollars: usd = every call priced (genai-prices) with the prompt cache predicted, "
-                  "saved_usd (saved$) = the share of the dollars below the baseline")
+                  "saved_usd (saved$) = the share of the dollars below the baseline; pareto = no config saves as many "
+                  "dollars (saved$) with as few summaries + resets")
+    else:
+        intro += "; pareto = no config saves as many tokens (saved) with as few summaries + resets"
     cols = [
         Column("rank", list(ranked.index)),
         Column("config", list(ranked["config"]), short="cfg"),
@@ -783,9 +855,21 @@ def _ranking_table(ranked: pd.DataFrame, keys: list[str], conversations: int, wi
         Column("limits", list(ranked["limits"])),
         Column("calls", list(ranked["calls"]), optional=1),
         *([Column("failed_turns", list(ranked["failed_turns"]), short="failed")] if ranked["failed_turns"].any() else []),
+        *([Column("lost_calls", list(ranked["lost_calls"]), short="lost")] if ranked["lost_calls"].any() else []),
         Column("pareto", ["yes" if p else "" for p in ranked["pareto"]], number=False),
     ]
-    return textwrap.wrap(intro, width) + fit_table(cols, width)
+    lines = textwrap.wrap(intro, width) + (fit_table(cols, width) if len(ranked) else ["(no config to rank)"])
+    left_out: dict[int, str] = ranked.attrs.get("left_out") or {}
+    if left_out:
+        rows = {} if df is None else {int(r["config"]): r for _, r in df.drop_duplicates("config").iterrows()}
+        lines += textwrap.wrap(f"left out of the ranking: {_plural(len(left_out), 'config')}"
+                               + (" (--failed ranks the configs that make turns fail, last)" if not ranked.attrs.get("failed") else ""),
+                               width)
+        for config, why in sorted(left_out.items()):
+            label = config_label(rows[config], keys, names) if config in rows else f"config {config}"
+            lines += textwrap.wrap(f"{label}: {why}", width, initial_indent="  ", subsequent_indent="    ",
+                                   break_long_words=False, break_on_hyphens=False)
+    return lines
 
 
 # -- main --------------------------------------------------------------------
@@ -881,8 +965,9 @@ def _joined(argv: list[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``convlab``; returns the exit status: 0 when it produced its output, 2 for a mistake in the
-    call, a config or the input (one line on stderr), 1 for a fault of convlab itself (one line too;
-    ``CONVLAB_DEBUG=1`` shows its traceback).
+    call, a config or the input (one line on stderr), 3 when the work ran but gave no answer (no config
+    met a search's constraints; every summary call of a sweep failed), 1 for a fault of convlab itself
+    (one line too; ``CONVLAB_DEBUG=1`` shows its traceback).
 
     >>> main(["tune", "missing.jsonl", "--config", "missing.toml"])
     2
@@ -903,6 +988,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _Usage as e:
         err.write(f"convlab: {e}\n")
         return 2
+    except _Failed as e:
+        err.write(f"convlab: {e}\n")
+        return 3
     except BrokenPipeError:  # pragma: no cover - `convlab show ... | head`: the reader has what it wanted
         with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

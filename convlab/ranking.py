@@ -30,7 +30,7 @@ from .tables import plain
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["rank", "RANK_COLUMNS", "grid_keys", "config_label", "short_keys"]
+__all__ = ["rank", "totals", "RANK_COLUMNS", "grid_keys", "config_label", "short_keys"]
 
 #: The columns of ``rank``'s frame (after ``config`` and the grid keys).
 RANK_COLUMNS = (
@@ -52,8 +52,6 @@ RANK_COLUMNS = (
     "pareto",
     "warning",
 )
-
-_SUMMED = ("calls", "lost_calls", "limits", "summaries", "resets", "stale", "failed_turns", "tokens_read", "baseline_tokens_read")
 
 
 def grid_keys(df: pd.DataFrame) -> list[str]:
@@ -99,6 +97,83 @@ def short_keys(keys: Sequence[str]) -> dict[str, str]:
     last = {k: k.rsplit(".", 1)[-1] for k in keys}
     taken = list(last.values())
     return {k: (name if taken.count(name) == 1 else k.removeprefix("strategy")) for k, name in last.items()}
+
+
+#: How ``totals`` sums each column of a tune frame over the conversations (a column not named here is a
+#: label, the same in every row of a config: its first value).
+SUMMED = ("calls", "lost_calls", "summary_calls", "limits_full", "limits_idle", "limits_overflow", "summaries",
+          "summary_tokens", "resets", "overflows", "failed_turns", "stale", "tokens_read", "baseline_tokens_read",
+          "overhead_calls", "cached", "cache_write", "logged_cached", "usd", "baseline_usd", "usd_saved")
+#: the largest over the conversations, and the earliest
+LARGEST, EARLIEST = ("summary_tokens_max", "max_count", "err_exact_p95", "err_usage_p95", "err_cached_p95"), ("first_limit_call",)
+#: means over the conversations, each weighted by its model calls (an error's mean is per call)
+PER_CALL = ("overhead", "err_exact_mean", "err_usage_mean", "err_cached_mean")
+#: means over the conversations that have one (NaN rows not counted): a score per conversation
+SCORES = ("facts_kept", "retained")
+
+
+def totals(df: pd.DataFrame) -> pd.DataFrame:
+    """Each config of a sweep over every conversation: one row per config (index ``config``), each column
+    of the tune frame made one figure for the whole corpus, by one rule per kind of column:
+
+    - counts, tokens and dollars (``SUMMED``: ``calls``, ``tokens_read``, ``usd``, ...) are summed (NaN
+      only where every conversation's is);
+    - shares come from those sums: ``saved`` is ``1 - tokens_read / baseline_tokens_read`` and
+      ``cached_share`` is ``cached / tokens_read`` (so a long conversation weighs as much as it reads);
+    - ``summary_tokens_max``, ``max_count`` and the ``*_p95`` errors are the largest over the
+      conversations (a bound on the corpus's 95th percentile), ``first_limit_call`` the earliest;
+    - ``overhead`` and the ``*_mean`` errors are means weighted by each conversation's model calls;
+    - scores (``facts_kept``, ``retained``) are means over the conversations that have one;
+    - the config's labels (``window``, ``strategies``, grid keys, ...) are its first row's.
+
+    What ``rank``, ``convlab.search`` (its objective and constraints) and the plots read, so the number a
+    person reads for a config is the one its ``tune`` rows add up to.
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"conversation": ["a", "b"], "config": [0, 0], "window": [64000] * 2, "calls": [10, 30],
+    ...                    "tokens_read": [100, 200], "baseline_tokens_read": [200, 200], "usd": [1.0, 2.5],
+    ...                    "err_exact_mean": [10.0, 2.0], "facts_kept": [0.5, float("nan")]})
+    >>> totals(df)[["calls", "tokens_read", "saved", "usd", "err_exact_mean", "facts_kept"]].to_dict("records")
+    [{'calls': 40, 'tokens_read': 300, 'saved': 0.25, 'usd': 3.5, 'err_exact_mean': 4.0, 'facts_kept': 0.5}]
+    """
+    import pandas as pd
+
+    if "config" not in df.columns:
+        raise KeyError("not a frame of convlab.tune: it has no column 'config'")
+    groups = df.groupby("config", sort=True)
+    out = groups.first()
+    present = list(df.columns)
+    summed = [c for c in SUMMED if c in present]
+    if summed:
+        out[summed] = groups[summed].sum(min_count=1)
+    for c in LARGEST:
+        if c in present:
+            out[c] = groups[c].max()
+    for c in EARLIEST:
+        if c in present:
+            out[c] = groups[c].min()
+    calls = df["calls"].astype(float) if "calls" in present else pd.Series(1.0, index=df.index)
+    for c in PER_CALL:
+        if c in present:
+            values = df[c].astype(float)
+            weight = calls.where(values.notna(), 0.0)
+            total = weight.groupby(df["config"]).sum()
+            out[c] = (values.fillna(0.0) * weight).groupby(df["config"]).sum() / total.where(total > 0)
+    for c in SCORES:
+        if c in present:
+            out[c] = groups[c].mean()
+    if "tokens_read" in present and "baseline_tokens_read" in present:
+        base = out["baseline_tokens_read"].astype(float)
+        out["saved"] = 1 - out["tokens_read"] / base.where(base > 0)
+    if "cached" in present and "tokens_read" in present and "cached_share" in present:
+        read = out["tokens_read"].astype(float)
+        out["cached_share"] = (out["cached"] / read.where(read > 0)).where(df.groupby("config")["cached_share"].count() > 0)
+    for c in ("conversation", "source"):
+        if c in out.columns:
+            out = out.drop(columns=c)
+    if "conversation" in present:
+        out.insert(0, "conversations", groups.size())
+    return out
 
 
 #: What ``rank`` can rank by: the share of tokens read that a config saved, or of dollars (``by="usd"``).
@@ -224,13 +299,8 @@ def rank(df: pd.DataFrame, by: str = "tokens", *, min_retained: float | None = N
     rows = df.assign(limits=df["limits_full"] + df["limits_idle"] + df["limits_overflow"])
     if "worker" not in rows.columns:  # a frame from before workers were swept: the engine's proposal
         rows = rows.assign(worker=None)
-    groups = rows.groupby("config", sort=True)
-    first = groups[[*keys, "window", "strategies", "worker", "threshold"]].first()
-    summed = [*_SUMMED, *(("usd", "baseline_usd") if by == "usd" else ())]
-    out = first.join(groups.size().rename("conversations")).join(groups[summed].sum(min_count=1))
-    out = out.join(groups[list(floors)].mean()).reset_index() if floors else out.reset_index()
-    base = out["baseline_tokens_read"].astype(float)
-    out["saved"] = 1 - out["tokens_read"] / base.where(base > 0)
+    out = totals(rows).reset_index()
+    out["limits"] = out["limits_full"] + out["limits_idle"] + out["limits_overflow"]
     measure = "saved"
     if by == "usd":
         dollars = out["baseline_usd"].astype(float)
@@ -249,6 +319,7 @@ def rank(df: pd.DataFrame, by: str = "tokens", *, min_retained: float | None = N
     out.index = pd.RangeIndex(1, len(out) + 1, name="rank")
     out.attrs["by"] = by
     out.attrs["left_out"] = left_out
+    out.attrs["failed"] = failed
     if broken and not failed:
         labels = {int(r["config"]): r for _, r in whole.drop_duplicates("config").iterrows()}
         shown = "; ".join(f"{config_label(labels[c], keys) if c in labels else f'config {c}'}: {why}"

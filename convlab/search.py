@@ -41,6 +41,7 @@ from .context import MARGIN, TomlSource, load_config, toml_document
 from .conversation import Conversation
 from .errors import ConfigError
 from .presets import Preset
+from .ranking import totals
 from .replay.driver import limit_worker
 from .replay.sweep import COLUMNS, config_grid, tune
 
@@ -151,6 +152,18 @@ class _Constraint:
     column: str
     op: str
     bound: float
+    why: str = ""  # a constraint the search adds itself says why
+
+    def missed(self, row: Mapping[str, Any]) -> str:
+        """What ``row`` misses of it, as a person reads it (``"saved 0.14, needs >= 0.2"``); "" when it meets it."""
+        if not self.violation(row):
+            return ""
+        x = float(row[self.column])
+        return f"{self.column} {'NaN' if math.isnan(x) else f'{x:,.4g}'}, needs {self.op} {self.bound:,.4g}{self.why}"
+
+    def distance(self, row: Mapping[str, Any]) -> float:
+        """How far ``row`` is from meeting it, against the bound's size (0 when it meets it)."""
+        return self.violation(row) / max(abs(self.bound), 1.0)
 
     def violation(self, row: Mapping[str, Any]) -> float:
         """0 when ``row`` meets it, else how far it misses (1 for a NaN)."""
@@ -206,7 +219,7 @@ class _Checked:
     dimensions: list[_Dimension]
     column: str
     maximise: bool
-    constraints: list[_Constraint]
+    constraints: list[_Constraint]  # the given ones, then the search's own (a config that breaks turns never wins)
     judged: dict[str, Any]  # tune's judge= when given
 
 
@@ -221,7 +234,7 @@ def _base(base: TomlSource | None, agent: str) -> dict[str, Any]:
 
 def _checked(space: Mapping[str, object] | None, *, base: TomlSource | None, objective: str,
              constraints: Mapping[str, str] | Iterable[str] | None, model: str | None, judge: Provider | None,
-             agent: str) -> _Checked:
+             agent: str, failed: bool = False) -> _Checked:
     doc = _base(base, agent)
     if space is None:
         space = default_space(doc, agent=agent)
@@ -233,7 +246,10 @@ def _checked(space: Mapping[str, object] | None, *, base: TomlSource | None, obj
     frame = tune([], doc, agent=agent, progress=False, model=model, **judged)  # no conversation: its columns only
     columns = [c for c in frame.columns if c in OBJECTIVES or c not in ("conversation", "source", "config", *COLUMNS)]
     column, maximise = _objective(objective, columns, model)
-    return _Checked(doc, dims, column, maximise, _constraints(constraints, columns), judged)
+    given = _constraints(constraints, columns)
+    own = [] if failed else [_Constraint(c, "==", 0.0, " (a config that breaks turns never wins; failed=True lets it)")
+                             for c in ("failed_turns", "lost_calls")]
+    return _Checked(doc, dims, column, maximise, given + own, judged)
 
 
 def check(space: Mapping[str, object] | None, *, base: TomlSource | None = None, objective: str = "usd",
@@ -293,9 +309,10 @@ class SearchResult:
     ``Session(config=...)`` take; None when no trial met the constraints);
     ``worker``: the best trial's worker when the space has a ``worker`` key
     (a worker is not a key of the table: ``Session(worker=...)``), else None;
-    ``best_value``: its objective's value (the column's own value, also when
-    maximised; NaN with no feasible trial); ``best_trial``: its number;
-    ``frame``: one row per trial (see ``search``); ``study``: the Optuna
+    ``best_value``: its objective's value over every conversation (the column's
+    own value, also when maximised; NaN with no feasible trial);
+    ``best_trial``: its number; ``frame``: one row per trial (see ``search``;
+    ``closest()``: the trials nearest to feasible); ``study``: the Optuna
     study (``optuna.visualization`` plots it); ``agent``, ``objective``.
     ``toml()`` is ``best`` as TOML text.
     """
@@ -313,6 +330,23 @@ class SearchResult:
     def feasible(self) -> int:
         """How many trials met every constraint."""
         return int(self.frame["feasible"].sum())
+
+    def closest(self, n: int = 3) -> pd.DataFrame:
+        """The ``n`` infeasible trials nearest to meeting the constraints (least ``distance``, then the
+        best value), each once, with what each ``missed``: where to look when no trial met them all.
+
+        >>> import pandas as pd
+        >>> frame = pd.DataFrame({"trial": [0, 1, 2], "window": [64000, 96000, 96000], "value": [3.0, 2.0, 2.0],
+        ...                       "feasible": [False] * 3, "missed": ["saved 0.05, needs >= 0.2", "saved 0.15, needs >= 0.2",
+        ...                                                          "saved 0.15, needs >= 0.2"], "distance": [0.75, 0.25, 0.25]})
+        >>> SearchResult(None, None, float("nan"), None, frame, None, "bot", "usd").closest(2)[["trial", "missed"]].values.tolist()
+        [[1, 'saved 0.15, needs >= 0.2'], [0, 'saved 0.05, needs >= 0.2']]
+        """
+        keys = [c for c in self.frame.columns if c not in ("trial", "value", "feasible", "missed", "distance", *COLUMNS)]
+        out = self.frame[~self.frame["feasible"].astype(bool)]
+        out = out.drop_duplicates([*keys, "window", "worker"] if "worker" in out.columns else [*keys, "window"])
+        sign = -1 if self.study is not None and self.study.direction.name == "MAXIMIZE" else 1
+        return out.assign(_v=sign * out["value"]).sort_values(["distance", "_v", "trial"]).drop(columns="_v").head(n)
 
     def toml(self) -> str:
         """``best`` as TOML, ready for a config file's ``[agent.<agent>.context]``; the worker, if any, as a
@@ -380,6 +414,7 @@ def search(
     seed: int = 0,
     agent: str = "bot",
     progress: bool | None = None,
+    failed: bool = False,
 ) -> SearchResult:
     """The config of ``space`` that minimises ``objective`` over ``conversations``, among those that meet
     ``constraints``: Optuna's TPE sampler (seeded by ``seed``) proposes ``trials`` configs and ``convlab.tune``
@@ -401,11 +436,23 @@ def search(
     never wins, and so is one whose objective is NaN (``facts_kept`` where nothing was compacted).
     ``judge`` goes to ``tune`` (its ``retained`` column).
 
+    Every figure is the config's over the whole corpus, as ``convlab.ranking.totals`` makes it from
+    tune's rows: what a user would pay or save over all of ``conversations`` (``usd`` and ``tokens_read``
+    summed, ``saved`` the share of the summed baseline, ``facts_kept`` the mean of the conversations'),
+    so ``best_value`` is the figure ``convlab tune`` shows for that config over the same logs. The
+    objective and the constraints read those figures.
+
+    A config that breaks turns (``failed_turns`` or ``lost_calls`` above 0: a call refused as too long
+    with nothing that made room) never wins: it is infeasible, as if ``"failed_turns == 0"`` were a
+    constraint, unless ``failed=True``.
+
     ``frame``: one row per trial, in order: ``trial``, the space's keys (their values; ``window`` and
-    ``worker`` as tune's columns), ``value`` (the objective's), ``feasible``, then tune's ``COLUMNS``, each
-    measure the mean over the conversations (a count's mean is its total over the number of
-    conversations; ``saved`` is the mean of each conversation's share), the objective and the constraints
-    read there. A point proposed twice is scored once and gets its row twice.
+    ``worker`` as tune's columns), ``value`` (the objective's), ``feasible``, ``missed`` (what an
+    infeasible trial missed, constraint by constraint: ``"saved 0.14, needs >= 0.2"``; "" when it met
+    them all), ``distance`` (how far it is from meeting them: over the constraints it missed, the miss
+    against the bound's size, at least 1; 0 when feasible), then tune's ``COLUMNS``, each the corpus
+    figure. A point proposed twice is scored once and
+    gets its row twice. ``closest()`` lists the trials nearest to feasible when none is.
 
     Exact on a grid: when every key is a list of choices and ``trials`` is at least the grid's size, every
     point is scored (one ``tune`` over the grid) and the study has that many trials, no more. The best is
@@ -433,8 +480,10 @@ def search(
         raise ValueError(f"search: trials must be a positive whole number, got {trials!r}")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"search: seed must be a whole number, got {seed!r}")
+    if not isinstance(failed, bool):
+        raise ValueError(f"search: failed is True (a config that breaks turns may win) or False, got {failed!r}")
     checked = _checked(space, base=base, objective=objective, constraints=constraints, model=model, judge=judge,
-                       agent=agent)
+                       agent=agent, failed=failed)
     score = _Scorer(checked, convs, agent, dict(model=model, jobs=jobs, **checked.judged))
     with _quiet_optuna() as optuna:
         # Optuna 5 reads each trial's constraints (Trial.set_constraint); Optuna 4 asks a constraints_func
@@ -492,21 +541,19 @@ class _Scorer:
                 new[key] = Preset("search", coerce(doc, self.agent), worker)
         if new:
             df = tune(self.conversations, list(new.values()), agent=self.agent, progress=False, **self.knobs)
-            self.memo.update(zip(new, _means(df), strict=True))
+            self.memo.update(zip(new, _totals(df), strict=True))
         return [self.memo[k] for k in keys]
 
 
-def _means(df: pd.DataFrame) -> list[dict[str, Any]]:
-    """Per config of a tune frame (in order): its labels, and each measure's mean over the conversations."""
+def _totals(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per config of a tune frame (in order): its labels, and each measure over every conversation
+    (``convlab.ranking.totals``: counts, tokens and dollars summed, shares of the sums)."""
     import pandas as pd
 
-    groups = df.groupby("config", sort=True)
-    measured = [c for c in df.columns if c not in ("conversation", "source", "config", "preset", *_LABELS)]
-    firsts = df.drop_duplicates("config").set_index("config")[list(_LABELS)]  # a worker None stays None
-    means = groups[measured].mean()
-    # a row of mixed dtypes (Int64 columns beside floats) gives a missing mean as None: NaN, as tune's frame has it
-    return [{**firsts.loc[j].to_dict(), **{k: math.nan if pd.isna(v) else v for k, v in means.loc[j].to_dict().items()}}
-            for j in firsts.index]
+    table = totals(df).drop(columns=["conversations", "preset"], errors="ignore")
+    # a row of mixed dtypes (Int64 columns beside floats) gives a missing value as None: NaN, as tune's frame has it
+    return [{str(k): (math.nan if k not in _LABELS and pd.isna(v) else v) for k, v in row.items()}
+            for row in table.to_dict("records")]
 
 
 def _run(study: optuna.Study, checked: _Checked, score: _Scorer, n: int, batch: int, bar: tqdm[NoReturn]) -> list[dict[str, Any]]:
@@ -520,6 +567,10 @@ def _run(study: optuna.Study, checked: _Checked, score: _Scorer, n: int, batch: 
             for t, values, measured in zip(asked, points, score(points), strict=True):
                 value = float(measured[checked.column])
                 violations = [c.violation(measured) for c in checked.constraints] + [float(math.isnan(value))]
+                missed = [m for m in (c.missed(measured) for c in checked.constraints) if m]
+                if math.isnan(value):
+                    missed.append(f"{checked.column} is NaN (nothing to score)")
+                distance = sum(c.distance(measured) for c in checked.constraints) + float(math.isnan(value))
                 if hasattr(t, "set_constraint"):
                     for i, v in enumerate(violations):
                         t.set_constraint(f"constraint {i}", v)
@@ -527,7 +578,8 @@ def _run(study: optuna.Study, checked: _Checked, score: _Scorer, n: int, batch: 
                     t.set_user_attr("violations", violations)
                 study.tell(t, worst if math.isnan(value) else value)
                 shown = {k: v for k, v in values.items() if k not in COLUMNS}
-                rows.append({"trial": t.number, **shown, "value": value, "feasible": not any(violations), **measured})
+                rows.append({"trial": t.number, **shown, "value": value, "feasible": not any(violations),
+                             "missed": "; ".join(missed), "distance": distance, **measured})
             bar.update(len(asked))
     finally:
         bar.close()
@@ -539,8 +591,9 @@ def _result(checked: _Checked, study: optuna.Study, rows: list[dict[str, Any]], 
     import pandas as pd
 
     keys = [d.key for d in checked.dimensions if d.key not in COLUMNS]
-    measures = [c for c in rows[0] if c not in ("trial", *keys, "value", "feasible", *COLUMNS)] if rows else []
-    frame = pd.DataFrame(rows, columns=["trial", *keys, "value", "feasible", *COLUMNS, *measures])
+    head = ("trial", *keys, "value", "feasible", "missed", "distance")
+    measures = [c for c in rows[0] if c not in (*head, *COLUMNS)] if rows else []
+    frame = pd.DataFrame(rows, columns=[*head, *COLUMNS, *measures])
     for col in ("window", "threshold"):
         frame[col] = frame[col].astype("Int64")
     feasible = [r for r in rows if r["feasible"]]

@@ -321,11 +321,24 @@ def test_under_any_config_and_worker_the_costs_hold_together(c, config, worker, 
     r = replay(c, config, worker=worker, model="claude-sonnet-4-5", prompt_cache=rule)
     prices = Prices("claude-sonnet-4-5")
     for x in r.calls:
+        if x["refused"]:  # issue 34: a call refused as too long reads, caches and costs nothing
+            assert x["cached"] == x["cache_write"] == x["usd"] == 0
+            continue
         assert 0 <= x["cached"] <= x["read"] and 0 <= x["cache_write"] <= x["read"] - x["cached"]
         assert x["usd"] == prices.usd(int(x["read"]), x["cached"], x["cache_write"], x["output"]) >= 0
         if rule is None:
             assert x["cached"] == x["cache_write"] == 0
-    m = r.measures()
-    assert m["cached"] == sum(x["cached"] for x in r.calls)
-    total = sum(x["usd"] for x in r.calls) + sum(s["usd"] for s in r.summary_calls)
+    for s in r.summary_calls:
+        assert s["usd"] == (0 if s["refused"] else prices.usd(int(s["read"]), 0, 0, int(s["output"])))
+    base = replay(c, model="claude-sonnet-4-5", prompt_cache=rule).figures()
+    m = r.measures(base)
+    lost = [base[reply] for reply in r.lost]
+    answered = r.answered()
+    # every figure of the row sums the same calls: those answered, the summaries answered, the lost at the baseline's
+    assert m["calls"] == len(answered) and m["lost_calls"] == len(r.lost)
+    assert m["tokens_read"] == (sum(x["read"] for x in answered) + sum(s["read"] for s in r.summary_calls if not s["refused"])
+                                + sum(f.read for f in lost))
+    assert m["cached"] == sum(x["cached"] for x in answered) + sum(f.cached for f in lost) <= m["tokens_read"]
+    assert m["cache_write"] == sum(x["cache_write"] for x in answered) + sum(f.cache_write for f in lost)
+    total = sum(x["usd"] for x in r.calls) + sum(s["usd"] for s in r.summary_calls) + sum(f.usd for f in lost)
     assert math.isclose(m["usd"], total, rel_tol=1e-12, abs_tol=1e-12)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 import pytest
@@ -13,6 +14,7 @@ from convlab.cli import main
 from convlab.compact import clear_tool_results
 from convlab.replay.sweep import tune
 
+from test_ranking import hidden_prompt_conv
 from test_tuning import BASE, conv
 
 CONVS = [conv("c1", 8), conv("c2", 12, gap=500.0, offset=7), conv("c3", 3)]
@@ -21,9 +23,12 @@ MODEL = "claude-sonnet-4-5"
 
 
 def grid_best(objective, constraints=(), maximise=False):
-    """The best of GRID by tune: the configs' means over the conversations, the least objective among the
-    feasible ones (the most, maximised); with the frame of means."""
-    means = tune(CONVS, BASE, grid=GRID, progress=False, jobs=1, model=MODEL).groupby("config").mean(numeric_only=True)
+    """The best of GRID by tune: each config over every conversation (issue 34: what a user pays or saves
+    over the whole corpus, its rows summed, saved the share of the sums), the least objective among the
+    feasible ones (the most, maximised); with the frame of those figures."""
+    df = tune(CONVS, BASE, grid=GRID, progress=False, jobs=1, model=MODEL)
+    means = df.groupby("config")[["usd", "tokens_read", "baseline_tokens_read", "summaries"]].sum()
+    means["saved"] = 1 - means["tokens_read"] / means["baseline_tokens_read"]
     feasible = means
     for column, op, bound in constraints:
         feasible = feasible[{"==": feasible[column] == bound, "<=": feasible[column] <= bound}[op]]
@@ -272,11 +277,52 @@ def test_cli_mistakes_are_one_line_and_exit_2_before_reading(extra, message, tmp
     assert message in err and err.count("\n") == 1
 
 
-def test_cli_no_feasible_config_is_one_line(logged, capsys):
+def test_cli_no_feasible_config_lists_the_closest_trials_and_what_each_missed(logged, capsys):
+    """Issue 34 (2): "no config met the constraints ... and no hint of how close it came": the closest trials,
+    each with what it missed, and exit 3 (the search ran; its answer is none)."""
     path, base = logged
     assert main(["search", str(path), "--base", str(base), "--objective", "calls", "--constraint", "calls < 0",
-                 "--trials", "3", "--jobs", "1", "--no-progress"]) == 2
-    assert capsys.readouterr().err == "convlab: no config met the constraints (calls < 0) in 3 trials\n"
+                 "--trials", "3", "--jobs", "1", "--no-progress"]) == 3
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert out == "" and lines[0] == "convlab: no config met the constraints (calls < 0) in 3 trials; the closest:"
+    assert 1 <= len(lines[1:]) <= 3
+    for line in lines[1:]:
+        assert re.fullmatch(r"  trial \d \(window=\d+, over_tokens=\d+\): calls = 8 over 1 conversation; missed calls 8, needs < 0",
+                            line), line
+
+
+def test_the_best_value_is_the_corpus_figure_tune_shows_with_its_unit_and_scope(logged, tmp_path, capsys):
+    """Issue 34 (2): "search prints best usd = $0.0574 where tune shows $8.96 for the same config over the same
+    folder": the objective is what the user pays over the whole corpus, tune's rows summed, named with its unit
+    and scope."""
+    path, base = logged
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(path.read_bytes().replace(b"question", b"query"))
+    argv = ["search", str(path), str(other), "--base", str(base), "--model", MODEL, "--trials", "4", "--jobs", "1",
+            "--no-progress"]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    value = float(re.search(r"best usd = \$([\d.]+) over 2 conversations \(the sum of every conversation's, as "
+                            r"tune's rows add up; trial \d\)", err).group(1))
+    df = tune(convlab.read(path) + convlab.read(other), out, model=MODEL, progress=False, jobs=1)
+    assert value == pytest.approx(df["usd"].sum(), abs=1e-4)
+    assert main([*argv[:-1], "--objective", "-saved", "--no-progress"]) == 0
+    assert re.search(r"best saved = -?\d+\.\d% over 2 conversations \(the share of the tokens the logs read", capsys.readouterr().err)
+
+
+def test_a_config_that_breaks_turns_never_wins_a_search():
+    """Issue 34 (1): search's best never has a failed turn (unless failed=True): the smallest window reads least
+    because its turns fail, and it is infeasible, saying why."""
+    c = hidden_prompt_conv("wide", 4, chars=2000, hidden=60000)
+    found = convlab.search([c], {"window": [50000, 200000]}, base=BASE, objective="tokens_read", trials=2, jobs=1,
+                           progress=False)
+    assert found.best["agent"]["bot"]["context"]["window"] == 200000 and found.feasible == 1
+    broken = found.frame.set_index("window").loc[50000]
+    assert not broken["feasible"] and broken["missed"].startswith("failed_turns 4, needs == 0 (a config that breaks turns never wins")
+    allowed = convlab.search([c], {"window": [50000, 200000]}, base=BASE, objective="tokens_read", trials=2, jobs=1,
+                             progress=False, failed=True)
+    assert allowed.feasible == 2 and allowed.frame["missed"].tolist() == ["", ""]
 
 
 def test_without_optuna_the_error_names_the_extra(monkeypatch):

@@ -21,7 +21,11 @@ system, snapshots) are links in the chain and are walked through.
 - Sidechain rows (``isSidechain``; sub-agents, grouped by ``agentId``) are
   separate conversations, ``<sessionId>/agent-<agentId>``; a sub-agent file
   is one. Their first message's parent lives in the parent session, so it is
-  a root there without a warning.
+  a root there without a warning (``metadata.spawned_from``). The compaction
+  fork (agent id ``acompact-...``) is Claude Code's own summary call: it
+  reads the parent's whole history, which its file does not hold, so its
+  first message also names that parent as ``lost_parent`` (the history
+  under it is not whole: a replay reads its call as the log did).
 - The head is the message of the last message row in the file.
 - Ids are strings; integer ids (a transcript another tool wrote) are read as
   their decimal strings. The title is the first ``summary`` row whose
@@ -40,6 +44,10 @@ from .documents import Document
 from .records import Problems, Record, conversation, table, to_time, usage_of
 
 NAME = "claude_code"
+
+#: The agent id prefix of Claude Code's compaction fork (``subagents/agent-acompact-<id>.jsonl``): one call that
+#: reads the parent session's whole history (the file holds only the summary prompt) and writes the summary.
+COMPACTION_AGENT = "acompact"
 _ROW_TYPES = {"user", "assistant", "summary", "system", "progress", "file-history-snapshot", "queue-operation"}
 _USER_FLAGS = ("isMeta", "isCompactSummary", "isVisibleInTranscriptOnly")
 
@@ -297,6 +305,9 @@ class _Builder:
             # a second row under a boundary whose summary is another row: under that summary
             return _Link(self.index.summary_under.get(found.get("uuid")))
         if kind == "outside" or (kind == "dangling" and self.group is not None and is_first):
+            if self.group is not None and str(self.group).startswith(COMPACTION_AGENT):
+                # the compaction's fork reads its parent session's whole history, which this file does not hold
+                return _Link(None, meta={"spawned_from": found, LOST_PARENT: found})
             return _Link(None, meta={"spawned_from": found})
         if kind == "dangling":
             self.problems.add(nid, f"parentUuid {found!r} is not in the file; kept as a top-level message")

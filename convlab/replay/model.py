@@ -97,7 +97,12 @@ class ReplayLLM:
       in ``seen`` is still the one observed. Default None: measured from the
       log, as above.
     - ``window``: refuse (``too_long``) a call that reads more, by that same
-      measure (the logged input, or the exact count plus the overhead).
+      measure (the logged input, or the exact count plus the overhead). Not
+      a call whose logged usage applies to a history the file does not hold
+      whole (``"whole": False``: its first message's parent is in another
+      file, as a Claude Code compaction sub-agent's is): what it read is the
+      log's, which no config of this replay could have shortened, so it is
+      read as the log read it.
     - ``time``: the call's ``latency`` brings the session's clock to the
       reply's logged time (never back).
     - Summary calls get a deterministic stand-in for a summary of what they
@@ -354,7 +359,7 @@ class ReplayLLM:
         seen = {"reply": reply.get("id"), "applies": applies, "read": read, "exact": exact, "overhead": overhead,
                 "logged": logged, "refused": False, "whole": whole, "carry": carry, "carry_whole": carry_whole}
         self.seen.append(seen)
-        if self.window is not None and read > self.window:
+        if self.window is not None and read > self.window and (whole or not applies):
             seen["refused"] = True
             raise ProviderError("too_long", f"{read} tokens is more than the window of {self.window}")
         self.used.append(reply.get("id"))

@@ -34,7 +34,7 @@ import threading
 import warnings
 from collections.abc import Mapping
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
@@ -133,7 +133,8 @@ class SummaryCost:
     later summary of a replay whose earlier summary is not cached yet): they
     were counted with the stand-in summary in its place, so ``calls`` and
     ``input_tokens`` are estimates unless ``exact``. ``failed``: distinct
-    summary calls the provider failed (kept nowhere: asked again next time).
+    summary calls the provider failed (kept nowhere: asked again next time;
+    not among ``calls``), and ``error`` what it said to the first of them.
     """
 
     calls: int
@@ -142,6 +143,7 @@ class SummaryCost:
     cached_input_tokens: int
     estimated: int = 0
     failed: int = 0
+    error: str = field(default="", repr=False)
 
     @property
     def exact(self) -> bool:
@@ -197,6 +199,7 @@ class Summaries:
                 cached_input_tokens=sum(self._from_disk.values()),
                 estimated=sum(1 for _, guessed in self._needed.values() if guessed),
                 failed=len(self._failed),
+                error=next(iter(self._failed.values()), ""),
             )
 
     def warn_failed(self, stacklevel: int = 3) -> None:
