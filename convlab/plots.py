@@ -181,7 +181,9 @@ def sweep_heatmap(df: pd.DataFrame, x: str, y: str, value: str = "tokens_read", 
     beside ``summaries`` (or the CLI's ``rewrites``, summaries + resets) show the
     price. The figure is sized to its cells' labels and the title (the
     figure's suptitle, default ``"<value> by <y> and <x>"``, ``"<value> and
-    <cost> by ..."`` with a cost) wraps to its width.
+    <cost> by ..."`` with a cost) wraps to its width. A cell whose configs
+    made turns fail (the frame's ``failed_turns``) is hatched and says how
+    many, and the title says so: its value is no answer.
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"window": [64000, 64000, 128000, 128000], "strategy[0].idle_secs": [60, 600, 60, 600],
@@ -205,6 +207,14 @@ def sweep_heatmap(df: pd.DataFrame, x: str, y: str, value: str = "tokens_read", 
         for (i, j), c in _cells(costs.to_numpy(dtype=float)):
             if (i, j) in labels:
                 labels[i, j] += f"\n{cost}: {_cell_label(c)}"
+    broken: set[tuple[int, int]] = set()  # cells whose configs broke turns: marked, never a choice
+    if "failed_turns" in df.columns:
+        failed = df.pivot_table(index=y, columns=x, values="failed_turns", aggfunc="sum").reindex(
+            index=table.index, columns=table.columns)
+        for (i, j), n in _cells(failed.to_numpy(dtype=float)):
+            if n > 0 and (i, j) in labels:
+                broken.add((i, j))
+                labels[i, j] += f"\nturns failed: {int(n)}"
     xticks, yticks = [str(c) for c in table.columns], [str(i) for i in table.index]
     # inches: a cell fits its label at "small" (about 0.065 in a character), the left margin the y tick labels
     longest = max([len(line) for t in labels.values() for line in t.split("\n")] + [len(t) for t in xticks] + [1])
@@ -225,11 +235,20 @@ def sweep_heatmap(df: pd.DataFrame, x: str, y: str, value: str = "tokens_read", 
     ax.set_ylabel(y)
     norm = image.norm
     flat = norm.vmin == norm.vmax
+    from matplotlib.patches import Rectangle
+
     for (i, j), v in cells:
         light = not flat and float(norm(v)) < 0.55  # type: ignore[arg-type]  # norm of a number is a number  # a dark viridis cell gets white text
+        if (i, j) in broken:
+            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=True, facecolor="white", alpha=0.75, hatch="xx",
+                                   edgecolor="tab:red", lw=0))
+            light = False
         ax.text(j, i, labels[i, j], ha="center", va="center", fontsize="small", color="white" if light else "black")
     bar = fig.colorbar(image, ax=ax, label=f"{value} ({agg})", format=FuncFormatter(_compact))
     bar.ax.tick_params(labelsize="small")
+    if broken:
+        text += "\n" + _wrap(f"hatched: {len(broken)} cell{'s' if len(broken) != 1 else ''} whose configs made turns fail "
+                             "(no answer, whatever the value)", width - 0.4)
     fig.suptitle(text)
     return fig
 
@@ -273,16 +292,21 @@ def sweep_pareto(ranked: pd.DataFrame, *, title: str | None = None):
     keys = grid_keys(ranked) if "window" in ranked.columns else []
     data = ranked.assign(rewrites=ranked["summaries"] + ranked["resets"], percent=ranked[measure] * 100)
     data = data[data["percent"].notna()]
+    broke = _broke(data)
     front = data[data["pareto"].astype(bool)].sort_values(["rewrites", "percent"])
-    rest = data[~data["pareto"].astype(bool)]
+    rest = data[~data["pareto"].astype(bool) & ~broke]
     fig = _figure((8.5, 5))
     ax = fig.add_subplot()
     ax.axhline(0, color="0.5", ls="--", lw=0.8, label="the baseline: no strategy")
     if len(rest):
         ax.scatter(rest["rewrites"], rest["percent"], s=28, color="0.6", zorder=5, label=f"other configs: {len(rest)}")
+    if broke.any():  # rank(..., failed=True): shown, and marked as no answer
+        ax.scatter(data[broke]["rewrites"], data[broke]["percent"], s=60, marker="X", color="tab:red", zorder=5,
+                   label=f"configs that broke turns (no answer): {int(broke.sum())}")
+    what = "dollars" if dollars else "tokens"
     ax.plot(front["rewrites"], front["percent"], color="tab:red", lw=1, drawstyle="steps-post", zorder=2)
     ax.scatter(front["rewrites"], front["percent"], s=60, color="tab:red", edgecolor="black", zorder=3,
-               label=f"Pareto configs: {len(front)}")
+               label=f"Pareto configs: {len(front)} (none saves more {what}\nwith as few summaries + resets)")
     names = short_keys(keys)
     right = data["rewrites"].max() if len(data) else 0
     labels = []
@@ -298,19 +322,42 @@ def sweep_pareto(ranked: pd.DataFrame, *, title: str | None = None):
     ax.margins(x=0.08, y=0.12)
     ax.set_xlim(left=-max(0.5, 0.04 * right))
     legend = ax.legend(loc="lower right", fontsize="small")
-    ax.set_title(title or "what each config saves, against how often it rewrites")
+    ax.set_title(_wrap((title or f"what each config saves in {what}, against how often it rewrites")
+                       + _left_out_note(ranked.attrs.get("left_out") or {}, ranked.attrs.get("broken") or {}), 7.8))
     _place(ax, labels, list(zip(data["rewrites"], data["percent"], strict=True)), legend)
     return fig
 
 
+def _broke(df: pd.DataFrame) -> pd.Series:
+    """Per row, whether its config broke turns (failed turns or lost calls)."""
+    broke = df["failed_turns"] > 0 if "failed_turns" in df.columns else df.index.to_series().map(lambda _: False)
+    if "lost_calls" in df.columns:
+        broke = broke | (df["lost_calls"] > 0)
+    return broke.astype(bool)
+
+
+def _left_out_note(left_out: Mapping[int, str], broken: Mapping[int, str]) -> str:
+    """`` (2 configs left out: they broke turns)``: what a ranking left out (``broken``: the configs that
+    broke turns, left out or not), for a title."""
+    if not left_out:
+        return ""
+    broke = sum(1 for config in left_out if config in broken)
+    n = len(left_out)
+    why = "they broke turns" if broke == n else "below a floor" if not broke else "they broke turns or fell below a floor"
+    return f" ({n} config{'s' if n != 1 else ''} left out: {why})"
+
+
 def sweep_retention(df: pd.DataFrame, *, kept: str = "facts_kept", cost: str = "usd", log: float | None = None,
-                   title: str | None = None):
+                   title: str | None = None, failed: bool = False):
     """What each config of a sweep costs against what it keeps: ``cost`` (``"usd"``, the default, or
     ``"tokens_read"``) summed over the conversations, against ``kept`` (``"facts_kept"`` or, with a judge,
     ``"retained"``) averaged over them; each config a labelled point (``config_label``). The baseline
     (the log as it was: ``baseline_usd`` or ``baseline_tokens_read``) is the dashed line; ``log``, when
     given, is what the log's own compaction kept, marked on it. A config with no score (NaN: its
     compactions were all stand-in summaries, or it made none) is left out, and the title says how many.
+    So is a config that made turns fail (``failed_turns`` or ``lost_calls``: no answer, whatever it
+    costs), unless ``failed=True``: then it is drawn as a red cross, its label saying so. Each config's
+    figures are ``convlab.ranking.totals``'.
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"config": [0, 1], "window": [100000, 100000], "worker": [None, "clear_tool_results(keep=3)"],
@@ -321,17 +368,17 @@ def sweep_retention(df: pd.DataFrame, *, kept: str = "facts_kept", cost: str = "
     """
     from matplotlib.ticker import PercentFormatter
 
-    from .ranking import config_label, grid_keys, short_keys
+    from .ranking import config_label, grid_keys, short_keys, totals
 
     base = {"usd": "baseline_usd", "tokens_read": "baseline_tokens_read"}.get(cost)
     for col in ("config", cost, kept, *([base] if base else [])):
         if col not in df.columns:
             raise KeyError(f"sweep_retention takes a convlab.tune frame with {col!r}; this one has no such column")
     keys = grid_keys(df) if "window" in df.columns and "source" in df.columns else []
-    per = df.groupby("config", sort=True).agg(**{cost: (cost, "sum"), kept: (kept, "mean")})
-    first = df.drop_duplicates("config").set_index("config")
-    data = per.join(first.drop(columns=[c for c in (cost, kept) if c in first.columns]))
-    scored = data[data[kept].notna()]
+    data = totals(df)
+    broke = _broke(data)
+    shown = data if failed else data[~broke]
+    scored = shown[shown[kept].notna()]
     fig = _figure((8.5, 5))
     ax = fig.add_subplot()
     marked: list[tuple[str, float, float]] = []  # the log's own point, labelled as the configs are
@@ -341,10 +388,17 @@ def sweep_retention(df: pd.DataFrame, *, kept: str = "facts_kept", cost: str = "
         if log is not None:
             ax.scatter([line], [log * 100], marker="D", s=50, color="0.3", zorder=4, label="the log's own compaction")
             marked.append(("the log's own", line, log * 100))
-    ax.scatter(scored[cost], scored[kept] * 100, s=60, color="tab:blue", edgecolor="black", zorder=3,
-               label=f"configs: {len(scored)}")
+    good, bad = scored[~broke.reindex(scored.index, fill_value=False)], scored[broke.reindex(scored.index, fill_value=False)]
+    ax.scatter(good[cost], good[kept] * 100, s=60, color="tab:blue", edgecolor="black", zorder=3,
+               label=f"configs: {len(good)}")
+    if len(bad):
+        ax.scatter(bad[cost], bad[kept] * 100, s=70, marker="X", color="tab:red", zorder=3,
+                   label=f"configs that made turns fail (no answer): {len(bad)}")
     names = short_keys(keys)
-    labels = [ax.annotate(config_label({**row, "config": i}, keys, names), (row[cost], row[kept] * 100), xytext=(8, 0),
+    labels = [ax.annotate(config_label({**row, "config": i}, keys, names)
+                          + (f": {int(row['failed_turns'])} turn{'s' if row['failed_turns'] != 1 else ''} failed"
+                             if i in bad.index else ""),
+                          (row[cost], row[kept] * 100), xytext=(8, 0),
                           textcoords="offset points", fontsize="small", ha="left", va="center", zorder=4,
                           annotation_clip=False, arrowprops=_LEADER, bbox=_LABEL_BOX)
               for i, row in scored.iterrows()]
@@ -358,9 +412,13 @@ def sweep_retention(df: pd.DataFrame, *, kept: str = "facts_kept", cost: str = "
                   else f"{kept}: probes answered after, over before")
     ax.margins(x=0.15, y=0.15)
     legend = ax.legend(loc="best", fontsize="small")
-    left = len(data) - len(scored)
-    ax.set_title(title or "what each config keeps, against what it costs"
-                 + (f" ({left} config{'s' if left != 1 else ''} with no score left out)" if left else ""))
+    broken = 0 if failed else int(broke.sum())
+    unscored = len(shown) - len(scored)
+    said = [f"{unscored} config{'s' if unscored != 1 else ''} with no score" if unscored else "",
+            f"{broken} that made turns fail" if broken else ""]
+    said = [x for x in said if x]
+    ax.set_title(_wrap(title or "what each config keeps, against what it costs"
+                       + (f" ({' and '.join(said)} left out)" if said else ""), 7.8))
     _place(ax, labels, points, legend)
     return fig
 

@@ -219,7 +219,9 @@ def rank(df: pd.DataFrame, by: str = "tokens", *, min_retained: float | None = N
     count each lost call at the log's own figure (``convlab.tune``), so it
     never looks like a saving, but a config you cannot run is no answer.
     ``failed=True`` ranks such configs after every other, never on the
-    Pareto front, their ``warning`` saying why.
+    Pareto front, their ``warning`` saying why. ``ranked.attrs["broken"]``
+    maps every config that broke turns to how (left out or not), and
+    ``attrs["failed"]`` says which way it was ranked.
 
     Floors: ``min_retained`` and ``min_facts_kept`` (a share from 0 to 1)
     leave out every config whose mean over its conversations of that column
@@ -320,6 +322,7 @@ def rank(df: pd.DataFrame, by: str = "tokens", *, min_retained: float | None = N
     out.attrs["by"] = by
     out.attrs["left_out"] = left_out
     out.attrs["failed"] = failed
+    out.attrs["broken"] = broken
     if broken and not failed:
         labels = {int(r["config"]): r for _, r in whole.drop_duplicates("config").iterrows()}
         shown = "; ".join(f"{config_label(labels[c], keys) if c in labels else f'config {c}'}: {why}"

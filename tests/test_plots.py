@@ -238,8 +238,9 @@ def test_sweep_pareto_marks_and_labels_the_configs_nothing_beats(tmp_path):
         "config 4 (window=200000, over_tokens=50000)"]
     front = [line for line in ax.get_lines() if line.get_drawstyle() == "steps-post"]
     assert len(front) == 1 and list(front[0].get_xdata()) == [0, 13, 40]
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
-        "the baseline: no strategy", "other configs: 2", "Pareto configs: 3"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [  # the legend names the axes it used (issue 34)
+        "the baseline: no strategy", "other configs: 2",
+        "Pareto configs: 3 (none saves more tokens\nwith as few summaries + resets)"]
     assert ax.get_xlabel().startswith("summaries + resets") and ax.get_ylabel().startswith("tokens read, saved")
     assert _inside(fig)
     fig.savefig(tmp_path / "pareto.png")
@@ -395,7 +396,68 @@ def test_sweep_retention_plots_each_scored_config_and_says_what_it_left_out():
     assert sorted(map(tuple, points.tolist())) == sorted(zip(scored["usd"], scored["facts_kept"] * 100, strict=True))
     labels = [t.get_text() for t in ax.texts]
     assert "the log's own" in labels and len(labels) == 4
-    assert ax.get_title() == "what each config keeps, against what it costs (1 config with no score left out)"
+    assert " ".join(ax.get_title().split()) == "what each config keeps, against what it costs (1 config with no score left out)"
     assert math.isclose(ax.lines[0].get_xdata()[0], df["baseline_usd"].iloc[0])
     with pytest.raises(KeyError, match="'retained'"):
         plots.sweep_retention(df, kept="retained")
+
+
+def test_the_pareto_plot_leaves_out_or_marks_the_configs_that_break_turns():
+    """Issue 34 (1): every plot leaves out (or, asked, marks) a config whose turns failed, and says so; in dollars
+    its legend says dollars."""
+    import convlab
+
+    from test_ranking import BASE, hidden_prompt_conv
+
+    c = hidden_prompt_conv("wide", 4, chars=2000, hidden=60000)
+    df = convlab.tune([c], BASE, grid={"window": [50000, 200000]}, progress=False, model="claude-sonnet-4-5")
+    with pytest.warns(convlab.TuneWarning):
+        ranked = convlab.rank(df, by="usd")
+    ax = plots.sweep_pareto(ranked).axes[0]
+    assert " ".join(ax.get_title().split()) == ("what each config saves in dollars, against how often it rewrites "
+                                                "(1 config left out: they broke turns)")
+    assert [t.get_text() for t in ax.texts] == ["config 1 (window=200000)"]
+    assert "Pareto configs: 1 (none saves more dollars" in ax.get_legend().get_texts()[-1].get_text()
+    with pytest.warns(convlab.TuneWarning):
+        shown = convlab.rank(df, by="usd", failed=True)
+    ax = plots.sweep_pareto(shown).axes[0]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "configs that broke turns (no answer): 1" in legend and "(1 config" not in ax.get_title()
+    marked = [c for c in ax.collections if c.get_label().startswith("configs that broke turns")]
+    assert len(marked) == 1 and len(marked[0].get_offsets()) == 1
+
+
+def test_the_retention_plot_leaves_out_or_marks_a_config_that_made_a_turn_fail():
+    """Issue 34 (1): notebook 07's picture made sliding_window look cheapest without marking that it failed a turn:
+    a config that made turns fail is left out, and the title says so; failed=True draws it as a red cross, named."""
+    import convlab
+
+    df = pd.DataFrame({"conversation": ["c"] * 3, "source": ["c.jsonl"] * 3, "config": [0, 1, 2], "window": [100000] * 3,
+                       "worker": [None, "clear_tool_results(keep=3)", "sliding_window(keep_turns=10)"],
+                       "calls": [217, 217, 199], "lost_calls": [0, 0, 18], "failed_turns": [0, 0, 1],
+                       "usd": [7.7, 7.1, 6.2], "baseline_usd": [6.9] * 3, "facts_kept": [0.08, 0.33, 0.15]})
+    ax = plots.sweep_retention(df).axes[0]
+    assert [t.get_text() for t in ax.texts] == ["config 0 (window=100000)", "config 1 (window=100000, worker=clear_tool_results(keep=3))"]
+    assert " ".join(ax.get_title().split()) == "what each config keeps, against what it costs (1 that made turns fail left out)"
+    ax = plots.sweep_retention(df, failed=True).axes[0]
+    assert "config 2 (window=100000, worker=sliding_window(keep_turns=10)): 1 turn failed" in [t.get_text() for t in ax.texts]
+    (crosses,) = [c for c in ax.collections if c.get_label().startswith("configs that made turns fail")]
+    assert crosses.get_offsets().tolist() == [[6.2, 15.0]] and "left out" not in ax.get_title()
+    assert convlab.ranking.totals(df).loc[2, "usd"] == 6.2
+
+
+def test_the_heatmap_hatches_the_cells_whose_configs_made_turns_fail():
+    """Issue 34 (1): a heatmap cell of a config that made turns fail is marked, says how many, and the title says
+    its value is no answer."""
+    from matplotlib.patches import Rectangle
+
+    df = pd.DataFrame({"window": [24000, 24000, 128000, 128000], "idle": [600, 3600, 600, 3600],
+                       "tokens_read": [5e5, 5e5, 5.6e5, 5.6e5], "failed_turns": [4, 4, 0, 0]})
+    fig = plots.sweep_heatmap(df, "idle", "window")
+    ax = fig.axes[0]
+    hatched = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_hatch() == "xx"]
+    assert sorted((p.get_x(), p.get_y()) for p in hatched) == [(-0.5, -0.5), (0.5, -0.5)]  # the 24000 row
+    assert sorted(t.get_text() for t in ax.texts if "turns failed" in t.get_text()) == ["500,000\nturns failed: 4"] * 2
+    assert "hatched: 2 cells whose configs made turns fail" in " ".join(fig.get_suptitle().split())
+    clean = plots.sweep_heatmap(df.assign(failed_turns=0), "idle", "window")
+    assert not [p for p in clean.axes[0].patches if p.get_hatch()] and "hatched" not in clean.get_suptitle()
