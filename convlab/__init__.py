@@ -32,18 +32,18 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports eac
     from .conversation import Conversation as Conversation
     from .engine import Session as Session, chat_worker as chat_worker
     from .frames import conversations_frame as conversations_frame, frame as frame
+
+    # replay: the function, as callers use it (at run time, the package, callable as the function)
+    from .grid import config_grid as config_grid
     from .importers import read as read
     from .providers import EchoLLM as EchoLLM, ScriptedLLM as ScriptedLLM, provider as provider
     from .providers.anthropic_chat import AnthropicChat as AnthropicChat
     from .providers.local_chat import LocalChat as LocalChat
     from .providers.openai_chat import OpenAIChat as OpenAIChat
     from .ranking import rank as rank
-
-    # replay: the function, as callers use it (at run time, the package, callable as the function)
     from .replay import (
         Replay as Replay,
         ReplayLLM as ReplayLLM,
-        config_grid as config_grid,
         replay as replay,
         tune as tune,
         tune_cost as tune_cost,
@@ -94,7 +94,7 @@ _LAZY = {
     "tune": "convlab.replay",
     "tune_cost": "convlab.replay",
     "rank": "convlab.ranking",
-    "config_grid": "convlab.replay",
+    "config_grid": "convlab.grid",
     "Replay": "convlab.replay",
     "retention": "convlab.replay.compactions",
     "retention_cost": "convlab.replay.compactions",

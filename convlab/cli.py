@@ -41,6 +41,10 @@ if TYPE_CHECKING:  # names for the types only: each is imported where it is used
 
 __all__ = ["main", "build_parser"]
 
+#: The example config ``tune`` and ``search`` use without --config / --base (``convlab.replay.sweep.EXAMPLE``;
+#: not imported from there: ``convlab --help`` imports no tuning code).
+EXAMPLE = "data/tune-example.toml"
+
 class _Usage(Exception):
     """A mistake in how the command was called, or in its config or input: one line, exit 2."""
 
@@ -111,7 +115,7 @@ def _add_tune(sub: argparse._SubParsersAction[_Parser]) -> None:
     tune.add_argument("paths", nargs="+", metavar="FILE_OR_DIR")
     tune.add_argument("--config", metavar="CFG.toml",
                       help=f"the (base) context config; its [convlab.tune.grid] table, if any, is the grid without --grid. "
-                           f"Default: the example {_EXAMPLE}, {_example_sweeps()}")
+                           f"Default: the example {EXAMPLE}, {_example_sweeps()}")
     tune.add_argument("--agent", default="bot", help="the agent whose [agent.<id>.context] to use (default bot)")
     tune.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
                       help="sweep a key of the context table: window=64000,128000 or strategy[0].idle_secs=600,3600 "
@@ -150,7 +154,9 @@ def _add_tune(sub: argparse._SubParsersAction[_Parser]) -> None:
                            "ranking says which and why)")
     tune.add_argument("--preset", metavar="NAMES",
                       help="the field's auto-compactions beside the config (convlab.presets): claude-code, codex, gemini-cli, pi, "
-                           "a comma-separated list or all; at the config's window (default each peer's)")
+                           "a comma-separated list or all; at the config's window, or --window (default each peer's)")
+    tune.add_argument("--window", type=_tokens, metavar="TOKENS",
+                      help="with --preset: the model's context window every preset fires against (e.g. 128000)")
     _add_reading_options(tune)
     tune.set_defaults(run=_tune)
 
@@ -164,7 +170,7 @@ def _add_search(sub: argparse._SubParsersAction[_Parser]) -> None:
                     "says its value and how many trials met the constraints.")
     search.add_argument("paths", nargs="+", metavar="FILE_OR_DIR")
     search.add_argument("--base", dest="config", metavar="CFG.toml",
-                        help=f"the base context config the space is around (default: the example {_EXAMPLE})")
+                        help=f"the base context config the space is around (default: the example {EXAMPLE})")
     search.add_argument("--agent", default="bot", help="the agent whose [agent.<id>.context] to use (default bot)")
     search.add_argument("--model", metavar="MODEL", help="price every call in dollars (genai-prices), e.g. claude-sonnet-4-5: "
                                                           "the default objective, usd, needs it")
@@ -471,28 +477,15 @@ def _check_outputs(args: argparse.Namespace) -> None:
             raise _Usage(f"--plot {args.plot}: the trade-off goes beside it, in {_pareto_path(args.plot)}, which is a folder")
 
 
-#: The example config ``tune`` sweeps without --config (data/ in a checkout; in the wheel, inside the package).
-_EXAMPLE = "data/tune-example.toml"
-
-
-def _example() -> Path:
-    """The shipped example config: in an installed wheel, beside the package's code; in a checkout
-    (an editable install), in the project's data/ folder."""
-    from importlib import resources
-
-    packaged = resources.files("convlab").joinpath(_EXAMPLE)
-    if packaged.is_file():
-        return Path(str(packaged))
-    return Path(__file__).resolve().parents[1] / _EXAMPLE
-
-
 def _example_sweeps() -> str:
     """What the example sweeps, for --help (read from the file, so it cannot drift)."""
     import tomllib
 
+    from .replay.sweep import example_config, grid_table
+
     try:
-        grid = _file_grid(tomllib.loads(_example().read_text(encoding="utf-8")), _EXAMPLE)
-    except (OSError, ValueError, _Usage):  # pragma: no cover - a broken install
+        grid = grid_table(tomllib.loads(example_config().read_text(encoding="utf-8")))
+    except (OSError, ValueError):  # pragma: no cover - a broken install
         return "(missing from this install)"
     return f"a reset after idle_secs, else a summary past window - 16000, over the grid {_say_grid(grid)}"
 
@@ -505,7 +498,9 @@ def _say_grid(grid: dict[str, list[Any]]) -> str:
 def _read_config(args: argparse.Namespace, flag: str = "--config") -> tuple[str, str]:
     """The config's name (for messages) and text: --config (``flag``: search's --base), or the shipped example."""
     if args.config is None:
-        path = _example()
+        from .replay.sweep import example_config
+
+        path = example_config()
         name = os.path.relpath(path) if path.is_relative_to(Path.cwd()) else str(path)
     else:
         path = Path(args.config)
@@ -516,21 +511,6 @@ def _read_config(args: argparse.Namespace, flag: str = "--config") -> tuple[str,
         return name, path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise _Usage(f"{flag} {name}: cannot be read ({getattr(err, 'strerror', None) or err})") from None
-
-
-def _file_grid(doc: dict[str, Any], name: str) -> dict[str, list[Any]]:
-    """The config file's [convlab.tune.grid] table (empty when it has none), checked."""
-    table: Any = doc
-    for key in ("convlab", "tune", "grid"):
-        table = table.get(key) if isinstance(table, dict) else None
-        if table is None:
-            return {}
-    if not isinstance(table, dict):
-        raise _Usage(f"{name}: convlab.tune.grid: must be a table of KEY = [V1, V2] (e.g. window = [64000, 128000])")
-    for key, values in table.items():
-        if not isinstance(values, list) or not values:
-            raise _Usage(f"{name}: convlab.tune.grid.{key}: must be a non-empty array of values, e.g. [64000, 128000]")
-    return dict(table)
 
 
 def _in_config(path: str, err: Exception) -> _Usage:
@@ -546,13 +526,17 @@ def _check_sweep(args: argparse.Namespace, name: str, text: str, notes: _Notes) 
     import convlab
 
     from .errors import ConfigError
+    from .replay.sweep import grid_table
 
     try:
         config = convlab.load_config(text, agent=args.agent)[args.agent]
     except ConfigError as err:
         raise _in_config(name, err) from None
     doc = tomllib.loads(text)  # valid: load_config read it
-    grid = _grid(args.grid) if args.grid else _file_grid(doc, name)
+    try:
+        grid = _grid(args.grid) if args.grid else grid_table(doc)
+    except ConfigError as err:
+        raise _in_config(name, err) from None
     where = "--grid" if args.grid else f"{name}: convlab.tune.grid"
     try:
         columns = list(convlab.tune([], text, grid=grid or None, agent=args.agent, progress=False,  # no conversation:
@@ -587,7 +571,7 @@ def _check_pricing(args: argparse.Namespace) -> None:
             raise _Usage(f"--model: {err}") from None
 
 
-def _with_presets(args: argparse.Namespace, text: str, grid: dict[str, list[Any]]) -> list[str | convlab.presets.Preset]:
+def _with_presets(args: argparse.Namespace, text: str, notes: _Notes) -> list[str | convlab.presets.Preset]:
     """--preset: the config given (--config; none: the presets alone) and the presets named, at its window."""
     import convlab
 
@@ -596,10 +580,18 @@ def _with_presets(args: argparse.Namespace, text: str, grid: dict[str, list[Any]
     if args.grid:
         raise _Usage("--preset compares whole configs: leave out --grid (or sweep the grid without --preset)")
     window = convlab.load_config(text, agent=args.agent)[args.agent].window if args.config else None
+    if args.window is not None:
+        if args.config and window is not None and window != args.window:
+            raise _Usage(f"--window {args.window} and --config {args.config} (window = {window}) disagree: give one")
+        window = args.window
     try:
         presets = convlab.presets.presets(args.preset, window=window)
     except ConfigError as err:
         raise _Usage(f"--preset: {err}") from None
+    names = ", ".join(p.name for p in presets)
+    at = (f"each at {window:,} tokens" if window is not None else
+          "each at its peer's own window (" + ", ".join(f"{p.name} {p.config.window:,}" for p in presets) + "; --window N sets one)")
+    notes.say(f"{'no --config: the presets alone' if not args.config else f'{args.config} beside the presets'}: {names}, {at}")
     return ([text] if args.config else []) + presets
 
 
@@ -623,11 +615,20 @@ def _tune(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
     name, text = _read_config(args)
     # --preset with no --config: the presets alone (the example's grid plays no part)
     grid, columns = ({}, []) if args.preset and args.config is None else _check_sweep(args, name, text, notes)
-    configs: str | list[str | convlab.presets.Preset] = _with_presets(args, text, grid) if args.preset else text
+    if args.window is not None and not args.preset:
+        raise _Usage(f"--window {args.window} sets the presets' window: give --preset too (a config's own window is "
+                     f"its [agent.<id>.context] window, or --grid window=...)")
+    configs: str | list[str | convlab.presets.Preset] = _with_presets(args, text, notes) if args.preset else text
     if args.preset:
         grid = {}
+    if args.value != "tokens_read" and not (args.plot and len(grid) >= 2):
+        raise _Usage(f"--value {args.value}: it chooses what the heatmap shows, which needs --plot and a grid of two keys "
+                     f"(this sweep's grid has {_plural(len(grid), 'key')})")
     if args.plot and len(grid) >= 2 and args.value not in columns:
         raise _Usage(f"--value {args.value!r}: not a column of the sweep (columns: {', '.join(columns)})")
+    if args.value in _DOLLARS and args.model is None:
+        raise _Usage(f"--value {args.value} is in dollars: give --model (e.g. --model claude-sonnet-4-5), or another "
+                     f"--value (e.g. tokens_read)")
     convs = _read(args.paths, args, notes)
     sweep = dict(grid=grid or None, agent=args.agent, progress=None if _progress(args) else False, jobs=args.jobs,
                  summarizer=summarizer, cache=False if args.no_cache else None, summary_size=args.summary_size,
@@ -649,6 +650,13 @@ def _tune(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
     with notes.watch("ranking", said_in_output=_left_out):
         ranked = convlab.rank(df, by="usd" if args.model else "tokens", failed=args.failed)
     out.write("\n".join(_ranking_table(ranked, keys, len(convs), width, df)) + "\n")
+    if not (df["limits_full"] + df["limits_idle"] + df["limits_overflow"]).any() and len(df):
+        lowest = df["threshold"].dropna().min() if df["threshold"].notna().any() else None
+        below = f", below every config's threshold (the lowest: {int(lowest):,})" if lowest is not None else ""
+        out.write("\n".join(textwrap.wrap(
+            f"no config fired on these logs: every row is the log as it was (the engine's largest count was "
+            f"{int(df['max_count'].max()):,} tokens{below}, and no turn waited past an idle_secs); a smaller window "
+            f"(--grid window=..., or --window with --preset) shows what each config does", width)) + "\n")
     if args.rows:
         out.write("\n" + "\n".join(_rows_table(df, keys, width, summarizer is not None)) + "\n")
     elif len(df) > len(ranked) + len(ranked.attrs.get("left_out") or {}):  # more rows than configs: say where they are

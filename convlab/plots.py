@@ -207,14 +207,7 @@ def sweep_heatmap(df: pd.DataFrame, x: str, y: str, value: str = "tokens_read", 
         for (i, j), c in _cells(costs.to_numpy(dtype=float)):
             if (i, j) in labels:
                 labels[i, j] += f"\n{cost}: {_cell_label(c)}"
-    broken: set[tuple[int, int]] = set()  # cells whose configs broke turns: marked, never a choice
-    if "failed_turns" in df.columns:
-        failed = df.pivot_table(index=y, columns=x, values="failed_turns", aggfunc="sum").reindex(
-            index=table.index, columns=table.columns)
-        for (i, j), n in _cells(failed.to_numpy(dtype=float)):
-            if n > 0 and (i, j) in labels:
-                broken.add((i, j))
-                labels[i, j] += f"\nturns failed: {int(n)}"
+    broken = _failed_cells(df, x, y, table, labels)
     xticks, yticks = [str(c) for c in table.columns], [str(i) for i in table.index]
     # inches: a cell fits its label at "small" (about 0.065 in a character), the left margin the y tick labels
     longest = max([len(line) for t in labels.values() for line in t.split("\n")] + [len(t) for t in xticks] + [1])
@@ -251,6 +244,20 @@ def sweep_heatmap(df: pd.DataFrame, x: str, y: str, value: str = "tokens_read", 
                              "(no answer, whatever the value)", width - 0.4)
     fig.suptitle(text)
     return fig
+
+
+def _failed_cells(df: pd.DataFrame, x: str, y: str, table: pd.DataFrame, labels: dict[tuple[int, int], str]) -> set[tuple[int, int]]:
+    """The heatmap's cells whose configs made turns fail (the frame's ``failed_turns``), each label saying how
+    many: marked, never a choice."""
+    broken: set[tuple[int, int]] = set()
+    if "failed_turns" in df.columns:
+        failed = df.pivot_table(index=y, columns=x, values="failed_turns", aggfunc="sum").reindex(
+            index=table.index, columns=table.columns)
+        for (i, j), n in _cells(failed.to_numpy(dtype=float)):
+            if n > 0 and (i, j) in labels:
+                broken.add((i, j))
+                labels[i, j] += f"\nturns failed: {int(n)}"
+    return broken
 
 
 #: How a point's label is drawn: a leader line to its point, on a white box.

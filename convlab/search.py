@@ -40,10 +40,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from .context import MARGIN, TomlSource, load_config, toml_document
 from .conversation import Conversation
 from .errors import ConfigError
+from .grid import config_grid
 from .presets import Preset
 from .ranking import totals
 from .replay.driver import limit_worker
-from .replay.sweep import COLUMNS, config_grid, tune
+from .replay.sweep import COLUMNS, tune
 
 if TYPE_CHECKING:
     import optuna

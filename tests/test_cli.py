@@ -670,9 +670,9 @@ def test_tune_warns_on_the_real_session_where_over_tokens_40000_fires_67_summari
 def test_tune_without_config_sweeps_the_shipped_example(session_log, tmp_path, capsys):
     """Issue 15 (3): "convlab tune runs without --config on a shipped example grid": it says which config and
     grid it sweeps (stderr), and the --help says so too."""
-    from convlab.cli import _example
+    from convlab.grid import example_config
 
-    example = _example()
+    example = example_config()
     assert example.is_file() and example.name == "tune-example.toml"
     png = tmp_path / "sweep.png"
     assert main(["tune", str(session_log), "--no-progress", "--width", "160", "--plot", str(png)]) == 0
@@ -681,7 +681,9 @@ def test_tune_without_config_sweeps_the_shipped_example(session_log, tmp_path, c
         "tune-example.toml, over its grid window=64000,96000,128000,200000 x strategy[0].idle_secs=600,3600")
     table = out.split("\n\n")[0].splitlines()
     assert table[2].split()[:5] == ["rank", "config", "strategy[0].idle_secs", "window", "saved"]
-    assert len(table) == 2 + 1 + 8 + 2  # the intro, the header, 8 configs (one a conversation: no rows to point at), the plots
+    # the intro, the header, 8 configs (one conversation: no rows to point at), that nothing fired, the plots
+    assert len(table) == 2 + 1 + 8 + 2 + 2
+    assert table[-4].startswith("no config fired on these logs: every row is the log as it was (the engine's largest count was")
     assert table[-2:] == [f"wrote {png}", f"wrote {tmp_path / 'sweep-pareto.png'}"]
     assert png.stat().st_size > 5000 and (tmp_path / "sweep-pareto.png").stat().st_size > 5000  # heatmap + trade-off
     # --grid replaces the example's grid
@@ -717,7 +719,10 @@ def test_the_example_config_is_in_the_wheel_where_the_cli_reads_it():
     the CLI reads first (importlib.resources); a checkout reads data/ itself."""
     import tomllib
 
-    from convlab.cli import _EXAMPLE
+    from convlab.cli import EXAMPLE as _EXAMPLE
+    from convlab.grid import EXAMPLE
+
+    assert EXAMPLE == _EXAMPLE  # the CLI says the path without importing the tuning code
 
     pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
     included = pyproject["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]

@@ -48,18 +48,6 @@ CONVS = [conv("c1", 8), conv("c2", 12, gap=500.0, offset=7), conv("c3", 3)]
 AXES = {"strategy[1].over_tokens": [3000, 5000, 100000], "strategy[0].idle_secs": [400, 3600]}
 
 
-def test_grid_is_the_product_of_the_axes_on_the_base():
-    docs = config_grid(BASE, AXES)
-    got = [(d["agent"]["bot"]["context"]["strategy"][1]["over_tokens"], d["agent"]["bot"]["context"]["strategy"][0]["idle_secs"]) for d in docs]
-    assert got == [(3000, 400), (3000, 3600), (5000, 400), (5000, 3600), (100000, 400), (100000, 3600)]
-    assert "over_tokens" not in config_grid(BASE, {"strategy[1].over_tokens": [None]})[0]["agent"]["bot"]["context"]["strategy"][1]
-    with pytest.raises(convlab.ConfigError, match=r"strategy\[2\]"):
-        config_grid(BASE, {"strategy[2].idle_secs": [1]})
-    with pytest.raises(convlab.ConfigError, match="idle_secs"):
-        config_grid(BASE, {"strategy[0].idle_secs": [-1]})
-    assert convlab.config_grid is config_grid
-
-
 def expected(c, config):
     """What a plain replay says about one (conversation, config)."""
     r = replay(c, config)

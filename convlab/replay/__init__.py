@@ -35,12 +35,13 @@ import sys
 import types
 from typing import Any
 
+from ..grid import config_grid
 from .driver import EMPTY_SUMMARY, Replayer, replay
 from .model import ReplayLLM
 from .plan import ExactCounts, Plan, PlannedTurn
 from .result import Replay
 from .summaries import Summaries, SummaryCost
-from .sweep import COLUMNS, config_grid, tune, tune_cost
+from .sweep import COLUMNS, tune, tune_cost
 
 __all__ = ["replay", "Replay", "Replayer", "ReplayLLM", "Plan", "PlannedTurn", "ExactCounts", "EMPTY_SUMMARY", "tune",
            "tune_cost", "config_grid", "COLUMNS", "Summaries", "SummaryCost"]

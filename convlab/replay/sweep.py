@@ -29,19 +29,17 @@ wherever they run, so every way gives the same frame, row for row.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import itertools
 import os
-import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from ..context import ContextConfig, Strategy, TomlSource, applies, coerce, load_config, toml_document
+from ..context import ContextConfig, Strategy, TomlSource, applies, coerce, toml_document
 from ..conversation import Conversation
-from ..errors import ConfigError
+from ..grid import config_grid, example_config, grid_table
 from ..presets import Preset
 from . import workers
 from .compactions import retained
@@ -105,73 +103,6 @@ COLUMNS = (
     "err_usage_mean",
     "err_usage_p95",
 )
-
-
-# ----------------------------------------------------------------------
-# configs and grids
-# ----------------------------------------------------------------------
-_KEY = re.compile(r"^(window|strategy\[(\d+)\]\.(\w+))$")
-
-
-def _document(config: TomlSource | ContextConfig) -> dict[str, Any]:
-    """A parsed TOML document (a deep copy) from TOML text, a path or a document."""
-    if isinstance(config, ContextConfig):
-        raise TypeError("give a TOML text or document, not a parsed ContextConfig, to build a grid on")
-    return copy.deepcopy(dict(toml_document(config)))
-
-
-def _set(doc: dict[str, Any], agent: str, key: str, value: object) -> None:
-    m = _KEY.match(key)
-    if m is None:
-        raise ConfigError(key, "a grid key is 'window' or 'strategy[i].<key>' (e.g. strategy[0].idle_secs)")
-    ctx = doc.setdefault("agent", {}).setdefault(agent, {}).setdefault("context", {})
-    if m.group(1) == "window":
-        ctx["window"] = value
-        return
-    i, name = int(m.group(2)), m.group(3)
-    strategies = ctx.get("strategy", [])
-    if i >= len(strategies):
-        raise ConfigError(f"agent.{agent}.context.{key}", f"the base config has {len(strategies)} strategies, no strategy[{i}]")
-    if value is None:
-        strategies[i].pop(name, None)
-    else:
-        strategies[i][name] = value
-
-
-def config_grid(base: TomlSource | ContextConfig, axes: Mapping[str, Sequence[object]], *, agent: str = "bot") -> list[dict[str, Any]]:
-    """Configs over a grid: every combination of ``axes`` values set on ``base``.
-
-    ``base`` is TOML text, a path or a parsed document; ``axes`` maps a key
-    of the agent's context table, ``"window"`` or ``"strategy[i].<key>"``
-    (``idle_secs``, ``over_tokens``, ...), to its values (``None`` removes the
-    key). Returns parsed documents, in ``itertools.product`` order (the last
-    axis varies fastest), each checked like any config.
-
-    >>> base = '''
-    ... [agent.bot.context]
-    ... window = 200000
-    ... [[agent.bot.context.strategy]]
-    ... use = "reset"
-    ... idle_secs = 3600
-    ... [[agent.bot.context.strategy]]
-    ... use = "summarize"
-    ... '''
-    >>> docs = config_grid(base, {"window": [64000, 128000], "strategy[0].idle_secs": [600, 3600]})
-    >>> [(d["agent"]["bot"]["context"]["window"], d["agent"]["bot"]["context"]["strategy"][0]["idle_secs"]) for d in docs]
-    [(64000, 600), (64000, 3600), (128000, 600), (128000, 3600)]
-    """
-    doc = _document(base)
-    if doc:
-        load_config(doc, agent)  # a base that misses the agent's table is an error, not a table to fill in
-    keys = list(axes)
-    out = []
-    for values in itertools.product(*(list(axes[k]) for k in keys)):
-        d = copy.deepcopy(doc)
-        for k, v in zip(keys, values, strict=True):
-            _set(d, agent, k, v)
-        coerce(d, agent)  # a bad value is a ConfigError naming the key
-        out.append(d)
-    return out
 
 
 # ----------------------------------------------------------------------
@@ -361,7 +292,7 @@ def _strategies(cfg: ContextConfig) -> str:
 
 def tune(
     conversations: Conversation | Iterable[Conversation],
-    configs: Config | Iterable[Config],
+    configs: Config | Iterable[Config] | None = None,
     *,
     grid: Mapping[str, Sequence[object]] | None = None,
     agent: str = "bot",
@@ -387,7 +318,11 @@ def tune(
     ``configs`` is one config or a list (TOML text, a path to a .toml file,
     a parsed document, a ``ContextConfig``); with ``grid`` it is the base
     config that ``convlab.config_grid`` spreads over the grid's keys, each of
-    which becomes a column. ``worker`` answers every config's
+    which becomes a column. One TOML config given no ``grid`` is spread over
+    its own ``[convlab.tune.grid]`` table, when it has one; no config at all
+    is the shipped example (``convlab.grid.example_config()``: a reset after
+    ``idle_secs``, else a summary past ``window - 16000``) over its grid, as
+    ``convlab tune`` sweeps without ``--config``. ``worker`` answers every config's
     ``context.limit`` (None: the engine's proposal; a compaction of
     ``convlab.compact``: its own, see ``convlab.replay``); a grid's
     ``"worker"`` axis sweeps workers (None among them for the engine's) beside
@@ -561,7 +496,7 @@ def tune(
 
 def tune_cost(
     conversations: Conversation | Iterable[Conversation],
-    configs: Config | Iterable[Config],
+    configs: Config | Iterable[Config] | None = None,
     *,
     summarizer: Provider | None = None,
     grid: Mapping[str, Sequence[object]] | None = None,
@@ -627,7 +562,7 @@ class _Sweep:
     probes: int = 5
 
 
-def _check(conversations: Conversation | Iterable[Conversation], configs: Config | Iterable[Config], *,
+def _check(conversations: Conversation | Iterable[Conversation], configs: Config | Iterable[Config] | None, *,
            grid: Mapping[str, Sequence[object]] | None, agent: str, jobs: int | None, progress: bool | None,
            scheduler: str | None, client: distributed.Client | str | None, chunk: int | None,
            summarizer: Provider | None, cache: SummaryFolder, summary_size: int | float | None,
@@ -667,10 +602,15 @@ def _check(conversations: Conversation | Iterable[Conversation], configs: Config
                   n_jobs, chunk, client, summaries, progress, judging, probes)
 
 
-def _setups(configs: Config | Iterable[Config], grid: Mapping[str, Sequence[object]] | None, worker: Worker | None,
+def _setups(configs: Config | Iterable[Config] | None, grid: Mapping[str, Sequence[object]] | None, worker: Worker | None,
             agent: str) -> tuple[list[Setup], list[tuple[Any, ...]], list[str]]:
     """The sweep's setups (each config checked), each one's grid values, and the grid's keys. A grid's
-    ``"worker"`` axis (workers, or None for the engine's proposal) sets the worker; ``worker`` the rest's."""
+    ``"worker"`` axis (workers, or None for the engine's proposal) sets the worker; ``worker`` the rest's.
+    No config: the shipped example; one TOML config and no grid: its own ``[convlab.tune.grid]``, if any."""
+    if configs is None:
+        configs = example_config()
+    if grid is None and isinstance(configs, (str, os.PathLike, Mapping)):
+        grid = grid_table(toml_document(configs)) or None
     if grid is None:
         documents = _as_list(configs)
         if not documents:
