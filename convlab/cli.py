@@ -653,10 +653,11 @@ def _tune(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
     if not (df["limits_full"] + df["limits_idle"] + df["limits_overflow"]).any() and len(df):
         lowest = df["threshold"].dropna().min() if df["threshold"].notna().any() else None
         below = f", below every config's threshold (the lowest: {int(lowest):,})" if lowest is not None else ""
+        largest = int(df["max_count"].max())
         out.write("\n".join(textwrap.wrap(
             f"no config fired on these logs: every row is the log as it was (the engine's largest count was "
-            f"{int(df['max_count'].max()):,} tokens{below}, and no turn waited past an idle_secs); a smaller window "
-            f"(--grid window=..., or --window with --preset) shows what each config does", width)) + "\n")
+            f"{largest:,} tokens{below}, and no turn waited past an idle_secs); a window below {largest + 16_000:,} "
+            f"(--grid window=..., or --window with --preset), or an over_tokens below {largest:,}, would fire", width)) + "\n")
     if args.rows:
         out.write("\n" + "\n".join(_rows_table(df, keys, width, summarizer is not None)) + "\n")
     elif len(df) > len(ranked) + len(ranked.attrs.get("left_out") or {}):  # more rows than configs: say where they are
@@ -759,7 +760,13 @@ def _terminal_width() -> int:
 
 
 def _where(sources: list[Any]) -> list[str]:
-    """Each conversation's file, relative to the folder they share (one file: its name)."""
+    """Each conversation's file, relative to the folder they share (one file: its name); with several
+    files, less the ending they all share (``.owi.json``), so a column cut down to its end still tells
+    them apart.
+
+    >>> _where(["logs/chatgpt/photosynthesis.owi.json", "logs/openwebui/goldwater.owi.json", None])
+    ['chatgpt/photosynthesis', 'openwebui/goldwater', '-']
+    """
     from .tables import plain
 
     paths = [None if plain(s) is None else str(s) for s in sources]
@@ -767,8 +774,34 @@ def _where(sources: list[Any]) -> list[str]:
     if not files:
         return ["-"] * len(paths)
     common = os.path.commonpath([os.path.dirname(os.path.abspath(f)) for f in files])
-    return ["-" if p is None else os.path.relpath(os.path.abspath(p.split("!", 1)[0]), common) +
-            (("!" + p.split("!", 1)[1]) if "!" in p else "") for p in paths]
+    shown = {f: os.path.relpath(os.path.abspath(f), common) for f in files}
+    ending = _shared_ending(list(shown.values())) if len(files) > 1 else ""
+    shown = {f: name[:len(name) - len(ending)] for f, name in shown.items()}
+    return ["-" if p is None else shown[p.split("!", 1)[0]] + (("!" + p.split("!", 1)[1]) if "!" in p else "") for p in paths]
+
+
+def _shared_ending(names: list[str]) -> str:
+    """The file ending (from a dot, within the last part) every name has and none is only: ``.owi.json``."""
+    tail = os.path.commonprefix([n[::-1] for n in names])[::-1]
+    tail = tail[tail.find("."):] if "." in tail and "/" not in tail and os.sep not in tail else ""
+    return tail if all(len(n) > len(tail) and n[-len(tail) - 1] not in "/." for n in names) else ""
+
+
+def _conversation_names(df: pd.DataFrame) -> list[str]:
+    """Each row's conversation as the table names it: its id, or where the id only numbers the conversation in
+    its file (``#0``: the file gave none) or another file has it too, the file's name before it."""
+    ids = [str(i) for i in df["conversation"]]
+    files = {}
+    for i, source in zip(ids, df["source"], strict=True):
+        files.setdefault(i, set()).add(str(source))
+    out = []
+    for i, source in zip(ids, df["source"], strict=True):
+        if i.startswith("#") or len(files[i]) > 1:
+            stem = Path(str(source).split("!", 1)[0]).name.split(".", 1)[0]
+            out.append(f"{stem}{i}" if i.startswith("#") else f"{stem}:{i}")
+        else:
+            out.append(i)
+    return out
 
 
 def _percent(v: float) -> str:
@@ -809,7 +842,7 @@ def _rows_table(df: pd.DataFrame, keys: list[str], width: int, summarizer: bool)
 
     names = short_keys(keys)
     cols = [
-        Column("conversation", list(df["conversation"]), short="conv", number=False, least=9),
+        Column("conversation", _conversation_names(df), short="conv", number=False, least=9),
         Column("source", _where(list(df["source"])), number=False, least=9, keep_end=True),
         Column("config", list(df["config"]), short="cfg"),
         *[Column(k, list(df[k]), short=names[k], fmt=str) for k in keys if k != "window"],

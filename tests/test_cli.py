@@ -829,3 +829,17 @@ def test_tune_in_dollars_with_the_presets_on_a_real_session(capsys):
     assert list(df["preset"]) == ["claude-code", "codex", "gemini-cli", "pi"]
     assert f"${df['usd'].iloc[0]:.4f}" in out and (df["usd"] > 0).all() and (df["cached_share"] > 0.5).all()
     assert ranked.attrs["by"] == "usd" and list(ranked.columns).count("saved_usd") == 1
+
+
+@pytest.mark.realdata
+def test_tune_tells_files_and_conversations_apart_on_real_logs(capsys):
+    """Issue 34 (2): "two *.owi.json files both print as ….owi.json; Claude.ai conversations as #0": the ending
+    every file shares is left out, so a source cut down to its end still tells files apart, and a conversation the
+    file numbers only (#0) is named after its file."""
+    real = require()
+    files = [real / "chatgpt" / "chatgpt-photosynthesis.owi.json", real / "openwebui" / "webui-goldwater.owi.json"]
+    assert main(["tune", *map(str, files), "--grid", "window=20000", "--rows", "--width", "60", "-q"]) == 0
+    rows = [line.split() for line in rows_table(capsys.readouterr().out)[1:]]
+    assert len(rows) == 2 and len({r[0] for r in rows}) == 2 and len({r[1] for r in rows}) == 2
+    assert not any(r[1].endswith(".owi.json") for r in rows) and rows[1][1].endswith("oldwater")
+    assert rows[1][0].endswith("#0") and rows[1][0].startswith("webui")
