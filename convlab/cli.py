@@ -782,7 +782,10 @@ def _where(sources: list[Any]) -> list[str]:
 
 def _shared_ending(names: list[str]) -> str:
     """The file ending (from a dot, within the last part) every name has and none is only: ``.owi.json``."""
-    tail = os.path.commonprefix([n[::-1] for n in names])[::-1]
+    first, k = names[0], 0
+    while k < len(first) and all(len(n) > k and n[-1 - k] == first[-1 - k] for n in names):
+        k += 1  # the characters every name ends with
+    tail = first[len(first) - k:]
     tail = tail[tail.find("."):] if "." in tail and "/" not in tail and os.sep not in tail else ""
     return tail if all(len(n) > len(tail) and n[-len(tail) - 1] not in "/." for n in names) else ""
 
@@ -791,7 +794,7 @@ def _conversation_names(df: pd.DataFrame) -> list[str]:
     """Each row's conversation as the table names it: its id, or where the id only numbers the conversation in
     its file (``#0``: the file gave none) or another file has it too, the file's name before it."""
     ids = [str(i) for i in df["conversation"]]
-    files = {}
+    files: dict[str, set[str]] = {}
     for i, source in zip(ids, df["source"], strict=True):
         files.setdefault(i, set()).add(str(source))
     out = []

@@ -14,12 +14,18 @@ import networkx as nx
 
 from .tree import Message, Tree
 
-__all__ = ["Conversation", "LOST_PARENT"]
+__all__ = ["Conversation", "LOST_PARENT", "NO_CALL"]
 
 #: The metadata key of an imported message whose log names a parent the file does not hold (a lost line, or a
 #: parent chain that loops back to it): kept as a top-level message, it names that parent. The history under it
 #: is not whole: what the log's model read before it is not in the file.
 LOST_PARENT = "lost_parent"
+
+#: The metadata key of an imported assistant message that no model call wrote: an agent's own notice in the
+#: model's place (Claude Code's ``<synthetic>`` rows: "API Error: 500 ...", "No response requested."). It is on
+#: the path, but it carries no usage (it is no provider's report, so the count goes on from the last real one)
+#: and replay makes no model call for it (the worker records it: ``message.add``). Its value says why.
+NO_CALL = "no_call"
 
 
 class Conversation:

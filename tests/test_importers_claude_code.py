@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import convlab
+from convlab.tokens import content_chars
 from convlab.tree import input_tokens
 
 from realdata import real, require, stats  # noqa: F401  (real: the fixture)
@@ -311,3 +312,57 @@ def test_a_summary_row_about_a_leaf_elsewhere_does_not_title_the_session(tmp_pat
     assert c.title == "Saying hi"
     p.write_text("\n".join(json.dumps(r) for r in rows[:2]))
     assert convlab.read(p, progress=False)[0].title is None
+
+
+def with_synthetic_rows(src: Path, dst: Path, texts: list[str]) -> Path:
+    """A real session with, after its last row, a user message and a row Claude Code writes itself in the model's
+    place, as it writes one (model <synthetic>, every usage figure 0, isApiErrorMessage), one per text: the shape
+    of a real session that ends on "API Error: 500" or "out of extra usage"."""
+    rows = rows_of(src)
+    last = rows[-1]
+    base = {k: last[k] for k in ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch") if k in last}
+    parent = last["uuid"]
+    for i, text in enumerate(texts):
+        u, a = f"00000000-0000-4000-8000-{2 * i + 1:012d}", f"00000000-0000-4000-8000-{2 * i + 2:012d}"
+        rows.append({**base, "parentUuid": parent, "type": "user", "uuid": u, "timestamp": f"2026-02-10T23:0{i}:00.000Z",
+                     "message": {"role": "user", "content": f"and now the next step, try {i}"}})
+        usage = {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+                 "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0}, "service_tier": None,
+                 "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 0}}
+        rows.append({**base, "parentUuid": u, "type": "assistant", "uuid": a, "timestamp": f"2026-02-10T23:0{i}:05.000Z",
+                     "isApiErrorMessage": True,
+                     "message": {"id": a, "container": None, "model": "<synthetic>", "role": "assistant",
+                                 "stop_reason": "stop_sequence", "stop_sequence": "", "type": "message", "usage": usage,
+                                 "content": [{"type": "text", "text": text}]}})
+        parent = a
+    dst.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return dst
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", ["claude_code/tool_heavy.jsonl", SESSION])
+def test_a_session_that_ends_on_synthetic_error_rows_counts_from_the_last_real_call(name, tmp_path):
+    """Issue 34 (3): a Claude Code session that ends on <synthetic> error rows ("API Error 500", "out of extra usage",
+    zero usage) reported tokens() = 14 and 41 where the last real calls read 71,709 and 114,236: a row no model
+    produced is not the provider's last report. It is on the path, with no usage and marked no_call; the count goes on
+    from the last real call; replay makes no call for it, so the count's error against the log (err95) is the
+    session's own, not the count of the whole path against a zero."""
+    real = require()
+    [plain] = [c for c in convlab.read(real / name) if "agent-" not in c.id]
+    path = with_synthetic_rows(real / name, tmp_path / "ends-on-errors.jsonl",
+                               ['API Error: 500 {"type":"error","error":{"type":"api_error","message":"Internal server error"}}',
+                                "You're out of extra usage · resets 3pm"])
+    [c] = [c for c in convlab.read(path) if "agent-" not in c.id]
+    tail = c.path()[-4:]
+    assert [m["role"] for m in tail] == ["user", "assistant", "user", "assistant"]
+    assert all(m["usage"] is None and m["metadata"][convlab.conversation.NO_CALL] == "an API error Claude Code wrote"
+               for m in tail[1::2])
+    last_real = next(m for m in reversed(c.path()) if m.get("usage"))
+    since = c.path()[[m["id"] for m in c.path()].index(last_real["id"]):]  # its reply included (PROTOCOL 5.1)
+    chars = sum(content_chars(m["content"]) for m in since)
+    assert c.tokens() == input_tokens(last_real["usage"]) + -(-chars // 4) > 25_000
+    assert "<synthetic>" not in c.metadata["models"]
+    r, before = convlab.replay(c), convlab.replay(plain)
+    assert r.measures()["calls"] == before.measures()["calls"]  # no call for a row no model wrote
+    assert r.measures()["err_usage_p95"] == before.measures()["err_usage_p95"]
+    assert r.session.tokens() == c.tokens() and [m["content"] for m in r.session.path()][-1] == tail[-1]["content"]

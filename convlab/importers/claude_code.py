@@ -26,6 +26,11 @@ system, snapshots) are links in the chain and are walked through.
   reads the parent's whole history, which its file does not hold, so its
   first message also names that parent as ``lost_parent`` (the history
   under it is not whole: a replay reads its call as the log did).
+- A reply row Claude Code wrote itself (model ``<synthetic>``, or
+  ``isApiErrorMessage``: "API Error: 500 ...", "No response requested.") is
+  an assistant message marked ``no_call`` (``convlab.conversation.NO_CALL``)
+  with no usage: its all-zero usage is no provider's report, so the count
+  goes on from the last real call, and no model call wrote it.
 - The head is the message of the last message row in the file.
 - Ids are strings; integer ids (a transcript another tool wrote) are read as
   their decimal strings. The title is the first ``summary`` row whose
@@ -39,11 +44,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..conversation import LOST_PARENT, Conversation
+from ..conversation import LOST_PARENT, NO_CALL, Conversation
 from .documents import Document
 from .records import Problems, Record, conversation, table, to_time, usage_of
 
 NAME = "claude_code"
+
+#: The model Claude Code names on a row it wrote itself in the model's place (an API error, "No response
+#: requested."): its all-zero usage is no provider's report, and no model call wrote it (``NO_CALL``).
+SYNTHETIC = "<synthetic>"
 
 #: The agent id prefix of Claude Code's compaction fork (``subagents/agent-acompact-<id>.jsonl``): one call that
 #: reads the parent session's whole history (the file holds only the summary prompt) and writes the summary.
@@ -335,19 +344,22 @@ class _Builder:
             node = self.rec_of[nid].node
             node["content"].extend(blocks)
             node["metadata"]["rows"].append(u)
-            if usage_of(msg.get("usage")) is not None:
+            if usage_of(msg.get("usage")) is not None and NO_CALL not in node["metadata"]:
                 node["usage"] = usage_of(msg.get("usage"))
             if msg.get("stop_reason"):
                 node["metadata"]["stop_reason"] = msg["stop_reason"]
             node["tool_calls"] = _tool_calls(node["content"])
             return
         link = self.link(r, nid)
-        if msg.get("model") and msg["model"] not in self.models:
+        synthetic = msg.get("model") == SYNTHETIC or r.get("isApiErrorMessage") is True
+        if msg.get("model") and msg["model"] not in self.models and not synthetic:
             self.models.append(msg["model"])
         self.add(nid, link, {"role": "assistant", "content": blocks, "time": to_time(r.get("timestamp")),
-                             "usage": usage_of(msg.get("usage")), "tool_calls": _tool_calls(blocks)},
+                             "usage": None if synthetic else usage_of(msg.get("usage")), "tool_calls": _tool_calls(blocks)},
                  {"message_id": msg.get("id"), "model": msg.get("model"), "stop_reason": msg.get("stop_reason"),
-                  "request_id": r.get("requestId"), "rows": [u]})
+                  "request_id": r.get("requestId"), "rows": [u],
+                  NO_CALL: ("an API error Claude Code wrote" if r.get("isApiErrorMessage") else "Claude Code's own notice")
+                  if synthetic else None})
 
     def user(self, r: Mapping[str, Any], u: str) -> None:
         """A user row: what the person (or Claude Code) wrote, and/or tool results."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import toolcalls
-from ..conversation import LOST_PARENT, Conversation
+from ..conversation import LOST_PARENT, NO_CALL, Conversation
 from ..tokens import content_text, count_batch, count_tokens
 from ..tree import nodes_in_order
 
@@ -69,7 +69,8 @@ class PlannedTurn:
     ``start`` is ``"submit"`` (record ``nodes`` under ``parent``), ``"move"``
     (a head-only view to ``parent``) or ``"compact"`` (move to ``parent``, then
     ``context.replace`` recording the summary ``nodes[0]``). ``steps`` are
-    ``("add", id)`` (``message.add``) and ``("call", id)`` (one ``llm.call``
+    ``("add", id)`` (``message.add``: a tool result, or an assistant message
+    no model call wrote, ``NO_CALL``) and ``("call", id)`` (one ``llm.call``
     answered with the logged reply ``id``), in order.
     """
 
@@ -130,7 +131,7 @@ def plan(conversation: Conversation) -> Plan:
             if turn is None or parent != vhead:
                 turn = PlannedTurn("move", parent, time=n.get("time"))
                 turns.append(turn)
-            turn.steps.append(("call", nid))
+            turn.steps.append(("add" if _no_call(n) else "call", nid))
         elif toolcalls.is_result(n) and turn is not None and parent == vhead:
             turn.steps.append(("add", nid))
         elif turn is not None and turn.start == "submit" and not turn.steps and parent == vhead and role != "assistant":
@@ -143,6 +144,12 @@ def plan(conversation: Conversation) -> Plan:
     if head is not None and head != vhead:
         turns.append(PlannedTurn("move", head))
     return Plan(str(getattr(conversation, "id", "")), turns, head, by_id, _lost(nodes))
+
+
+def _no_call(node: Mapping[str, Any]) -> bool:
+    """An assistant message no model call wrote (``NO_CALL``): the worker records it."""
+    meta = node.get("metadata")
+    return isinstance(meta, Mapping) and bool(meta.get(NO_CALL))
 
 
 def _lost(nodes: list[dict[str, Any]]) -> frozenset[str]:
