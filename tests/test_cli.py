@@ -843,3 +843,55 @@ def test_tune_tells_files_and_conversations_apart_on_real_logs(capsys):
     assert len(rows) == 2 and len({r[0] for r in rows}) == 2 and len({r[1] for r in rows}) == 2
     assert not any(r[1].endswith(".owi.json") for r in rows) and rows[1][1].endswith("oldwater")
     assert rows[1][0].endswith("#0") and rows[1][0].startswith("webui")
+
+
+class _Refusing:
+    """A real OpenAI-compatible server on loopback that refuses every chat completion the way llama.cpp's server
+    refused Anthropic-shaped parts (HTTP 400 invalid_request_error), counting the requests."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        calls = self.calls = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
+                calls.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+                body = json.dumps({"error": {"code": 400, "type": "invalid_request_error",
+                                             "message": "unsupported content[].type"}}).encode()
+                self.send_response(400)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(5)
+
+
+def test_a_sweep_whose_every_summary_call_failed_says_so_at_the_top_and_exits_3(long_log, monkeypatch, capsys):
+    """Issue 34 (4): "The command exits 0 with 0 summaries and failed turns": the failed summary calls are counted
+    at the top of the output (whatever -q says), and a run in which every one failed exits 3."""
+    server = _Refusing()
+    try:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0000000000000000")
+        code = main([*long_log, "--summarizer", "openai:gpt-4.1-mini", "--no-cache", "-q", "--width", "100"])
+    finally:
+        server.close()
+    out, err = capsys.readouterr()
+    assert code == 3 and server.calls, (code, err)
+    assert out.startswith("summaries: ") and "failed (" in out.splitlines()[0] and "unsupported content[].type" in " ".join(out.split())
+    assert err.startswith("convlab: every summary call failed (") and "no row holds a summary the summarizer wrote" in err
+    assert "configs ranked over 1 conversation" in out  # the table is still there, after what it rests on

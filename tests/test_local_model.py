@@ -210,3 +210,27 @@ def listening(port: int) -> bool:
     with socket.socket() as sock:
         sock.settimeout(2)
         return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.mark.realdata
+def test_a_real_summary_of_a_real_claude_code_sessions_tool_heavy_span():
+    """Issue 34 (4): "--summarizer local on a real Claude Code session: all 41 summary calls fail with HTTP 400
+    unsupported content[].type" (the log's tool_use, tool_result and thinking parts went to llama.cpp's server as
+    they were). Now the local model gets plain text (calls, results and parts said in text) and writes every
+    summary of the session's tool-heavy span."""
+    from realdata import REAL, require
+
+    require()
+    [c] = [c for c in convlab.read(REAL / "claude_code" / "tool_heavy.jsonl") if "agent-" not in c.id]
+    assert any(isinstance(m["content"], list) and {"tool_use"} & {p.get("type") for p in m["content"]} for m in c.path())
+    llm = start_local(n_ctx=4096, params={"max_completion_tokens": 48})
+    try:
+        config = '[agent.bot.context]\nwindow = 32000\n[[agent.bot.context.strategy]]\nuse = "summarize"\n'
+        r = convlab.replay(c, config, summarizer=llm, cache=False)
+    finally:
+        llm.close()
+    made = [s for s in r.summary_calls if not s["refused"]]
+    assert made and all(not s["stand_in"] and s["output"] > 0 for s in made), r.summary_calls
+    summaries = [n for n in r.session.tree if r.session.tree.nodes[n].get("kind") == "summary"]
+    assert len(summaries) == len(made) and all(r.session.tree.nodes[n]["content"].strip() for n in summaries)
+    assert not r.lost and r.measures()["summaries"] == len(made)

@@ -207,8 +207,18 @@ def test_system_is_not_a_parameter():
         convlab.AnthropicChat("claude-sonnet-4-5", api_key="-", params={"system": "Be brief."})
 
 
-def test_tool_arguments_that_are_not_json_fail_the_call_clearly():
+def test_tool_arguments_that_are_not_json_go_as_their_text_and_an_unanswered_call_as_text():
+    """Issue 34 (4): a log's tool call whose arguments are not a JSON object (a model's cut-off call) is sent with
+    its text kept (``input: {"arguments": text}``), not a failed call; a call whose result the request does not
+    hold, and a result whose call it does not hold, are said in text: the API would refuse either as a block."""
     bad = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{not json"}}
-    llm = anthropic_llm(MockAPI(httpx2, []))
-    with pytest.raises(convlab.ProviderError, match="call_1.*not JSON"):
-        llm.complete({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "", "tool_calls": [bad]}]})
+    _, msgs = anthropic_messages([{"role": "user", "content": "x"}, {"role": "assistant", "content": "", "tool_calls": [bad]},
+                                  {"role": "tool", "tool_call_id": "call_1", "content": "error: bad arguments"}])
+    assert msgs[1] == {"role": "assistant", "content": [{"type": "tool_use", "id": "call_1", "name": "f", "input": {"arguments": "{not json"}}]}
+    assert msgs[2]["content"][0]["tool_use_id"] == "call_1"
+    _, lone = anthropic_messages([{"role": "user", "content": "x"}, {"role": "assistant", "content": "", "tool_calls": [bad]},
+                                  {"role": "tool", "tool_call_id": "elsewhere", "content": "42"}])
+    assert lone[1:] == [{"role": "assistant", "content": "[tool call f {not json]"},
+                        {"role": "user", "content": "[result of a tool call not in this request: elsewhere]\n42"}]
+
+

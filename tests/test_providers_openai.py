@@ -72,7 +72,10 @@ def test_a_reply_maps_back_and_goes_out_again_as_it_came():
         {"role": "assistant", "content": None, "tool_calls": [call]},
         {"role": "tool", "tool_call_id": "call_abc123", "content": "22C"},
     ]
-    assert openai_messages([node])[0] == {"role": "assistant", "content": None, "tool_calls": [call]}
+    result = {"role": "tool", "tool_call_id": "call_abc123", "content": "22C"}
+    assert openai_messages([node, result])[0] == {"role": "assistant", "content": None, "tool_calls": [call]}
+    # a call whose result the request does not hold (a slice a summary call sends) is said in text: the API refuses it
+    assert openai_messages([node]) == [{"role": "assistant", "content": '[tool call get_current_weather {\n"location": "Boston, MA"\n}]'}]
 
 
 def test_a_streamed_tool_call_adds_up_its_argument_pieces():

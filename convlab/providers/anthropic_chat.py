@@ -1,10 +1,10 @@
 """AnthropicChat: Anthropic's Messages API through the official ``anthropic`` SDK.
 
-convlab's messages are Chat-Completions shaped, so this module maps both
-ways: system messages become the top-level ``system``; an assistant's
-``tool_calls`` become ``tool_use`` blocks and ``tool`` messages
-``tool_result`` blocks (consecutive results in one user turn, as the API
-wants them); a reply's ``tool_use`` blocks come back as ``tool_calls``
+Messages go in this API's shape whatever shape a log wrote them in
+(``convlab.providers.shapes``): system messages become the top-level
+``system``; tool calls ``tool_use`` blocks and their results ``tool_result``
+blocks (consecutive results in one user turn, as the API wants them); a
+reply's ``tool_use`` blocks come back as ``tool_calls``
 (``input`` as the JSON ``arguments``), its other blocks (thinking, citations,
 server tools) as content parts that go back as they came. The SDK is
 imported when the first ``AnthropicChat`` is made, never by ``import convlab``.
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
 from .sdk import SDKChat
+from .shapes import anthropic_messages
 
 if TYPE_CHECKING:  # the SDK is imported when the first AnthropicChat is made
     import anthropic
@@ -27,77 +28,6 @@ __all__ = ["AnthropicChat", "anthropic_messages", "anthropic_reply", "anthropic_
 
 MAX_TOKENS = 4096  # the API requires max_tokens; every current model takes this many; params={"max_tokens": n} for more
 TOO_LONG_WORDS = "prompt is too long"  # the 400's message: "prompt is too long: 208310 tokens > 200000 maximum"
-
-
-def _blocks(content: str | list[Any] | None) -> list[Any]:
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}] if content else []
-    return list(content or [])
-
-
-def _tool_use(call: Mapping[str, Any]) -> dict[str, Any]:
-    function = call.get("function") or {}
-    arguments = function.get("arguments") or "{}"
-    try:
-        given = json.loads(arguments)
-    except (TypeError, ValueError):
-        raise ProviderError("failed", f"tool call {call.get('id')!r} has arguments that are not JSON: {arguments!r}") from None
-    if not isinstance(given, dict):
-        raise ProviderError("failed", f"tool call {call.get('id')!r} has arguments that are not a JSON object: {arguments!r}")
-    return {"type": "tool_use", "id": call.get("id"), "name": function.get("name"), "input": given}
-
-
-def anthropic_messages(messages: list[Mapping[str, Any]]) -> tuple[Any, list[dict[str, Any]]]:
-    """convlab messages as the Messages API takes them: ``(system, messages)``.
-
-    - every ``system`` message goes to the top-level ``system``, in order (one
-      string stays a string; otherwise a list of text blocks);
-    - ``user`` and ``assistant`` content goes as it is (a string, or parts);
-      an assistant's ``tool_calls`` follow its content as ``tool_use``
-      blocks (``arguments`` parsed back into ``input``);
-    - ``tool`` messages become ``tool_result`` blocks; consecutive ones share
-      one user turn;
-    - ids, ``name`` and ``metadata`` have no place in this API and stay in convlab.
-
-    >>> system, msgs = anthropic_messages([
-    ...     {"id": "s", "role": "system", "content": "Be brief."},
-    ...     {"id": "u1", "role": "user", "content": "Weather in Paris?"},
-    ...     {"id": "e1", "role": "assistant", "content": "",
-    ...      "tool_calls": [{"id": "toolu_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
-    ...     {"id": "u2", "role": "tool", "content": "18C", "tool_call_id": "toolu_1"}])
-    >>> system
-    'Be brief.'
-    >>> msgs  # doctest: +NORMALIZE_WHITESPACE
-    [{'role': 'user', 'content': 'Weather in Paris?'},
-     {'role': 'assistant', 'content': [{'type': 'tool_use', 'id': 'toolu_1', 'name': 'get_weather', 'input': {'city': 'Paris'}}]},
-     {'role': 'user', 'content': [{'type': 'tool_result', 'tool_use_id': 'toolu_1', 'content': '18C'}]}]
-    """
-    system: list[Any] = []
-    system_given: list[Any] = []
-    out: list[dict[str, Any]] = []
-    previous_tool = False
-    for m in messages:
-        role, content = m["role"], m.get("content")
-        if role == "system":
-            system_given.append(content)
-            system.extend(_blocks(content))
-            previous_tool = False
-            continue
-        if role == "tool":
-            result = {"type": "tool_result", "tool_use_id": m.get("tool_call_id"), "content": content}
-            if previous_tool:
-                out[-1]["content"].append(result)
-            else:
-                out.append({"role": "user", "content": [result]})
-            previous_tool = True
-            continue
-        previous_tool = False
-        if role == "assistant" and m.get("tool_calls"):
-            content = _blocks(content) + [_tool_use(call) for call in m["tool_calls"]]
-        out.append({"role": role, "content": content})
-    if len(system_given) == 1 and isinstance(system_given[0], str):
-        return system_given[0], out
-    return system or None, out
 
 
 def anthropic_usage(usage: Usage) -> dict[str, Any]:

@@ -68,12 +68,17 @@ class LocalChat(OpenAIChat):
     faster) compute each call. ``params`` go with every call, over
     ``DEFAULT_PARAMS`` (temperature 0, seed 0, at most 256 tokens a reply).
     ``model_path`` is any other GGUF chat model (its own chat template is used).
+    Every message goes as plain text (``tools = False``): SmolLM2's chat template
+    knows no tool calls, so calls, results and parts are said in text
+    (``convlab.providers.shapes.text_messages``).
 
     >>> with LocalChat(n_ctx=512, params={"max_completion_tokens": 8}) as llm:
     ...     reply = llm.complete({"messages": [{"role": "user", "content": "Say hello."}]})
     >>> reply["metadata"]["model"], reply["usage"]["output_tokens"] <= 8, llm.base_url
     ('SmolLM2-135M-Instruct.Q4_1', True, None)
     """
+
+    tools = False  # SmolLM2's chat template knows no tool calls: every message as plain text
 
     def __init__(self, *, n_ctx: int | None = 8192, threads: int = 1, params: Mapping[str, Any] | None = None,
                  model_path: str | os.PathLike[str] | None = None):

@@ -2,9 +2,11 @@
 and so every OpenAI-compatible server (vLLM, Ollama, llama.cpp's server, LM
 Studio, LiteLLM's proxy) that ``OPENAI_BASE_URL`` points at.
 
-convlab's messages are already this API's shape (``tool_calls``,
-``tool_call_id``, ``name``, part lists), so mapping is mostly leaving out
-what the API does not take: convlab's ids and ``metadata``. The SDK is
+Messages go in this API's shape whatever shape a log wrote them in
+(``convlab.providers.shapes``: an Anthropic log's ``tool_use`` and
+``tool_result`` parts become ``tool_calls`` and ``tool`` messages, thinking is
+left out, a part the API has no place for is said in text); a subclass whose
+server knows no tools sets ``tools = False`` (every message plain text). The SDK is
 imported when the first ``OpenAIChat`` is made, never by ``import convlab``.
 """
 
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ProviderError
 from ..tokens import content_text
 from .sdk import SDKChat
+from .shapes import openai_messages
 
 if TYPE_CHECKING:  # the SDK is imported when the first OpenAIChat is made
     import openai
@@ -30,40 +33,6 @@ __all__ = ["OpenAIChat", "openai_messages", "openai_reply", "openai_usage"]
 # available context size (8192 tokens)")
 TOO_LONG_CODES = ("context_length_exceeded", "exceed_context_size_error")
 TOO_LONG_WORDS = ("maximum context length", "exceeds the available context size")
-
-
-def openai_messages(messages: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """convlab messages as the Chat Completions API takes them.
-
-    Roles, string or part-list content, ``name``, ``tool_calls`` and
-    ``tool_call_id`` go as they are; ids and ``metadata`` stay in convlab;
-    an assistant message with tool calls and no text sends ``content: null``
-    (what the API answered). A tool message's ``name`` has no place in this
-    API and is left out.
-
-    >>> openai_messages([{"id": "u1", "role": "user", "content": "hi", "name": "ann"},
-    ...                  {"id": "e1", "role": "assistant", "content": "", "metadata": {"model": "m"},
-    ...                   "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
-    ...                  {"id": "u2", "role": "tool", "content": "42", "tool_call_id": "c1"}])
-    ... # doctest: +NORMALIZE_WHITESPACE
-    [{'role': 'user', 'content': 'hi', 'name': 'ann'},
-     {'role': 'assistant', 'content': None, 'tool_calls': [{'id': 'c1', 'type': 'function', 'function': {'name': 'f', 'arguments': '{}'}}]},
-     {'role': 'tool', 'content': '42', 'tool_call_id': 'c1'}]
-    """
-    out = []
-    for m in messages:
-        role, content = m["role"], m.get("content")
-        msg: dict[str, Any] = {"role": role, "content": content}
-        if role == "assistant" and m.get("tool_calls") and content in ("", []):
-            msg["content"] = None
-        if m.get("name") is not None and role != "tool":
-            msg["name"] = m["name"]
-        if role == "assistant" and m.get("tool_calls"):
-            msg["tool_calls"] = m["tool_calls"]
-        if role == "tool" and m.get("tool_call_id") is not None:
-            msg["tool_call_id"] = m["tool_call_id"]
-        out.append(msg)
-    return out
 
 
 def openai_usage(usage: CompletionUsage | None) -> dict[str, Any]:
@@ -143,6 +112,8 @@ class OpenAIChat(SDKChat["openai.OpenAI"]):
     sdk = "openai"
     client_class = "openai.OpenAI"
     client_call = ("chat", "completions", "create")
+    #: whether the server takes tool calls and ``tool`` messages (False: they are said in text)
+    tools = True
 
     def __init__(self, model: str, client: openai.OpenAI | None = None, *, params: Mapping[str, Any] | None = None,
                  **client_kwargs: Any):
@@ -162,7 +133,7 @@ class OpenAIChat(SDKChat["openai.OpenAI"]):
 
     def call(self, model: str, messages: list[Mapping[str, Any]]) -> dict[str, Any]:
         completion = self.client.chat.completions.create(
-            model=model, messages=openai_messages(messages),  # type: ignore[arg-type]  # the API's JSON, not the SDK's TypedDicts
+            model=model, messages=openai_messages(messages, self.tools),  # type: ignore[arg-type]  # the API's JSON, not the SDK's TypedDicts
             **self.params)
         return openai_reply(completion)
 
@@ -177,7 +148,7 @@ class OpenAIChat(SDKChat["openai.OpenAI"]):
         options = {**(params.pop("stream_options", None) or {}), "include_usage": True}
         chunks = 0
         with self.client.chat.completions.stream(
-                model=model, messages=openai_messages(messages),  # type: ignore[arg-type]  # the API's JSON, not the SDK's TypedDicts
+                model=model, messages=openai_messages(messages, self.tools),  # type: ignore[arg-type]  # the API's JSON, not the SDK's TypedDicts
                 stream_options=options, **params) as stream:  # type: ignore[arg-type]  # params' own stream_options: JSON as given
             try:
                 for event in stream:
