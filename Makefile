@@ -75,7 +75,7 @@ test-fast: $(STAMP) lint
 # As root (containers, CI images) Jupyter refuses to start without --allow-root: given then.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: $(STAMP)
-	$(BIN)/jupyter lab --ServerApp.root_dir=. notebooks/01-tour.ipynb $(LAB_ROOT) $(LAB_ARGS)
+	$(BIN)/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks/01-tour.ipynb $(LAB_ROOT) $(LAB_ARGS)
 
 bench: $(STAMP) browser
 	$(BIN)/python -m bench

@@ -385,7 +385,7 @@ def write_log(turns: list[Turn], path: str | os.PathLike, *, agent: str = "bot")
             for content, usage, result in t.steps:
                 llm += 1
                 cid = f"llm-{llm}"
-                aid = f"e{llm}"  # a streamed call announces its reply's id (PROTOCOL.md rev 4)
+                aid = f"e{llm}"  # a streamed call announces its reply's id (docs/protocol.md, rev 4)
                 seq += 1
                 emit({"seq": seq, "time": clock, "type": "llm.started", "turn_id": tid, "call_id": cid, "summary": False, "llm": "default",
                       "model": None, "message_id": aid})

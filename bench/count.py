@@ -3,7 +3,7 @@
 A conversation is replayed message by message; before every model call (each
 assistant message) the context is planned: convlab records the message in a
 ``Tree`` (what the engine and the importers do), takes ``Tree.count()`` (the
-count of PROTOCOL.md 5.1, O(1) from per-node bookkeeping) and asks
+count of docs/protocol.md 5.1, O(1) from per-node bookkeeping) and asks
 ``context.applies`` whether a strategy applies. The peer keeps a LangChain
 message list and calls ``trim_messages`` with ``count_tokens_approximately``
 before every call, as LangChain's docs show.

@@ -11,7 +11,7 @@ the held call, ``llm.call {id}``. When its rule would keep everything as it
 is, it runs the held call as it was.
 
 What each keeps is counted the engine's way (about a token per four
-characters, PROTOCOL.md 5.1), and none ever keeps a tool result without the
+characters, docs/protocol.md 5.1), and none ever keeps a tool result without the
 call it answers (``convlab.toolcalls``). Messages with role ``system`` at the
 start of the path (the instructions) are always kept.
 

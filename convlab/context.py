@@ -1,6 +1,6 @@
 """The context config (``[agent.<id>.context]``) and which strategy applies.
 
-PROTOCOL.md 5.2. The config is parsed and checked once: every error names the
+docs/protocol.md 5.2. The config is parsed and checked once: every error names the
 dotted key at fault (``agent.bot.context.strategy[2].idle_secs``). Deciding
 whether a strategy applies is a pure function of the count, the clock and
 whether this is the turn's first model call, so the engine and the tuning
@@ -55,7 +55,7 @@ def _is_int(v: object) -> bool:
 class Strategy:
     """One ``[[agent.<id>.context.strategy]]`` entry, checked where it is built.
 
-    The checks are the config file's (PROTOCOL.md 5.2), with the same
+    The checks are the config file's (docs/protocol.md 5.2), with the same
     messages; built by hand, the key is the field's name.
 
     >>> Strategy(use="reset", idle_secs=3600).to_dict()
@@ -156,7 +156,7 @@ class ContextConfig:
 
     @property
     def threshold(self) -> int | None:
-        """The smallest count above which one of the strategies applies by size (PROTOCOL.md 5.2):
+        """The smallest count above which one of the strategies applies by size (docs/protocol.md 5.2):
         an ``over_tokens``, or ``limit`` for a strategy without ``idle_secs``; None when none does.
 
         >>> cfg = ContextConfig(window=200000, strategies=[Strategy("reset", idle_secs=3600), Strategy("summarize")])
@@ -368,7 +368,7 @@ def applies(
     first_call: bool,
     idle_for: float | None,
 ) -> Limit | None:
-    """The first strategy, in order, that applies (PROTOCOL.md 5.2), or None.
+    """The first strategy, in order, that applies (docs/protocol.md 5.2), or None.
 
     ``idle_for`` is the time since the previous turn ended (None for a
     session's first turn). A strategy with ``idle_secs`` applies at a turn's
@@ -411,7 +411,7 @@ def applies(
 
 
 def kept(up: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """``kept`` (PROTOCOL.md 5.3): the input the model must still answer, oldest first.
+    """``kept`` (docs/protocol.md 5.3): the input the model must still answer, oldest first.
 
     ``up`` is the path's messages (or nodes) from the head up to the root:
     ``reversed(path)``, or a tree's walk up from its head. ``kept`` is what

@@ -118,7 +118,7 @@ class Conversation:
         self._tree.head = node_id
 
     def tokens(self) -> int:
-        """The count of PROTOCOL.md 5.1 for the path to the head (the log's usage where it has it)."""
+        """The count of docs/protocol.md 5.1 for the path to the head (the log's usage where it has it)."""
         return self._tree.count()
 
     def __len__(self) -> int:

@@ -8,11 +8,11 @@ session equals the live one by construction, and the log alone rebuilds it.
 
 What is not in the events is the answer in flight (``_Answer``): the actions
 of the worker's answer not run yet. It is the engine's work in flight; a log
-that ends mid-answer loses it (PROTOCOL.md 8), except a decision that was
+that ends mid-answer loses it (docs/protocol.md 8), except a decision that was
 waiting, which the log holds whole. What the events say about model calls
 (ids taken, calls held, the open ``context.limit``) lives in one ``_CallBook``.
 
-Failures stay small (PROTOCOL.md rev 4). An event is written to the log
+Failures stay small (docs/protocol.md, rev 4). An event is written to the log
 before ``_apply`` sees it, and each entry point (``submit``, ``decide``,
 ``step``, ``run``) happens whole or not at all: when a write fails, the log is
 cut back and the session returns to where the entry point found it
@@ -20,7 +20,7 @@ cut back and the session returns to where the entry point found it
 nothing. Whatever a provider raises is a failed call (``providers.call``);
 whatever else goes wrong inside a step fails that turn only (``step``).
 
-Rules are PROTOCOL.md's; where it is silent this module decides, and the
+Rules are docs/protocol.md's; where it is silent this module decides, and the
 docstring of the method says so ("gap").
 """
 
@@ -53,7 +53,7 @@ SUMMARY_PREFIX = "The earlier conversation was summarized:\n\n"
 
 MAX_STEPS = 100_000  # a run() that takes more steps has a worker that never ends its turns
 
-#: How a turn can end (PROTOCOL.md 3).
+#: How a turn can end (docs/protocol.md 3).
 TURN_ENDS = ("turn.completed", "turn.failed", "turn.cancelled")
 
 #: A worker (``Session(worker=...)``, a replay's ``worker``): the decision request as it sees it
@@ -88,7 +88,7 @@ class _Answer:
     """The worker's answer being run: its actions not run yet, and the last reply a
     call in it recorded. When the actions are used up the engine asks
     ``llm.result`` with that reply, or completes the turn when there is none
-    (PROTOCOL.md 4). A held call or ``turn.end`` ends the answer: the running
+    (docs/protocol.md 4). A held call or ``turn.end`` ends the answer: the running
     turn drops it (``Session._answer = None``), nothing else changes it."""
 
     actions: deque
@@ -107,7 +107,7 @@ class _CallBook:
     running turn has made a model call (``idle_secs`` applies only before).
     ``announced``: the id each streamed call announced for its reply
     (``llm.started``'s ``message_id``) that no message holds yet: a call that
-    failed or was cancelled keeps its id for good (PROTOCOL.md rev 4), so
+    failed or was cancelled keeps its id for good (docs/protocol.md, rev 4), so
     no other message ever takes it.
     """
 
@@ -239,7 +239,7 @@ class Session:
 
     @property
     def state(self) -> dict[str, Any]:
-        """The worker state along the active path (PROTOCOL.md 6)."""
+        """The worker state along the active path (docs/protocol.md 6)."""
         return self._tree.state_at()
 
     @property
@@ -277,7 +277,7 @@ class Session:
         return self._tree.path(node_id)
 
     def tokens(self) -> int:
-        """The count of PROTOCOL.md 5.1 for the active path (O(1))."""
+        """The count of docs/protocol.md 5.1 for the active path (O(1))."""
         return self._tree.count()
 
     def children(self, node_id: str | None) -> list[str]:
@@ -331,7 +331,7 @@ class Session:
     # ------------------------------------------------------------------
     def _emit(self, type_: str, turn_id: str | None = None, **fields: Any) -> Event:
         """Record an event: written to the log (and flushed) first, then applied,
-        then shown to subscribers (PROTOCOL.md rev 4: written before applied). A
+        then shown to subscribers (docs/protocol.md, rev 4: written before applied). A
         write that fails raises ``LogError`` with nothing applied; the entry
         point that emitted it then undoes what it had applied (``_atomic``).
         Its fields are trusted: checked and copied at the edge (``inputs``), or
@@ -530,7 +530,7 @@ class Session:
                                            or message_id in self._calls.announced)
 
     # ------------------------------------------------------------------
-    # client input (PROTOCOL.md 2 and 3)
+    # client input (docs/protocol.md 2 and 3)
     # ------------------------------------------------------------------
     def submit(self, message: Mapping[str, Any]) -> Receipt:
         """Take one client input. Returns the receipt, or raises ``Refused``
@@ -554,7 +554,7 @@ class Session:
 
     def _leave_out(self, inp: dict[str, Any]) -> list[str]:
         """Take out of the input's messages every reply whose id a streamed call
-        announced and no message holds (a stopped reply a client kept, PROTOCOL.md
+        announced and no message holds (a stopped reply a client kept, docs/protocol.md
         rev 4, gap): it is not an answer, so the view goes on from its parent.
         Returns their ids. Another role under such an id is refused (400)."""
         announced = self._calls.announced
@@ -703,7 +703,7 @@ class Session:
         when there is nothing to do (or a decision waits for ``decide``).
 
         The turn's runner: whatever goes wrong inside a step fails that turn
-        and only it (PROTOCOL.md rev 4). A provider's exception is already a
+        and only it (docs/protocol.md, rev 4). A provider's exception is already a
         failed call (``providers.call``); a call stopped on purpose
         (``CallCancelled``) cancels the turn; anything else (a bug) fails the
         turn with ``internal error`` and a ``RuntimeWarning``. Only ``LogError``
@@ -775,7 +775,7 @@ class Session:
         Refused (400, naming the action and field) when the answer's shape is
         wrong or an ``llm.call`` names a provider the session does not have:
         nothing runs and the decision still waits. An answer of the right shape
-        runs; its actions fail the turn where PROTOCOL.md says so (an empty
+        runs; its actions fail the turn where docs/protocol.md says so (an empty
         ``context.replace``, 5.4).
         """
         if self._asked is None:
@@ -832,7 +832,7 @@ class Session:
     def _settle_limit(self) -> None:
         """``context.kept`` for the open ``context.limit``, if any: with
         ``context.replaced`` (emitted by the replace itself) the one event that
-        settles it (PROTOCOL.md 5.3)."""
+        settles it (docs/protocol.md 5.3)."""
         if self._calls.open_limit is not None:
             self._emit("context.kept", turn_id=self._running, call_id=self._calls.open_limit)
 
@@ -857,7 +857,7 @@ class Session:
             self._end_turn("turn.completed")
 
     # ------------------------------------------------------------------
-    # model calls and making room (PROTOCOL.md 5)
+    # model calls and making room (docs/protocol.md 5)
     # ------------------------------------------------------------------
     def _call(self, action: dict[str, Any]) -> None:
         """One ``llm.call``: checked against the strategies unless it was held
@@ -904,7 +904,7 @@ class Session:
         self._answer.reply = message_of(node)
 
     def _delta_to(self, turn_id: str, call_id: str, message_id: str) -> Callable[[str], None]:
-        """What passes a streamed chunk on as ``llm.delta`` (PROTOCOL.md 7, rev 3): to
+        """What passes a streamed chunk on as ``llm.delta`` (docs/protocol.md 7, rev 3): to
         subscribers only, never to ``events`` or the log, so it has no ``seq``."""
 
         def on_delta(text: str) -> None:
@@ -922,7 +922,7 @@ class Session:
         self.clock += seconds
 
     def _hold(self, call: dict[str, Any], reason: str, strategy: Strategy, tokens: int) -> None:
-        """Hold the call (PROTOCOL.md 5.3): ``context.limited``, the plan (with its
+        """Hold the call (docs/protocol.md 5.3): ``context.limited``, the plan (with its
         summary calls), then the ``context.limit`` decision. Holding ends the
         answer in flight: its remaining actions are dropped (gap), the answer to
         ``context.limit`` takes their place."""
@@ -995,7 +995,7 @@ class Session:
         return None
 
     def _replace(self, action: dict[str, Any]) -> None:
-        """context.replace (PROTOCOL.md 5.4): a new branch at the root."""
+        """context.replace (docs/protocol.md 5.4): a new branch at the root."""
         tid = self._running
         summary, messages = action.get("summary"), action.get("messages") or []
         if not summary and not messages:

@@ -94,7 +94,7 @@ def frame(conversation: HasTree, encoding: str = "o200k_base") -> pd.DataFrame:
 
     - ``id``, ``parent`` (``None`` for a top-level message), ``role``, ``kind``
       (``message`` or ``summary``), ``seq``, ``time``;
-    - ``chars``: the characters the engine counts (PROTOCOL.md 5.1);
+    - ``chars``: the characters the engine counts (docs/protocol.md 5.1);
       ``tokens``: the exact tiktoken count of the content's text (``encoding``);
     - ``depth``: messages from the root to this one, inclusive (a top-level
       message has depth 1, so the head's depth is ``len(path())``);

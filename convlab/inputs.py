@@ -3,7 +3,7 @@
 Everything is checked before anything is written, so a refused input writes
 nothing. Errors name the field (``messages[2].role``). The checked forms are
 clean copies: engine-owned attributes a client sent on a message are dropped
-here (PROTOCOL.md 1, gap), never recorded.
+here (docs/protocol.md 1, gap), never recorded.
 """
 
 from __future__ import annotations

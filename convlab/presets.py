@@ -8,7 +8,7 @@ summary). ``name`` is one of ``NAMES``, a comma-separated list of them, a
 list, or ``"all"``. The numbers and where they come from are in each preset's
 docstring; where convlab only approximates the peer, it says so. One rule
 holds for them all: the engine's count is its own (about a token per four
-characters, PROTOCOL.md 5.1), not the peer's tokenizer, and the engine's own
+characters, docs/protocol.md 5.1), not the peer's tokenizer, and the engine's own
 headroom still applies (a strategy fires above ``window - 16000`` whatever
 its ``over_tokens``), so a preset that would fire later than that fires there.
 

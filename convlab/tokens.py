@@ -123,7 +123,7 @@ def content_text(content: str | Iterable[object] | None) -> str:
 
 
 def content_chars(content: str | Iterable[object] | None) -> int:
-    """Characters of ``content`` as PROTOCOL.md 5.1 counts them.
+    """Characters of ``content`` as docs/protocol.md 5.1 counts them.
 
     >>> content_chars("abcd"), content_chars([{"type": "text", "text": "ab"}])
     (4, 2)

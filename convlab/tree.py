@@ -1,4 +1,4 @@
-"""The message tree (PROTOCOL.md section 1), shown as a networkx DiGraph.
+"""The message tree (docs/protocol.md section 1), shown as a networkx DiGraph.
 
 One node per recorded message, keyed by its id, edge parent -> child. The
 root is not a message and not a node: top-level messages have ``parent``
@@ -9,7 +9,7 @@ storage protocol: a node's attributes, parent, children, worker state and fixed
 first time it is asked for and kept up to date from then on. ``convlab.lazy``
 supplies a store that keeps contents in the session log; every rule is here.
 
-Beside the graph the tree keeps, per node, what the count of PROTOCOL.md 5.1
+Beside the graph the tree keeps, per node, what the count of docs/protocol.md 5.1
 needs so that counting never re-reads the path (its ``Record``): the node's
 characters, the characters from the root to it (inclusive), and the nearest node
 at or above it whose ``usage`` came from a model reply; for a ``PathView`` (what
@@ -58,7 +58,7 @@ ROLES = ("system", "user", "assistant", "tool")
 
 
 class Message(TypedDict):
-    """A message as a client sends it and a model reads it (PROTOCOL.md 1)."""
+    """A message as a client sends it and a model reads it (docs/protocol.md 1)."""
 
     id: NotRequired[str]
     role: str  # one of ROLES
@@ -99,7 +99,7 @@ class Node(TypedDict):
 MESSAGE_KEYS: dict[str, type] = {"name": str, "tool_calls": list, "tool_call_id": str, "metadata": dict}
 
 #: Attributes the engine owns on a node. A client may send them on a new
-#: message; they are ignored, never recorded (PROTOCOL.md 1, gap).
+#: message; they are ignored, never recorded (docs/protocol.md 1, gap).
 RECORDED = tuple(k for k in Node.__annotations__ if k not in MESSAGE_KEYS)
 
 _DEFAULTS: dict[str, Any] = {k: None for k in RECORDED} | {"content": "", "kind": "message"}
@@ -441,7 +441,7 @@ class PathView(Sequence[MessageView]):
 
 class Record(NamedTuple):
     """What recording a node fixes for good (the tree only grows), kept per node so
-    that nothing per turn re-reads the path: the count of PROTOCOL.md 5.1 and a
+    that nothing per turn re-reads the path: the count of docs/protocol.md 5.1 and a
     ``PathView`` read it. ``Tree`` computes it once, from the parent's; a store
     keeps it."""
 
@@ -706,7 +706,7 @@ class Tree:
         return total
 
     def count(self, head: str | None = None) -> int:
-        """PROTOCOL.md 5.1 for the path root -> ``head`` (default: the head), O(1).
+        """docs/protocol.md 5.1 for the path root -> ``head`` (default: the head), O(1).
 
         Reported input of the last model reply on the path plus ceil(chars/4)
         of what was written since, that reply included.
@@ -720,7 +720,7 @@ class Tree:
         last = rec if rec.last_call == head else self._store.record(rec.last_call)
         return last.reported + estimate(rec.cum - last.cum + last.chars)  # type: ignore[operator]  # a last_call has reported input
 
-    # -- matching a view (PROTOCOL.md 2) ------------------------------
+    # -- matching a view (docs/protocol.md 2) ------------------------------
     def match(self, view: list[Mapping[str, Any]]) -> tuple[int, str | None]:
         """Match a view from the root: ``(new_from, last matched id or None)``.
 
@@ -813,7 +813,7 @@ class Tree:
             todo.extend(store.children(n))
 
     def state_at(self, head: str | None = None) -> dict[str, Any]:
-        """The worker state nearest the head on the path (PROTOCOL.md 6); ``{}`` if
+        """The worker state nearest the head on the path (docs/protocol.md 6); ``{}`` if
         none. O(1): each node knows the nearest node with state at or above it."""
         if not self._stated:
             return {}

@@ -14,7 +14,7 @@ __all__ = ["Receipt", "Turn", "Event", "Decision", "Call", "Snapshot", "EVENT_FI
 
 
 class Receipt(TypedDict):
-    """What ``Session.submit`` returns for an accepted input (PROTOCOL.md 3)."""
+    """What ``Session.submit`` returns for an accepted input (docs/protocol.md 3)."""
 
     status: int  # 200, or 202 when queued
     turn_id: str | None
@@ -22,7 +22,7 @@ class Receipt(TypedDict):
     queued: bool
     merged: bool
     duplicate: bool
-    left_out: NotRequired[list[str]]  # stopped replies the input brought back, left out (PROTOCOL.md rev 4)
+    left_out: NotRequired[list[str]]  # stopped replies the input brought back, left out (docs/protocol.md, rev 4)
 
 
 def receipt(status: int, turn_id: str | None, *, new_from: int | None = None, queued: bool = False,
@@ -101,7 +101,7 @@ class Call(TypedDict):
 
 
 class Decision(TypedDict):
-    """A decision request as the worker sees it (``Session.pending``, PROTOCOL.md 4)."""
+    """A decision request as the worker sees it (``Session.pending``, docs/protocol.md 4)."""
 
     type: str  # turn.start, llm.result, context.limit
     turn_id: str

@@ -63,6 +63,12 @@ def test_make_lab_serves_the_tour_and_the_readme_pictures(tmp_path):
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
     )
 
+    said: list[str] = []  # what make lab prints, read as it comes (the pipe never fills)
+    import threading
+
+    reader = threading.Thread(target=lambda: said.extend(line.decode(errors="replace") for line in proc.stdout), daemon=True)
+    reader.start()
+
     def get(path: str) -> bytes:
         url = f"http://127.0.0.1:{port}{path}{'&' if '?' in path else '?'}token={token}"
         with urllib.request.urlopen(url, timeout=5) as r:
@@ -77,8 +83,13 @@ def test_make_lab_serves_the_tour_and_the_readme_pictures(tmp_path):
                 break
             except OSError:
                 time.sleep(0.5)
-        assert status is not None, (f"JupyterLab did not answer (running as uid {os.geteuid()}); output:\n"
-                                    f"{proc.stdout.read().decode() if proc.poll() is not None else ''}")
+        assert status is not None, f"JupyterLab did not answer (running as uid {os.geteuid()}); output:\n{''.join(said)}"
+        # issue 34 (5): on a headless machine the URL printed is the one to open: the tour, not the Launcher
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not any("/lab/tree/notebooks/01-tour.ipynb?token=" in line for line in said):
+            time.sleep(0.2)
+        printed = [line for line in said if f"127.0.0.1:{port}/" in line]
+        assert printed and all(f"127.0.0.1:{port}/lab/tree/notebooks/01-tour.ipynb?token=" in line for line in printed), said
         listing = json.loads(get("/api/contents/notebooks/01-tour.ipynb?content=0"))
         assert listing["type"] == "notebook" and listing["name"] == "01-tour.ipynb"
         # every picture of the README (at the root) and of the tour (in notebooks/), as the Lab's

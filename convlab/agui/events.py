@@ -18,7 +18,7 @@ events they mean, built with ``ag_ui.core``'s own models:
   switch, a regenerate), and whenever it is not what the client holds plus
   what was streamed: after a streamed reply that failed, and when the history
   the client sent has other content than the tree under a known id (the tree
-  keeps its own, PROTOCOL.md 2.5);
+  keeps its own: docs/protocol.md 2, matching is by id only);
 - ``STATE_SNAPSHOT`` (the worker state along the active path) when it changes
   during the run (``state.set``, another branch);
 - ``RUN_FINISHED`` with ``usage`` (every model call of the run, per provider

@@ -7,7 +7,7 @@ call held twice (a person ran it as it was, then it was held again) gets two
 ids, and a resume for the first cannot answer the second.
 
 The answer (``payload``) names one of five actions; each becomes the list of
-actions ``Session.decide`` takes (PROTOCOL.md 4, 5.3, 5.4):
+actions ``Session.decide`` takes (docs/protocol.md 4, 5.3, 5.4):
 
 - ``accept``: what the engine proposed, as it is;
 - ``accept_edited``: the proposed ``context.replace`` with ``summary`` in place

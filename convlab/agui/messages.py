@@ -6,7 +6,7 @@ the client sends a request's messages through ``to_agui`` and the importer
 reads recorded messages through ``from_agui``. Both work on wire dicts (AG-UI's
 camelCase JSON), so this module needs neither ``ag_ui`` nor a server.
 
-What does not map one to one (decided here, the AG-UI spec and PROTOCOL.md are
+What does not map one to one (decided here, the AG-UI spec and docs/protocol.md are
 silent):
 
 - AG-UI ``developer`` messages are recorded as ``system`` (convlab's roles are

@@ -1,6 +1,6 @@
 """A run's messages as real front ends send them, read against the thread's tree.
 
-PROTOCOL.md 2 matches a view by id and refuses one that is not a path of the
+docs/protocol.md 2 matches a view by id and refuses one that is not a path of the
 tree. Real AG-UI front ends send views the page never imagined; what each
 means here (decided, written down in the README's "Real front ends"):
 
@@ -72,7 +72,7 @@ def fill_gaps(view: Sequence[Mapping[str, Any]], session: Session) -> tuple[list
 
 def brings_input(view: Sequence[Mapping[str, Any]], session: Session) -> bool:
     """Whether the view holds a message the tree does not (not counting an
-    assistant message: a stopped reply the engine leaves out, PROTOCOL.md rev 4).
+    assistant message: a stopped reply the engine leaves out, docs/protocol.md, rev 4).
 
     >>> import convlab
     >>> s = convlab.Session()

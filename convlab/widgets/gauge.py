@@ -1,6 +1,6 @@
 """The context gauge: what the model would read, against the window and the strategies.
 
-Three numbers: the engine's count (``session.tokens()``, PROTOCOL.md 5.1:
+Three numbers: the engine's count (``session.tokens()``, docs/protocol.md 5.1:
 reported input of the last call plus chars/4 since), the exact tiktoken
 count of the active path (``convlab.count_tokens``), and the idle time since
 the previous turn ended (``session.idle_for``) against each strategy's

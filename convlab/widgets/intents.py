@@ -1,7 +1,7 @@
 """What a person does in a widget, as protocol input on the Session.
 
 Every widget turns a click into one of these functions; each builds the
-client input the protocol defines (PROTOCOL.md 2), submits it through the
+client input the protocol defines (docs/protocol.md 2), submits it through the
 public Session surface and returns an outcome dict:
 ``{"ok": bool, "message": str, "receipt"?: dict, "status"?: int, "turn_id"?: str}``.
 A refusal (``convlab.Refused``) becomes a readable ``message``, never a

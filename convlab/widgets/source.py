@@ -70,7 +70,7 @@ class ReadOnly:
         return self.conversation.children(node_id)
 
     def tokens(self) -> int:
-        """The count of PROTOCOL.md 5.1 for the path to the head (the log's usage where it has it)."""
+        """The count of docs/protocol.md 5.1 for the path to the head (the log's usage where it has it)."""
         return self.conversation.tokens()
 
     def subscribe(self, fn: Callable[[dict], None], types: Iterable[str] | None = None) -> Callable[[], None]:
