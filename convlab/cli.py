@@ -55,6 +55,8 @@ class _Failed(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
+    commands: dict[str, argparse.ArgumentParser]  # the subcommands' parsers (build_parser sets them)
+
     def error(self, message: str) -> NoReturn:  # one line, exit 2 (not argparse's usage block)
         raise _Usage(message)
 
@@ -74,7 +76,31 @@ def build_parser() -> argparse.ArgumentParser:
     _add_tune(sub)
     _add_search(sub)
     _add_serve(sub)
+    p.commands = dict(sub.choices)  # what _unrecognized looks options up in
     return p
+
+
+def _unrecognized(parser: argparse.ArgumentParser, command: str | None, extras: list[str]) -> str:
+    """What ``convlab`` says of arguments it does not know: each named, with the close option it may mean.
+
+    >>> _unrecognized(build_parser(), "tune", ["--widht", "80"])
+    'unrecognized arguments: --widht 80 (did you mean --width?)'
+    """
+    import difflib
+
+    commands: dict[str, argparse.ArgumentParser] = getattr(parser, "commands", {})  # a plain parser has none
+    known = [o for o in (commands[command] if command in commands else parser)._option_string_actions if o.startswith("--")]
+    close: list[tuple[str, str]] = []  # (what was given, the option it may mean)
+    for extra in extras:
+        name = extra.split("=", 1)[0]
+        if name.startswith("-") and name not in known:
+            found = difflib.get_close_matches(name if name.startswith("--") else "-" + name, known, n=1, cutoff=0.6)
+            close += [(name, found[0])] if found else []
+    if len(close) == 1:
+        hint = f" (did you mean {close[0][1]}?)"
+    else:
+        hint = f" ({'; '.join(f'{n}: did you mean {o}?' for n, o in close)})" if close else ""
+    return f"unrecognized arguments: {' '.join(extras)}{hint}"
 
 
 def _add_reading_options(cmd: argparse.ArgumentParser) -> None:
@@ -96,9 +122,15 @@ def _width(text: str) -> int:
 
 
 def _add_show(sub: argparse._SubParsersAction[_Parser]) -> None:
-    show = sub.add_parser("show", help="print a log's conversations as trees, like git log --graph")
+    show = sub.add_parser(
+        "show", help="print a log's conversations as trees, like git log --graph",
+        description="Print each conversation of a chat log (any format convlab reads: a file, an archive or a folder) "
+                    "as a tree, like git log --graph: the active path in one column, a branch indented where it "
+                    "leaves it, thinking, tool calls and results as short labels, no line wider than --width. A "
+                    "summary line first says what is counted: the messages of the tree, those on the active path, "
+                    "the branch points. What reading repaired or passed over goes to stderr.")
     show.add_argument("file", metavar="FILE_OR_DIR")
-    show.add_argument("--width", type=_width, default=100, help="no line is wider than this (default 100, at least 20)")
+    show.add_argument("--width", type=_width, help="no line is wider than this, stderr's included (default 100, at least 20)")
     show.add_argument("--path", action="store_true", help="only the active path (root to head), one line a message")
     show.add_argument("--conversation", metavar="ID", help="only the conversation with this id")
     _add_reading_options(show)
@@ -166,8 +198,11 @@ def _add_search(sub: argparse._SubParsersAction[_Parser]) -> None:
         "search", help="search a space of context configs for the cheapest that meets constraints; print it as TOML",
         description="Search context configs over chat logs with Optuna (convlab.search): ranges around the base "
                     "config's window, strategy[0].over_tokens and strategy[0].idle_secs, each trial scored by "
-                    "replaying the logs. Prints the best config as TOML for [agent.<id>.context]; one line on stderr "
-                    "says its value and how many trials met the constraints.")
+                    "replaying the logs, its figures over all of them as tune's ranking sums them (usd: what every "
+                    "conversation costs together; saved: the share of the tokens the logs read). A config that makes "
+                    "turns fail never wins (--failed lets it). Prints the best config as TOML for "
+                    "[agent.<id>.context]; one line on stderr says its value, over how many conversations, and how "
+                    "many trials met the constraints; when none did, the closest trials and what each missed (exit 3).")
     search.add_argument("paths", nargs="+", metavar="FILE_OR_DIR")
     search.add_argument("--base", dest="config", metavar="CFG.toml",
                         help=f"the base context config the space is around (default: the example {EXAMPLE})")
@@ -218,7 +253,13 @@ def _job_count(text: str) -> int:
 
 
 def _add_serve(sub: argparse._SubParsersAction[_Parser]) -> None:
-    serve = sub.add_parser("serve", help="serve sessions over AG-UI 1.0, with a chat page at / (needs the agui extra)")
+    serve = sub.add_parser(
+        "serve", help="serve sessions over AG-UI 1.0, with a chat page at / (needs the agui extra)",
+        description="Serve sessions over AG-UI 1.0 until Ctrl-C: POST / runs a thread (one session log per thread in "
+                    "--log-dir, continued across restarts), GET / is a chat page with edit, regenerate and branch "
+                    "arrows, and any AG-UI front end (CopilotKit, assistant-ui) can connect. The model is --llm; a "
+                    "context.limit is answered by the engine's proposal, or with --worker manual by a person (an "
+                    "AG-UI interrupt). Listens on 127.0.0.1 unless --host says otherwise (then --token is needed).")
     serve.add_argument("--log-dir", required=True, metavar="DIR", help="one session log per thread: DIR/<threadId>.jsonl")
     serve.add_argument("--config", metavar="agent.toml", help="the context config of new threads")
     serve.add_argument("--agent", default="bot", help="the agent whose [agent.<id>.context] to use (default bot)")
@@ -260,9 +301,9 @@ class _Notes:
     def __init__(self, err: TextIO | _Encoded, quiet: bool, width: int | None = None) -> None:
         self.err = err
         self.quiet = quiet
-        # wrapped to the width in a terminal; into a file or a pipe one line an item, for grep
+        # wrapped to --width when given, else to the terminal's; into a file or a pipe one line an item, for grep
         isatty = getattr(err, "isatty", None)
-        self.width = (width or shutil.get_terminal_size((100, 24)).columns) if isatty and isatty() else None
+        self.width = width or (shutil.get_terminal_size((100, 24)).columns if isatty and isatty() else None)
 
     def say(self, text: str) -> None:
         if not self.quiet:
@@ -271,7 +312,7 @@ class _Notes:
     def _fit(self, text: str, first: str, rest: str) -> str:
         if self.width is None:
             return first + text
-        return textwrap.fill(text, max(40, self.width), initial_indent=first, subsequent_indent=rest,
+        return textwrap.fill(text, self.width, initial_indent=first, subsequent_indent=rest,
                              break_long_words=False, break_on_hyphens=False)
 
     @contextlib.contextmanager
@@ -377,9 +418,10 @@ def _show(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
         if i:
             out.write("\n")
         title = f": {brief(c.title)!r}" if c.title else ""
-        out.write(fit(f"conversation {brief(c.id)}{title}", args.width) + "\n")
-        out.write(render_summary(c.tree, c.head, args.width) + "\n")
-        out.write(render(c.tree, c.head, args.width) + "\n")
+        width = args.width or 100
+        out.write(fit(f"conversation {brief(c.id)}{title}", width) + "\n")
+        out.write(render_summary(c.tree, c.head, width) + "\n")
+        out.write(render(c.tree, c.head, width) + "\n")
 
 
 # -- tune --------------------------------------------------------------------
@@ -1022,7 +1064,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise TypeError(f"main takes a list of arguments, e.g. main(['show', 'log.jsonl']), got {type(argv).__name__}")
     out, err = _Encoded(sys.stdout), _Encoded(sys.stderr)
     try:
-        args = build_parser().parse_args(_joined(sys.argv[1:] if argv is None else list(argv)))
+        parser = build_parser()
+        args, extras = parser.parse_known_args(_joined(sys.argv[1:] if argv is None else list(argv)))
+        if extras:
+            raise _Usage(_unrecognized(parser, args.command, extras))
         if args.command is None:
             raise _Usage("give a command: show, tune, search or serve (convlab --help)")
         run: Callable[[argparse.Namespace, Any, _Notes], None] = args.run
