@@ -404,6 +404,7 @@ def _read(paths: Sequence[str], args: argparse.Namespace, notes: _Notes) -> list
 
 
 def _show(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
+    from .conversation import LOG_ROWS
     from .text import brief, fit, render_path, render_summary, render_tree
 
     convs = _read([args.file], args, notes)
@@ -421,6 +422,12 @@ def _show(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
         width = args.width or 100
         out.write(fit(f"conversation {brief(c.id)}{title}", width) + "\n")
         out.write(render_summary(c.tree, c.head, width) + "\n")
+        rows = c.metadata.get(LOG_ROWS)
+        if isinstance(rows, int) and rows != len(c):  # what a count of the log's raw rows counts instead
+            out.write("\n".join(textwrap.wrap(
+                f"(read from {rows:,} message rows of the log: a reply written over several rows, one per content "
+                f"block, is one message, and the log's forks between its rows are none here; a row of several tool results is "
+                f"one message each)", width)) + "\n")
         out.write(render(c.tree, c.head, width) + "\n")
 
 

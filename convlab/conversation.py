@@ -14,7 +14,7 @@ import networkx as nx
 
 from .tree import Message, Tree
 
-__all__ = ["Conversation", "LOST_PARENT", "NO_CALL"]
+__all__ = ["Conversation", "LOST_PARENT", "NO_CALL", "LOG_ROWS"]
 
 #: The metadata key of an imported message whose log names a parent the file does not hold (a lost line, or a
 #: parent chain that loops back to it): kept as a top-level message, it names that parent. The history under it
@@ -26,6 +26,11 @@ LOST_PARENT = "lost_parent"
 #: the path, but it carries no usage (it is no provider's report, so the count goes on from the last real one)
 #: and replay makes no model call for it (the worker records it: ``message.add``). Its value says why.
 NO_CALL = "no_call"
+
+#: The ``Conversation.metadata`` key of how many rows of its log were read as its messages, where that is not one
+#: message a row (Claude Code writes one reply over several rows, one per content block, and several tool results in
+#: one row): what a count made from the log's raw rows counts, beside ``len(conversation)``.
+LOG_ROWS = "log_rows"
 
 
 class Conversation:

@@ -14,7 +14,7 @@ import convlab
 from convlab.cli import build_parser, main
 from convlab.text import cells
 
-from realdata import log_files, require
+from realdata import log_files, require, stats
 
 CONFIG = """
 [agent.bot.context]
@@ -924,3 +924,15 @@ def test_every_command_describes_itself_in_its_help(command, capsys):
     with pytest.raises(SystemExit):
         parser.parse_args([command, "--help"])
     assert " ".join(description.split()[:8]) in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.realdata
+def test_show_says_what_it_counts_where_the_log_counts_rows(capsys):
+    """Issue 34 (5): "show reports 466 messages where the shared STATS.json says 657 nodes for the same session":
+    both figures, and why they differ, so the two can be reconciled."""
+    real = require()
+    assert main(["show", str(real / CLAUDE_CODE), "--path", "--width", "100"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    nodes = stats()[CLAUDE_CODE]["message_nodes"]
+    assert "466 messages, 0 branch points" in text and f"read from {nodes:,} message rows of the log" in text
+    assert "a reply written over several rows, one per content block, is one message" in text

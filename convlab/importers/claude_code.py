@@ -44,7 +44,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..conversation import LOST_PARENT, NO_CALL, Conversation
+from ..conversation import LOG_ROWS, LOST_PARENT, NO_CALL, Conversation
 from .documents import Document
 from .records import Problems, Record, conversation, table, to_time, usage_of
 
@@ -275,17 +275,20 @@ class _Builder:
 
     def conversation(self) -> Conversation:
         node_of, group_of = self.index.node_of, self.index.group_of
+        rows = 0
         for r in self.index.rows:
             u = r.get("uuid")
             if not isinstance(u, str) or u not in node_of or group_of[node_of[u]] != self.group:
                 continue
             if _is_boundary(r):
                 self.boundary(r, u)
-            elif r["type"] == "assistant":
+                continue
+            rows += 1
+            if r["type"] == "assistant":
                 self.assistant(r, u)
             else:
                 self.user(r, u)
-        meta: dict[str, Any] = {"session_id": self.index.session, "models": self.models}
+        meta: dict[str, Any] = {"session_id": self.index.session, "models": self.models, LOG_ROWS: rows}
         for key in ("version", "cwd", "gitBranch", "slug"):
             value = self.index.first_value(key, self.group)
             if value is not None:
