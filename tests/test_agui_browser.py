@@ -291,6 +291,38 @@ def _hostile(browser, tmp: Path) -> None:
         page.close()
 
 
+def _cut(browser, tmp: Path) -> None:
+    try:
+        llm = convlab.LocalChat(n_ctx=512, params={"max_completion_tokens": 6})
+        llm.start()
+    except (ImportError, ValueError, convlab.ProviderError) as err:
+        from ci_support import cannot_run
+
+        cannot_run(f"the local model cannot start: {err}")
+    try:
+        with served(tmp, llm=llm) as (app, server):
+            page = Page(browser, server.url + "?thread=cut")
+            page.send("Tell me everything about the history of Lisbon's trams, from the first horse cars on.")
+            s = app.session("cut")
+            [reply] = [n for n in s.path() if n["role"] == "assistant"]
+            assert reply["metadata"]["finish_reason"] == "length"  # the real server cut it at 6 tokens
+            matches(page, s)
+            marks = page.js("() => [...document.querySelectorAll('#cc-chat .cc-msg')].map(e => e.querySelector('.cc-cut')?.textContent ?? null)")
+            assert marks[0] is None and marks[1].startswith("Cut at the token limit"), marks
+            assert page.page.locator(".cc-cut").is_visible()
+            assert not page.errors, page.report()
+            page.close()
+    finally:
+        llm.close()
+
+
+@pytest.mark.localmodel
+def test_a_reply_cut_at_the_token_limit_is_marked_on_the_page(chromium, tmp_path):
+    """Issue 34 (5): "The chat page does not mark a reply cut at the token limit (finish_reason: length is in the
+    thread's log)": a real local model cut at 6 tokens, and the page says so under the reply."""
+    chromium.run(_cut, tmp_path)
+
+
 def test_hostile_content_is_shown_as_text_and_runs_nothing(chromium, tmp_path):
     """"All message text is inserted as text, never as HTML": <img onerror>, <script> and a thread id with
     markup show as text; no element is made from them and nothing runs."""

@@ -28,7 +28,7 @@ from ag_ui.encoder import EventEncoder
 
 import convlab
 
-from ..providers import Provider, StreamingProvider, can_stream, secrets_of
+from ..providers import Provider, StreamingProvider, can_stream, cut_at_limit, secrets_of
 from ..tree import lane_from, newest_leaves, nodes_in_order, path_to
 from .events import RunEvents
 from .interrupts import interrupt_of
@@ -328,10 +328,12 @@ class ServedThread:
 def paths_of(session: convlab.Session) -> dict[str, Any]:
     """The paths the chat page walks, so that it never walks the tree itself: ``path`` (ids root ->
     head) and ``lanes`` (per sibling of a message on it, the ids from that sibling down to the newest
-    leaf under it: where switching to it lands, ``convlab.tree.lane_from``)."""
+    leaf under it: where switching to it lands, ``convlab.tree.lane_from``); and ``cut``, the replies
+    that stopped at the token limit (``convlab.providers.cut_at_limit``), which the page marks."""
     graph = session.tree
     path = path_to(graph.nodes, session.head)
     on_path = set(path)
     newest = newest_leaves(nodes_in_order(graph))
     lanes = {k: lane_from(graph, k, newest) for parent in [None, *path] for k in session.children(parent) if k not in on_path}
-    return {"path": path, "lanes": lanes}
+    cut = [n for n, attrs in graph.nodes(data=True) if attrs.get("role") == "assistant" and cut_at_limit(attrs)]
+    return {"path": path, "lanes": lanes, "cut": cut}

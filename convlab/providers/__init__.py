@@ -52,7 +52,25 @@ if TYPE_CHECKING:  # each SDK's module is imported when one of its providers is 
     from .openai_chat import OpenAIChat
 
 __all__ = ["EchoLLM", "ScriptedLLM", "ProviderError", "chunks", "provider", "named", "call", "secrets_of",
-           "Provider", "StreamingProvider", "LLM", "can_stream"]
+           "Provider", "StreamingProvider", "LLM", "can_stream", "cut_at_limit"]
+
+
+#: How a reply says it stopped at the token limit, in its ``metadata``: Chat Completions' (and llama.cpp's
+#: server's) ``finish_reason``, Anthropic's ``stop_reason``.
+CUT = {"finish_reason": "length", "stop_reason": "max_tokens"}
+
+
+def cut_at_limit(message: Mapping[str, Any]) -> bool:
+    """Whether a recorded reply stopped at the token limit (``max_completion_tokens``, ``max_tokens``): it
+    is incomplete, and what shows it says so.
+
+    >>> cut_at_limit({"role": "assistant", "content": "Paris is the", "metadata": {"finish_reason": "length"}})
+    True
+    >>> cut_at_limit({"role": "assistant", "content": "Paris.", "metadata": {"stop_reason": "end_turn"}})
+    False
+    """
+    meta = message.get("metadata")
+    return isinstance(meta, Mapping) and any(meta.get(key) == value for key, value in CUT.items())
 
 
 class Provider(Protocol):

@@ -31,6 +31,7 @@ const state = {
   head: null,
   /** @type {string[]} */ path: [], // ids root -> head (the server's)
   /** @type {Object<string, string[]>} */ lanes: {}, // sibling id -> its lane (the server's)
+  /** @type {Set<string>} */ cut: new Set(), // replies that stopped at the token limit (the server says which)
   interrupt: null,
   running: null, // the AbortController of the run in flight
   editing: null, // the id of the message being edited
@@ -80,6 +81,7 @@ function setTree(snapshot) {
   state.head = snapshot ? snapshot.head : null;
   state.path = snapshot ? snapshot.path : [];
   state.lanes = snapshot ? snapshot.lanes : {};
+  state.cut = new Set(snapshot ? snapshot.cut || [] : []);
   state.interrupt = snapshot ? snapshot.interrupt : null;
 }
 
@@ -147,6 +149,9 @@ function bubble(node, mode = "tree") {
     body.append(el("span", "cc-tool-call", `→ ${fn.name || "tool"}(${fn.arguments || ""})`));
   }
   box.append(body);
+  if (state.cut.has(node.id)) {
+    box.append(el("div", "cc-cut", "Cut at the token limit: the model stopped when its reply reached the most tokens it may write."));
+  }
   if (mode === "live") box.classList.add("cc-streaming");
   if (mode !== "tree") return box;
   if (state.editing === node.id) {
