@@ -335,6 +335,18 @@ def sweep_pareto(ranked: pd.DataFrame, *, title: str | None = None):
     return fig
 
 
+def _label_lines(text: str, width: int = 42) -> str:
+    """A point's label on lines of about ``width`` characters, broken after a comma: a long config name (its
+    worker and grid keys) stays beside its point, inside the axes."""
+    lines: list[str] = []
+    for piece in text.split(", "):
+        if lines and len(lines[-1]) + 2 + len(piece) <= width:
+            lines[-1] += ", " + piece
+        else:
+            lines.append(piece)
+    return ",\n".join(lines)
+
+
 def _broke(df: pd.DataFrame) -> pd.Series:
     """Per row, whether its config broke turns (failed turns or lost calls)."""
     broke = df["failed_turns"] > 0 if "failed_turns" in df.columns else df.index.to_series().map(lambda _: False)
@@ -371,7 +383,7 @@ def sweep_retention(df: pd.DataFrame, *, kept: str = "facts_kept", cost: str = "
     ...                    "usd": [7.7, 7.1], "baseline_usd": [6.9, 6.9], "facts_kept": [0.08, 0.33]})
     >>> ax = sweep_retention(df, log=0.15).axes[0]
     >>> [t.get_text() for t in ax.texts], ax.get_xlabel(), ax.get_title()
-    (['config 0 (window=100000)', 'config 1 (window=100000, worker=clear_tool_results(keep=3))', "the log's own"], 'dollars, all conversations', 'what each config keeps, against what it costs')
+    (['config 0 (window=100000)', 'config 1 (window=100000,\\nworker=clear_tool_results(keep=3))', "the log's own"], 'dollars, all conversations', 'what each config keeps, against what it costs')
     """
     from matplotlib.ticker import PercentFormatter
 
@@ -402,9 +414,9 @@ def sweep_retention(df: pd.DataFrame, *, kept: str = "facts_kept", cost: str = "
         ax.scatter(bad[cost], bad[kept] * 100, s=70, marker="X", color="tab:red", zorder=3,
                    label=f"configs that made turns fail (no answer): {len(bad)}")
     names = short_keys(keys)
-    labels = [ax.annotate(config_label({**row, "config": i}, keys, names)
-                          + (f": {int(row['failed_turns'])} turn{'s' if row['failed_turns'] != 1 else ''} failed"
-                             if i in bad.index else ""),
+    labels = [ax.annotate(_label_lines(config_label({**row, "config": i}, keys, names)
+                                       + (f": {int(row['failed_turns'])} turn{'s' if row['failed_turns'] != 1 else ''} failed"
+                                          if i in bad.index else "")),
                           (row[cost], row[kept] * 100), xytext=(8, 0),
                           textcoords="offset points", fontsize="small", ha="left", va="center", zorder=4,
                           annotation_clip=False, arrowprops=_LEADER, bbox=_LABEL_BOX)
@@ -422,7 +434,7 @@ def sweep_retention(df: pd.DataFrame, *, kept: str = "facts_kept", cost: str = "
     broken = 0 if failed else int(broke.sum())
     unscored = len(shown) - len(scored)
     said = [f"{unscored} config{'s' if unscored != 1 else ''} with no score" if unscored else "",
-            f"{broken} that made turns fail" if broken else ""]
+            f"{broken} config{'s' if broken != 1 else ''} that made turns fail" if broken else ""]
     said = [x for x in said if x]
     ax.set_title(_wrap(title or "what each config keeps, against what it costs"
                        + (f" ({' and '.join(said)} left out)" if said else ""), 7.8))

@@ -437,10 +437,10 @@ def test_the_retention_plot_leaves_out_or_marks_a_config_that_made_a_turn_fail()
                        "calls": [217, 217, 199], "lost_calls": [0, 0, 18], "failed_turns": [0, 0, 1],
                        "usd": [7.7, 7.1, 6.2], "baseline_usd": [6.9] * 3, "facts_kept": [0.08, 0.33, 0.15]})
     ax = plots.sweep_retention(df).axes[0]
-    assert [t.get_text() for t in ax.texts] == ["config 0 (window=100000)", "config 1 (window=100000, worker=clear_tool_results(keep=3))"]
-    assert " ".join(ax.get_title().split()) == "what each config keeps, against what it costs (1 that made turns fail left out)"
+    assert [t.get_text() for t in ax.texts] == ["config 0 (window=100000)", "config 1 (window=100000,\nworker=clear_tool_results(keep=3))"]
+    assert " ".join(ax.get_title().split()) == "what each config keeps, against what it costs (1 config that made turns fail left out)"
     ax = plots.sweep_retention(df, failed=True).axes[0]
-    assert "config 2 (window=100000, worker=sliding_window(keep_turns=10)): 1 turn failed" in [t.get_text() for t in ax.texts]
+    assert "config 2 (window=100000,\nworker=sliding_window(keep_turns=10)): 1 turn failed" in [t.get_text() for t in ax.texts]
     (crosses,) = [c for c in ax.collections if c.get_label().startswith("configs that made turns fail")]
     assert crosses.get_offsets().tolist() == [[6.2, 15.0]] and "left out" not in ax.get_title()
     assert convlab.ranking.totals(df).loc[2, "usd"] == 6.2
