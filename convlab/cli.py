@@ -501,8 +501,10 @@ def _say_cost(cost: SummaryCost, dry_run: bool) -> str:
             line += (f"; {cost.estimated} of the calls read a summary not made yet and are counted with a stand-in "
                      "in its place: an estimate")
         return line
+    refused = (f"; {cost.refused} of them refused as too long for the summarizer (the engine shortened each, at most "
+               f"three times, then ran the held call as it was)") if cost.refused else ""
     return (f"summaries: {_plural(cost.calls, 'call')} made ({cost.input_tokens:,} input tokens), "
-            f"{cost.cached} from the cache ({cost.cached_input_tokens:,} input tokens)")
+            f"{cost.cached} from the cache ({cost.cached_input_tokens:,} input tokens){refused}")
 
 
 def _say_failed(cost: SummaryCost) -> str:

@@ -84,15 +84,23 @@ def test_a_refusal_as_too_long_is_kept_a_failure_is_not(tmp_path):
             raise convlab.ProviderError(self.kind, f"{self.kind} for this input")
 
     too_long = Refusing("too_long")
+    costs = []
     for _ in range(2):
+        summaries = Summaries(too_long, tmp_path)
         with pytest.raises(convlab.ProviderError, match="too_long for this input"):
-            Summaries(too_long, tmp_path).complete(request("long"))
+            summaries.complete(request("long"))
+        costs.append(summaries.cost())
     assert too_long.calls == 1
+    # issue 34 (4): what a sweep's summaries line says of them: refused as too long, made or from the cache
+    assert [(c.calls, c.cached, c.refused) for c in costs] == [(1, 0, 1), (0, 1, 1)]
     failed = Refusing("failed")
     for _ in range(2):
+        summaries = Summaries(failed, tmp_path)
         with pytest.raises(convlab.ProviderError) as err:
-            Summaries(failed, tmp_path).complete(request("other"))
+            summaries.complete(request("other"))
         assert err.value.kind == "failed"
+        cost = summaries.cost()
+        assert (cost.calls, cost.failed, cost.refused, cost.error) == (0, 1, 0, "failed for this input")
     assert failed.calls == 2
 
 

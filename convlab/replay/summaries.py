@@ -135,6 +135,10 @@ class SummaryCost:
     ``input_tokens`` are estimates unless ``exact``. ``failed``: distinct
     summary calls the provider failed (kept nowhere: asked again next time;
     not among ``calls``), and ``error`` what it said to the first of them.
+    ``refused``: the calls among ``calls`` (and ``cached``) the provider
+    refused as too long (the summarizer's context is smaller than what it
+    was asked to summarize: the engine shortens it, at most three times, then
+    runs the held call as it was).
     """
 
     calls: int
@@ -144,6 +148,7 @@ class SummaryCost:
     estimated: int = 0
     failed: int = 0
     error: str = field(default="", repr=False)
+    refused: int = 0
 
     @property
     def exact(self) -> bool:
@@ -171,7 +176,7 @@ class Summaries:
     'Summary of 1 messages.\\nuser: hi'
     >>> again = Summaries(llm, s.folder)  # a second sweep: from the disk
     >>> _ = again.complete(request); llm.calls, again.cost()
-    (1, SummaryCost(calls=0, input_tokens=0, cached=1, cached_input_tokens=4, estimated=0, failed=0))
+    (1, SummaryCost(calls=0, input_tokens=0, cached=1, cached_input_tokens=4, estimated=0, failed=0, refused=0))
     """
 
     def __init__(self, provider: providers.Provider, folder: str | os.PathLike | None):
@@ -200,6 +205,7 @@ class Summaries:
                 estimated=sum(1 for _, guessed in self._needed.values() if guessed),
                 failed=len(self._failed),
                 error=next(iter(self._failed.values()), ""),
+                refused=sum(1 for key in (*self._made, *self._from_disk) if self._known.get(key, {}).get("error") == "too_long"),
             )
 
     def warn_failed(self, stacklevel: int = 3) -> None:
