@@ -39,11 +39,10 @@ if TYPE_CHECKING:  # names for the types only: each is imported where it is used
     from .providers import Provider
     from .replay import SummaryCost
 
+from .grid import EXAMPLE
+
 __all__ = ["main", "build_parser"]
 
-#: The example config ``tune`` and ``search`` use without --config / --base (``convlab.replay.sweep.EXAMPLE``;
-#: not imported from there: ``convlab --help`` imports no tuning code).
-EXAMPLE = "data/tune-example.toml"
 
 class _Usage(Exception):
     """A mistake in how the command was called, or in its config or input: one line, exit 2."""
@@ -532,7 +531,7 @@ def _example_sweeps() -> str:
     """What the example sweeps, for --help (read from the file, so it cannot drift)."""
     import tomllib
 
-    from .replay.sweep import example_config, grid_table
+    from .grid import example_config, grid_table
 
     try:
         grid = grid_table(tomllib.loads(example_config().read_text(encoding="utf-8")))
@@ -549,7 +548,7 @@ def _say_grid(grid: dict[str, list[Any]]) -> str:
 def _read_config(args: argparse.Namespace, flag: str = "--config") -> tuple[str, str]:
     """The config's name (for messages) and text: --config (``flag``: search's --base), or the shipped example."""
     if args.config is None:
-        from .replay.sweep import example_config
+        from .grid import example_config
 
         path = example_config()
         name = os.path.relpath(path) if path.is_relative_to(Path.cwd()) else str(path)
@@ -577,7 +576,7 @@ def _check_sweep(args: argparse.Namespace, name: str, text: str, notes: _Notes) 
     import convlab
 
     from .errors import ConfigError
-    from .replay.sweep import grid_table
+    from .grid import grid_table
 
     try:
         config = convlab.load_config(text, agent=args.agent)[args.agent]
