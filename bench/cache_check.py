@@ -71,7 +71,7 @@ class Call:
 
 
 def folder(path: str | os.PathLike | None = None) -> Path:
-    return Path(path or os.environ.get("CONVLAB_REAL_LOGS") or Path(__file__).parents[1] / ".." / "shared" / "data" / "real")
+    return Path(path or os.environ.get("CONVLAB_REAL_LOGS") or Path(__file__).parents[1] / ".." / "shared" / "data" / "real").expanduser().resolve()
 
 
 def conversations(real: Path) -> list[Any]:

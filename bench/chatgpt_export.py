@@ -49,7 +49,7 @@ from .harness import Row, once, paired
 
 SEED = 14
 #: the real ChatGPT exports: in $CONVLAB_REAL_LOGS, else ../shared/data/real (the rule of tests/realdata.py)
-REAL = Path(os.environ.get("CONVLAB_REAL_LOGS") or Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "real") / "chatgpt"
+REAL = Path(os.environ.get("CONVLAB_REAL_LOGS") or Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "real").expanduser().resolve() / "chatgpt"
 
 #: The conversation keys of the 2025 real export, in its order.
 CONVERSATION_KEYS = (

@@ -21,7 +21,7 @@ import nbformat
 HERE = Path(__file__).resolve().parent
 NOTEBOOK = "03-tune-context.ipynb"
 GENERATED = HERE / "03-tune-context.generated.json"
-REAL = Path(os.environ.get("CONVLAB_REAL_LOGS") or HERE.parent / ".." / "shared" / "data" / "real")
+REAL = Path(os.environ.get("CONVLAB_REAL_LOGS") or HERE.parent / ".." / "shared" / "data" / "real").expanduser().resolve()
 
 
 def real_logs_here() -> bool:

@@ -21,7 +21,7 @@ import pytest
 from ci_support import cannot_run
 
 #: the real logs: $CONVLAB_REAL_LOGS, else ../shared/data/real relative to the project root
-REAL = Path(os.environ.get("CONVLAB_REAL_LOGS") or Path(__file__).parents[1] / ".." / "shared" / "data" / "real")
+REAL = Path(os.environ.get("CONVLAB_REAL_LOGS") or Path(__file__).parents[1] / ".." / "shared" / "data" / "real").expanduser().resolve()
 
 #: how to get them, said by every skip
 HOW = ("set CONVLAB_REAL_LOGS to a folder of real chat logs with its STATS.json "

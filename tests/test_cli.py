@@ -933,3 +933,44 @@ def test_show_says_what_it_counts_where_the_log_counts_rows(capsys):
     nodes = stats()[CLAUDE_CODE]["message_nodes"]
     assert "466 messages, 0 branch points" in text and f"read from {nodes:,} message rows of the log" in text
     assert "a reply written over several rows, one per content block, is one message" in text
+
+
+def test_value_in_dollars_without_a_model_is_refused_before_any_work(session_log, no_work, capsys):
+    """Issue 34 (2): "tune --value usd --plot p.png without --model draws a heatmap of zeros and exits 0 (search
+    refuses the same mistake)": refused the same way, and --value where no heatmap is drawn is said too."""
+    grid = ["--grid", "window=64000,128000", "--grid", "strategy[0].idle_secs=600,3600"]
+    assert main(["tune", str(session_log), *grid, "--value", "usd", "--plot", "p.png"]) == 2
+    assert capsys.readouterr().err.endswith("convlab: --value usd is in dollars: give --model (e.g. --model "
+                                            "claude-sonnet-4-5), or another --value (e.g. tokens_read)\n")
+    assert main(["tune", str(session_log), "--grid", "window=64000", "--value", "summaries", "--plot", "p.png"]) == 2
+    assert "--value summaries: it chooses what the heatmap shows, which needs --plot and a grid of two keys" in capsys.readouterr().err
+
+
+def test_presets_without_a_config_say_what_runs_and_at_which_window(session_log, capsys):
+    """Issue 34 (2): "--preset all without --config drops the example config with no note on stderr": what runs,
+    and at which window, is said; --window sets one for all."""
+    assert main(["tune", str(session_log), "--preset", "all", "--no-progress"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert err == ("convlab: no --config: the presets alone: claude-code, codex, gemini-cli, pi, each at its peer's own "
+                   "window (claude-code 200,000, codex 200,000, gemini-cli 1,000,000, pi 200,000; --window N sets one)")
+    assert main(["tune", str(session_log), "--preset", "pi,codex", "--window", "128000", "--no-progress"]) == 0
+    assert capsys.readouterr().err == "convlab: no --config: the presets alone: pi, codex, each at 128,000 tokens\n"
+    assert main(["tune", str(session_log), "--window", "128000"]) == 2
+    assert "--window 128000 sets the presets' window: give --preset too" in capsys.readouterr().err
+
+
+@pytest.mark.realdata
+def test_the_readmes_preset_example_shows_a_difference_on_the_real_session(capsys):
+    """Issue 34 (2): "at the default window no preset fires on the real session, so the README's suggested command
+    prints 4 identical rows": at the README's window they differ, and at the default the output says nothing fired."""
+    real = require()
+    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8").split())
+    assert "convlab tune logs/ --model claude-sonnet-4-5 --preset all --window 128000" in readme
+    argv = ["tune", str(real / CLAUDE_CODE), "--model", "claude-sonnet-4-5", "--preset", "all", "--no-progress", "-q"]
+    assert main([*argv, "--window", "128000", "--rows"]) == 0
+    rows = [line.split() for line in rows_table(capsys.readouterr().out)[1:]]
+    dollars = {r[3]: r[8] for r in rows}  # preset -> usd
+    assert set(dollars) == {"claude-code", "codex", "gemini-cli", "pi"} and len(set(dollars.values())) == 4
+    assert main(argv) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "no config fired on these logs: every row is the log as it was (the engine's largest count was" in out

@@ -266,3 +266,32 @@ def test_a_bare_any_parameter_is_handed_on_or_json_of_any_shape():
     assert sorted(found - TRULY_ANY) == []
     assert TRULY_ANY <= found  # a listed one typed since leaves the list
     assert named_bare_any("def f(a: Any, *b: Any, c: int, **d: Any): ...") == [("f", "a")]
+
+
+def test_the_clone_cites_its_own_docs_not_the_workspaces():
+    """Issue 34 (5): "Notebooks 01 and 02 cite ../shared/seed/conversations.txt, and the README and docs cite
+    'PROTOCOL.md 5.2', neither of which is in a clone": the project documents itself (docs/protocol.md, its sections).
+    Where the real logs are (../shared/data/real, or $CONVLAB_REAL_LOGS) is data, not documentation."""
+    root = PACKAGE.parent
+    files = [root / "README.md", *root.glob("docs/*.md"), *root.glob("notebooks/*.ipynb"), *root.glob("data/*.toml"),
+             *PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.js"), *PACKAGE.rglob("*.html")]
+    cited = [(str(f.relative_to(root)), word) for f in files for word in ("PROTOCOL.md", "shared/seed", "conversations.txt")
+             if word in f.read_text(encoding="utf-8")]
+    assert cited == []
+    assert "docs/protocol.md" in (root / "notebooks" / "01-tour.ipynb").read_text(encoding="utf-8")
+    assert (root / "docs" / "protocol.md").is_file()
+
+
+def test_the_real_logs_are_named_by_one_resolved_path():
+    """Issue 34 (5): "Skip messages print mixed paths (…/convlab/../shared/… and …/shared/…)": the tests, the notebooks'
+    conftest and the bench name the real logs by one resolved path."""
+    import importlib.util
+
+    from realdata import REAL
+
+    spec = importlib.util.spec_from_file_location("notebooks_conftest", PACKAGE.parent / "notebooks" / "conftest.py")
+    assert spec is not None and spec.loader is not None
+    notebooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(notebooks)
+    for path in (REAL, notebooks.REAL):
+        assert path.is_absolute() and ".." not in path.parts and path == path.resolve()

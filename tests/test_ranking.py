@@ -184,3 +184,25 @@ def test_a_floor_on_a_frame_without_its_scores_names_the_column():
         convlab.rank(df.drop(columns=["retained"]), min_retained=0.9)
     with pytest.raises(ValueError, match=r"'facts_kept' column .*has only NaN there"):
         convlab.rank(df.assign(facts_kept=float("nan")), min_facts_kept=0.5)
+
+
+@pytest.mark.realdata
+def test_on_real_sessions_the_config_ranked_first_breaks_no_turn_and_every_row_agrees_with_itself():
+    """Issue 34 (1), on the real Claude Code sessions it came from: windows of 24k and 32k sit below their hidden
+    prompts, so calls are refused and turns fail. Every row counts the same calls (cached never above tokens_read,
+    a failed config's saving never a saving), and no config that broke a turn is ranked, by tokens or by dollars."""
+    real = require()
+    convs = [c for name in ("tool_heavy.jsonl", "subagent.jsonl", "short.jsonl")
+             for c in convlab.read(real / "claude_code" / name)]
+    df = tune(convs, BASE, grid={"window": [24000, 32000, 48000, 128000]}, model="claude-sonnet-4-5", progress=False,
+              jobs=1)
+    assert (df["cached"] <= df["tokens_read"]).all() and (df["cache_write"] <= df["tokens_read"] - df["cached"]).all()
+    assert (df["cached_share"].between(0, 1)).all() and (df["calls"] + df["lost_calls"] == df.groupby("conversation")["calls"].transform("max")).all()
+    failed = df[df["failed_turns"] > 0]
+    assert set(failed["window"]) == {24000} and (failed["lost_calls"] > 0).all()
+    assert (failed["tokens_read"] >= failed["baseline_tokens_read"]).all() and (failed["usd"] >= failed["baseline_usd"] - 1e-9).all()
+    for by in ("tokens", "usd"):
+        with pytest.warns(convlab.TuneWarning):
+            ranked = convlab.rank(df, by=by)
+        assert ranked.iloc[0]["failed_turns"] == 0 and (ranked["failed_turns"] == 0).all()
+        assert set(ranked.attrs["left_out"]) == set(failed["config"])
