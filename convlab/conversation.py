@@ -14,12 +14,18 @@ import networkx as nx
 
 from .tree import Message, Tree
 
-__all__ = ["Conversation", "LOST_PARENT"]
+__all__ = ["Conversation", "LOST_PARENT", "KEPT"]
 
 #: The metadata key of an imported message whose log names a parent the file does not hold (a lost line, or a
 #: parent chain that loops back to it): kept as a top-level message, it names that parent. The history under it
 #: is not whole: what the log's model read before it is not in the file.
 LOST_PARENT = "lost_parent"
+
+#: The metadata key of an imported message that a log's own compaction put in its new history without it being a
+#: copy of an earlier message of the log (Codex keeps a reply's final text alone, not the whole reply): the id of
+#: that compaction's summary root. A copy names its original in ``copied_from`` instead. Replay gives both to the
+#: compaction's ``context.replace`` (``convlab.replay.plan``), never to a model call.
+KEPT = "kept_by"
 
 
 class Conversation:

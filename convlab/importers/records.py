@@ -41,7 +41,7 @@ from typing import Any
 from .. import jsondata
 from ..conversation import LOST_PARENT, Conversation
 from ..errors import ReadError, ReadWarning
-from ..tree import Tree, newest_leaf
+from ..tree import MESSAGE_KEYS, Tree, newest_leaf
 
 __all__ = [
     "Record",
@@ -64,6 +64,8 @@ __all__ = [
     "to_time",
     "text_or_parts",
     "usage_of",
+    "summary_root",
+    "kept_copy",
 ]
 
 #: How many problems one warning spells out before it says "and N more".
@@ -227,6 +229,35 @@ def usage_of(raw: object) -> dict[str, Any] | None:
     if "input_tokens" not in usage and "output_tokens" not in usage:
         return None
     return usage
+
+
+# -- a log's own compaction ---------------------------------------------------
+
+
+def summary_root(id: str, replaces: str | None, text: str, time: float | None, metadata: dict[str, Any]) -> Record:
+    """A log's own compaction, as the engine records one (PROTOCOL.md 5.4): a ``kind: "summary"`` user message
+    at the root whose ``replaces`` is the message the log's head was on when it compacted (None: nothing before it).
+
+    >>> summary_root("s1", "a9", "We fixed the parser.", None, {}).node["kind"]
+    'summary'
+    """
+    return Record(id, None, {"role": "user", "content": text, "kind": "summary", "replaces": replaces, "time": time,
+                             "metadata": metadata})
+
+
+def kept_copy(original: Record, id: str, parent: str, time: float | None) -> Record:
+    """A message a compaction kept, as ``context.replace`` records one: the original's role, content and
+    message keys (``tool_calls``, ``metadata``, ...), no usage, and ``copied_from`` naming the original.
+
+    >>> reply = Record("a1", "u1", {"role": "assistant", "content": "hi", "usage": {"input_tokens": 9}, "metadata": {"model": "m"}})
+    >>> kept_copy(reply, "a1@s1", "s1", 5.0).node
+    {'role': 'assistant', 'content': 'hi', 'copied_from': 'a1', 'time': 5.0, 'metadata': {'model': 'm'}}
+    """
+    node = {"role": original.node["role"], "content": original.node["content"], "copied_from": original.id, "time": time}
+    for key in MESSAGE_KEYS:
+        if original.node.get(key) is not None:
+            node[key] = original.node[key]
+    return Record(id, parent, node)
 
 
 # -- the tree ----------------------------------------------------------------
