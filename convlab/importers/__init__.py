@@ -40,7 +40,20 @@ from typing import IO, Any, BinaryIO
 
 from ..conversation import Conversation
 from ..errors import ReadError
-from . import agui, chatgpt, claude_ai, claude_code, codex, generic, librechat, oasst, openai, openwebui, session_log
+from . import (
+    agui,
+    chatgpt,
+    claude_ai,
+    claude_code,
+    codex,
+    generic,
+    librechat,
+    oasst,
+    openai,
+    openwebui,
+    pi,
+    session_log,
+)
 from .documents import MAX_DEPTH, Document, Limits, NotJSON, Restart, bar, gunzip, parse_bytes, stream_array
 from .jsontext import SHALLOW
 from .records import read_error, warn
@@ -48,7 +61,7 @@ from .records import read_error, warn
 __all__ = ["read", "detect", "FORMATS", "MAX_DEPTH"]
 
 #: Importers in the order detection tries them (most specific shape first).
-_IMPORTERS: tuple[ModuleType, ...] = (session_log, agui, claude_code, codex, chatgpt, claude_ai, openwebui, librechat, generic, oasst, openai)
+_IMPORTERS: tuple[ModuleType, ...] = (session_log, agui, claude_code, codex, pi, chatgpt, claude_ai, openwebui, librechat, generic, oasst, openai)
 
 #: The format names ``read`` can return (``Conversation.format``) and accepts as ``format=``.
 FORMATS: tuple[str, ...] = tuple(m.NAME for m in _IMPORTERS)
