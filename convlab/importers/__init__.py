@@ -46,6 +46,7 @@ from . import (
     claude_ai,
     claude_code,
     codex,
+    copilot_cli,
     gemini_cli,
     generic,
     librechat,
@@ -62,7 +63,7 @@ from .records import read_error, warn
 __all__ = ["read", "detect", "FORMATS", "MAX_DEPTH"]
 
 #: Importers in the order detection tries them (most specific shape first).
-_IMPORTERS: tuple[ModuleType, ...] = (session_log, agui, claude_code, codex, pi, gemini_cli, chatgpt, claude_ai, openwebui, librechat, generic, oasst, openai)
+_IMPORTERS: tuple[ModuleType, ...] = (session_log, agui, claude_code, codex, pi, gemini_cli, copilot_cli, chatgpt, claude_ai, openwebui, librechat, generic, oasst, openai)
 
 #: The format names ``read`` can return (``Conversation.format``) and accepts as ``format=``.
 FORMATS: tuple[str, ...] = tuple(m.NAME for m in _IMPORTERS)
