@@ -56,6 +56,7 @@ class Conversation:
         format: str | None = None,
         source: str | None = None,
         metadata: dict[str, Any] | None = None,
+        left_out: list[str] | None = None,
     ) -> None:
         if not isinstance(tree, Tree):
             raise TypeError(f"Conversation wraps a convlab.tree.Tree, got {type(tree).__name__}")
@@ -68,6 +69,10 @@ class Conversation:
         self.source = source
         #: What the log says about the conversation beyond id and title (model, times, ...).
         self.metadata: dict[str, Any] = dict(metadata or {})
+        #: The log's messages its importer could not read (an unknown role, not a message, an id used twice):
+        #: one line each, as the ``ReadWarning`` said them. ``convlab.read`` refuses a file that loses most of its
+        #: messages so, or every message of one speaker.
+        self.left_out: list[str] = list(left_out or [])
 
     @property
     def tree(self) -> nx.DiGraph:

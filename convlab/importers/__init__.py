@@ -132,7 +132,24 @@ def _convert(doc: Document, format: str | None) -> list[Conversation]:
         raise read_error(doc.source, f"could not be read as {module.NAME}: {type(err).__name__}: {err}") from None
     if not any(len(c) for c in convs):  # a shape detected, and nothing in it read: never an empty result
         raise read_error(doc.source, f"read as {module.NAME}, {_records(doc)} gave no message convlab can read")
+    _whole_enough(convs, doc.source, module.NAME)
     return convs
+
+
+def _whole_enough(convs: list[Conversation], source: str, name: str) -> None:
+    """A file the format almost fits is refused, never half read: a ``ReadError`` naming the format when the read
+    left out most of the file's messages, or every message of one speaker (a file naming its assistant in a way
+    the importer does not know)."""
+    left = [line for c in convs for line in c.left_out]
+    if not left:
+        return
+    kept = sum(len(c) for c in convs)
+    roles = {a["role"] for c in convs for _, a in c.tree.nodes(data=True)}
+    missing = [r for r in ("user", "assistant") if r not in roles]
+    if len(left) <= kept and not missing:
+        return
+    why = f"no {missing[0]} message was left" if missing and len(left) <= kept else f"{len(left)} of its {len(left) + kept} messages"
+    raise read_error(source, f"does not read as {name}: {why} ({left[0]}{f'; and {len(left) - 1} more' if len(left) > 1 else ''})")
 
 
 def _records(doc: Document) -> str:

@@ -272,7 +272,7 @@ class _Rollout:
         self.open = False
         role = {"user": "user", "developer": "system", "system": "system"}.get(str(p.get("role")))
         if role is None:
-            self.problems.add(f"L{line}", f"unknown role {p.get('role')!r}; message left out")
+            self.problems.left_out(f"L{line}", f"unknown role {p.get('role')!r}; message left out")
             return
         text = _text(p.get("content"))
         meta: dict[str, Any] = {}
@@ -355,7 +355,7 @@ class _Rollout:
         parent = self.last or summary
         mapped = {"user": "user", "assistant": "assistant", "developer": "system", "system": "system"}.get(str(role))
         if mapped is None:
-            self.problems.add(nid, f"a compaction kept a message of unknown role {role!r}; left out")
+            self.problems.left_out(nid, f"a compaction kept a message of unknown role {role!r}; left out")
             return
         text = content if isinstance(content, str) else _text(content) if isinstance(content, list) else ""
         body = _content(content) if isinstance(content, list) else text

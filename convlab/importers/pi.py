@@ -218,7 +218,7 @@ class _Session:
             if node is None:
                 return under
             if "content" not in node:
-                self.problems.add(eid, f"unknown role {node['role']!r}; message left out")
+                self.problems.left_out(eid, f"unknown role {node['role']!r}; message left out")
                 return under
             model = (node.get("metadata") or {}).get("model")
             if model and model not in self.models:

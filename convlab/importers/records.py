@@ -103,9 +103,15 @@ class Problems:
         self.source = source
         self.conversation = conversation
         self.items: list[tuple[str | None, str]] = []
+        self.left: list[str] = []  # what left a message of the log out, one line per message
 
     def add(self, node: str | None, what: str) -> None:
         self.items.append((node, what))
+
+    def left_out(self, node: str | None, what: str) -> None:
+        """A message of the log the importer could not read: a problem, and counted (``Conversation.left_out``)."""
+        self.add(node, what)
+        self.left.append(f"node {node!r}: {what}" if node is not None else what)
 
     def __bool__(self) -> bool:
         return bool(self.items)
@@ -141,6 +147,7 @@ _ROLE_ALIASES = {
     "model": "assistant",
     "ai": "assistant",
     "bot": "assistant",
+    "claude": "assistant",  # exports that name the assistant (a real branching export: User / Claude)
     "tool": "tool",
     "function": "tool",
     "ipython": "tool",
@@ -149,9 +156,9 @@ _ROLE_ALIASES = {
 
 def role_of(raw: object, problems: Problems, node: str | None) -> str | None:
     """The protocol role for a format's role name; ``None`` (and a problem) when there is none."""
-    if isinstance(raw, str) and raw.lower() in _ROLE_ALIASES:
-        return _ROLE_ALIASES[raw.lower()]
-    problems.add(node, f"unknown role {raw!r}; message left out")
+    if isinstance(raw, str) and raw.strip().lower() in _ROLE_ALIASES:
+        return _ROLE_ALIASES[raw.strip().lower()]
+    problems.left_out(node, f"unknown role {raw!r}; message left out")
     return None
 
 
@@ -286,7 +293,7 @@ def build(records: list[Record], problems: Problems) -> Tree:
     for r in records:
         _repair_text(r, problems)
         if r.id in by_id:
-            problems.add(r.id, "id used twice; the later message left out")
+            problems.left_out(r.id, "id used twice; the later message left out")
             continue
         by_id[r.id] = r
         order.append(r)
@@ -415,11 +422,11 @@ def walk(messages: list[Any], problems: Problems, id_key: str) -> Iterator[tuple
     while stack:
         m, holder, at = stack.pop()
         if not isinstance(m, Mapping):
-            problems.add(None, f"{at} is a {type(m).__name__}, not a message; left out")
+            problems.left_out(None, f"{at} is a {type(m).__name__}, not a message; left out")
             continue
         mid = m.get(id_key)
         if mid is None or isinstance(mid, (bool, Mapping, list)):
-            problems.add(None, f"{at} has no {id_key}{'' if mid is None else f' it can use ({mid!r})'}; left out with what hangs under it")
+            problems.left_out(None, f"{at} has no {id_key}{'' if mid is None else f' it can use ({mid!r})'}; left out with what hangs under it")
             continue
         mid = str(mid)
         yield m, mid, holder
@@ -473,8 +480,9 @@ def conversation(
     metadata, more = jsondata.repaired(metadata)
     if fixed or more:
         problems.add(None, "its id, title or metadata held what JSON cannot carry; read repaired (jsondata.repaired)")
+    left = list(problems.left)
     problems.warn()
-    return Conversation(tree, id=id, title=title_text, format=format, source=source, metadata=metadata)
+    return Conversation(tree, id=id, title=title_text, format=format, source=source, metadata=metadata, left_out=left)
 
 
 def table(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:
