@@ -74,7 +74,7 @@ _REDACTED = re.compile(r"\[REDACTED_[A-Z_]+ (len=\d+ sha=[0-9a-f]+)\]")
 
 
 def _row(x: object) -> bool:
-    return isinstance(x, Mapping) and x.get("type") in _ROW_TYPES and isinstance(x.get("payload"), Mapping)
+    return isinstance(x, Mapping) and isinstance(x.get("type"), str) and x["type"] in _ROW_TYPES and isinstance(x.get("payload"), Mapping)
 
 
 def detect(doc: Document) -> bool:
@@ -254,7 +254,7 @@ class _Rollout:
                 self.window = window
 
     def item(self, line: int, p: Mapping[str, Any], time: float | None) -> None:
-        kind = p.get("type")
+        kind = p.get("type") if isinstance(p.get("type"), str) else None
         if (kind == "message" and p.get("role") == "assistant") or (kind in _REPLY_ITEMS and kind != "message"):
             self.part(line, p, time)
         elif kind == "message":
@@ -274,20 +274,23 @@ class _Rollout:
         if role is None:
             self.problems.left_out(f"L{line}", f"unknown role {p.get('role')!r}; message left out")
             return
-        text = _text(p.get("content"))
         meta: dict[str, Any] = {}
-        if role == "user" and not self.typed(text):
+        if role == "user" and not self.typed(p.get("content")):
             meta["injected"] = True
         self.add(Record(f"L{line}", self.last, {"role": role, "content": _content(p.get("content")), "time": time, "metadata": meta}))
 
-    def typed(self, text: str) -> bool:
-        """Whether a person typed this user message (an ``event_msg`` repeats it), else Codex injected it."""
+    def typed(self, content: object) -> bool:
+        """Whether a person typed this user message (an ``event_msg`` repeats its text, or the text of its first part
+        when images follow it), else Codex injected it."""
+        text = _text(content)
         if self.prompts is None:
             return not text.lstrip().startswith(_INJECTED)
-        key = _same(text)
-        if self.prompts[key] > 0:
-            self.prompts[key] -= 1
-            return True
+        first = next((str(p["text"]) for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str)), text) \
+            if isinstance(content, list) else text
+        for key in dict.fromkeys((_same(text), _same(first))):
+            if self.prompts[key] > 0:
+                self.prompts[key] -= 1
+                return True
         return False
 
     def part(self, line: int, p: Mapping[str, Any], time: float | None) -> None:

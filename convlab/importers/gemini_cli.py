@@ -59,7 +59,7 @@ CONTINUE = "System: Please continue."
 
 
 def _message(x: object) -> bool:
-    return isinstance(x, Mapping) and x.get("type") in _TYPES and isinstance(x.get("id"), str)
+    return isinstance(x, Mapping) and isinstance(x.get("type"), str) and x["type"] in _TYPES and isinstance(x.get("id"), str)
 
 
 def _header(x: object) -> bool:
@@ -67,7 +67,7 @@ def _header(x: object) -> bool:
 
 
 def _event(x: object) -> bool:
-    return isinstance(x, Mapping) and x.get("type") in _EVENTS and "timestamp" in x
+    return isinstance(x, Mapping) and isinstance(x.get("type"), str) and x["type"] in _EVENTS and "timestamp" in x
 
 
 def detect(doc: Document) -> bool:

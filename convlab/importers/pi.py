@@ -63,7 +63,7 @@ def detect(doc: Document) -> bool:
     rows = [r for r in doc.head if isinstance(r, Mapping)]
     if not rows or rows[0].get("type") != "session" or "cwd" not in rows[0]:
         return False
-    return all(r.get("type") in _ENTRIES for r in rows[1:])
+    return all(isinstance(r.get("type"), str) and r["type"] in _ENTRIES for r in rows[1:])
 
 
 def parse(doc: Document) -> list[Conversation]:
@@ -174,7 +174,7 @@ class _Session:
         self.entries: list[tuple[str, str | None, Mapping[str, Any]]] = []  # (id, parent id, entry)
         previous: str | None = None
         for line, e in enumerate(rows[1:], 2):
-            if not isinstance(e, Mapping) or e.get("type") not in _ENTRIES:
+            if not isinstance(e, Mapping) or not isinstance(e.get("type"), str) or e["type"] not in _ENTRIES:
                 continue
             eid = str(e["id"]) if isinstance(e.get("id"), (str, int)) and not isinstance(e.get("id"), bool) else f"L{line}"
             parent = e.get("parentId", previous) if "id" in e else previous
