@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from ci_support import cannot_run
 
 #: the agents' logs: $CONVLAB_AGENT_LOGS, else ../shared/data/agents relative to the project root

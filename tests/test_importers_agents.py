@@ -18,11 +18,10 @@ from pathlib import Path
 import pytest
 
 import convlab
+from agentdata import FORMATS, log_files, require, stats
 from convlab.conversation import KEPT
 from convlab.replay.plan import plan
 from convlab.tree import input_tokens, nodes_in_order
-
-from agentdata import FORMATS, log_files, require, stats
 
 CODEX = "codex/rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl"
 PI = "pi/before-compaction.jsonl"
@@ -30,7 +29,7 @@ PI = "pi/before-compaction.jsonl"
 pytestmark = pytest.mark.realdata
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _read(name: str) -> tuple[convlab.Conversation, ...]:
     with warnings.catch_warnings():
         warnings.simplefilter("error", convlab.ReadWarning)  # the shared logs read with no repair
@@ -312,7 +311,7 @@ def test_gemini_jsonl_rewinds_and_restarts_as_the_cli_loads_it(tmp_path):
         ("u1", "hi"), ("g1", "hello again"), ("u3", "right")]  # g1's last line, where its first stood
     assert c.title == "Greeting" and c.tree.nodes["g1"]["usage"] == {
         "input_tokens": 40, "cache_read_input_tokens": 60, "output_tokens": 12, "thoughts_tokens": 7, "tool_tokens": 0}
-    restart = rows + [{"$set": {"messages": [msg("n1", "user", "new start")]}}]
+    restart = [*rows, {"$set": {"messages": [msg("n1", "user", "new start")]}}]
     [c] = convlab.read(_lines(tmp_path / "session-2.jsonl", restart), progress=False)
     assert [a["id"] for a in c.path()] == ["n1"]
 
