@@ -13,11 +13,11 @@ import json
 import math
 import warnings
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 import convlab
+from agent_samples import branching_export, cline_task, codex_rows, lines, pi_v3_rows
 from agentdata import FORMATS, log_files, require, stats
 from convlab.conversation import KEPT
 from convlab.replay.plan import plan
@@ -267,11 +267,6 @@ def test_the_prompt_cache_check_runs_on_codex_gemini_and_pi(name, model):
 # -- generated files: what no shared session holds -----------------------------------------------
 
 
-def _lines(path: Path, rows: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
-
-
 def test_stream_json_delta_rows_of_one_reply_are_one_message(tmp_path):
     """Issue 35: a stream-json file was read as the openai format, every tool row dropped and one reply cut into 7
     messages mid-URL."""
@@ -289,12 +284,12 @@ def test_stream_json_delta_rows_of_one_reply_are_one_message(tmp_path):
               "stats": {"total_tokens": 90, "input_tokens": 80, "output_tokens": 10, "cached": 0, "input": 80,
                         "duration_ms": 7000, "tool_calls": 1, "models": {}}}]
     assert len(deltas) == 7
-    [c] = convlab.read(_lines(tmp_path / "run.jsonl", rows), progress=False)
+    [c] = convlab.read(lines(tmp_path / "run.jsonl", rows), progress=False)
     path = c.path()
     assert c.format == "gemini_cli" and [a["role"] for a in path] == ["user", "assistant", "tool", "assistant"]
     assert path[1]["content"][0] == {"type": "text", "text": url} and path[1]["tool_calls"][0]["id"] == "t1"
     assert path[2]["tool_call_id"] == "t1" and c.metadata["stats"]["input_tokens"] == 80
-    two = _lines(tmp_path / "two.jsonl", rows + rows)  # a second init: a second session
+    two = lines(tmp_path / "two.jsonl", rows + rows)  # a second init: a second session
     assert [c.id for c in convlab.read(two, progress=False)] == ["s1#1", "s1#2"]
 
 
@@ -306,54 +301,20 @@ def test_gemini_jsonl_rewinds_and_restarts_as_the_cli_loads_it(tmp_path):
             msg("u2", "user", "wrong"), msg("g2", "gemini", "oops"), {"$rewindTo": "u2"},
             msg("u3", "user", "right"), msg("g1", "gemini", "hello again", tokens=tokens, model="gemini-2.5-pro"),
             msg("i1", "info", "a note for the person"), {"$set": {"lastUpdated": "2025-10-01T10:00:09Z", "summary": "Greeting"}}]
-    [c] = convlab.read(_lines(tmp_path / "session-1.jsonl", rows), progress=False)
+    [c] = convlab.read(lines(tmp_path / "session-1.jsonl", rows), progress=False)
     assert [(a["id"], a["content"] if isinstance(a["content"], str) else a["content"][0]["text"]) for a in c.path()] == [
         ("u1", "hi"), ("g1", "hello again"), ("u3", "right")]  # g1's last line, where its first stood
     assert c.title == "Greeting" and c.tree.nodes["g1"]["usage"] == {
         "input_tokens": 40, "cache_read_input_tokens": 60, "output_tokens": 12, "thoughts_tokens": 7, "tool_tokens": 0}
     restart = [*rows, {"$set": {"messages": [msg("n1", "user", "new start")]}}]
-    [c] = convlab.read(_lines(tmp_path / "session-2.jsonl", restart), progress=False)
+    [c] = convlab.read(lines(tmp_path / "session-2.jsonl", restart), progress=False)
     assert [a["id"] for a in c.path()] == ["n1"]
-
-
-def pi_v3_rows() -> list[dict]:
-    """A pi v3 session: a branch at u2 (the person went back and asked again), a branch summary where they came
-    back, a label, a compaction on the second branch keeping from u2b, a model change, a custom message."""
-    t = lambda s: f"2025-12-01T10:00:{s:02d}Z"  # noqa: E731
-    usage = lambda n: {"input": n, "output": 10, "cacheRead": 0, "cacheWrite": 0, "totalTokens": n + 10}  # noqa: E731
-    reply = lambda text, n: {"role": "assistant", "content": [{"type": "text", "text": text}], "model": "claude-sonnet-4-5",  # noqa: E731
-                             "provider": "anthropic", "usage": usage(n), "stopReason": "stop"}
-    user = lambda text: {"role": "user", "content": [{"type": "text", "text": text}]}  # noqa: E731
-    return [
-        {"type": "session", "version": 3, "id": "s-v3", "timestamp": t(0), "cwd": "/w"},
-        {"type": "message", "id": "u1", "parentId": None, "timestamp": t(1), "message": user("first")},
-        {"type": "message", "id": "a1", "parentId": "u1", "timestamp": t(2), "message": reply("one", 100)},
-        {"type": "message", "id": "u2", "parentId": "a1", "timestamp": t(3), "message": user("second")},
-        {"type": "message", "id": "a2", "parentId": "u2", "timestamp": t(4), "message": {
-            "role": "assistant", "content": [{"type": "thinking", "thinking": "hm"},
-                                             {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "x"}}],
-            "model": "claude-sonnet-4-5", "usage": usage(200), "stopReason": "toolUse"}},
-        {"type": "message", "id": "r1", "parentId": "a2", "timestamp": t(5), "message": {
-            "role": "toolResult", "toolCallId": "c1", "toolName": "read", "content": [{"type": "text", "text": "x!"}], "isError": False}},
-        {"type": "label", "id": "l1", "parentId": "r1", "timestamp": t(6), "targetId": "a1", "label": "start"},
-        {"type": "branch_summary", "id": "b1", "parentId": "a1", "timestamp": t(7), "fromId": "u2", "summary": "read x"},
-        {"type": "model_change", "id": "mc", "parentId": "b1", "timestamp": t(8), "provider": "anthropic", "modelId": "claude-opus-4-5"},
-        {"type": "message", "id": "u2b", "parentId": "mc", "timestamp": t(9), "message": user("second, again")},
-        {"type": "message", "id": "a2b", "parentId": "u2b", "timestamp": t(10), "message": reply("two", 300)},
-        {"type": "compaction", "id": "c1x", "parentId": "a2b", "timestamp": t(11), "summary": "we talked",
-         "firstKeptEntryId": "u2b", "tokensBefore": 310},
-        {"type": "custom_message", "id": "cm", "parentId": "c1x", "timestamp": t(12), "customType": "note", "content": "from a hook",
-         "display": True},
-        {"type": "message", "id": "u3", "parentId": "cm", "timestamp": t(13), "message": user("third")},
-        {"type": "message", "id": "a3", "parentId": "u3", "timestamp": t(14), "message": reply("three", 90)},
-        {"type": "session_info", "id": "si", "parentId": "a3", "timestamp": t(15), "name": "a v3 session"},
-    ]
 
 
 def test_pi_v3_keeps_every_branch_and_reads_its_compaction_by_id(tmp_path):
     from replay_invariant import assert_replays_exactly
 
-    [c] = convlab.read(_lines(tmp_path / "v3.jsonl", pi_v3_rows()), progress=False)
+    [c] = convlab.read(lines(tmp_path / "v3.jsonl", pi_v3_rows()), progress=False)
     assert (c.format, c.id, c.title, c.head) == ("pi", "s-v3", "a v3 session", "a3")  # the last entry's message
     assert set(c.children("a1")) == {"u2", "b1"}  # both branches kept; the summary of the one left is a message
     b1 = c.tree.nodes["b1"]
@@ -369,41 +330,12 @@ def test_pi_v3_keeps_every_branch_and_reads_its_compaction_by_id(tmp_path):
     assert r.compactions == [{"id": r.map["c1x"], "call": 4}]
 
 
-def codex_rows(compacted: dict) -> list[dict]:
-    """A Codex rollout of two typed prompts (0.39's order: a call's token_count before its items), an injected
-    environment context, and a compaction."""
-    t = lambda s: f"2025-09-19T09:00:{s:02d}Z"  # noqa: E731
-    row = lambda s, kind, payload: {"timestamp": t(s), "type": kind, "payload": payload}  # noqa: E731
-    msg = lambda role, text: {"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]}  # noqa: E731
-    count = lambda total, n: {"type": "token_count", "info": {  # noqa: E731
-        "total_token_usage": {"input_tokens": total, "cached_input_tokens": 0, "output_tokens": 5},
-        "last_token_usage": {"input_tokens": n, "cached_input_tokens": n // 2, "output_tokens": 5}}}
-    return [
-        row(0, "session_meta", {"id": "cx-1", "cli_version": "0.39.0", "cwd": "/w"}),
-        row(1, "response_item", msg("user", "<environment_context>\n  <cwd>/w</cwd>\n</environment_context>")),
-        row(1, "response_item", msg("user", "first question")),
-        row(2, "turn_context", {"model": "gpt-5"}),
-        row(3, "event_msg", count(1000, 1000)),
-        row(3, "response_item", {"type": "reasoning", "summary": [{"type": "summary_text", "text": "think"}], "content": None}),
-        row(3, "response_item", {"type": "function_call", "name": "shell", "arguments": '{"command": ["ls"]}', "call_id": "c1"}),
-        row(4, "response_item", {"type": "function_call_output", "call_id": "c1", "output": "a.txt"}),
-        row(5, "turn_context", {"model": "gpt-5"}),
-        row(6, "event_msg", count(2200, 1200)),
-        row(6, "response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "one file"}]}),
-        row(7, "response_item", msg("user", "second question")),
-        row(8, "compacted", compacted),
-        row(9, "turn_context", {"model": "gpt-5"}),
-        row(10, "event_msg", count(2500, 300)),
-        row(10, "response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]}),
-    ]
-
-
 def test_codex_older_compaction_keeps_the_newest_prompts(tmp_path):
     """Without replacement_history Codex rebuilds the history from the summary and the typed prompts (the newest,
     20,000 tokens at most): so is it read; with no user_message events, injected inputs are told by their text."""
     from replay_invariant import assert_replays_exactly
 
-    [c] = convlab.read(_lines(tmp_path / "rollout.jsonl", codex_rows({"message": "we listed files"})), progress=False)
+    [c] = convlab.read(lines(tmp_path / "rollout.jsonl", codex_rows({"message": "we listed files"})), progress=False)
     path = c.path()
     assert [(a["role"], a.get("copied_from")) for a in path] == [
         ("user", None), ("user", "L3"), ("user", "L12"), ("assistant", None)]
@@ -421,7 +353,7 @@ def test_codex_replacement_history_keeps_copies_and_new_messages(tmp_path):
                {"type": "compaction", "encrypted_content": "opaque"}]
     from replay_invariant import assert_replays_exactly
 
-    [c] = convlab.read(_lines(tmp_path / "rollout.jsonl", codex_rows({"message": "", "replacement_history": history})),
+    [c] = convlab.read(lines(tmp_path / "rollout.jsonl", codex_rows({"message": "", "replacement_history": history})),
                        progress=False)
     path = c.path()
     assert path[1]["copied_from"] == "L3" and path[2]["metadata"] == {KEPT: "L13"} and path[2]["role"] == "assistant"
@@ -449,7 +381,7 @@ def test_a_copilot_compaction_and_a_sub_agent(tmp_path):
             ev(10, "assistant.message", {"messageId": "m3", "content": "sure", "outputTokens": 3}),
             ev(11, "user.message", {"content": "sub task"}, agentId="sub1"),
             ev(12, "assistant.message", {"messageId": "m4", "content": "sub done"}, agentId="sub1")]
-    main, sub = convlab.read(_lines(tmp_path / "events.jsonl", rows), progress=False)
+    main, sub = convlab.read(lines(tmp_path / "events.jsonl", rows), progress=False)
     path = main.path()
     assert [(a["kind"], a.get("copied_from")) for a in path[:2]] == [("summary", None), ("message", "e006x")]
     assert path[0]["replaces"] == "e006x" and path[0]["metadata"]["compaction"]["trigger"] == "threshold"
@@ -459,21 +391,6 @@ def test_a_copilot_compaction_and_a_sub_agent(tmp_path):
 
 
 # -- the branching export (issue 35: "78 empty user roots with 0 branch points") ------------------------
-
-
-def branching_export(n: int = 175, branch_points: int = 29, assistant: str = "Claude") -> dict:
-    """id/parentMessageId records, roles User and ``assistant``, the text under ``message``: a chain in which every
-    sixth message is a second reply to an earlier one, until ``branch_points`` messages have two children."""
-    messages, forks, user = [], 0, {}
-    for i in range(n):
-        parent = None if i == 0 else f"m{i - 1}"
-        if i % 6 == 5 and forks < branch_points:
-            parent, forks = f"m{i - 2}", forks + 1  # a regenerated reply, or an edit: a sibling of m{i - 1}
-        user[f"m{i}"] = parent is None or not user[parent]
-        role = "User" if user[f"m{i}"] else assistant
-        messages.append({"id": f"m{i}", "parentMessageId": parent, "role": role, "message": f"message {i}",
-                         "created_at": f"2025-01-01T10:{i // 60:02d}:{i % 60:02d}Z"})
-    return {"title": "a branching chat", "messages": messages}
 
 
 def test_the_real_branching_export_shape_reads_with_its_branches(tmp_path):
@@ -507,3 +424,46 @@ def test_an_export_naming_its_assistant_in_a_way_convlab_does_not_know_is_refuse
         with pytest.raises(convlab.ReadError, match=r"does not read as generic: no assistant message was left \(node 'm1': "
                                                     r"unknown role 'Narrator'"):
             convlab.read(p, progress=False)
+
+
+# -- Cline / Roo Code: a task folder generated from the layout in cline/cline's source -------------------------
+
+def test_a_cline_task_folder_reads_as_one_conversation_with_usage_per_call(tmp_path):
+    from replay_invariant import assert_replays_exactly
+
+    task = cline_task(tmp_path / "tasks" / "1760000000000")
+    convs = convlab.read(tmp_path, progress=False)  # the tasks folder: each task once, its two files together
+    assert [(c.format, c.id) for c in convs] == [("cline", "1760000000000")]
+    c = convs[0]
+    assert [a["role"] for a in c.path()] == ["user", "assistant", "tool", "user", "assistant", "tool", "user", "assistant"]
+    replies = [a for a in c.path() if a["role"] == "assistant"]
+    assert [input_tokens(a["usage"]) for a in replies] == [12003, 12204, 12702]  # tokensIn + cacheReads + cacheWrites
+    assert [a["usage"]["cache_read_input_tokens"] for a in replies] == [0, 12000, 12200]
+    assert [a["usage"]["output_tokens"] for a in replies] == [150, 80, 40] and replies[0]["metadata"]["model"] == "claude-sonnet-4-5"
+    assert c.tree.nodes["m2"]["tool_call_id"] == "toolu_1" and replies[0]["tool_calls"][0]["id"] == "toolu_1"
+    for name in ("api_conversation_history.json", "ui_messages.json"):  # either file reads the task
+        [again] = convlab.read(task / name, progress=False)
+        assert again.path() == c.path()
+    r = assert_replays_exactly(c)
+    assert [x["read"] for x in r.calls] == [12003, 12204, 12702]
+    assert math.isfinite(convlab.replay(c, model="claude-sonnet-4-5").measures()["err_cached_mean"])
+
+
+def test_cline_metrics_on_the_history_and_a_ui_file_alone(tmp_path):
+    [c] = convlab.read(cline_task(tmp_path / "t1", metrics=True) / "api_conversation_history.json", progress=False)
+    assert [input_tokens(a["usage"]) for a in c.path() if a["role"] == "assistant"] == [12003, 12204, 12702]
+    alone = tmp_path / "elsewhere"
+    alone.mkdir()
+    (alone / "ui_messages.json").write_bytes((tmp_path / "t1" / "ui_messages.json").read_bytes())
+    [ui] = convlab.read(alone / "ui_messages.json", progress=False)  # what the person saw, with its usage
+    assert (ui.format, ui.metadata["read_from"]) == ("cline", "ui_messages.json")
+    assert [a["role"] for a in ui.path()] == ["user", "assistant", "assistant", "user", "assistant"]
+    assert [input_tokens(a["usage"]) for a in ui.path() if a["role"] == "assistant"] == [12003, 12204, 12702]
+    assert ui.path()[1]["tool_calls"][0]["function"]["name"] == "tool"
+
+
+def test_cline_usage_rows_that_do_not_pair_with_the_replies_are_left_out_and_said(tmp_path):
+    task = cline_task(tmp_path / "t2", usage_rows=2)
+    with pytest.warns(convlab.ReadWarning, match=r"ui_messages\.json holds 2 calls' usage for 3 replies: their usage left out"):
+        [c] = convlab.read(task / "api_conversation_history.json", progress=False)
+    assert all(a.get("usage") is None for a in c.path())

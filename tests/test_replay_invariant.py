@@ -24,6 +24,7 @@ from convlab.replay import replay
 from convlab.replay.plan import plan
 from convlab.tree import Tree
 
+from agent_samples import cline_task
 from agentdata import log_files as agent_files
 from agentdata import require as require_agents
 from realdata import REAL, log_files, require
@@ -310,6 +311,7 @@ def test_each_format_s_output_replays_exactly(tmp_path):
         {"id": "q2", "parentMessageId": "a1", "role": "user", "content": "and?"}]}))
     conversations["generic"] = convlab.read(generic, progress=False)
     conversations["convlab"] = convlab.read(session_log_sample(tmp_path), progress=False)
+    conversations["cline"] = convlab.read(cline_task(tmp_path / "tasks" / "t1"), progress=False)  # no shared Cline log
     # with the formats the real logs are in (test_every_real_log_replays_exactly), every importer
     formats = {c.format for convs in conversations.values() for c in convs}
     assert formats | REAL_FORMATS | AGENT_FORMATS == set(FORMATS), "a format with no file to replay"
