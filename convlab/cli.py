@@ -37,6 +37,8 @@ if TYPE_CHECKING:  # names for the types only: each is imported where it is used
     from .providers import Provider
     from .replay import SummaryCost
 
+    _Config = str | convlab.presets.Preset | convlab.presets.Auto  # one of tune's configs: TOML text, a preset, AUTO
+
 __all__ = ["main", "build_parser"]
 
 class _Usage(Exception):
@@ -137,7 +139,8 @@ def _add_tune(sub: argparse._SubParsersAction[_Parser]) -> None:
     tune.add_argument("--cache-ttl", default="5m", metavar="5m|1h|SECONDS", help="the prompt cache's lifetime (default 5m)")
     tune.add_argument("--preset", metavar="NAMES",
                       help="the field's auto-compactions beside the config (convlab.presets): claude-code, codex, gemini-cli, pi, "
-                           "a comma-separated list or all; at the config's window (default each peer's)")
+                           "a comma-separated list or all; at the config's window (default each peer's); auto: the preset of "
+                           "the agent that wrote each log, at the window its log records")
     _add_reading_options(tune)
     tune.set_defaults(run=_tune)
 
@@ -563,8 +566,9 @@ def _check_pricing(args: argparse.Namespace) -> None:
             raise _Usage(f"--model: {err}") from None
 
 
-def _with_presets(args: argparse.Namespace, text: str, grid: dict[str, list[Any]]) -> list[str | convlab.presets.Preset]:
-    """--preset: the config given (--config; none: the presets alone) and the presets named, at its window."""
+def _with_presets(args: argparse.Namespace, text: str, grid: dict[str, list[Any]]) -> list[_Config]:
+    """--preset: the config given (--config; none: the presets alone) and the presets named, at its window
+    (``auto``: ``convlab.presets.AUTO``, each log's own agent's, which tune resolves)."""
     import convlab
 
     from .errors import ConfigError
@@ -572,8 +576,10 @@ def _with_presets(args: argparse.Namespace, text: str, grid: dict[str, list[Any]
     if args.grid:
         raise _Usage("--preset compares whole configs: leave out --grid (or sweep the grid without --preset)")
     window = convlab.load_config(text, agent=args.agent)[args.agent].window if args.config else None
+    presets: list[_Config] = []
     try:
-        presets = convlab.presets.presets(args.preset, window=window)
+        for name in args.preset.split(","):
+            presets += [convlab.presets.AUTO] if name.strip() == "auto" else convlab.presets.presets(name, window=window)
     except ConfigError as err:
         raise _Usage(f"--preset: {err}") from None
     return ([text] if args.config else []) + presets
@@ -594,7 +600,7 @@ def _tune(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
     name, text = _read_config(args)
     # --preset with no --config: the presets alone (the example's grid plays no part)
     grid, columns = ({}, []) if args.preset and args.config is None else _check_sweep(args, name, text, notes)
-    configs: str | list[str | convlab.presets.Preset] = _with_presets(args, text, grid) if args.preset else text
+    configs: str | list[_Config] = _with_presets(args, text, grid) if args.preset else text
     if args.preset:
         grid = {}
     if args.plot and len(grid) >= 2 and args.value not in columns:
@@ -629,7 +635,7 @@ def _tune(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
 
 
 def _plot(args: argparse.Namespace, df: pd.DataFrame, ranked: pd.DataFrame, grid: dict[str, list[Any]], convs: list[Any],
-          configs: str | list[str | convlab.presets.Preset], out: TextIO, notes: _Notes) -> None:
+          configs: str | list[_Config], out: TextIO, notes: _Notes) -> None:
     """--plot: the heatmap (two grid keys) or the count per call, and the trade-off beside it."""
     import convlab
 
@@ -647,6 +653,10 @@ def _plot(args: argparse.Namespace, df: pd.DataFrame, ranked: pd.DataFrame, grid
             top = ranked.iloc[0]
             chosen = configs[int(top["config"])] if isinstance(configs, list) else \
                 convlab.config_grid(configs, grid, agent=args.agent)[int(top["config"])] if grid else configs
+            if isinstance(chosen, convlab.presets.Auto):  # each log's own agent's: the longest log's
+                found = convlab.presets.for_log(longest)
+                assert found is not None, "tune refuses a log no agent's preset is of"
+                chosen = found
             config, worker = (chosen.config, chosen.worker) if isinstance(chosen, convlab.presets.Preset) else (chosen, None)
             fig = plots.count_per_call(convlab.replay(longest, config, agent=args.agent, summary_size=args.summary_size,
                                                       overhead=args.overhead, worker=worker),
