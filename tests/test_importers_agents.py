@@ -467,3 +467,46 @@ def test_cline_usage_rows_that_do_not_pair_with_the_replies_are_left_out_and_sai
     with pytest.warns(convlab.ReadWarning, match=r"ui_messages\.json holds 2 calls' usage for 3 replies: their usage left out"):
         [c] = convlab.read(task / "api_conversation_history.json", progress=False)
     assert all(a.get("usage") is None for a in c.path())
+
+
+# -- each agent's default folder --------------------------------------------------------------------
+
+
+def _link(target: Path, link: Path) -> None:
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(target)
+
+
+def test_each_agents_default_folder_finds_every_session(tmp_path):
+    """Point read (so show and tune) at ~/.codex/sessions, ~/.gemini/tmp, ~/.pi/agent/sessions,
+    ~/.copilot/session-state or a Cline tasks folder: every session in it is read, once, and what else the agents
+    keep there (Gemini CLI's logs.json of prompts, Copilot's workspace.yaml) is passed over quietly."""
+    data, home = require(), tmp_path / "home"
+    codex = sorted((data / "codex").iterdir())
+    for i, f in enumerate(codex):
+        _link(f, home / ".codex" / "sessions" / "2026" / "02" / f"{20 + i}" / f"rollout-{i}.jsonl")
+    _link(data / "gemini_cli" / "gemini.jsonl", home / ".gemini" / "tmp" / "9da8b3" / "chats" / "session-2026-04-23T12-52-0ab8.jsonl")
+    _link(data / "gemini_cli" / "test_conversation_gemini.json", home / ".gemini" / "tmp" / "ab14fe" / "chats" / "session-1.json")
+    (home / ".gemini" / "tmp" / "9da8b3" / "logs.json").write_text(json.dumps(
+        [{"sessionId": "0ab8", "messageId": 0, "type": "user", "message": "/init", "timestamp": "2026-04-23T12:53:05Z"}]))
+    (home / ".gemini" / "tmp" / "9da8b3" / "checkpoint-before-edit.json").write_text(json.dumps({"history": [
+        {"role": "user", "parts": [{"text": "hi"}]}, {"role": "model", "parts": [{"text": "hello"}]}]}))
+    for f in sorted((data / "pi").iterdir()):
+        _link(f, home / ".pi" / "agent" / "sessions" / "--Users-me-work--" / f"2025-12-09T00-53-29_{f.stem}.jsonl")
+    _link(data / "copilot_cli" / "copilot.jsonl", home / ".copilot" / "session-state" / "96ef38f0" / "events.jsonl")
+    (home / ".copilot" / "session-state" / "96ef38f0" / "workspace.yaml").write_text("cwd: /home/me\n")
+    tasks = home / ".config" / "Code" / "User" / "globalStorage" / "saoudrizwan.claude-dev" / "tasks"
+    for task in ("1760000000001", "1760000000002"):
+        cline_task(tasks / task)
+    expect = {
+        home / ".codex" / "sessions": {stats()[f"codex/{f.name}"]["session_id"] for f in codex},
+        home / ".gemini" / "tmp": {"0ab84937-9fe7-4284-986a-33c832af0b6a", "8a20078e-2d5e-4f81-a640-9b879bbb7e6d", "before-edit"},
+        home / ".pi" / "agent" / "sessions": {stats()["pi/before-compaction.jsonl"]["session_id"], stats()["pi/large-session.jsonl"]["session_id"]},
+        home / ".copilot" / "session-state": {"96ef38f0-9d09-45c3-8124-6448c36090ed"},
+        tasks: {"1760000000001", "1760000000002"},
+    }
+    for folder, ids in expect.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", convlab.ReadWarning)  # nothing passed over loudly, nothing repaired
+            convs = convlab.read(folder, progress=False)
+        assert sorted(c.id for c in convs) == sorted(ids), folder

@@ -306,7 +306,9 @@ class _Rollout:
         if kind == "message":
             self.parts.extend({"type": "text", "text": t} for t in [_text(p.get("content"))] if t)
         elif kind == "reasoning":
-            self.parts.append(_thinking(p))
+            thinking = _thinking(p)
+            if thinking["thinking"] or "encrypted_content" in thinking:  # 0.39 writes empty ones: nothing the model reads
+                self.parts.append(thinking)
         elif kind == "web_search_call":
             self.parts.append({"type": "server_tool_use", "id": str(p.get("id") or f"L{line}"), "name": "web_search",
                                "input": p.get("action")})

@@ -29,6 +29,13 @@ every one after it, and a ``$set`` holding ``messages`` starts them again.
 - The CLI records no compression in the file (its result is a UI event):
   nothing here replaces history.
 
+A checkpoint (``/chat save <tag>``, ``~/.gemini/tmp/<project>/checkpoint-<tag>.json``,
+``packages/core/src/core/logger.ts``) is the model's history itself,
+``{"history": [Content]}`` (older: the list alone): ``model`` turns are replies
+(``thought`` parts as thinking, ``functionCall`` as tool calls), a user turn's
+``functionResponse`` parts are ``tool`` messages (paired by the call's id, else
+its name); it records no usage and no times. Ids are ``h<index>``.
+
 stream-json (``packages/core/src/output/types.ts``): events ``init``
 (``session_id``, ``model``), ``message`` (``role``, ``content``, ``delta``),
 ``tool_use``, ``tool_result``, ``error``, ``result`` (the run's ``stats``).
@@ -70,10 +77,29 @@ def _event(x: object) -> bool:
     return isinstance(x, Mapping) and isinstance(x.get("type"), str) and x["type"] in _EVENTS and "timestamp" in x
 
 
+def _content(x: object) -> bool:
+    """A Gemini ``Content``: a checkpoint's turn."""
+    return isinstance(x, Mapping) and x.get("role") in ("user", "model") and isinstance(x.get("parts"), list) and "content" not in x
+
+
+def _checkpoint(doc: Document) -> list[Any] | None:
+    """A checkpoint's history (None: the document is not one)."""
+    first = doc.first
+    if doc.kind == "object" and isinstance(first, Mapping) and isinstance(first.get("history"), list) and \
+            all(_content(c) for c in first["history"][:5]):
+        return first["history"]
+    rows = [r for r in doc.head if isinstance(r, Mapping)]
+    if doc.kind == "array" and rows and all(_content(r) for r in rows) and any(r["role"] == "model" for r in rows):
+        return []  # the items are the history (read as they come)
+    return None
+
+
 def detect(doc: Document) -> bool:
     rows = [r for r in doc.head if isinstance(r, Mapping)]
     if not rows:
         return False
+    if _checkpoint(doc) is not None:
+        return True
     if doc.kind == "object":
         messages = rows[0].get("messages")
         return _header(rows[0]) and isinstance(messages, list) and all(_message(m) for m in messages[:5])
@@ -85,6 +111,9 @@ def detect(doc: Document) -> bool:
 
 
 def parse(doc: Document) -> list[Conversation]:
+    history = _checkpoint(doc)
+    if history is not None:
+        return [_read_checkpoint(history or list(doc.items), doc.source)]
     rows = list(doc.items)
     if doc.kind == "lines" and not _header(next((r for r in rows if isinstance(r, Mapping)), None)):
         return _stream(rows, doc.source)
@@ -329,3 +358,51 @@ class _Stream:
         self.reply["content"].append({"type": "tool_use", "id": cid, "name": name, "input": r.get("parameters")})
         self.reply.setdefault("tool_calls", []).append(
             {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(r.get("parameters"))}})
+
+
+# -- a checkpoint ------------------------------------------------------------------------
+
+
+def _read_checkpoint(history: list[Any], source: str) -> Conversation:
+    """The model's own history: a reply per model turn, a user turn's function responses as tool messages."""
+    name = PurePath(source.split("!")[-1]).name
+    cid = name.removeprefix("checkpoint-").rsplit(".", 1)[0] or "checkpoint"
+    problems = Problems(source, cid)
+    records: list[Record] = []
+    last: str | None = None
+    calls: dict[str, list[str]] = {}  # a call's name -> the ids of its calls not answered yet
+    for i, turn in enumerate(history):
+        if not _content(turn):
+            problems.left_out(f"h{i}", "not a Gemini Content (role user or model, parts); left out")
+            continue
+        node: dict[str, Any] = {"role": "assistant" if turn["role"] == "model" else "user", "content": []}
+        for k, p in enumerate(q for q in turn["parts"] if isinstance(q, Mapping)):
+            if isinstance(p.get("functionCall"), Mapping):
+                fc = p["functionCall"]
+                fid, fname = str(fc.get("id") or f"h{i}.{k}"), str(fc.get("name") or "")
+                calls.setdefault(fname, []).append(fid)
+                node["content"].append({"type": "tool_use", "id": fid, "name": fname, "input": fc.get("args")})
+                node.setdefault("tool_calls", []).append({"id": fid, "type": "function",
+                                                          "function": {"name": fname, "arguments": json.dumps(fc.get("args"))}})
+            elif isinstance(p.get("functionResponse"), Mapping):
+                fr = p["functionResponse"]
+                pending = calls.get(str(fr.get("name") or ""), [])
+                fid = str(fr["id"]) if fr.get("id") else pending[0] if pending else f"h{i}.{k}"
+                if fid in pending:
+                    pending.remove(fid)
+                content, error = _result([p])
+                records.append(Record(f"h{i}.{k}", last, {"role": "tool", "content": content, "tool_call_id": fid,
+                                                          "metadata": {"is_error": True} if error else {}}))
+                last = f"h{i}.{k}"
+            elif isinstance(p.get("text"), str):
+                node["content"].append({"type": "thinking", "thinking": p["text"]} if p.get("thought") is True else
+                                       {"type": "text", "text": p["text"]})
+            else:
+                node["content"].append(dict(p))
+        if node["content"] or node["role"] == "assistant":
+            if all(c.get("type") == "text" for c in node["content"]) and node["role"] == "user":
+                node["content"] = "".join(c["text"] for c in node["content"])
+            records.append(Record(f"h{i}", last, node))
+            last = f"h{i}"
+    return conversation(records, problems, id=cid, title=None, format=NAME, source=source, head=last,
+                        metadata={"checkpoint": cid})
