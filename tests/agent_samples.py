@@ -142,3 +142,37 @@ def cline_task(folder: Path, *, metrics: bool = False, usage_rows: int = 3) -> P
     return folder
 
 
+
+
+#: anthropics/anthropic-sdk-typescript@bfa9197f0182084941052be9752c948638421601: src/resources/beta/sessions/events.ts
+#: (BetaManagedAgents*Event: user.message, span.model_request_start/end with model_usage, agent.message,
+#: agent.tool_use, agent.tool_result with tool_use_id, agent.thread_context_compacted, session.status_idle).
+MANAGED_AGENTS_SOURCE = "anthropics/anthropic-sdk-typescript@bfa9197f0182084941052be9752c948638421601"
+
+
+def managed_agent_events() -> list[dict]:
+    """A Managed Agents session's events: a task, a model request that calls a tool, its result, a second request,
+    a compaction, a second prompt and its request; status events between."""
+    t = lambda s: f"2026-05-01T10:00:{s:02d}Z"  # noqa: E731
+    usage = lambda n, read: {"input_tokens": n, "output_tokens": 20, "cache_read_input_tokens": read,  # noqa: E731
+                             "cache_creation_input_tokens": 100}
+    text = lambda s: [{"type": "text", "text": s}]  # noqa: E731
+    ev = lambda n, kind, **kw: {"id": f"sevt_{n}_0", "type": kind, "processed_at": t(n), **kw}  # noqa: E731
+    return [
+        ev(1, "session.status_running"),
+        ev(2, "user.message", content=text("count the files")),
+        ev(3, "span.model_request_start"),
+        ev(4, "agent.message", content=text("I'll list them.")),
+        ev(5, "agent.tool_use", name="bash", input={"command": "ls | wc -l"}),
+        ev(6, "span.model_request_end", is_error=False, model_request_start_id="sevt_3_0", model_usage=usage(50, 0)),
+        ev(7, "agent.tool_result", tool_use_id="sevt_5_0", content=text("12")),
+        ev(8, "span.model_request_start"),
+        ev(9, "agent.message", content=text("There are 12 files.")),
+        ev(10, "span.model_request_end", is_error=False, model_request_start_id="sevt_8_0", model_usage=usage(10, 2000)),
+        ev(11, "session.status_idle", stop_reason={"type": "end_turn"}),
+        ev(12, "agent.thread_context_compacted"),
+        ev(13, "user.message", content=text("and the folders?")),
+        ev(14, "span.model_request_start"),
+        ev(15, "agent.message", content=text("Three.")),
+        ev(16, "span.model_request_end", is_error=False, model_request_start_id="sevt_14_0", model_usage=usage(30, 500)),
+    ]

@@ -13,11 +13,12 @@ import json
 import math
 import warnings
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
 import convlab
-from agent_samples import branching_export, cline_task, codex_rows, lines, pi_v3_rows
+from agent_samples import branching_export, cline_task, codex_rows, lines, managed_agent_events, pi_v3_rows
 from agentdata import FORMATS, log_files, require, stats
 from convlab.conversation import KEPT
 from convlab.replay.plan import plan
@@ -510,3 +511,40 @@ def test_each_agents_default_folder_finds_every_session(tmp_path):
             warnings.simplefilter("error", convlab.ReadWarning)  # nothing passed over loudly, nothing repaired
             convs = convlab.read(folder, progress=False)
         assert sorted(c.id for c in convs) == sorted(ids), folder
+
+
+# -- Anthropic Managed Agents, Cursor -----------------------------------------------------------------
+
+
+def test_a_managed_agents_event_stream_reads_a_reply_per_model_request(tmp_path):
+    from replay_invariant import assert_replays_exactly
+
+    events = managed_agent_events()
+    [c] = convlab.read(lines(tmp_path / "session.jsonl", events), progress=False)
+    assert c.format == "managed_agents"
+    path = c.path()
+    assert [(a["role"], a["kind"]) for a in path] == [("user", "summary"), ("user", "message"), ("assistant", "message")]
+    assert path[0]["replaces"] == "sevt_9_0"  # the compaction replaced what the agent had read
+    before = [c.tree.nodes[n] for n in ("sevt_2_0", "sevt_4_0", "sevt_7_0", "sevt_9_0")]
+    assert [a["role"] for a in before] == ["user", "assistant", "tool", "assistant"]
+    assert before[1]["tool_calls"][0]["id"] == "sevt_5_0" and before[2]["tool_call_id"] == "sevt_5_0"
+    assert [input_tokens(c.tree.nodes[n]["usage"]) for n in ("sevt_4_0", "sevt_9_0", "sevt_15_0")] == [150, 2110, 630]
+    r = assert_replays_exactly(c)
+    assert r.compactions == [{"id": r.map["sevt_12_0"], "call": 3}]
+    page = tmp_path / "page.json"  # what events.list returns, saved as it came
+    page.write_text(json.dumps({"data": events, "has_more": False}))
+    [again] = convlab.read(page, progress=False)
+    assert again.path() == c.path()
+
+
+def test_a_cursor_transcript_is_refused_by_name(tmp_path):
+    rows = [{"role": "user", "message": {"content": [{"type": "text", "text": "<user_query>\nfix it\n</user_query>"}]}},
+            {"role": "assistant", "message": {"content": [{"type": "text", "text": "Done."}]}}]
+    (tmp_path / "agent-transcripts").mkdir()
+    p = lines(tmp_path / "agent-transcripts" / "0b1c.jsonl", rows)
+    with pytest.raises(convlab.ReadError, match=r"0b1c\.jsonl: looks like a Cursor agent transcript: not read"):
+        convlab.read(p, progress=False)
+    (tmp_path / "agent-transcripts" / "chat.json").write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    with pytest.warns(convlab.ReadWarning, match=r"looks like a Cursor agent transcript: not read.*; passed over"):
+        convs = convlab.read(tmp_path, progress=False)  # in a folder: named and passed over, the others read
+    assert [c.format for c in convs] == ["openai"]

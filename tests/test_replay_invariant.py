@@ -24,7 +24,7 @@ from convlab.replay import replay
 from convlab.replay.plan import plan
 from convlab.tree import Tree
 
-from agent_samples import cline_task
+from agent_samples import cline_task, managed_agent_events
 from agentdata import log_files as agent_files
 from agentdata import require as require_agents
 from realdata import REAL, log_files, require
@@ -312,6 +312,7 @@ def test_each_format_s_output_replays_exactly(tmp_path):
     conversations["generic"] = convlab.read(generic, progress=False)
     conversations["convlab"] = convlab.read(session_log_sample(tmp_path), progress=False)
     conversations["cline"] = convlab.read(cline_task(tmp_path / "tasks" / "t1"), progress=False)  # no shared Cline log
+    conversations["managed_agents"] = convlab.read(_lines(tmp_path / "events.jsonl", managed_agent_events()), progress=False)
     # with the formats the real logs are in (test_every_real_log_replays_exactly), every importer
     formats = {c.format for convs in conversations.values() for c in convs}
     assert formats | REAL_FORMATS | AGENT_FORMATS == set(FORMATS), "a format with no file to replay"

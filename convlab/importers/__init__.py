@@ -51,11 +51,13 @@ from . import (
     gemini_cli,
     generic,
     librechat,
+    managed_agents,
     oasst,
     openai,
     openwebui,
     pi,
     session_log,
+    unread,
 )
 from .documents import MAX_DEPTH, Document, Limits, NotJSON, Restart, bar, gunzip, parse_bytes, stream_array
 from .jsontext import SHALLOW
@@ -64,7 +66,7 @@ from .records import read_error, warn
 __all__ = ["read", "detect", "FORMATS", "MAX_DEPTH"]
 
 #: Importers in the order detection tries them (most specific shape first).
-_IMPORTERS: tuple[ModuleType, ...] = (session_log, agui, claude_code, codex, pi, gemini_cli, copilot_cli, cline, chatgpt, claude_ai, openwebui, librechat, generic, oasst, openai)
+_IMPORTERS: tuple[ModuleType, ...] = (session_log, agui, claude_code, codex, pi, gemini_cli, copilot_cli, cline, managed_agents, chatgpt, claude_ai, openwebui, librechat, generic, oasst, openai)
 
 #: The format names ``read`` can return (``Conversation.format``) and accepts as ``format=``.
 FORMATS: tuple[str, ...] = tuple(m.NAME for m in _IMPORTERS)
@@ -109,6 +111,9 @@ def _importer(doc: Document, format: str | None) -> ModuleType:
     found = _detect(doc)
     if format is None:
         if found is None:
+            refused = unread.recognise(doc)  # a log convlab knows by its shape and does not read: said by name
+            if refused is not None:
+                raise read_error(doc.source, refused)
             raise _NotALog(f"{doc.source}: no importer knows this shape")
         return _BY_NAME[found]
     module = _BY_NAME[format]
