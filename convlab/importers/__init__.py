@@ -365,10 +365,14 @@ def _read_file(p: Path, how: _How, progress: bool) -> list[Conversation]:
 
 
 def _read_folder(folder: Path, how: _How) -> list[Conversation]:
+    stores = sorted(d for d in [folder, *folder.rglob("*")] if d.is_dir() and unread.storage(d))
+    for d in stores:  # a format convlab does not read, passed over whole: one warning, not one per file
+        warn(f"{d}: looks like OpenCode's storage: not read; passed over", passed_over=str(d))
     files = sorted(
         f for f in folder.rglob("*")
         if f.is_file() and not any(part.startswith(".") for part in f.relative_to(folder).parts)
         and not cline.companion(f)  # read with the file it belongs to (a Cline task's ui_messages.json)
+        and not any(d in f.parents for d in stores)
     )
     files_bar = bar(total=len(files), unit="file", desc=f"reading {folder.name or folder}", enabled=how.progress)
     out: list[Conversation] = []
