@@ -150,7 +150,7 @@ def _whole_enough(convs: list[Conversation], source: str, name: str) -> None:
     if not left:
         return
     kept = sum(len(c) for c in convs)
-    roles = {a["role"] for c in convs for _, a in c.tree.nodes(data=True)}
+    roles = {a["role"] for c in convs for _, a in c.tree.nodes(data=True) if a["kind"] == "message"}  # not a summary
     missing = [r for r in ("user", "assistant") if r not in roles]
     if len(left) <= kept and not missing:
         return

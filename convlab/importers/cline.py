@@ -178,7 +178,7 @@ def _from_history(history: list[Any], ui: list[Any], source: str, task: str) -> 
             row = paired[k] if paired else None
             k += 1
             blocks = content if isinstance(content, list) else [{"type": "text", "text": str(content)}]
-            calls = [{"id": str(b.get("id")), "type": "function", "function": {"name": b.get("name"), "arguments": json.dumps(b.get("input"))}}
+            calls = [{"id": str(b.get("id")), "type": "function", "function": {"name": b.get("name"), "arguments": b.get("input")}}
                      for b in blocks if isinstance(b, Mapping) and b.get("type") == "tool_use"]
             info = m.get("modelInfo") if isinstance(m.get("modelInfo"), Mapping) else (row or {}).get("modelInfo")
             model = info.get("modelId") if isinstance(info, Mapping) else None

@@ -57,7 +57,7 @@ from typing import Any
 from ..conversation import KEPT, Conversation
 from ..tokens import content_text
 from .documents import Document
-from .records import Problems, Record, conversation, kept_copy, summary_root, to_time
+from .records import Problems, Record, as_text, conversation, kept_copy, summary_root, to_time
 
 NAME = "codex"
 _ROW_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
@@ -147,7 +147,7 @@ def _output(raw: object) -> str | list[Any]:
         return _content(raw)
     if isinstance(raw, Mapping) and isinstance(raw.get("content"), (str, list)):
         return _output(raw["content"])
-    return "" if raw is None else json.dumps(raw)
+    return as_text(raw)
 
 
 def _prompts(rows: list[Mapping[str, Any]]) -> Counter[str] | None:
@@ -318,7 +318,7 @@ class _Rollout:
             raw = p.get("arguments") if "arguments" in p else p.get("input", p.get("action"))
             self.parts.append({"type": "tool_use", "id": call_id, "name": name, "input": _arguments(raw)})
             self.calls.append({"id": call_id, "type": "function", "function": {
-                "name": name, "arguments": raw if isinstance(raw, str) else json.dumps(raw)}})
+                "name": name, "arguments": raw}})
             self.reply.node["tool_calls"] = self.calls
         self.last = self.reply.id
 

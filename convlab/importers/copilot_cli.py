@@ -40,14 +40,13 @@ notes, not read. It records no tokens.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import PurePath
 from typing import Any
 
 from ..conversation import Conversation
 from .documents import Document
-from .records import Problems, Record, conversation, kept_copy, summary_root, to_time
+from .records import Problems, Record, as_text, conversation, kept_copy, summary_root, to_time
 
 NAME = "copilot_cli"
 _PREFIXES = ("session.", "user.", "assistant.", "tool.", "system.", "subagent.", "hook.", "skill.", "permission.")
@@ -96,8 +95,8 @@ def _count(v: object) -> int | None:
 def _tool_result(result: object) -> str:
     if isinstance(result, Mapping):
         content = result.get("content")
-        return content if isinstance(content, str) else json.dumps(content) if content is not None else ""
-    return "" if result is None else result if isinstance(result, str) else json.dumps(result)
+        return as_text(content)
+    return as_text(result)
 
 
 class _Events:
@@ -169,7 +168,7 @@ class _Events:
             if isinstance(r, Mapping):
                 cid, name = str(r.get("toolCallId") or ""), str(r.get("name") or "")
                 parts.append({"type": "tool_use", "id": cid, "name": name, "input": r.get("arguments")})
-                calls.append({"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(r.get("arguments"))}})
+                calls.append({"id": cid, "type": "function", "function": {"name": name, "arguments": r.get("arguments")}})
         model = data.get("model") if isinstance(data.get("model"), str) else self.model
         if model and model not in self.models:
             self.models.append(model)
@@ -257,11 +256,11 @@ def _read_timeline(doc: Mapping[str, Any], source: str) -> Conversation:
             cid_, name = str(item.get("callId") or iid), str(item.get("name") or "")
             reply["content"].append({"type": "tool_use", "id": cid_, "name": name, "input": item.get("arguments")})
             reply.setdefault("tool_calls", []).append({"id": cid_, "type": "function",
-                                                       "function": {"name": name, "arguments": json.dumps(item.get("arguments"))}})
+                                                       "function": {"name": name, "arguments": item.get("arguments")}})
             result = item.get("result")
             log = result.get("log") if isinstance(result, Mapping) else result
             error = {"is_error": True} if isinstance(result, Mapping) and result.get("type") not in (None, "success") else {}
-            results.append(Record(iid, None, {"role": "tool", "content": log if isinstance(log, str) else json.dumps(log),
+            results.append(Record(iid, None, {"role": "tool", "content": as_text(log),
                                               "tool_call_id": cid_, "time": time, "metadata": error}))
     flush()
     meta = {k: doc[k] for k in ("sessionId", "startTime") if doc.get(k) is not None}

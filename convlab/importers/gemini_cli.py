@@ -49,14 +49,13 @@ Ids are ``L<line>``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from pathlib import PurePath
 from typing import Any
 
 from ..conversation import Conversation
 from .documents import Document
-from .records import Problems, Record, conversation, to_time
+from .records import Problems, Record, as_text, conversation, to_time
 
 NAME = "gemini_cli"
 _TYPES = {"user", "gemini", "info", "error", "warning"}
@@ -199,7 +198,7 @@ def _result(result: object) -> tuple[str | list[Any], bool]:
                 texts.append(response["error"])
                 error = True
             else:
-                texts.append(json.dumps(response))
+                texts.append(as_text(response))
         elif isinstance(p, Mapping) and isinstance(p.get("text"), str):
             texts.append(p["text"])
         elif p is not None:
@@ -258,7 +257,7 @@ class _Recording:
         for c in calls:
             cid, name = str(c.get("id") or ""), str(c.get("name") or "")
             parts.append({"type": "tool_use", "id": cid, "name": name, "input": c.get("args")})
-            tool_calls.append({"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(c.get("args"))}})
+            tool_calls.append({"id": cid, "type": "function", "function": {"name": name, "arguments": c.get("args")}})
         model = m.get("model")
         if isinstance(model, str) and model not in self.models:
             self.models.append(model)
@@ -357,7 +356,7 @@ class _Stream:
         cid, name = str(r.get("tool_id") or f"L{line}"), str(r.get("tool_name") or "")
         self.reply["content"].append({"type": "tool_use", "id": cid, "name": name, "input": r.get("parameters")})
         self.reply.setdefault("tool_calls", []).append(
-            {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(r.get("parameters"))}})
+            {"id": cid, "type": "function", "function": {"name": name, "arguments": r.get("parameters")}})
 
 
 # -- a checkpoint ------------------------------------------------------------------------
@@ -383,7 +382,7 @@ def _read_checkpoint(history: list[Any], source: str) -> Conversation:
                 calls.setdefault(fname, []).append(fid)
                 node["content"].append({"type": "tool_use", "id": fid, "name": fname, "input": fc.get("args")})
                 node.setdefault("tool_calls", []).append({"id": fid, "type": "function",
-                                                          "function": {"name": fname, "arguments": json.dumps(fc.get("args"))}})
+                                                          "function": {"name": fname, "arguments": fc.get("args")}})
             elif isinstance(p.get("functionResponse"), Mapping):
                 fr = p["functionResponse"]
                 pending = calls.get(str(fr.get("name") or ""), [])

@@ -27,7 +27,6 @@ The events are defined by the API (anthropics/anthropic-sdk-typescript,
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import PurePath
 from typing import Any
@@ -142,4 +141,4 @@ class _Stream:
         name = str(e.get("name") or "")
         self.reply["content"].append({"type": "tool_use", "id": eid, "name": name, "input": e.get("input")})
         self.reply.setdefault("tool_calls", []).append({"id": eid, "type": "function",
-                                                        "function": {"name": name, "arguments": json.dumps(e.get("input"))}})
+                                                        "function": {"name": name, "arguments": e.get("input")}})

@@ -38,7 +38,6 @@ with ids ``L<line>``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import PurePath
 from typing import Any
@@ -121,7 +120,7 @@ def _assistant(m: Mapping[str, Any]) -> dict[str, Any]:
         elif isinstance(p, Mapping) and p.get("type") == "toolCall":
             cid, name, args = str(p.get("id") or ""), str(p.get("name") or ""), p.get("arguments")
             parts.append({"type": "tool_use", "id": cid, "name": name, "input": args})
-            calls.append({"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}})
+            calls.append({"id": cid, "type": "function", "function": {"name": name, "arguments": args}})
         elif isinstance(p, Mapping) and p.get("type") == "thinking":
             parts.append({"type": "thinking", "thinking": str(p.get("thinking") or "")})
         elif p is not None:

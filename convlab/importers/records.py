@@ -31,6 +31,7 @@ the nodes. Nothing here raises a bare KeyError or TypeError on bad input.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import math
 import sys
 import warnings
@@ -66,6 +67,7 @@ __all__ = [
     "usage_of",
     "summary_root",
     "kept_copy",
+    "as_text",
 ]
 
 #: How many problems one warning spells out before it says "and N more".
@@ -236,6 +238,18 @@ def usage_of(raw: object) -> dict[str, Any] | None:
     if "input_tokens" not in usage and "output_tokens" not in usage:
         return None
     return usage
+
+
+def as_text(value: object) -> str:
+    """A value a log gives where a model reads text (a tool's output as an object): its JSON, with what JSON
+    cannot carry repaired (``jsondata.repaired``: nesting past 100 levels cut), so no value is too deep to write.
+
+    >>> as_text({"ok": True}), as_text("done"), as_text(None)
+    ('{"ok": true}', 'done', '')
+    """
+    if isinstance(value, str):
+        return value
+    return "" if value is None else json.dumps(jsondata.repaired(value)[0])
 
 
 # -- a log's own compaction ---------------------------------------------------
