@@ -294,9 +294,16 @@ def read(path: str | os.PathLike, *, progress: bool = True, format: str | None =
     export, Open WebUI, LibreChat, the generic message tree of records keyed
     ``id`` and ``parentMessageId``/``parentId`` (``generic``), OpenAssistant
     trees, plain OpenAI message lists (JSON or JSONL), a recorded AG-UI event
-    stream (JSONL) and convlab's own session log. A file whose format is
-    detected but that gives no message is a ``ReadError`` naming that format,
-    never an empty result. ``format`` (one of
+    stream (JSONL), convlab's own session log, and the coding agents' own logs:
+    Codex CLI rollouts (``~/.codex/sessions``), Gemini CLI recordings,
+    checkpoints and stream-json (``~/.gemini/tmp``), pi sessions
+    (``~/.pi/agent/sessions``), Copilot CLI events and timelines
+    (``~/.copilot``), Cline / Roo Code task folders and Anthropic Managed
+    Agents event streams. A file whose format is
+    detected but that gives no message, or whose read would leave out most of
+    its messages (or every message of one speaker), is a ``ReadError`` naming
+    that format, never an empty or half result; a Cursor agent transcript or
+    OpenCode's storage is refused by name. ``format`` (one of
     ``FORMATS``) skips detection; a file that is not in that format is a
     ``ReadError`` saying what it reads as. A folder is read recursively,
     every file it recognises.
