@@ -271,13 +271,13 @@ _C = TypeVar("_C")
 def by_agent(conversations: Sequence[Conversation], configs: Sequence[_C]) -> list[tuple[list[Conversation], list[_C | Preset]]]:
     """``configs`` for each group of ``conversations`` that share one agent's preset (at one window), ``AUTO``
     replaced by that preset: what ``convlab.tune`` sweeps when ``AUTO`` is among its configs. A log no agent's
-    preset fits (``for_log``: None) is a ``ValueError`` naming it."""
+    preset fits (``for_log``: None) is a ``ConfigError`` naming it."""
     groups: dict[tuple[str, int], tuple[list[Conversation], Preset]] = {}
     for c in conversations:
         preset = for_log(c)
         if preset is None:
-            raise ValueError(f"presets('auto'): conversation {c.id!r} ({c.format}) was written by no agent a preset is "
-                             f"of ({', '.join(AGENTS)}): name the presets to use instead")
+            raise ConfigError("presets.auto", f"conversation {c.id!r} ({c.format}) was written by no agent a preset is "
+                                              f"of ({', '.join(AGENTS)}): name the presets to use instead")
         window = preset.config.window
         assert window is not None, "a preset has a window"
         groups.setdefault((preset.name, window), ([], preset))[0].append(c)

@@ -568,3 +568,18 @@ def test_opencode_storage_is_refused_by_name_and_passed_over_whole(tmp_path):
         convs = convlab.read(tmp_path, progress=False)
     assert [str(w.message) for w in caught] == [f"{store}: looks like OpenCode's storage: not read; passed over"]
     assert [c.format for c in convs] == ["openai"]
+
+
+def test_pi_s_own_dollars_are_genai_prices_on_the_usage_as_read():
+    """pi logs each call's cost: genai-prices on the usage as convlab reads it (uncached input, cache reads and
+    writes apart, output) gives the same dollars, call by call: the split is the provider's."""
+    from convlab.prices import Prices
+
+    c = read_one(PI)
+    prices = Prices("claude-opus-4-5")
+    for a in calls_with_usage(c):
+        u = a["usage"]
+        ours = prices.usd(read=input_tokens(u), cached=u["cache_read_input_tokens"], cache_write=u["cache_creation_input_tokens"],
+                          output=u["output_tokens"])
+        assert math.isclose(ours, u["cost"], rel_tol=1e-6, abs_tol=1e-9), (a["id"], ours, u["cost"])
+    assert round(sum(a["usage"]["cost"] for a in calls_with_usage(c)), 2) == 42.60

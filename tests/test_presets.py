@@ -165,7 +165,21 @@ def test_tune_with_auto_picks_the_preset_of_the_agent_that_wrote_each_log():
     assert auto.loc[logs[1].id, ["preset", "window"]].tolist() == ["gemini-cli", 1_000_000]
     assert auto.loc[logs[2].id, ["preset", "window"]].tolist() == ["pi", 200_000]  # its last model: claude-sonnet-4-5
     assert set(df["conversation"]) == {c.id for c in logs} and len(df) == 6
-    with pytest.raises(ValueError, match=r"presets\('auto'\): conversation '96ef38f0.*' \(copilot_cli\) was written by no agent"):
+    with pytest.raises(convlab.ConfigError, match=r"presets\.auto: conversation '96ef38f0.*' \(copilot_cli\) was written by no agent"):
         convlab.tune([_own("copilot_cli/copilot.jsonl")], convlab.presets.AUTO, progress=False)
     with pytest.raises(convlab.ConfigError, match="'auto' is the preset of the agent that wrote each log"):
         convlab.presets("auto")
+
+
+@pytest.mark.realdata
+def test_convlab_tune_preset_auto_on_a_codex_session(capsys):
+    from agentdata import require as agents
+
+    from convlab.cli import main
+
+    path = agents() / "codex" / "rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl"
+    assert main(["tune", str(path), "--preset", "auto", "--width", "100"]) == 0
+    out = capsys.readouterr().out
+    assert " codex " in out and "258400" in out
+    assert main(["tune", str(agents() / "copilot_cli" / "copilot.jsonl"), "--preset", "auto"]) == 2
+    assert "presets.auto: conversation '96ef38f0" in capsys.readouterr().err
