@@ -245,6 +245,10 @@ def test_copilot_events_read_the_system_prompt_once_and_the_transformed_prompts(
     assert first["content"].startswith("<current_datetime>") and first["metadata"]["display"] in first["content"]
     assert c.metadata["modelMetrics"]["claude-sonnet-4.6"]["usage"]["outputTokens"] == sum(
         a["usage"]["output_tokens"] for a in calls_with_usage(c))
+    # STATS counts Copilot's event tree (55 events, 1 branch point: a turn_end points back past parallel tool runs);
+    # parentId records the events' order, not a conversation (FORMATS.md): convlab reads one branch, on purpose
+    assert stats()["copilot_cli/copilot.jsonl"]["branches"]["branch_points"] == 1
+    assert all(len(c.children(n)) <= 1 for n in c.tree) and len(c.roots) == 1
 
 
 # -- the prompt-cache check and dollars -------------------------------------------------------------
