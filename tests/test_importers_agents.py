@@ -37,6 +37,12 @@ def _read(name: str) -> tuple[convlab.Conversation, ...]:
         return tuple(convlab.read(require() / name, progress=False))
 
 
+def stat(name: str) -> dict:
+    """STATS.json's counts for ``name`` (skips, or fails under CI=true, when the logs are missing)."""
+    require()
+    return stats()[name]
+
+
 def read_one(name: str) -> convlab.Conversation:
     [c] = _read(name)
     return c
@@ -76,7 +82,7 @@ def zero_rows(st: dict) -> set[int]:
 
 @pytest.mark.parametrize("name", log_files())
 def test_each_agent_log_reads_as_its_format(name):
-    st = stats()[name]
+    st = stat(name)
     c = read_one(name)
     assert c.format == FORMATS[st["format"]] and c.id == st["session_id"] and c.left_out == []
     assert c.head in c.tree and not c.children(c.head) and c.path()[-1]["id"] == c.head  # the log's last message
@@ -85,7 +91,7 @@ def test_each_agent_log_reads_as_its_format(name):
 
 @pytest.mark.parametrize("name", log_files())
 def test_prompts_tool_calls_and_results_are_the_stats(name):
-    st = stats()[name]
+    st = stat(name)
     c = read_one(name)
     assert len(prompts(c)) == st["user_prompts"]
     assert len(tool_calls(c)) == st["tool_calls"]
@@ -99,7 +105,7 @@ def test_prompts_tool_calls_and_results_are_the_stats(name):
 @pytest.mark.parametrize("name", log_files())
 def test_usage_per_call_is_the_stats(name):
     """Input (cached included), cached and output per call, in order, and the last real input."""
-    st = stats()[name]
+    st = stat(name)
     c = read_one(name)
     calls = calls_with_usage(c)
     skip = zero_rows(st) if st["format"] == "pi_session" else set()
@@ -123,7 +129,7 @@ def test_usage_per_call_is_the_stats(name):
 
 @pytest.mark.parametrize("name", log_files())
 def test_models_and_window_are_the_logs(name):
-    st = stats()[name]
+    st = stat(name)
     c = read_one(name)
     replied = [m for m in dict.fromkeys((a.get("metadata") or {}).get("model") for a in own(c) if a["role"] == "assistant") if m]
     # the models that answered: STATS also lists models a pi session switched to without a reply (model_change)
@@ -136,7 +142,7 @@ def test_models_and_window_are_the_logs(name):
 @pytest.mark.parametrize("name", log_files())
 def test_compactions_are_where_the_stats_say(name):
     """Each compaction the agent recorded is a summary root; replay re-enacts it before the call STATS names."""
-    st = stats()[name]
+    st = stat(name)
     c = read_one(name)
     summaries = [a for a in nodes_in_order(c.tree) if a["kind"] == "summary"]
     assert len(summaries) == len(st["compactions"])
@@ -159,7 +165,7 @@ def test_compactions_are_where_the_stats_say(name):
 
 
 def test_codex_injected_inputs_are_marked_and_developer_messages_are_system():
-    st = stats()[CODEX]["user_prompts_crosscheck"]
+    st = stat(CODEX)["user_prompts_crosscheck"]
     c = read_one(CODEX)
     users = [a for a in own(c) if a["role"] == "user"]
     assert len(users) == st["response_item_user_messages_total"]
@@ -190,7 +196,7 @@ def test_codex_compaction_keeps_its_replacement_history():
         ("user", True): 17, ("system", True): 2, ("assistant", False): 15, ("user", False): 4, ("system", False): 1}
     r = convlab.replay(c)
     after = r.calls[184]  # the first call after it reads the history the log's model read: its usage applies
-    assert after["applies"] and after["read"] == stats()[CODEX]["input_tokens"][184]
+    assert after["applies"] and after["read"] == stat(CODEX)["input_tokens"][184]
     assert not any(x["reply"] in {a["id"] for a in chain} for x in r.calls)  # what it kept is never a model call
 
 
@@ -201,7 +207,7 @@ def test_pi_compaction_copies_what_it_kept():
     """v1: ``firstKeptEntryIndex`` counts the header as 0 (pi's migrateV1ToV2): entries 293..358 are kept, as copies."""
     c = read_one(PI)
     rows = [json.loads(line) for line in (require() / PI).read_text().splitlines()]
-    first = stats()[PI]["compactions"][0]
+    first = stat(PI)["compactions"][0]
     summary = c.tree.nodes[f"L{first['file_line']}"]
     assert summary["kind"] == "summary" and summary["replaces"] == f"L{first['file_line'] - 1}"
     kept = [f"L{i + 1}" for i in range(first["first_kept"], first["file_line"] - 1) if rows[i]["type"] == "message"]
@@ -218,9 +224,9 @@ def test_pi_compaction_copies_what_it_kept():
 def test_pi_bash_commands_and_aborted_replies():
     c = read_one(PI)
     bash = [a for a in own(c) if (a.get("metadata") or {}).get("pi_role") == "bashExecution"]
-    assert len(bash) == stats()[PI]["bash_executions"] and bash[0]["content"].startswith("Ran `ls`\n```\n")
+    assert len(bash) == stat(PI)["bash_executions"] and bash[0]["content"].startswith("Ran `ls`\n```\n")
     aborted = [a for a in own(c) if a["role"] == "assistant" and not a.get("usage")]
-    assert len(aborted) == len(zero_rows(stats()[PI])) and {a["metadata"]["stop_reason"] for a in aborted} == {"aborted", "error"}
+    assert len(aborted) == len(zero_rows(stat(PI))) and {a["metadata"]["stop_reason"] for a in aborted} == {"aborted", "error"}
 
 
 # -- Gemini CLI, Copilot CLI ---------------------------------------------------------------------------
@@ -247,7 +253,7 @@ def test_copilot_events_read_the_system_prompt_once_and_the_transformed_prompts(
         a["usage"]["output_tokens"] for a in calls_with_usage(c))
     # STATS counts Copilot's event tree (55 events, 1 branch point: a turn_end points back past parallel tool runs);
     # parentId records the events' order, not a conversation (FORMATS.md): convlab reads one branch, on purpose
-    assert stats()["copilot_cli/copilot.jsonl"]["branches"]["branch_points"] == 1
+    assert stat("copilot_cli/copilot.jsonl")["branches"]["branch_points"] == 1
     assert all(len(c.children(n)) <= 1 for n in c.tree) and len(c.roots) == 1
 
 
@@ -259,7 +265,7 @@ def test_copilot_events_read_the_system_prompt_once_and_the_transformed_prompts(
 def test_the_prompt_cache_check_runs_on_codex_gemini_and_pi(name, model):
     """The log's cache reads (cache_read_input_tokens) are what replay checks its prediction against (err_cached_*),
     and every call is priced, as on Claude Code's logs."""
-    st = stats()[name]
+    st = stat(name)
     c = read_one(name)
     r = convlab.replay(c, model=model)
     m = r.measures()
@@ -504,9 +510,9 @@ def test_each_agents_default_folder_finds_every_session(tmp_path):
     for task in ("1760000000001", "1760000000002"):
         cline_task(tasks / task)
     expect = {
-        home / ".codex" / "sessions": {stats()[f"codex/{f.name}"]["session_id"] for f in codex},
+        home / ".codex" / "sessions": {stat(f"codex/{f.name}")["session_id"] for f in codex},
         home / ".gemini" / "tmp": {"0ab84937-9fe7-4284-986a-33c832af0b6a", "8a20078e-2d5e-4f81-a640-9b879bbb7e6d", "before-edit"},
-        home / ".pi" / "agent" / "sessions": {stats()["pi/before-compaction.jsonl"]["session_id"], stats()["pi/large-session.jsonl"]["session_id"]},
+        home / ".pi" / "agent" / "sessions": {stat("pi/before-compaction.jsonl")["session_id"], stat("pi/large-session.jsonl")["session_id"]},
         home / ".copilot" / "session-state": {"96ef38f0-9d09-45c3-8124-6448c36090ed"},
         tasks: {"1760000000001", "1760000000002"},
     }
