@@ -39,6 +39,8 @@ if TYPE_CHECKING:  # names for the types only: each is imported where it is used
     from .providers import Provider
     from .replay import SummaryCost
 
+    _Config = str | convlab.presets.Preset | convlab.presets.Auto  # one of tune's configs: TOML text, a preset, AUTO
+
 from .grid import EXAMPLE
 
 __all__ = ["main", "build_parser"]
@@ -185,7 +187,8 @@ def _add_tune(sub: argparse._SubParsersAction[_Parser]) -> None:
                            "ranking says which and why)")
     tune.add_argument("--preset", metavar="NAMES",
                       help="the field's auto-compactions beside the config (convlab.presets): claude-code, codex, gemini-cli, pi, "
-                           "a comma-separated list or all; at the config's window, or --window (default each peer's)")
+                           "a comma-separated list or all; at the config's window, or --window (default each peer's); "
+                           "auto: the preset of the agent that wrote each log, at the window its log records")
     tune.add_argument("--window", type=_tokens, metavar="TOKENS",
                       help="with --preset: the model's context window every preset fires against (e.g. 128000)")
     _add_reading_options(tune)
@@ -621,8 +624,9 @@ def _check_pricing(args: argparse.Namespace) -> None:
             raise _Usage(f"--model: {err}") from None
 
 
-def _with_presets(args: argparse.Namespace, text: str, notes: _Notes) -> list[str | convlab.presets.Preset]:
-    """--preset: the config given (--config; none: the presets alone) and the presets named, at its window."""
+def _with_presets(args: argparse.Namespace, text: str, notes: _Notes) -> list[_Config]:
+    """--preset: the config given (--config; none: the presets alone) and the presets named, at its window, or
+    --window (``auto``: ``convlab.presets.AUTO``, each log's own agent's, which tune resolves); said on stderr."""
     import convlab
 
     from .errors import ConfigError
@@ -634,14 +638,20 @@ def _with_presets(args: argparse.Namespace, text: str, notes: _Notes) -> list[st
         if args.config and window is not None and window != args.window:
             raise _Usage(f"--window {args.window} and --config {args.config} (window = {window}) disagree: give one")
         window = args.window
+    presets: list[_Config] = []
     try:
-        presets = convlab.presets.presets(args.preset, window=window)
+        for name in args.preset.split(","):
+            presets += [convlab.presets.AUTO] if name.strip() == "auto" else convlab.presets.presets(name, window=window)
     except ConfigError as err:
         raise _Usage(f"--preset: {err}") from None
-    names = ", ".join(p.name for p in presets)
+    named = [p for p in presets if isinstance(p, convlab.presets.Preset)]
+    names = ", ".join([p.name for p in named] + (["auto (each log's own agent's, at the window its log records)"]
+                                                   if len(named) < len(presets) else []))
     at = (f"each at {window:,} tokens" if window is not None else
-          "each at its peer's own window (" + ", ".join(f"{p.name} {p.config.window:,}" for p in presets) + "; --window N sets one)")
-    notes.say(f"{'no --config: the presets alone' if not args.config else f'{args.config} beside the presets'}: {names}, {at}")
+          "each at its peer's own window (" + ", ".join(f"{p.name} {p.config.window:,}" for p in named) + "; --window N sets one)"
+          if named else "")
+    names = f"{names}, {at}" if at else names
+    notes.say(f"{'no --config: the presets alone' if not args.config else f'{args.config} beside the presets'}: {names}")
     return ([text] if args.config else []) + presets
 
 
@@ -668,7 +678,7 @@ def _tune(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
     if args.window is not None and not args.preset:
         raise _Usage(f"--window {args.window} sets the presets' window: give --preset too (a config's own window is "
                      f"its [agent.<id>.context] window, or --grid window=...)")
-    configs: str | list[str | convlab.presets.Preset] = _with_presets(args, text, notes) if args.preset else text
+    configs: str | list[_Config] = _with_presets(args, text, notes) if args.preset else text
     if args.preset:
         grid = {}
     if args.value != "tokens_read" and not (args.plot and len(grid) >= 2):
@@ -727,7 +737,7 @@ def _tune(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
 
 
 def _plot(args: argparse.Namespace, df: pd.DataFrame, ranked: pd.DataFrame, grid: dict[str, list[Any]], convs: list[Any],
-          configs: str | list[str | convlab.presets.Preset], out: TextIO, notes: _Notes) -> None:
+          configs: str | list[_Config], out: TextIO, notes: _Notes) -> None:
     """--plot: the heatmap (two grid keys) or the count per call, and the trade-off beside it."""
     import convlab
 
@@ -745,6 +755,10 @@ def _plot(args: argparse.Namespace, df: pd.DataFrame, ranked: pd.DataFrame, grid
             top = ranked.iloc[0]
             chosen = configs[int(top["config"])] if isinstance(configs, list) else \
                 convlab.config_grid(configs, grid, agent=args.agent)[int(top["config"])] if grid else configs
+            if isinstance(chosen, convlab.presets.Auto):  # each log's own agent's: the longest log's
+                found = convlab.presets.for_log(longest)
+                assert found is not None, "tune refuses a log no agent's preset is of"
+                chosen = found
             config, worker = (chosen.config, chosen.worker) if isinstance(chosen, convlab.presets.Preset) else (chosen, None)
             fig = plots.count_per_call(convlab.replay(longest, config, agent=args.agent, summary_size=args.summary_size,
                                                       overhead=args.overhead, worker=worker),

@@ -14,7 +14,7 @@ import networkx as nx
 
 from .tree import Message, Tree
 
-__all__ = ["Conversation", "LOST_PARENT", "NO_CALL", "LOG_ROWS"]
+__all__ = ["Conversation", "LOST_PARENT", "NO_CALL", "LOG_ROWS", "KEPT"]
 
 #: The metadata key of an imported message whose log names a parent the file does not hold (a lost line, or a
 #: parent chain that loops back to it): kept as a top-level message, it names that parent. The history under it
@@ -31,6 +31,12 @@ NO_CALL = "no_call"
 #: message a row (Claude Code writes one reply over several rows, one per content block, and several tool results in
 #: one row): what a count made from the log's raw rows counts, beside ``len(conversation)``.
 LOG_ROWS = "log_rows"
+
+#: The metadata key of an imported message that a log's own compaction put in its new history without it being a
+#: copy of an earlier message of the log (Codex keeps a reply's final text alone, not the whole reply): the id of
+#: that compaction's summary root. A copy names its original in ``copied_from`` instead. Replay gives both to the
+#: compaction's ``context.replace`` (``convlab.replay.plan``), never to a model call.
+KEPT = "kept_by"
 
 
 class Conversation:
@@ -61,6 +67,7 @@ class Conversation:
         format: str | None = None,
         source: str | None = None,
         metadata: dict[str, Any] | None = None,
+        left_out: list[str] | None = None,
     ) -> None:
         if not isinstance(tree, Tree):
             raise TypeError(f"Conversation wraps a convlab.tree.Tree, got {type(tree).__name__}")
@@ -73,6 +80,10 @@ class Conversation:
         self.source = source
         #: What the log says about the conversation beyond id and title (model, times, ...).
         self.metadata: dict[str, Any] = dict(metadata or {})
+        #: The log's messages its importer could not read (an unknown role, not a message, an id used twice):
+        #: one line each, as the ``ReadWarning`` said them. ``convlab.read`` refuses a file that loses most of its
+        #: messages so, or every message of one speaker.
+        self.left_out: list[str] = list(left_out or [])
 
     @property
     def tree(self) -> nx.DiGraph:

@@ -14,6 +14,14 @@ its ``over_tokens``), so a preset that would fire later than that fires there.
 
 The module is callable: ``convlab.presets("pi")`` is ``convlab.presets.presets("pi")``.
 
+Each preset is also measured against its agent's own log (the shared sessions in
+``../shared/data/agents``, tests/test_presets.py): replayed on its own session,
+at the window that log records, with that log's compaction left out, it fires
+where the agent compacted, within a call or two; where it cannot (a rule the
+log does not show), its docstring says by how much and why. ``AUTO`` among
+``convlab.tune``'s configs is the preset of the agent that wrote each log
+(``for_log``), at the window that log records.
+
 >>> import convlab
 >>> [(p.name, p.config.strategies[0].over_tokens, p.worker) for p in convlab.presets("all", window=200_000)]
 [('claude-code', 167000, None), ('codex', 180000, None), ('gemini-cli', 100000, summary_tail(keep_tokens=0.3)), ('pi', 183616, summary_tail(keep_tokens=20000))]
@@ -24,13 +32,17 @@ from __future__ import annotations
 import sys
 import types
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from .compact import Compaction, summary_tail
 from .context import ContextConfig, Strategy
 from .errors import ConfigError
 
-__all__ = ["presets", "Preset", "NAMES", "claude_code", "codex", "gemini_cli", "pi"]
+if TYPE_CHECKING:
+    from .conversation import Conversation
+
+__all__ = ["presets", "Preset", "NAMES", "claude_code", "codex", "gemini_cli", "pi", "AUTO", "Auto", "AGENTS", "for_log",
+           "window_of", "by_agent"]
 
 
 class Preset(NamedTuple):
@@ -64,6 +76,12 @@ def claude_code(window: int = 200_000, max_output: int = 32_000) -> Preset:
     history (it then re-reads recent files, which no replay can); the engine's
     own summary keeps the input the model must still answer (``kept``).
 
+    On a real log: the one compaction the shared Claude Code sessions record
+    (``../shared/data/real``) was a person's ``/compact`` (``compactMetadata``:
+    trigger ``manual``, preTokens 142,431), 24,569 tokens below this
+    threshold: no rule predicts a manual compaction, and the preset rightly
+    does not fire before it. No shared session holds an automatic one.
+
     >>> claude_code(window=200_000).config.strategies[0].over_tokens
     167000
     """
@@ -82,6 +100,18 @@ def codex(window: int = 200_000) -> Preset:
     recent user messages (up to about 20,000 tokens) beside the summary
     (codex-rs/core/src/compact.rs); here the engine's own summary keeps what it
     keeps (``kept``). Below a 160,000 window the engine's headroom fires first.
+
+    Where it cannot fire as Codex did: the shared Codex session
+    (gpt-5.3-codex, its log's ``model_context_window`` 258,400, 95% of the
+    model's 272,000) compacted before call 185, after a call that read
+    209,950 tokens and wrote 2,184: at 212,134 (82% of 258,400). At that
+    window the preset fires above 232,560 (90%), about 20,400 tokens later,
+    so on that session not at all (Codex's own 90% of 272,000 is 244,800,
+    later still). Codex took its limit from outside the log (the model
+    catalog its server sends, ``auto_compact_token_limit``, or the person's
+    ``model_auto_compact_token_limit``), which no count made from the log can
+    see: to fire where it did, give ``over_tokens = 212000`` in a config of
+    your own.
 
     >>> codex(window=400_000).config.strategies[0].over_tokens
     360000
@@ -102,6 +132,11 @@ def gemini_cli(window: int = 1_000_000) -> Preset:
     Approximate: here the 30% is of the tokens the model would read
     (``summary_tail(keep_tokens=0.3)``), cut where no tool result loses its call.
 
+    Not measurable on a log: the CLI's chat recording does not record a
+    compression (its result is a UI event). The shared sessions read at most
+    43,494 tokens, far below half of their models' windows: the CLI did not
+    compress, and the preset does not fire.
+
     >>> gemini_cli(window=1_000_000).config.strategies[0].over_tokens
     500000
     """
@@ -119,6 +154,16 @@ def pi(window: int = 200_000) -> Preset:
     never falls mid-turn. Close to exact: the engine's headroom (16,000) is
     below pi's reserve, so the preset's threshold is the one that fires.
 
+    On pi's own log (the shared session, claude-opus-4-5 at 200,000): pi
+    compacted automatically once, at 185,014 tokens (``tokensBefore``: the
+    input plus the output of the call before), before the prompt after call
+    303; the preset fires at call 303 itself, one call earlier. pi checks
+    only when the agent's run ends or before a prompt
+    (``agent-session.ts``, ``_checkCompaction``), the preset at every call:
+    the count passed 183,616 mid-run, with the results of call 302's tools.
+    The session's other compaction, at 175,004 (below pi's threshold), was a
+    person's ``/compact``: no rule fires there, and the preset does not.
+
     >>> pi(window=128_000).config.strategies[0].over_tokens
     111616
     """
@@ -129,11 +174,26 @@ def pi(window: int = 200_000) -> Preset:
 #: The presets by name, in the order ``"all"`` gives them.
 NAMES = {"claude-code": claude_code, "codex": codex, "gemini-cli": gemini_cli, "pi": pi}
 
+#: The agent whose preset fits a log, by the log's format (``Conversation.format``).
+AGENTS = {"claude_code": "claude-code", "codex": "codex", "gemini_cli": "gemini-cli", "pi": "pi"}
+
+
+class Auto(NamedTuple):
+    """``AUTO``: the preset of the agent that wrote each log, at the window that log records (``for_log``). It is not
+    a config: ``convlab.tune`` resolves it conversation by conversation (``by_agent``)."""
+
+    name: str = "auto"
+
+
+#: Each log's own agent's preset, among ``convlab.tune``'s configs (``convlab tune --preset auto``).
+AUTO = Auto()
+
 
 def presets(name: str | Sequence[str] = "all", window: int | None = None) -> list[Preset]:
     """The presets named (one of ``NAMES``, a comma-separated list, a list, or
     ``"all"``), each at ``window`` tokens (default: each peer's usual model's:
-    200,000; Gemini CLI's 1,000,000).
+    200,000; Gemini CLI's 1,000,000). Each log's own agent's preset is ``AUTO``,
+    which only a sweep can resolve (it needs the log).
 
     >>> [p.name for p in presets("pi,codex", window=128_000)]
     ['pi', 'codex']
@@ -146,10 +206,82 @@ def presets(name: str | Sequence[str] = "all", window: int | None = None) -> lis
     names = [n.strip() if isinstance(n, str) else n for n in names]
     if names == ["all"]:
         names = list(NAMES)
+    if "auto" in names:
+        raise ConfigError("presets", "'auto' is the preset of the agent that wrote each log, which needs the log: give "
+                                     "convlab.presets.AUTO among convlab.tune's configs (convlab tune --preset auto)")
     unknown = [n for n in names if n not in NAMES]
     if unknown or not names:
         raise ConfigError("presets", f"unknown preset {(unknown or [str(name)])[0]!r} (known: {', '.join(NAMES)}, or all)")
     return [NAMES[n]() if window is None else NAMES[n](window=window) for n in names]
+
+
+def window_of(conversation: Conversation) -> int | None:
+    """The window a log records its model had: Codex's ``model_context_window``; else, for pi and Gemini CLI, the
+    window genai-prices gives the log's last model it knows one for; None when neither says (Claude Code's logs
+    name a model whose 1M-token beta genai-prices lists, not the 200,000 window Claude Code gives it by default).
+
+    >>> from convlab.tree import Tree
+    >>> from convlab.conversation import Conversation
+    >>> window_of(Conversation(Tree(), id="c", format="codex", metadata={"model_context_window": 258400}))
+    258400
+    >>> window_of(Conversation(Tree(), id="c", format="pi", metadata={"models": ["claude-opus-4-5"]}))
+    200000
+    """
+    recorded = conversation.metadata.get("model_context_window")
+    if isinstance(recorded, int) and not isinstance(recorded, bool) and recorded > 0:
+        return recorded
+    if conversation.format not in ("pi", "gemini_cli"):
+        return None
+    from .errors import PriceError
+    from .prices import resolve
+
+    models = conversation.metadata.get("models")
+    for model in reversed(models if isinstance(models, list) else []):
+        try:
+            window = resolve(str(model))[1].context_window
+        except PriceError:
+            continue
+        if isinstance(window, int) and window > 0:
+            return window
+    return None
+
+
+def for_log(conversation: Conversation, window: int | None = None) -> Preset | None:
+    """The preset of the agent that wrote ``conversation`` (``AGENTS``, by its format), at ``window`` (default:
+    the window the log records, ``window_of``, else the preset's own); None for a log no preset is of.
+
+    >>> from convlab.tree import Tree
+    >>> from convlab.conversation import Conversation
+    >>> p = for_log(Conversation(Tree(), id="c", format="codex", metadata={"model_context_window": 258400}))
+    >>> p.name, p.config.window, p.config.strategies[0].over_tokens
+    ('codex', 258400, 232560)
+    >>> for_log(Conversation(Tree(), id="c", format="chatgpt")) is None
+    True
+    """
+    name = AGENTS.get(str(conversation.format))
+    if name is None:
+        return None
+    window = window if window is not None else window_of(conversation)
+    return NAMES[name]() if window is None else NAMES[name](window=window)
+
+
+_C = TypeVar("_C")
+
+
+def by_agent(conversations: Sequence[Conversation], configs: Sequence[_C]) -> list[tuple[list[Conversation], list[_C | Preset]]]:
+    """``configs`` for each group of ``conversations`` that share one agent's preset (at one window), ``AUTO``
+    replaced by that preset: what ``convlab.tune`` sweeps when ``AUTO`` is among its configs. A log no agent's
+    preset fits (``for_log``: None) is a ``ConfigError`` naming it."""
+    groups: dict[tuple[str, int], tuple[list[Conversation], Preset]] = {}
+    for c in conversations:
+        preset = for_log(c)
+        if preset is None:
+            raise ConfigError("presets.auto", f"conversation {c.id!r} ({c.format}) was written by no agent a preset is "
+                                              f"of ({', '.join(AGENTS)}): name the presets to use instead")
+        window = preset.config.window
+        assert window is not None, "a preset has a window"
+        groups.setdefault((preset.name, window), ([], preset))[0].append(c)
+    return [(convs, [preset if isinstance(x, Auto) else x for x in configs]) for convs, preset in groups.values()]
 
 
 class _CallableModule(types.ModuleType):

@@ -21,6 +21,8 @@ With an empty config (no strategy, no window):
   was), every
   assistant reply in particular, and it was given by the model call that
   replayed that reply: one call per reply, in the plan's order;
+- a message the log's compaction kept as a copy (``copied_from``) is
+  replayed as the engine's copy of the replayed original;
 - the replayed head is ``map[conv.head]``.
 """
 
@@ -67,6 +69,8 @@ def assert_replays_exactly(c: convlab.Conversation, r: Replay | None = None) -> 
         kind = "message" if a["kind"] == "summary" and a["seq"] == 1 else a["kind"]
         assert (b["role"], b["kind"]) == (a["role"], kind), (where, nid)
         assert same(b["content"], content), (where, nid, "content", a["content"], b["content"])
+        if a.get("copied_from") in m:
+            assert b["copied_from"] == m[a["copied_from"]], (where, nid, "copied_from")
         keys = {k: (a.get(k), b.get(k)) for k in MESSAGE_KEYS if not compaction and not same(a.get(k), b.get(k))}
         assert not keys, (where, nid, "log, replay", keys)
     calls = plan(c).calls

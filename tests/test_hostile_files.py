@@ -157,6 +157,85 @@ SUFFIX = {"oasst 900 deep": ".jsonl", "one JSON line 50,000 deep": ".jsonl", "a 
           "a gzip bomb": ".jsonl.gz", "a zip bomb": ".zip"}
 
 
+# -- issue 35: the coding agents' own logs, damaged ---------------------------------------------------
+
+
+def _agent_lines(path: Path, rows: list[dict], at: int | None = None, line: str | None = None, tail: str = "") -> Path:
+    text = [json.dumps(r) for r in rows]
+    if line is not None:
+        text.insert(len(text) if at is None else at, line)
+    path.write_text("\n".join(text) + "\n" + tail)
+    return path
+
+
+def codex_with_a_long_integer(path: Path) -> Path:
+    from agent_samples import codex_rows
+
+    return _agent_lines(path, codex_rows({"message": "s"}), 5, '{"timestamp": "t", "type": "event_msg", "payload": {"n": ' + "9" * 5000 + "}}")
+
+
+def codex_cut_mid_line(path: Path) -> Path:
+    from agent_samples import codex_rows
+
+    return _agent_lines(path, codex_rows({"message": "s"}), tail='{"timestamp": "2025-09-19T09:00:11Z", "type": "response_it')
+
+
+def codex_of_unknown_roles(path: Path) -> Path:
+    """A rollout the format almost fits: every input of a role Codex does not write (and the summary kept none)."""
+    from agent_samples import codex_rows
+
+    rows = codex_rows({"message": "s", "replacement_history": []})
+    for r in rows:
+        if r["payload"].get("role") == "user":
+            r["payload"]["role"] = "critic"
+    return _agent_lines(path, rows)
+
+
+def pi_with_a_deep_line(path: Path) -> Path:
+    from agent_samples import pi_v3_rows
+
+    deep = '{"type": "custom", "id": "deep", "parentId": "a3", "customType": "x", "data": ' + "[" * 50_000 + "]" * 50_000 + "}"
+    return _agent_lines(path, pi_v3_rows(), line=deep)
+
+
+def pi_with_lone_surrogates(path: Path) -> Path:
+    from agent_samples import pi_v3_rows
+
+    rows = pi_v3_rows()
+    rows[1]["message"]["content"][0]["text"] = "SURROGATE"
+    path.write_text("\n".join(json.dumps(r) for r in rows).replace("SURROGATE", "\\ud800 half a pair") + "\n")
+    return path
+
+
+def gemini_with_deep_arguments(path: Path, depth: int = 1000) -> Path:
+    path.write_text('{"sessionId": "g", "projectHash": "h", "startTime": "2025-10-01T10:00:00Z", "messages": ['
+                    '{"id": "u", "type": "user", "timestamp": "2025-10-01T10:00:01Z", "content": "hi"}, '
+                    '{"id": "g1", "type": "gemini", "timestamp": "2025-10-01T10:00:02Z", "content": "", "toolCalls": '
+                    '[{"id": "c1", "name": "f", "status": "success", "args": {"a": ' + "[" * depth + "]" * depth + "}}]}]}")
+    return path
+
+
+def copilot_cut_mid_line(path: Path) -> Path:
+    rows = [{"type": "session.start", "id": "e0", "parentId": None, "timestamp": "2026-04-23T17:00:00Z",
+             "data": {"sessionId": "cp", "copilotVersion": "1.0.34"}},
+            {"type": "user.message", "id": "e1", "parentId": "e0", "timestamp": "2026-04-23T17:00:01Z", "data": {"content": "hi"}},
+            {"type": "assistant.message", "id": "e2", "parentId": "e1", "timestamp": "2026-04-23T17:00:02Z",
+             "data": {"messageId": "m", "content": "hello", "outputTokens": 3}}]
+    return _agent_lines(path, rows, tail='{"type": "assistant.turn_end", "id": "e3", "par')
+
+
+SHAPES.update({
+    "a Codex rollout with a 5,000-digit integer in a line": (codex_with_a_long_integer, ("read", 10, "holds an integer of 5,000 digits")),
+    "a Codex rollout cut mid-line": (codex_cut_mid_line, ("read", 10, "the last line (17) is cut short")),
+    "a Codex rollout of inputs of an unknown role": (codex_of_unknown_roles, ("refused", "does not read as codex: no user message was left")),
+    "a pi session with a line 50,000 deep": (pi_with_a_deep_line, ("read", 14, "nests more than 10,000 levels deep")),
+    "a pi session holding a lone surrogate": (pi_with_lone_surrogates, ("read", 14, "JSON cannot carry")),
+    "a Gemini recording whose tool arguments nest 1,000 deep": (gemini_with_deep_arguments, ("read", 2, "JSON cannot carry")),
+    "a Copilot events file cut mid-line": (copilot_cut_mid_line, ("read", 2, "the last line (4) is cut short")),
+})
+SUFFIX.update({name: ".jsonl" for name in SHAPES if name.startswith(("a Codex", "a pi", "a Copilot"))})
+
+
 def make(name: str, folder: Path) -> Path:
     stem = name.replace(" ", "-").replace(",", "")
     return SHAPES[name][0](folder / (stem + SUFFIX.get(name, ".json")))

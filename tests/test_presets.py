@@ -59,3 +59,127 @@ def test_each_preset_config_replays_a_real_claude_code_session(name):
     config = convlab.presets(name, window=60_000)[0].config
     r = convlab.replay(c, config)
     assert r.calls and r.limits and all(x["tokens"] > min(config.strategies[0].over_tokens, config.limit) for x in r.limits)
+
+
+# -- issue 35: each preset against its own agent's log ----------------------------------------------------------
+
+
+def without_compaction(c: convlab.Conversation, summary: str) -> convlab.Conversation:
+    """``c`` as if its log had not compacted at ``summary``: the summary and what it kept left out, what followed it
+    under the message it replaced. Up to where the agent compacted, the counts are the log's own; so a preset
+    replayed on it fires at the first call whose count passes it, where the agent compacted if the preset is true."""
+    from convlab.conversation import KEPT, Conversation
+    from convlab.tree import Tree, nodes_in_order
+
+    dropped, node = {summary}, summary
+    while (kids := c.children(node)) and (c.tree.nodes[kids[0]].get("copied_from")
+                                          or (c.tree.nodes[kids[0]].get("metadata") or {}).get(KEPT) == summary):
+        node = kids[0]
+        dropped.add(node)
+    t = Tree()
+    for a in nodes_in_order(c.tree):
+        if a["id"] not in dropped:
+            parent = c.tree.nodes[summary]["replaces"] if a["parent"] in dropped else a["parent"]
+            t.add({k: v for k, v in a.items() if k not in ("seq", "parent")}, parent)
+    t.head = c.head
+    return Conversation(t, id=c.id, format=c.format, metadata=c.metadata)
+
+
+def _own(name: str) -> convlab.Conversation:
+    from agentdata import require as agents
+
+    [c] = convlab.read(agents() / name, progress=False)
+    return c
+
+
+def _summaries(c: convlab.Conversation) -> list[str]:
+    from convlab.tree import nodes_in_order
+
+    return [a["id"] for a in nodes_in_order(c.tree) if a["kind"] == "summary"]
+
+
+@pytest.mark.realdata
+def test_the_pi_preset_fires_where_pi_compacted_on_its_own_session():
+    """pi compacted automatically before call 304 (tokensBefore 185,014 over pi's 183,616 at claude-opus-4-5's
+    200,000): the preset fires at call 303, one call earlier (pi checks only when the agent's run ends; the
+    docstring says why). Its first compaction (175,004, under the threshold) was a person's /compact: the preset
+    does not fire before it."""
+    c = _own("pi/before-compaction.jsonl")
+    assert convlab.presets.window_of(c) == 200_000
+    preset = convlab.presets.for_log(c)
+    assert (preset.name, preset.config.strategies[0].over_tokens) == ("pi", 183_616)
+    first, second = _summaries(c)
+    log = [x["call"] for x in convlab.replay(c).compactions]
+    assert log == [174, 304]
+    auto = convlab.replay(without_compaction(c, second), preset.config, worker=preset.worker)
+    assert auto.limits and abs(auto.limits[0]["call"] - log[1]) <= 2 and auto.limits[0]["call"] == 303
+    manual = convlab.replay(without_compaction(c, first), preset.config, worker=preset.worker)
+    assert not manual.limits or manual.limits[0]["call"] > log[0]
+
+
+@pytest.mark.realdata
+def test_the_codex_preset_cannot_fire_where_codex_compacted_and_says_by_how_much():
+    """Codex compacted before call 185 at about 212,000 tokens, 82% of the 258,400 its log records: the preset at
+    that window (232,560, 90%) does not fire there, about 20,000 tokens short (the docstring's figures)."""
+    c = _own("codex/rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl")
+    preset = convlab.presets.for_log(c)
+    assert (preset.name, preset.config.window, preset.config.strategies[0].over_tokens) == ("codex", 258_400, 232_560)
+    [summary] = _summaries(c)
+    uncompacted = without_compaction(c, summary)
+    r = convlab.replay(uncompacted, preset.config, worker=preset.worker)
+    assert not any(abs(x["call"] - 185) <= 2 for x in r.limits)
+    at = convlab.replay(uncompacted).calls[184]["count"]  # what the engine counts at call 185 had Codex not compacted
+    assert 209_000 < at < 212_200 and 20_000 < 232_560 - at < 24_000
+    assert convlab.presets.codex.__doc__ and "20,400 tokens later" in convlab.presets.codex.__doc__
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", ["gemini_cli/gemini.jsonl", "gemini_cli/test_conversation_gemini.json"])
+def test_the_gemini_cli_preset_does_not_fire_where_the_cli_did_not_compress(name):
+    c = _own(name)
+    preset = convlab.presets.for_log(c)
+    assert preset.name == "gemini-cli" and preset.config.window == 1_000_000  # gemini-3-flash-preview's, or the default
+    assert not convlab.replay(c, preset.config, worker=preset.worker).limits
+
+
+@pytest.mark.realdata
+def test_the_claude_code_preset_does_not_fire_before_a_manual_compaction():
+    """The one compaction the real Claude Code sessions record was a person's /compact at 142,431 tokens."""
+    c = convlab.read(require() / "claude_code" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl.gz", progress=False)[0]
+    [summary] = _summaries(c)
+    assert c.tree.nodes[summary]["metadata"]["compact"] == {"trigger": "manual", "preTokens": 142431}
+    preset = convlab.presets.for_log(c)
+    assert (preset.name, preset.config.window) == ("claude-code", 200_000)
+    at = convlab.replay(c).compactions[0]["call"]
+    r = convlab.replay(without_compaction(c, summary), preset.config, worker=preset.worker)
+    assert not r.limits or r.limits[0]["call"] > at
+
+
+@pytest.mark.realdata
+def test_tune_with_auto_picks_the_preset_of_the_agent_that_wrote_each_log():
+    logs = [_own("codex/rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl"),
+            _own("gemini_cli/gemini.jsonl"), _own("pi/large-session.jsonl")]
+    df = convlab.tune(logs, ["[agent.bot.context]", convlab.presets.AUTO], progress=False, jobs=1)
+    auto = df[df["config"] == 1].set_index("conversation")
+    assert auto.loc[logs[0].id, ["preset", "window"]].tolist() == ["codex", 258_400]
+    assert auto.loc[logs[1].id, ["preset", "window"]].tolist() == ["gemini-cli", 1_000_000]
+    assert auto.loc[logs[2].id, ["preset", "window"]].tolist() == ["pi", 200_000]  # its last model: claude-sonnet-4-5
+    assert set(df["conversation"]) == {c.id for c in logs} and len(df) == 6
+    with pytest.raises(convlab.ConfigError, match=r"presets\.auto: conversation '96ef38f0.*' \(copilot_cli\) was written by no agent"):
+        convlab.tune([_own("copilot_cli/copilot.jsonl")], convlab.presets.AUTO, progress=False)
+    with pytest.raises(convlab.ConfigError, match="'auto' is the preset of the agent that wrote each log"):
+        convlab.presets("auto")
+
+
+@pytest.mark.realdata
+def test_convlab_tune_preset_auto_on_a_codex_session(capsys):
+    from agentdata import require as agents
+
+    from convlab.cli import main
+
+    path = agents() / "codex" / "rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl"
+    assert main(["tune", str(path), "--preset", "auto", "--width", "100"]) == 0
+    out = capsys.readouterr().out
+    assert " codex " in out and "258400" in out
+    assert main(["tune", str(agents() / "copilot_cli" / "copilot.jsonl"), "--preset", "auto"]) == 2
+    assert "presets.auto: conversation '96ef38f0" in capsys.readouterr().err

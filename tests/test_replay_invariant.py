@@ -24,6 +24,9 @@ from convlab.replay import replay
 from convlab.replay.plan import plan
 from convlab.tree import Tree
 
+from agent_samples import cline_task, managed_agent_events
+from agentdata import log_files as agent_files
+from agentdata import require as require_agents
 from realdata import REAL, log_files, require
 from replay_invariant import assert_replays_exactly, same
 
@@ -228,8 +231,23 @@ def test_every_real_log_replays_exactly(name):
         assert_replays_exactly(c)
 
 
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", agent_files())
+def test_every_agent_log_replays_exactly(name):
+    """Issue 35: every coding agent's own log in ../shared/data/agents, its own compactions (Codex's compacted
+    rows, pi's compaction entries) re-enacted as the log did them, the messages they kept as copies."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", convlab.ReadWarning)
+        convs = convlab.read(require_agents() / name, progress=False)
+    assert convs
+    for c in convs:
+        assert_replays_exactly(c)
+
+
 #: The formats of the files in ../shared/data/real.
 REAL_FORMATS = {"chatgpt", "claude_ai", "claude_code", "librechat", "oasst", "openwebui"}
+#: The formats of the files in ../shared/data/agents (test_every_agent_log_replays_exactly).
+AGENT_FORMATS = {"codex", "copilot_cli", "gemini_cli", "pi"}
 
 
 def _lines(path, records):
@@ -293,9 +311,11 @@ def test_each_format_s_output_replays_exactly(tmp_path):
         {"id": "q2", "parentMessageId": "a1", "role": "user", "content": "and?"}]}))
     conversations["generic"] = convlab.read(generic, progress=False)
     conversations["convlab"] = convlab.read(session_log_sample(tmp_path), progress=False)
+    conversations["cline"] = convlab.read(cline_task(tmp_path / "tasks" / "t1"), progress=False)  # no shared Cline log
+    conversations["managed_agents"] = convlab.read(_lines(tmp_path / "events.jsonl", managed_agent_events()), progress=False)
     # with the formats the real logs are in (test_every_real_log_replays_exactly), every importer
     formats = {c.format for convs in conversations.values() for c in convs}
-    assert formats | REAL_FORMATS == set(FORMATS), "a format with no file to replay"
+    assert formats | REAL_FORMATS | AGENT_FORMATS == set(FORMATS), "a format with no file to replay"
     summaries = [n for n, a in conversations["convlab"][0].tree.nodes(data=True) if a["kind"] == "summary"]
     assert len(summaries) >= 2  # the strategy fired: the log compacted itself
     for name, convs in conversations.items():

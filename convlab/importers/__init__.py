@@ -40,7 +40,25 @@ from typing import IO, Any, BinaryIO
 
 from ..conversation import Conversation
 from ..errors import ReadError
-from . import agui, chatgpt, claude_ai, claude_code, generic, librechat, oasst, openai, openwebui, session_log
+from . import (
+    agui,
+    chatgpt,
+    claude_ai,
+    claude_code,
+    cline,
+    codex,
+    copilot_cli,
+    gemini_cli,
+    generic,
+    librechat,
+    managed_agents,
+    oasst,
+    openai,
+    openwebui,
+    pi,
+    session_log,
+    unread,
+)
 from .documents import MAX_DEPTH, Document, Limits, NotJSON, Restart, bar, gunzip, parse_bytes, stream_array
 from .jsontext import SHALLOW
 from .records import read_error, warn
@@ -48,7 +66,7 @@ from .records import read_error, warn
 __all__ = ["read", "detect", "FORMATS", "MAX_DEPTH"]
 
 #: Importers in the order detection tries them (most specific shape first).
-_IMPORTERS: tuple[ModuleType, ...] = (session_log, agui, claude_code, chatgpt, claude_ai, openwebui, librechat, generic, oasst, openai)
+_IMPORTERS: tuple[ModuleType, ...] = (session_log, agui, claude_code, codex, pi, gemini_cli, copilot_cli, cline, managed_agents, chatgpt, claude_ai, openwebui, librechat, generic, oasst, openai)
 
 #: The format names ``read`` can return (``Conversation.format``) and accepts as ``format=``.
 FORMATS: tuple[str, ...] = tuple(m.NAME for m in _IMPORTERS)
@@ -93,6 +111,9 @@ def _importer(doc: Document, format: str | None) -> ModuleType:
     found = _detect(doc)
     if format is None:
         if found is None:
+            refused = unread.recognise(doc)  # a log convlab knows by its shape and does not read: said by name
+            if refused is not None:
+                raise read_error(doc.source, refused)
             raise _NotALog(f"{doc.source}: no importer knows this shape")
         return _BY_NAME[found]
     module = _BY_NAME[format]
@@ -117,7 +138,24 @@ def _convert(doc: Document, format: str | None) -> list[Conversation]:
         raise read_error(doc.source, f"could not be read as {module.NAME}: {type(err).__name__}: {err}") from None
     if not any(len(c) for c in convs):  # a shape detected, and nothing in it read: never an empty result
         raise read_error(doc.source, f"read as {module.NAME}, {_records(doc)} gave no message convlab can read")
+    _whole_enough(convs, doc.source, module.NAME)
     return convs
+
+
+def _whole_enough(convs: list[Conversation], source: str, name: str) -> None:
+    """A file the format almost fits is refused, never half read: a ``ReadError`` naming the format when the read
+    left out most of the file's messages, or every message of one speaker (a file naming its assistant in a way
+    the importer does not know)."""
+    left = [line for c in convs for line in c.left_out]
+    if not left:
+        return
+    kept = sum(len(c) for c in convs)
+    roles = {a["role"] for c in convs for _, a in c.tree.nodes(data=True) if a["kind"] == "message"}  # not a summary
+    missing = [r for r in ("user", "assistant") if r not in roles]
+    if len(left) <= kept and not missing:
+        return
+    why = f"no {missing[0]} message was left" if missing and len(left) <= kept else f"{len(left)} of its {len(left) + kept} messages"
+    raise read_error(source, f"does not read as {name}: {why} ({left[0]}{f'; and {len(left) - 1} more' if len(left) > 1 else ''})")
 
 
 def _records(doc: Document) -> str:
@@ -256,9 +294,16 @@ def read(path: str | os.PathLike, *, progress: bool = True, format: str | None =
     export, Open WebUI, LibreChat, the generic message tree of records keyed
     ``id`` and ``parentMessageId``/``parentId`` (``generic``), OpenAssistant
     trees, plain OpenAI message lists (JSON or JSONL), a recorded AG-UI event
-    stream (JSONL) and convlab's own session log. A file whose format is
-    detected but that gives no message is a ``ReadError`` naming that format,
-    never an empty result. ``format`` (one of
+    stream (JSONL), convlab's own session log, and the coding agents' own logs:
+    Codex CLI rollouts (``~/.codex/sessions``), Gemini CLI recordings,
+    checkpoints and stream-json (``~/.gemini/tmp``), pi sessions
+    (``~/.pi/agent/sessions``), Copilot CLI events and timelines
+    (``~/.copilot``), Cline / Roo Code task folders and Anthropic Managed
+    Agents event streams. A file whose format is
+    detected but that gives no message, or whose read would leave out most of
+    its messages (or every message of one speaker), is a ``ReadError`` naming
+    that format, never an empty or half result; a Cursor agent transcript or
+    OpenCode's storage is refused by name. ``format`` (one of
     ``FORMATS``) skips detection; a file that is not in that format is a
     ``ReadError`` saying what it reads as. A folder is read recursively,
     every file it recognises.
@@ -327,9 +372,14 @@ def _read_file(p: Path, how: _How, progress: bool) -> list[Conversation]:
 
 
 def _read_folder(folder: Path, how: _How) -> list[Conversation]:
+    stores = sorted(d for d in [folder, *folder.rglob("*")] if d.is_dir() and unread.storage(d))
+    for d in stores:  # a format convlab does not read, passed over whole: one warning, not one per file
+        warn(f"{d}: looks like OpenCode's storage: not read; passed over", passed_over=str(d))
     files = sorted(
         f for f in folder.rglob("*")
         if f.is_file() and not any(part.startswith(".") for part in f.relative_to(folder).parts)
+        and not cline.companion(f)  # read with the file it belongs to (a Cline task's ui_messages.json)
+        and not any(d in f.parents for d in stores)
     )
     files_bar = bar(total=len(files), unit="file", desc=f"reading {folder.name or folder}", enabled=how.progress)
     out: list[Conversation] = []

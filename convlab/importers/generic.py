@@ -7,9 +7,11 @@ or the list of records itself (JSON or JSON lines). A record whose parent is
 may also hold their replies as ``children`` (objects), a reply without a
 parent key hanging from the record that holds it.
 
-- role: ``role`` (``developer`` reads as system, ``human`` as user, ...),
-  else ``isCreatedByUser`` (true: user, false: assistant);
-- content: ``content`` (a string or parts), else ``text``;
+- role: ``role``, else ``isCreatedByUser`` (true: user, false: assistant),
+  else ``sender`` or ``author``; the names exports use (``User``, ``Human``,
+  ``Claude``, ``AI``, ``model``, ``bot``) read as user or assistant,
+  ``developer`` as system;
+- content: ``content`` (a string or parts), else ``text``, ``message`` or ``body``;
 - time: ``createdAt``, ``created_at``, ``timestamp`` or ``time``;
 - usage: ``usage``, else ``promptTokens``/``tokenCount`` as LibreChat writes them;
 - the head: the record ``currentId`` / ``currentMessageId`` names, else the
@@ -72,10 +74,14 @@ def parse(doc: Document) -> Iterable[Conversation]:
     return doc.each(lambda item, source, i: parse_one(item, source, f"{stem}#{i}"))
 
 
+_TEXT_KEYS = ("text", "message", "body")
+
+
 def _role(m: Mapping[str, Any], problems: Problems, mid: str) -> str | None:
-    if "role" not in m and isinstance(m.get("isCreatedByUser"), bool):
+    if "role" not in m and isinstance(m.get("isCreatedByUser"), bool):  # LibreChat's: its sender is a model's name
         return "user" if m["isCreatedByUser"] else "assistant"
-    return role_of(m.get("role"), problems, mid)
+    key = next((k for k in ("role", "sender", "author") if isinstance(m.get(k), str)), "role")
+    return role_of(m.get(key), problems, mid)
 
 
 def _content(m: Mapping[str, Any]) -> str | list[Any]:
@@ -84,8 +90,7 @@ def _content(m: Mapping[str, Any]) -> str | list[Any]:
         return content
     if isinstance(content, list):
         return text_or_parts(content)
-    text = m.get("text")
-    return text if isinstance(text, str) else ""
+    return next((m[k] for k in _TEXT_KEYS if isinstance(m.get(k), str)), "")
 
 
 def _usage(m: Mapping[str, Any], role: str) -> dict[str, Any] | None:

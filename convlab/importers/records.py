@@ -31,6 +31,7 @@ the nodes. Nothing here raises a bare KeyError or TypeError on bad input.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import math
 import sys
 import warnings
@@ -41,7 +42,7 @@ from typing import Any
 from .. import jsondata
 from ..conversation import LOST_PARENT, Conversation
 from ..errors import ReadError, ReadWarning
-from ..tree import Tree, newest_leaf
+from ..tree import MESSAGE_KEYS, Tree, newest_leaf
 
 __all__ = [
     "Record",
@@ -64,6 +65,9 @@ __all__ = [
     "to_time",
     "text_or_parts",
     "usage_of",
+    "summary_root",
+    "kept_copy",
+    "as_text",
 ]
 
 #: How many problems one warning spells out before it says "and N more".
@@ -101,9 +105,15 @@ class Problems:
         self.source = source
         self.conversation = conversation
         self.items: list[tuple[str | None, str]] = []
+        self.left: list[str] = []  # what left a message of the log out, one line per message
 
     def add(self, node: str | None, what: str) -> None:
         self.items.append((node, what))
+
+    def left_out(self, node: str | None, what: str) -> None:
+        """A message of the log the importer could not read: a problem, and counted (``Conversation.left_out``)."""
+        self.add(node, what)
+        self.left.append(f"node {node!r}: {what}" if node is not None else what)
 
     def __bool__(self) -> bool:
         return bool(self.items)
@@ -139,6 +149,7 @@ _ROLE_ALIASES = {
     "model": "assistant",
     "ai": "assistant",
     "bot": "assistant",
+    "claude": "assistant",  # exports that name the assistant (a real branching export: User / Claude)
     "tool": "tool",
     "function": "tool",
     "ipython": "tool",
@@ -147,9 +158,9 @@ _ROLE_ALIASES = {
 
 def role_of(raw: object, problems: Problems, node: str | None) -> str | None:
     """The protocol role for a format's role name; ``None`` (and a problem) when there is none."""
-    if isinstance(raw, str) and raw.lower() in _ROLE_ALIASES:
-        return _ROLE_ALIASES[raw.lower()]
-    problems.add(node, f"unknown role {raw!r}; message left out")
+    if isinstance(raw, str) and raw.strip().lower() in _ROLE_ALIASES:
+        return _ROLE_ALIASES[raw.strip().lower()]
+    problems.left_out(node, f"unknown role {raw!r}; message left out")
     return None
 
 
@@ -229,6 +240,47 @@ def usage_of(raw: object) -> dict[str, Any] | None:
     return usage
 
 
+def as_text(value: object) -> str:
+    """A value a log gives where a model reads text (a tool's output as an object): its JSON, with what JSON
+    cannot carry repaired (``jsondata.repaired``: nesting past 100 levels cut), so no value is too deep to write.
+
+    >>> as_text({"ok": True}), as_text("done"), as_text(None)
+    ('{"ok": true}', 'done', '')
+    """
+    if isinstance(value, str):
+        return value
+    return "" if value is None else json.dumps(jsondata.repaired(value)[0])
+
+
+# -- a log's own compaction ---------------------------------------------------
+
+
+def summary_root(id: str, replaces: str | None, text: str, time: float | None, metadata: dict[str, Any]) -> Record:
+    """A log's own compaction, as the engine records one (docs/protocol.md 5.4): a ``kind: "summary"`` user message
+    at the root whose ``replaces`` is the message the log's head was on when it compacted (None: nothing before it).
+
+    >>> summary_root("s1", "a9", "We fixed the parser.", None, {}).node["kind"]
+    'summary'
+    """
+    return Record(id, None, {"role": "user", "content": text, "kind": "summary", "replaces": replaces, "time": time,
+                             "metadata": metadata})
+
+
+def kept_copy(original: Record, id: str, parent: str, time: float | None) -> Record:
+    """A message a compaction kept, as ``context.replace`` records one: the original's role, content and
+    message keys (``tool_calls``, ``metadata``, ...), no usage, and ``copied_from`` naming the original.
+
+    >>> reply = Record("a1", "u1", {"role": "assistant", "content": "hi", "usage": {"input_tokens": 9}, "metadata": {"model": "m"}})
+    >>> kept_copy(reply, "a1@s1", "s1", 5.0).node
+    {'role': 'assistant', 'content': 'hi', 'copied_from': 'a1', 'time': 5.0, 'metadata': {'model': 'm'}}
+    """
+    node = {"role": original.node["role"], "content": original.node["content"], "copied_from": original.id, "time": time}
+    for key in MESSAGE_KEYS:
+        if original.node.get(key) is not None:
+            node[key] = original.node[key]
+    return Record(id, parent, node)
+
+
 # -- the tree ----------------------------------------------------------------
 
 
@@ -255,7 +307,7 @@ def build(records: list[Record], problems: Problems) -> Tree:
     for r in records:
         _repair_text(r, problems)
         if r.id in by_id:
-            problems.add(r.id, "id used twice; the later message left out")
+            problems.left_out(r.id, "id used twice; the later message left out")
             continue
         by_id[r.id] = r
         order.append(r)
@@ -384,11 +436,11 @@ def walk(messages: list[Any], problems: Problems, id_key: str) -> Iterator[tuple
     while stack:
         m, holder, at = stack.pop()
         if not isinstance(m, Mapping):
-            problems.add(None, f"{at} is a {type(m).__name__}, not a message; left out")
+            problems.left_out(None, f"{at} is a {type(m).__name__}, not a message; left out")
             continue
         mid = m.get(id_key)
         if mid is None or isinstance(mid, (bool, Mapping, list)):
-            problems.add(None, f"{at} has no {id_key}{'' if mid is None else f' it can use ({mid!r})'}; left out with what hangs under it")
+            problems.left_out(None, f"{at} has no {id_key}{'' if mid is None else f' it can use ({mid!r})'}; left out with what hangs under it")
             continue
         mid = str(mid)
         yield m, mid, holder
@@ -442,8 +494,9 @@ def conversation(
     metadata, more = jsondata.repaired(metadata)
     if fixed or more:
         problems.add(None, "its id, title or metadata held what JSON cannot carry; read repaired (jsondata.repaired)")
+    left = list(problems.left)
     problems.warn()
-    return Conversation(tree, id=id, title=title_text, format=format, source=source, metadata=metadata)
+    return Conversation(tree, id=id, title=title_text, format=format, source=source, metadata=metadata, left_out=left)
 
 
 def table(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:

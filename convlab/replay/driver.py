@@ -28,7 +28,10 @@ How the log becomes protocol traffic (creation order, ``seq``):
   (the engine's line saying the earlier conversation was summarized) and the
   logged text (a convlab log's summary already opens with it, and keeps its
   content as it was; a logged summary with no text, which the engine would
-  refuse, gets ``EMPTY_SUMMARY``). The messages the log has straight under
+  refuse, gets ``EMPTY_SUMMARY``), then the messages the compaction kept
+  (pi's kept entries, Codex's replacement history): a copy of an earlier
+  message names its original, which the engine copies again, any other kept
+  message (``conversation.KEPT``) is given as it is. The messages the log has straight under
   the summary (a reply, tool results: Claude Code goes on after an automatic
   compaction with no user message between) are that turn's: the same answer
   goes on with their ``message.add`` and ``llm.call`` after the replace. A
@@ -376,15 +379,16 @@ class Replayer:
     def _run_turn(self, turn: PlannedTurn) -> None:
         self._advance_to(turn.time)
         first: list[dict[str, Any]] = []  # what the turn's first answer starts with
+        kept: list[str] = []  # the messages its context.replace records after the summary (imported ids)
         if turn.start == "submit":
             self._start_submit(turn)
         elif turn.start == "compact":
-            first = self._start_compact(turn)
+            first, kept = self._start_compact(turn)
         elif self._sid(turn.parent) is None:  # a move to the root: nothing to do
             return
         else:
             self._view_to(self._sid(turn.parent))
-        self._run_steps(turn.steps, first)
+        self._run_steps(turn.steps, first, kept)
         self._compacting = None
 
     def _start_submit(self, turn: PlannedTurn) -> None:
@@ -398,28 +402,42 @@ class Replayer:
             created = self._view_to(parent, msgs)
         self.record.map.update(zip(turn.nodes, created, strict=False))
 
-    def _start_compact(self, turn: PlannedTurn) -> list[dict[str, Any]]:
+    def _start_compact(self, turn: PlannedTurn) -> tuple[list[dict[str, Any]], list[str]]:
         """The log's own compaction, as the engine records one (see the module docstring):
         the turn starts at the replaced message, and its first answer opens with the
-        ``context.replace`` (returned), so a reply the log gives right after the summary
-        is that answer's ``llm.call``, in the same turn."""
+        ``context.replace`` (returned, with the imported ids of the messages it keeps),
+        so a reply the log gives right after the summary is that answer's ``llm.call``,
+        in the same turn."""
         summary = self.plan.nodes[turn.nodes[0]]
         parent = self._sid(turn.parent)
         if parent is None:
-            self.record.map[summary["id"]] = self._view_to(None, [self._message(summary["id"])])[0]
-            return []
+            created = self._view_to(None, [self._message(n) for n in turn.nodes])
+            self.record.map.update(zip(turn.nodes, created, strict=False))
+            return [], []
         self._view_to(parent)
         self._compacting = summary["id"]
         text = content_text(summary["content"]).removeprefix(SUMMARY_PREFIX)  # a convlab log's own summary
-        return [{"type": "context.replace", "summary": text or EMPTY_SUMMARY}]
+        kept = turn.nodes[1:]
+        return [{"type": "context.replace", "summary": text or EMPTY_SUMMARY, "messages": [self._kept(n) for n in kept]}], kept
 
-    def _run_steps(self, steps: list[tuple[str, str]], first: list[dict[str, Any]]) -> None:
+    def _kept(self, nid: str) -> Message:
+        """A message the log's compaction kept, as its ``context.replace`` gives it: a copy names the
+        session's message of its original (the engine copies it, ``copied_from``), any other is new."""
+        original = self.plan.nodes[nid].get("copied_from")
+        sid = self.record.map.get(original) if original is not None else None
+        tree = self.session.message_tree
+        if sid is not None and sid in tree:
+            node = tree.node(sid)
+            return {"id": sid, "role": node["role"], "content": node["content"]}
+        return self._message(nid)
+
+    def _run_steps(self, steps: list[tuple[str, str]], first: list[dict[str, Any]], kept: list[str]) -> None:
         """The worker's answers: ``message.add`` for tool results, one ``llm.call`` per
         logged reply, then an empty answer that ends the turn. ``first`` opens the
-        first answer (the log's compaction)."""
+        first answer (the log's compaction), which records ``kept`` (imported ids) first."""
         s = self.session
         actions: list[dict[str, Any]] = list(first)
-        adds: list[str] = []
+        adds: list[str] = list(kept)
         for kind, nid in steps:
             if s.decision is None:  # the turn failed: the rest of its replies are not given
                 if kind == "call":

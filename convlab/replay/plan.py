@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import toolcalls
-from ..conversation import LOST_PARENT, NO_CALL, Conversation
+from ..conversation import KEPT, LOST_PARENT, NO_CALL, Conversation
 from ..tokens import content_text, count_batch, count_tokens
 from ..tree import nodes_in_order
 
@@ -68,7 +68,8 @@ class PlannedTurn:
 
     ``start`` is ``"submit"`` (record ``nodes`` under ``parent``), ``"move"``
     (a head-only view to ``parent``) or ``"compact"`` (move to ``parent``, then
-    ``context.replace`` recording the summary ``nodes[0]``). ``steps`` are
+    ``context.replace`` recording the summary ``nodes[0]`` and the messages the
+    compaction kept, ``nodes[1:]``: copies, or messages ``KEPT`` names it in). ``steps`` are
     ``("add", id)`` (``message.add``: a tool result, or an assistant message
     no model call wrote, ``NO_CALL``) and ``("call", id)`` (one ``llm.call``
     answered with the logged reply ``id``), in order.
@@ -127,6 +128,8 @@ def plan(conversation: Conversation) -> Plan:
             target = n.get("replaces") if n.get("replaces") in by_id else vhead
             turn = PlannedTurn("compact", target, [nid], time=n.get("time"))
             turns.append(turn)
+        elif turn is not None and turn.start == "compact" and not turn.steps and parent == vhead and _kept(n, turn.nodes[0]):
+            turn.nodes.append(nid)  # the history the compaction kept: its context.replace's messages, never a call
         elif role == "assistant" and parent is not None:
             if turn is None or parent != vhead:
                 turn = PlannedTurn("move", parent, time=n.get("time"))
@@ -150,6 +153,13 @@ def _no_call(node: Mapping[str, Any]) -> bool:
     """An assistant message no model call wrote (``NO_CALL``): the worker records it."""
     meta = node.get("metadata")
     return isinstance(meta, Mapping) and bool(meta.get(NO_CALL))
+
+
+def _kept(node: Mapping[str, Any], summary: str) -> bool:
+    """Whether ``node``, right under a compaction's summary (or under what it kept), is part of the history the
+    compaction kept: a copy of an earlier message, or a message the log says it kept (``KEPT``)."""
+    meta = node.get("metadata")
+    return node.get("copied_from") is not None or (isinstance(meta, Mapping) and meta.get(KEPT) == summary)
 
 
 def _lost(nodes: list[dict[str, Any]]) -> frozenset[str]:

@@ -37,6 +37,7 @@ that sends each request back there, as their summary calls go.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -96,6 +97,10 @@ class JudgeCost:
     input_tokens: int
     cached: int
     estimated: int = 0
+
+    def __add__(self, other: JudgeCost) -> JudgeCost:
+        """Two sweeps' judge costs together (``tune`` with ``presets.AUTO`` runs one per agent)."""
+        return JudgeCost(*(a + b for a, b in zip(dataclasses.astuple(self), dataclasses.astuple(other), strict=True)))
 
 
 class Judge:

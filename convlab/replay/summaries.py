@@ -155,6 +155,13 @@ class SummaryCost:
         """True when no figure rests on a stand-in for a summary not made yet."""
         return self.estimated == 0
 
+    def __add__(self, other: SummaryCost) -> SummaryCost:
+        """Two sweeps' summaries together (``tune`` with ``presets.AUTO`` runs one per agent): the counts added,
+        the first error said."""
+        return SummaryCost(self.calls + other.calls, self.input_tokens + other.input_tokens, self.cached + other.cached,
+                           self.cached_input_tokens + other.cached_input_tokens, self.estimated + other.estimated,
+                           self.failed + other.failed, self.error or other.error, self.refused + other.refused)
+
 
 class Summaries:
     """Summary calls to ``provider``, each distinct one made once: from memory, from

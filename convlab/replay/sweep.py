@@ -30,7 +30,9 @@ wherever they run, so every way gives the same frame, row for row.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
+import operator
 import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -40,7 +42,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from ..context import ContextConfig, Strategy, TomlSource, applies, coerce, toml_document
 from ..conversation import Conversation
 from ..grid import config_grid, example_config, grid_table
-from ..presets import Preset
+from ..presets import Auto, Preset, by_agent
 from . import workers
 from .compactions import retained
 from .driver import Replayer, limit_worker, pricing_for
@@ -57,8 +59,8 @@ if TYPE_CHECKING:
     from ..engine import Worker
     from ..providers import Provider
 
-#: One config of a sweep: TOML text, a path, a parsed document, a ``ContextConfig`` or a preset.
-Config: TypeAlias = TomlSource | ContextConfig | Preset
+#: One config of a sweep: TOML text, a path, a parsed document, a ``ContextConfig``, a preset, or ``presets.AUTO``.
+Config: TypeAlias = TomlSource | ContextConfig | Preset | Auto
 
 __all__ = ["tune", "tune_cost", "config_grid", "COLUMNS", "rows", "Setup"]
 
@@ -281,7 +283,7 @@ def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, Setup]], age
 # the sweep
 # ----------------------------------------------------------------------
 def _as_list(x: object) -> list[Any]:
-    if isinstance(x, (str, bytes, Mapping, ContextConfig)) or not isinstance(x, Iterable):
+    if isinstance(x, (str, bytes, Mapping, ContextConfig, Preset, Auto)) or not isinstance(x, Iterable):  # a preset is a tuple
         return [x]
     return list(x)
 
@@ -327,7 +329,10 @@ def tune(
     ``convlab.compact``: its own, see ``convlab.replay``); a grid's
     ``"worker"`` axis sweeps workers (None among them for the engine's) beside
     the other keys. A ``convlab.presets`` preset among ``configs`` brings its
-    own worker, and the frame a ``preset`` column naming each.
+    own worker, and the frame a ``preset`` column naming each;
+    ``convlab.presets.AUTO`` is the preset of the agent that wrote each log, at
+    the window its log records (``presets.for_log``): the conversations are
+    swept in groups, one per agent, their rows one group after the other.
 
     Columns: ``conversation`` (its id), ``source`` (the file it was read
     from: ``Conversation.source``), ``config`` (index into the configs), the
@@ -475,6 +480,9 @@ def tune(
     >>> df[["strategy[0].idle_secs", "calls", "limits_idle", "resets", "tokens_read"]].values.tolist()
     [[600, 2, 1, 1, 402], [86400, 2, 0, 0, 804]]
     """
+    if any(isinstance(c, Auto) for c in _as_list(configs)):  # convlab.presets.AUTO: each log's own agent's preset
+        return _by_agent(_as_list(conversations), _as_list(configs),
+                         {k: v for k, v in locals().items() if k not in ("conversations", "configs")})
     if dry_run:
         warnings.warn("tune(..., dry_run=True) is deprecated: convlab.tune_cost(...) says what the summaries would cost",
                       DeprecationWarning, stacklevel=2)
@@ -491,6 +499,21 @@ def tune(
     if summaries is not None:
         df.attrs["summary_cost"] = summaries.cost()
         summaries.warn_failed()
+    return df
+
+
+def _by_agent(conversations: list[Conversation], configs: list[Any], options: dict[str, Any]) -> pd.DataFrame:
+    """``tune`` with ``presets.AUTO`` among the configs: one sweep per group of conversations that share an agent's
+    preset at one window (``presets.by_agent``), ``AUTO`` that preset (its ``preset`` column names it); the frames
+    one after the other, their summary and judge costs added up."""
+    import pandas as pd
+
+    frames = [tune(convs, resolved, **options) for convs, resolved in by_agent(conversations, configs)]
+    df = pd.concat(frames, ignore_index=True)
+    for key in ("summary_cost", "judge_cost"):
+        costs = [f.attrs[key] for f in frames if key in f.attrs]
+        if costs:
+            df.attrs[key] = functools.reduce(operator.add, costs)
     return df
 
 
@@ -534,6 +557,10 @@ def tune_cost(
     >>> tune_cost([Conversation(t, id="c")], base, summarizer=EchoLLM(), cache=False, progress=False)
     SummaryCost(calls=1, input_tokens=429, cached=0, cached_input_tokens=0, estimated=0, failed=0, refused=0)
     """
+    if any(isinstance(c, Auto) for c in _as_list(configs)):  # presets.AUTO: each group of logs with its agent's preset
+        options = {k: v for k, v in locals().items() if k not in ("conversations", "configs")}
+        costs = [tune_cost(convs, resolved, **options) for convs, resolved in by_agent(_as_list(conversations), _as_list(configs))]
+        return functools.reduce(operator.add, costs)
     sweep = _check(conversations, configs, grid=grid, agent=agent, jobs=jobs, progress=progress, scheduler=None,
                    client=None, chunk=chunk, summarizer=summarizer, cache=cache, summary_size=summary_size,
                    overhead=overhead, estimate=True, worker=worker)
@@ -615,6 +642,8 @@ def _setups(configs: Config | Iterable[Config] | None, grid: Mapping[str, Sequen
         documents = _as_list(configs)
         if not documents:
             raise ValueError("tune needs at least one config")
+        if any(isinstance(c, Auto) for c in documents):
+            raise ValueError("presets.AUTO needs each log to pick its agent's preset: give it to tune or tune_cost")
         if not any(isinstance(c, Preset) for c in documents):
             return [Setup(coerce(c, agent), worker) for c in documents], [()] * len(documents), []
         # convlab.presets among the configs: each its own worker, and a preset column naming it
