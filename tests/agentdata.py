@@ -18,7 +18,7 @@ import pytest
 from ci_support import cannot_run
 
 #: the agents' logs: $CONVLAB_AGENT_LOGS, else ../shared/data/agents relative to the project root
-AGENTS = Path(os.environ.get("CONVLAB_AGENT_LOGS") or Path(__file__).parents[1] / ".." / "shared" / "data" / "agents")
+AGENTS = Path(os.environ.get("CONVLAB_AGENT_LOGS") or Path(__file__).parents[1] / ".." / "shared" / "data" / "agents").expanduser().resolve()
 
 HOW = ("set CONVLAB_AGENT_LOGS to a folder of real coding-agent logs with its STATS.json "
        "(the workspace keeps one at ../shared/data/agents)")

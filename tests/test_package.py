@@ -287,11 +287,12 @@ def test_the_real_logs_are_named_by_one_resolved_path():
     conftest and the bench name the real logs by one resolved path."""
     import importlib.util
 
+    from agentdata import AGENTS
     from realdata import REAL
 
     spec = importlib.util.spec_from_file_location("notebooks_conftest", PACKAGE.parent / "notebooks" / "conftest.py")
     assert spec is not None and spec.loader is not None
     notebooks = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(notebooks)
-    for path in (REAL, notebooks.REAL):
+    for path in (REAL, AGENTS, notebooks.REAL):
         assert path.is_absolute() and ".." not in path.parts and path == path.resolve()
