@@ -1,4 +1,4 @@
-"""``python -m bench.cache_check [FOLDER]``: convlab.cache's prediction against the cache
+"""``python -m bench.cache_check [FOLDER]``: convlab.replaying.prompt_cache's prediction against the cache
 reads real Claude Code sessions logged.
 
 Every logged assistant call of a Claude Code transcript carries the provider's
@@ -6,7 +6,7 @@ usage: ``cache_read_input_tokens`` (what it read from the cache),
 ``cache_creation_input_tokens`` (what it wrote) and ``input_tokens`` (the
 rest). This rebuilds each call's input as convlab sees it (the path to the
 reply's parent, with the hidden prompt the log shows in front of it), runs
-``convlab.cache.predict`` over the calls in order, and measures the prediction
+``convlab.replaying.prompt_cache.predict`` over the calls in order, and measures the prediction
 against the logged reads, per conversation (``convlab.read``'s: a session and
 each of its sub-agents). FOLDER is the real-logs folder (default:
 ``$CONVLAB_REAL_LOGS``, else ``../shared/data/real``); its ``claude_code/``
@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import convlab
-from convlab.cache import predict, rule
+from convlab.replaying.prompt_cache import predict, rule
 from convlab.tokens import count_tokens
 
 #: The goal of issue 22: with no strategy, the predicted cache reads sum to within 10% of the

@@ -53,7 +53,7 @@ def run(smoke: bool) -> Row:
               3, "<=", num_label="tune", den_label="replay")
     try:
         import convlab
-        from convlab.replay import config_grid
+        from convlab.tuning.grid import config_grid
     except ImportError as err:
         row.error = f"not available: {err}"
         return row
@@ -135,7 +135,7 @@ def run_retention(smoke: bool) -> Row:
               f"{n * messages:,} messages)", 1.5, "<=", num_label="retention", den_label="replay")
     try:
         import convlab
-        from convlab.facts import facts_in
+        from convlab.tuning.facts import facts_in
     except ImportError as err:
         row.error = f"not available: {err}"
         return row

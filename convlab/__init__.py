@@ -34,25 +34,23 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports eac
     from .frames import conversations_frame as conversations_frame, frame as frame
 
     # replay: the function, as callers use it (at run time, the package, callable as the function)
-    from .grid import config_grid as config_grid
     from .importers import read as read
     from .providers import EchoLLM as EchoLLM, ScriptedLLM as ScriptedLLM, provider as provider
     from .providers.anthropic_chat import AnthropicChat as AnthropicChat
     from .providers.local_chat import LocalChat as LocalChat
     from .providers.openai_chat import OpenAIChat as OpenAIChat
-    from .ranking import rank as rank
-    from .replay import (
-        Replay as Replay,
-        ReplayLLM as ReplayLLM,
-        replay as replay,
-        tune as tune,
-        tune_cost as tune_cost,
-    )
-    from .replay.compactions import retention as retention, retention_cost as retention_cost
-    from .search import search as search
+    from .replaying.driver import replay as replay
+    from .replaying.model import ReplayLLM as ReplayLLM
+    from .replaying.result import Replay as Replay
     from .text import brief as brief, readable as readable
     from .tokens import content_text as content_text, count_tokens as count_tokens
     from .tree import Tree as Tree, input_tokens as input_tokens, newest_leaf as newest_leaf
+    from .tuning.grid import config_grid as config_grid
+    from .tuning.presets import presets as presets
+    from .tuning.ranking import rank as rank
+    from .tuning.retention import retention as retention, retention_cost as retention_cost
+    from .tuning.search import search as search
+    from .tuning.sweep import tune as tune, tune_cost as tune_cost
     from .widgets import (
         ChatView as ChatView,
         ContextGauge as ContextGauge,
@@ -73,7 +71,7 @@ _LAZY = {
     "Strategy": "convlab.context",
     "EchoLLM": "convlab.providers",
     "ScriptedLLM": "convlab.providers",
-    "ReplayLLM": "convlab.replay",
+    "ReplayLLM": "convlab.replaying.model",
     "OpenAIChat": "convlab.providers.openai_chat",
     "AnthropicChat": "convlab.providers.anthropic_chat",
     "LocalChat": "convlab.providers.local_chat",
@@ -90,15 +88,16 @@ _LAZY = {
     "read": "convlab.importers",
     "frame": "convlab.frames",
     "conversations_frame": "convlab.frames",
-    "replay": "convlab.replay",  # the package, callable as the function (convlab/replay/__init__.py)
-    "tune": "convlab.replay",
-    "tune_cost": "convlab.replay",
-    "rank": "convlab.ranking",
-    "config_grid": "convlab.grid",
-    "Replay": "convlab.replay",
-    "retention": "convlab.replay.compactions",
-    "retention_cost": "convlab.replay.compactions",
-    "search": "convlab.search",  # the module, callable as the function (convlab/search.py)
+    "replay": "convlab.replaying.driver",
+    "tune": "convlab.tuning.sweep",
+    "tune_cost": "convlab.tuning.sweep",
+    "rank": "convlab.tuning.ranking",
+    "config_grid": "convlab.tuning.grid",
+    "presets": "convlab.tuning.presets",
+    "Replay": "convlab.replaying.result",
+    "retention": "convlab.tuning.retention",
+    "retention_cost": "convlab.tuning.retention",
+    "search": "convlab.tuning.search",
     "Lab": "convlab.widgets",
     "TreeView": "convlab.widgets",
     "ChatView": "convlab.widgets",
@@ -114,21 +113,18 @@ __all__ = sorted(  # noqa: PLE0605
 )
 
 
-#: public modules, imported on first attribute access (``convlab.compact.sliding_window(...)``;
-#: ``convlab.presets(...)``: the module is callable)
-_MODULES = ("compact", "cache", "prices", "presets")
-
+#: public modules, imported on first attribute access (``convlab.compact.sliding_window(...)``,
+#: ``convlab.tuning.presets.AUTO``); ``cache`` is ``prompt_cache``'s earlier name
+_MODULES = {"replaying": "convlab.replaying", "tuning": "convlab.tuning", "compact": "convlab.tuning.compact", "prompt_cache": "convlab.replaying.prompt_cache",
+            "cache": "convlab.replaying.prompt_cache", "prices": "convlab.replaying.prices"}
 
 def __getattr__(name: str):
     if name in _MODULES:
-        value = importlib.import_module(f"convlab.{name}")
-        globals()[name] = value
-        return value
-    module = _LAZY.get(name)
-    if module is None:
+        value = importlib.import_module(_MODULES[name])
+    elif name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    else:
         raise AttributeError(f"module 'convlab' has no attribute {name!r}")
-    found = importlib.import_module(module)
-    value = found if module == f"{__name__}.{name}" else getattr(found, name)  # convlab.replay: the package itself
     globals()[name] = value
     return value
 

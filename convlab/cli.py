@@ -37,11 +37,11 @@ if TYPE_CHECKING:  # names for the types only: each is imported where it is used
     import convlab
 
     from .providers import Provider
-    from .replay import SummaryCost
+    from .replaying.summaries import SummaryCost
 
-    _Config = str | convlab.presets.Preset | convlab.presets.Auto  # one of tune's configs: TOML text, a preset, AUTO
+    _Config = str | convlab.tuning.presets.Preset | convlab.tuning.presets.Auto  # one of tune's configs: TOML text, a preset, AUTO
 
-from .grid import EXAMPLE
+from .tuning.grid import EXAMPLE
 
 __all__ = ["main", "build_parser"]
 
@@ -534,7 +534,7 @@ def _example_sweeps() -> str:
     """What the example sweeps, for --help (read from the file, so it cannot drift)."""
     import tomllib
 
-    from .grid import example_config, grid_table
+    from .tuning.grid import example_config, grid_table
 
     try:
         grid = grid_table(tomllib.loads(example_config().read_text(encoding="utf-8")))
@@ -551,7 +551,7 @@ def _say_grid(grid: dict[str, list[Any]]) -> str:
 def _read_config(args: argparse.Namespace, flag: str = "--config") -> tuple[str, str]:
     """The config's name (for messages) and text: --config (``flag``: search's --base), or the shipped example."""
     if args.config is None:
-        from .grid import example_config
+        from .tuning.grid import example_config
 
         path = example_config()
         name = os.path.relpath(path) if path.is_relative_to(Path.cwd()) else str(path)
@@ -579,7 +579,7 @@ def _check_sweep(args: argparse.Namespace, name: str, text: str, notes: _Notes) 
     import convlab
 
     from .errors import ConfigError
-    from .grid import grid_table
+    from .tuning.grid import grid_table
 
     try:
         config = convlab.load_config(text, agent=args.agent)[args.agent]
@@ -614,19 +614,19 @@ def _check_pricing(args: argparse.Namespace) -> None:
         except ValueError:
             raise _Usage(f"--cache-ttl {ttl!r}: 5m, 1h or a number of seconds") from None
     try:
-        convlab.cache.rule("anthropic", args.cache_ttl)
+        convlab.replaying.prompt_cache.rule("anthropic", args.cache_ttl)
     except ValueError as err:
         raise _Usage(f"--cache-ttl: {err}") from None
     if args.model is not None:
         try:
-            convlab.prices.Prices(args.model, cache_ttl=args.cache_ttl)
+            convlab.replaying.prices.Prices(args.model, cache_ttl=args.cache_ttl)
         except convlab.PriceError as err:
             raise _Usage(f"--model: {err}") from None
 
 
 def _with_presets(args: argparse.Namespace, text: str, notes: _Notes) -> list[_Config]:
     """--preset: the config given (--config; none: the presets alone) and the presets named, at its window, or
-    --window (``auto``: ``convlab.presets.AUTO``, each log's own agent's, which tune resolves); said on stderr."""
+    --window (``auto``: ``convlab.tuning.presets.AUTO``, each log's own agent's, which tune resolves); said on stderr."""
     import convlab
 
     from .errors import ConfigError
@@ -641,10 +641,10 @@ def _with_presets(args: argparse.Namespace, text: str, notes: _Notes) -> list[_C
     presets: list[_Config] = []
     try:
         for name in args.preset.split(","):
-            presets += [convlab.presets.AUTO] if name.strip() == "auto" else convlab.presets.presets(name, window=window)
+            presets += [convlab.tuning.presets.AUTO] if name.strip() == "auto" else convlab.presets(name, window=window)
     except ConfigError as err:
         raise _Usage(f"--preset: {err}") from None
-    named = [p for p in presets if isinstance(p, convlab.presets.Preset)]
+    named = [p for p in presets if isinstance(p, convlab.tuning.presets.Preset)]
     names = ", ".join([p.name for p in named] + (["auto (each log's own agent's, at the window its log records)"]
                                                    if len(named) < len(presets) else []))
     at = (f"each at {window:,} tokens" if window is not None else
@@ -741,7 +741,7 @@ def _plot(args: argparse.Namespace, df: pd.DataFrame, ranked: pd.DataFrame, grid
     """--plot: the heatmap (two grid keys) or the count per call, and the trade-off beside it."""
     import convlab
 
-    from . import plots
+    from .tuning import plots
 
     keys = list(grid)
     with notes.watch("plotting"):
@@ -749,17 +749,17 @@ def _plot(args: argparse.Namespace, df: pd.DataFrame, ranked: pd.DataFrame, grid
             fig = plots.sweep_heatmap(df.assign(rewrites=df["summaries"] + df["resets"]), keys[1], keys[0], args.value,
                                       cost="rewrites")
         else:  # the count per call of the longest conversation, under the config the ranking puts first
-            from .ranking import config_label
+            from .tuning.ranking import config_label
 
             longest = max(convs, key=len)
             top = ranked.iloc[0]
             chosen = configs[int(top["config"])] if isinstance(configs, list) else \
                 convlab.config_grid(configs, grid, agent=args.agent)[int(top["config"])] if grid else configs
-            if isinstance(chosen, convlab.presets.Auto):  # each log's own agent's: the longest log's
-                found = convlab.presets.for_log(longest)
+            if isinstance(chosen, convlab.tuning.presets.Auto):  # each log's own agent's: the longest log's
+                found = convlab.tuning.presets.for_log(longest)
                 assert found is not None, "tune refuses a log no agent's preset is of"
                 chosen = found
-            config, worker = (chosen.config, chosen.worker) if isinstance(chosen, convlab.presets.Preset) else (chosen, None)
+            config, worker = (chosen.config, chosen.worker) if isinstance(chosen, convlab.tuning.presets.Preset) else (chosen, None)
             fig = plots.count_per_call(convlab.replay(longest, config, agent=args.agent, summary_size=args.summary_size,
                                                       overhead=args.overhead, worker=worker),
                                        title=f"count per call: {longest.id}, {config_label(top, keys)}, ranked first")
@@ -777,7 +777,7 @@ def _search(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
     import convlab
 
     from .errors import ConfigError
-    from .search import check, default_space
+    from .tuning.search import check, default_space
 
     _check_pricing(args)
     if args.objective.lstrip("-") in ("usd", "baseline_usd", "usd_saved") and args.model is None:
@@ -879,7 +879,7 @@ def _percent(v: float) -> str:
 _DOLLARS = ("usd", "baseline_usd", "usd_saved")
 _SHARES = ("saved", "saved_usd", "cached_share", "facts_kept", "retained")
 
-#: What a search's objective is over the corpus (``convlab.ranking.totals``), said beside its value.
+#: What a search's objective is over the corpus (``convlab.tuning.ranking.totals``), said beside its value.
 _SCOPE = {**{c: "the sum of every conversation's, as tune's rows add up" for c in (*_DOLLARS, "tokens_read", "calls", "summaries", "resets", "stale")},
           "saved": "the share of the tokens the logs read, as tune's ranking says",
           "facts_kept": "the mean of the conversations'", "retained": "the mean of the conversations'"}
@@ -904,8 +904,8 @@ def _dollars(v: float) -> str:
 
 def _rows_table(df: pd.DataFrame, keys: list[str], width: int, summarizer: bool) -> list[str]:
     """The sweep's table: one line per (conversation, config), the columns that matter, fitted to ``width``."""
-    from .ranking import short_keys
     from .tables import Column, compact, fit_table
+    from .tuning.ranking import short_keys
 
     names = short_keys(keys)
     cols = [
@@ -936,8 +936,8 @@ def _ranking_table(ranked: pd.DataFrame, keys: list[str], conversations: int, wi
     configs it left out and why (``df``, the tune frame, names them), which no ``--quiet`` hides."""
     import textwrap
 
-    from .ranking import config_label, short_keys
     from .tables import Column, fit_table
+    from .tuning.ranking import config_label, short_keys
 
     names = short_keys(keys)
     by_usd = ranked.attrs.get("by") == "usd"

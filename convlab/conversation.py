@@ -35,7 +35,7 @@ LOG_ROWS = "log_rows"
 #: The metadata key of an imported message that a log's own compaction put in its new history without it being a
 #: copy of an earlier message of the log (Codex keeps a reply's final text alone, not the whole reply): the id of
 #: that compaction's summary root. A copy names its original in ``copied_from`` instead. Replay gives both to the
-#: compaction's ``context.replace`` (``convlab.replay.plan``), never to a model call.
+#: compaction's ``context.replace`` (``convlab.replaying.plan``), never to a model call.
 KEPT = "kept_by"
 
 

@@ -33,8 +33,9 @@ import json
 import convlab
 from convlab.engine import SUMMARY_PREFIX
 from convlab.tree import MESSAGE_KEYS
-from convlab.replay import EMPTY_SUMMARY, Replay, replay
-from convlab.replay.plan import plan
+from convlab.replaying.driver import EMPTY_SUMMARY, replay
+from convlab.replaying.result import Replay
+from convlab.replaying.plan import plan
 
 
 def same(a, b) -> bool:

@@ -9,7 +9,7 @@ import os
 import re
 
 from convlab.conversation import Conversation
-from convlab.replay.probes import QUESTIONS
+from convlab.tuning.probes import QUESTIONS
 from convlab.tokens import count_tokens
 from convlab.tree import Tree
 

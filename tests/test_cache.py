@@ -1,4 +1,4 @@
-"""convlab.cache: the prompt cache's prediction, against a naive model of the same rules,
+"""convlab.replaying.prompt_cache: the prompt cache's prediction, against a naive model of the same rules,
 on hostile conversations; its errors; and that it costs what changed, not the path."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from convlab import cache
-from convlab.cache import PromptCache, predict, rule
+from convlab.replaying import prompt_cache as cache
+from convlab.replaying.prompt_cache import PromptCache, predict, rule
 
 
 def naive(calls, name="anthropic", ttl=None, model=None):
-    """The rules of convlab.cache written the slow, obvious way: every entry a stored prefix."""
+    """The rules of convlab.replaying.prompt_cache written the slow, obvious way: every entry a stored prefix."""
     r = rule(name, ttl, model)
     stores = {}
     out = []

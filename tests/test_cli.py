@@ -672,7 +672,7 @@ def test_tune_warns_on_the_real_session_where_over_tokens_40000_fires_67_summari
 def test_tune_without_config_sweeps_the_shipped_example(session_log, tmp_path, capsys):
     """Issue 15 (3): "convlab tune runs without --config on a shipped example grid": it says which config and
     grid it sweeps (stderr), and the --help says so too."""
-    from convlab.grid import example_config
+    from convlab.tuning.grid import example_config
 
     example = example_config()
     assert example.is_file() and example.name == "tune-example.toml"
@@ -721,7 +721,7 @@ def test_the_example_config_is_in_the_wheel_where_the_cli_reads_it():
     the CLI reads first (importlib.resources); a checkout reads data/ itself."""
     import tomllib
 
-    from convlab.grid import EXAMPLE as _EXAMPLE
+    from convlab.tuning.grid import EXAMPLE as _EXAMPLE
 
     pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
     included = pyproject["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]
@@ -767,7 +767,7 @@ def test_notes_wrap_to_the_width_and_stay_one_line_into_a_pipe_without_one():
 def test_the_count_plot_with_one_grid_key_is_drawn_under_the_config_ranked_first(session_log, tmp_path, monkeypatch):
     """With fewer than two grid keys --plot draws the count per call; the config it draws is one the sweep ran
     (the ranking's first), not the base config a grid over window never runs."""
-    from convlab import plots
+    from convlab.tuning import plots
 
     drawn = []
     original = plots.count_per_call

@@ -1,4 +1,4 @@
-"""convlab.replay.compactions: what each compaction dropped and the facts the new context keeps (issue 23 part 1)."""
+"""convlab.tuning.retention: what each compaction dropped and the facts the new context keeps (issue 23 part 1)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ import pandas as pd
 import pytest
 
 import convlab
-from convlab.compact import clear_tool_results
+from convlab.tuning.compact import clear_tool_results
 from convlab.conversation import Conversation
 from convlab.engine import chat_worker
-from convlab.facts import facts_of, holds, message_text, normal
-from convlab.replay import replay, tune
-from convlab.replay.compactions import RETENTION_COLUMNS, compactions, retention
+from convlab.tuning.facts import facts_of, holds, message_text, normal
+from convlab.replaying.driver import replay
+from convlab.tuning.sweep import tune
+from convlab.tuning.retention import RETENTION_COLUMNS, compactions, retention
 from convlab.tree import Tree
 
 from realdata import REAL, require

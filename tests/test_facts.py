@@ -1,11 +1,11 @@
-"""convlab.facts: what a text states that can be checked by string (issue 23 part 1)."""
+"""convlab.tuning.facts: what a text states that can be checked by string (issue 23 part 1)."""
 
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, strategies as st
 
-from convlab.facts import KINDS, Fact, facts_in, facts_of, holds, message_text, normal
+from convlab.tuning.facts import KINDS, Fact, facts_in, facts_of, holds, message_text, normal
 
 
 def found(text, kind):

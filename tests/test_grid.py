@@ -1,4 +1,4 @@
-"""convlab.grid: a base config spread over a grid, a config's own [convlab.tune.grid], and the shipped example
+"""convlab.tuning.grid: a base config spread over a grid, a config's own [convlab.tune.grid], and the shipped example
 that tune sweeps when given no config (issue 34: Python's tune has the command line's default)."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 import convlab
-from convlab.grid import EXAMPLE, config_grid, example_config, grid_table
-from convlab.ranking import grid_keys
-from convlab.replay.sweep import tune
+from convlab.tuning.grid import EXAMPLE, config_grid, example_config, grid_table
+from convlab.tuning.ranking import grid_keys
+from convlab.tuning.sweep import tune
 
 from test_tuning import AXES, BASE, CONVS
 

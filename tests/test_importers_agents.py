@@ -21,7 +21,7 @@ import convlab
 from agent_samples import branching_export, cline_task, codex_rows, lines, managed_agent_events, pi_v3_rows
 from agentdata import FORMATS, log_files, require, stats
 from convlab.conversation import KEPT
-from convlab.replay.plan import plan
+from convlab.replaying.plan import plan
 from convlab.tree import input_tokens, nodes_in_order
 
 CODEX = "codex/rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl"
@@ -583,7 +583,7 @@ def test_opencode_storage_is_refused_by_name_and_passed_over_whole(tmp_path):
 def test_pi_s_own_dollars_are_genai_prices_on_the_usage_as_read():
     """pi logs each call's cost: genai-prices on the usage as convlab reads it (uncached input, cache reads and
     writes apart, output) gives the same dollars, call by call: the split is the provider's."""
-    from convlab.prices import Prices
+    from convlab.replaying.prices import Prices
 
     c = read_one(PI)
     prices = Prices("claude-opus-4-5")

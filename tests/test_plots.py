@@ -1,4 +1,4 @@
-"""convlab.plots: Figures, no pyplot, no global backend change."""
+"""convlab.tuning.plots: Figures, no pyplot, no global backend change."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from convlab import plots
+from convlab.tuning import plots
 from convlab.conversation import Conversation
-from convlab.replay import replay
+from convlab.replaying.driver import replay
 from convlab.tree import Tree
 
 
@@ -94,7 +94,7 @@ def test_sweep_heatmap_writes_the_cost_under_each_value():
 def test_importing_and_plotting_leaves_pyplot_and_the_backend_alone():
     code = (
         "import sys, matplotlib; before = matplotlib.get_backend(); "
-        "from convlab import plots; import pandas as pd; "
+        "from convlab.tuning import plots; import pandas as pd; "
         "plots.sweep_heatmap(pd.DataFrame({'a': [1], 'b': [2], 'tokens_read': [3]}), 'a', 'b'); "
         "print('pyplot' if 'matplotlib.pyplot' in sys.modules else 'no pyplot', before == matplotlib.get_backend())"
     )
@@ -169,7 +169,7 @@ def test_a_plot_shows_inline_in_a_real_kernel_without_matplotlib_inline():
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(
         "import sys, pandas as pd\n"
-        "from convlab import plots\n"
+        "from convlab.tuning import plots\n"
         "fig = plots.sweep_heatmap(pd.DataFrame({'a': [1], 'b': [2], 'tokens_read': [3]}), 'a', 'b')\n"
         "print('matplotlib.pyplot' in sys.modules)\n"
         "fig"
@@ -344,7 +344,7 @@ def test_the_pareto_plot_puts_dollars_on_its_axis_for_a_ranking_by_usd():
     import pandas as pd
 
     import convlab
-    from convlab.plots import sweep_pareto
+    from convlab.tuning.plots import sweep_pareto
 
     df = pd.DataFrame({"conversation": ["c"] * 3, "source": ["c.jsonl"] * 3, "config": [0, 1, 2],
                        "window": [64000, 128000, 200000], "strategies": ["summarize"] * 3, "worker": [None] * 3,
@@ -374,7 +374,7 @@ def test_sweep_retention_plots_each_scored_config_and_says_what_it_left_out():
     import math
 
     import convlab
-    from convlab.compact import clear_tool_results, sliding_window
+    from convlab.tuning.compact import clear_tool_results, sliding_window
 
     base = "[agent.bot.context]\nwindow = 200000\n[[agent.bot.context.strategy]]\nuse = 'reset'\nover_tokens = 3000\n"
     # clear_tool_results on a chat with no tool results drops nothing: that config has no score
@@ -443,7 +443,7 @@ def test_the_retention_plot_leaves_out_or_marks_a_config_that_made_a_turn_fail()
     assert "config 2 (window=100000,\nworker=sliding_window(keep_turns=10)): 1 turn failed" in [t.get_text() for t in ax.texts]
     (crosses,) = [c for c in ax.collections if c.get_label().startswith("configs that made turns fail")]
     assert crosses.get_offsets().tolist() == [[6.2, 15.0]] and "left out" not in ax.get_title()
-    assert convlab.ranking.totals(df).loc[2, "usd"] == 6.2
+    assert convlab.tuning.ranking.totals(df).loc[2, "usd"] == 6.2
 
 
 def test_the_heatmap_hatches_the_cells_whose_configs_made_turns_fail():

@@ -7,14 +7,14 @@ import pytest
 from realdata import require
 
 import convlab
-from convlab.compact import Compaction
-from convlab.presets import NAMES, Preset
+from convlab.tuning.compact import Compaction
+from convlab.tuning.presets import NAMES, Preset
 
 
 def test_thresholds_at_200k():
     got = {p.name: p.config.strategies[0].over_tokens for p in convlab.presets("all", window=200_000)}
     assert got == {"claude-code": 167_000, "codex": 180_000, "gemini-cli": 100_000, "pi": 183_616}
-    assert convlab.presets.claude_code(window=200_000, max_output=8_000).config.strategies[0].over_tokens == 179_000
+    assert convlab.tuning.presets.claude_code(window=200_000, max_output=8_000).config.strategies[0].over_tokens == 179_000
 
 
 def test_names_lists_and_all():
@@ -105,8 +105,8 @@ def test_the_pi_preset_fires_where_pi_compacted_on_its_own_session():
     docstring says why). Its first compaction (175,004, under the threshold) was a person's /compact: the preset
     does not fire before it."""
     c = _own("pi/before-compaction.jsonl")
-    assert convlab.presets.window_of(c) == 200_000
-    preset = convlab.presets.for_log(c)
+    assert convlab.tuning.presets.window_of(c) == 200_000
+    preset = convlab.tuning.presets.for_log(c)
     assert (preset.name, preset.config.strategies[0].over_tokens) == ("pi", 183_616)
     first, second = _summaries(c)
     log = [x["call"] for x in convlab.replay(c).compactions]
@@ -122,7 +122,7 @@ def test_the_codex_preset_cannot_fire_where_codex_compacted_and_says_by_how_much
     """Codex compacted before call 185 at about 212,000 tokens, 82% of the 258,400 its log records: the preset at
     that window (232,560, 90%) does not fire there, about 20,000 tokens short (the docstring's figures)."""
     c = _own("codex/rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl")
-    preset = convlab.presets.for_log(c)
+    preset = convlab.tuning.presets.for_log(c)
     assert (preset.name, preset.config.window, preset.config.strategies[0].over_tokens) == ("codex", 258_400, 232_560)
     [summary] = _summaries(c)
     uncompacted = without_compaction(c, summary)
@@ -130,14 +130,14 @@ def test_the_codex_preset_cannot_fire_where_codex_compacted_and_says_by_how_much
     assert not any(abs(x["call"] - 185) <= 2 for x in r.limits)
     at = convlab.replay(uncompacted).calls[184]["count"]  # what the engine counts at call 185 had Codex not compacted
     assert 209_000 < at < 212_200 and 20_000 < 232_560 - at < 24_000
-    assert convlab.presets.codex.__doc__ and "20,400 tokens later" in convlab.presets.codex.__doc__
+    assert convlab.tuning.presets.codex.__doc__ and "20,400 tokens later" in convlab.tuning.presets.codex.__doc__
 
 
 @pytest.mark.realdata
 @pytest.mark.parametrize("name", ["gemini_cli/gemini.jsonl", "gemini_cli/test_conversation_gemini.json"])
 def test_the_gemini_cli_preset_does_not_fire_where_the_cli_did_not_compress(name):
     c = _own(name)
-    preset = convlab.presets.for_log(c)
+    preset = convlab.tuning.presets.for_log(c)
     assert preset.name == "gemini-cli" and preset.config.window == 1_000_000  # gemini-3-flash-preview's, or the default
     assert not convlab.replay(c, preset.config, worker=preset.worker).limits
 
@@ -148,7 +148,7 @@ def test_the_claude_code_preset_does_not_fire_before_a_manual_compaction():
     c = convlab.read(require() / "claude_code" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl.gz", progress=False)[0]
     [summary] = _summaries(c)
     assert c.tree.nodes[summary]["metadata"]["compact"] == {"trigger": "manual", "preTokens": 142431}
-    preset = convlab.presets.for_log(c)
+    preset = convlab.tuning.presets.for_log(c)
     assert (preset.name, preset.config.window) == ("claude-code", 200_000)
     at = convlab.replay(c).compactions[0]["call"]
     r = convlab.replay(without_compaction(c, summary), preset.config, worker=preset.worker)
@@ -159,14 +159,14 @@ def test_the_claude_code_preset_does_not_fire_before_a_manual_compaction():
 def test_tune_with_auto_picks_the_preset_of_the_agent_that_wrote_each_log():
     logs = [_own("codex/rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl"),
             _own("gemini_cli/gemini.jsonl"), _own("pi/large-session.jsonl")]
-    df = convlab.tune(logs, ["[agent.bot.context]", convlab.presets.AUTO], progress=False, jobs=1)
+    df = convlab.tune(logs, ["[agent.bot.context]", convlab.tuning.presets.AUTO], progress=False, jobs=1)
     auto = df[df["config"] == 1].set_index("conversation")
     assert auto.loc[logs[0].id, ["preset", "window"]].tolist() == ["codex", 258_400]
     assert auto.loc[logs[1].id, ["preset", "window"]].tolist() == ["gemini-cli", 1_000_000]
     assert auto.loc[logs[2].id, ["preset", "window"]].tolist() == ["pi", 200_000]  # its last model: claude-sonnet-4-5
     assert set(df["conversation"]) == {c.id for c in logs} and len(df) == 6
     with pytest.raises(convlab.ConfigError, match=r"presets\.auto: conversation '96ef38f0.*' \(copilot_cli\) was written by no agent"):
-        convlab.tune([_own("copilot_cli/copilot.jsonl")], convlab.presets.AUTO, progress=False)
+        convlab.tune([_own("copilot_cli/copilot.jsonl")], convlab.tuning.presets.AUTO, progress=False)
     with pytest.raises(convlab.ConfigError, match="'auto' is the preset of the agent that wrote each log"):
         convlab.presets("auto")
 

@@ -1,4 +1,4 @@
-"""convlab.prices: dollars from genai-prices, equal to its own figures, fast over many calls;
+"""convlab.replaying.prices: dollars from genai-prices, equal to its own figures, fast over many calls;
 clear errors for an unknown model or usage that cannot be priced."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import convlab
-from convlab.prices import Prices, model_ids, resolve, usd
+from convlab.replaying.prices import Prices, model_ids, resolve, usd
 
 MODELS = ["claude-sonnet-4-5", "anthropic:claude-opus-4-6", "anthropic:claude-haiku-4-5", "openai:gpt-4o", "gpt-4.1-mini",
           "google:gemini-2.5-pro"]

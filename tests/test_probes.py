@@ -1,4 +1,4 @@
-"""convlab.replay.probes: what a judge can still answer about what a compaction dropped (issue 23 part 2)."""
+"""convlab.tuning.probes: what a judge can still answer about what a compaction dropped (issue 23 part 2)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from ci_support import cannot_run
 
 import convlab
 from convlab.engine import chat_worker
-from convlab.facts import message_text
-from convlab.replay import replay, tune
-from convlab.replay.compactions import PROBE_COLUMNS, RETENTION_COLUMNS, compactions, retention, retention_cost
-from convlab.replay.probes import ANSWER, GRADE, WINDOW_SHARE, Judge, Probed, grade, questions_from
+from convlab.tuning.facts import message_text
+from convlab.replaying.driver import replay
+from convlab.tuning.sweep import tune
+from convlab.tuning.retention import PROBE_COLUMNS, RETENTION_COLUMNS, compactions, retention, retention_cost
+from convlab.tuning.probes import ANSWER, GRADE, WINDOW_SHARE, Judge, Probed, grade, questions_from
 from convlab.tokens import count_tokens
 
 from retention_support import Knowing, config, conv, said, turns
@@ -247,7 +248,7 @@ def test_a_real_local_judge_end_to_end_then_from_the_cache(tmp_path):
 
 def test_one_message_longer_than_the_judge_window_is_cut_to_it_in_tokens():
     """Hex and CJK count more than a token per character: the cut is by tokens, not by characters."""
-    from convlab.replay.probes import _newest
+    from convlab.tuning.probes import _newest
 
     for text in ("a3f9" * 2000, "漢字仮名交じり文" * 600, "word " * 3000):
         [kept] = _newest([{"role": "user", "content": text}], 200)

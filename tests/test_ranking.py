@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 import convlab
-from convlab.ranking import RANK_COLUMNS, config_label, grid_keys, short_keys
-from convlab.replay import tune
+from convlab.tuning.ranking import RANK_COLUMNS, config_label, grid_keys, short_keys
+from convlab.tuning.sweep import tune
 
 from realdata import REAL, require
 from test_tuning import BASE, CONVS, hidden_prompt_conv

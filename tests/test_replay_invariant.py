@@ -16,12 +16,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import convlab
-from convlab import compact
+from convlab.tuning import compact
 from convlab.conversation import Conversation
 from convlab.importers import FORMATS
 from convlab.jsondata import repaired
-from convlab.replay import replay
-from convlab.replay.plan import plan
+from convlab.replaying.driver import replay
+from convlab.replaying.plan import plan
 from convlab.tree import Tree
 
 from agent_samples import cline_task, managed_agent_events
@@ -108,7 +108,7 @@ def test_a_generated_log_replays_exactly(c):
 def test_a_fork_of_a_generated_log_goes_on_as_the_replay_did(c, data):
     """A sweep forks replays between turns (through the session log's lines): what it goes on from holds the
     log's values as they were read, and the fork ends as the whole replay did."""
-    from convlab.replay import Replayer
+    from convlab.replaying.driver import Replayer
 
     p = plan(c)
     whole = Replayer(p, "").run()
@@ -336,7 +336,7 @@ def test_under_any_config_and_worker_the_costs_hold_together(c, config, worker, 
     dollars are genai-prices' over them, and the frame's figures are their sums."""
     import math
 
-    from convlab.prices import Prices
+    from convlab.replaying.prices import Prices
 
     r = replay(c, config, worker=worker, model="claude-sonnet-4-5", prompt_cache=rule)
     prices = Prices("claude-sonnet-4-5")

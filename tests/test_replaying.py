@@ -7,8 +7,9 @@ import pytest
 
 import convlab
 from convlab.conversation import Conversation
-from convlab.replay import ReplayLLM, replay
-from convlab.replay.plan import plan
+from convlab.replaying.model import ReplayLLM
+from convlab.replaying.driver import replay
+from convlab.replaying.plan import plan
 from convlab.tree import Tree
 
 from realdata import REAL, require
@@ -115,7 +116,7 @@ def test_summary_root_is_replayed_as_context_replace():
 
 def test_a_fork_knows_where_the_log_compacted():
     """Replay.compactions of a replay forked after the log's compaction equals that of a replay from the start."""
-    from convlab.replay import Replayer
+    from convlab.replaying.driver import Replayer
 
     rows = [
         ("u1", None, "user", "long work " * 50, {"time": 0.0}),
@@ -141,7 +142,7 @@ def test_a_closed_replayer_is_freed_without_the_cyclic_collector():
     import gc
     import weakref
 
-    from convlab.replay import Replayer
+    from convlab.replaying.driver import Replayer
 
     p = plan(conv(long_rows(6)))
     config = "[agent.bot.context]\n[[agent.bot.context.strategy]]\nuse = 'summarize'\nover_tokens = 3000\n"
@@ -530,13 +531,16 @@ def test_a_reply_whose_turn_failed_shifts_no_later_call_onto_it():
 
 @pytest.mark.parametrize("first", [
     "import convlab",
-    "import convlab.replay.plan",
-    "from convlab.replay import Replay",
+    "import convlab.replaying.plan",
+    "import convlab.tuning.presets as p",
+    "from convlab.replaying.result import Replay",
     "from convlab import replay",
 ])
-def test_convlab_replay_is_the_package_and_the_function_whatever_is_imported_first(first):
-    """Issue 21: convlab.replay is a package (convlab/replay/) and, as before, the function: convlab.replay(conv)
-    and from convlab.replay import Replay both work, in a fresh interpreter, whichever import comes first."""
+def test_convlab_replay_and_tune_are_functions_whatever_is_imported_first(first):
+    """Issue 36: functions are functions. convlab.replay and convlab.tune are the functions, in a fresh
+    interpreter, whichever import comes first; their packages (convlab/replaying/, convlab/tuning/) have other
+    names, so a module is imported by its path (``import convlab.tuning.presets as p``) and nothing is a
+    callable module. (Issue 21 had the package callable as the function.)"""
     import subprocess
     import sys
 
@@ -547,14 +551,19 @@ from convlab.tree import Tree
 t = Tree(); t.add({{"id": "u1", "role": "user", "content": "hi"}}, None); t.add({{"id": "a1", "role": "assistant", "content": "yo"}}, "u1")
 t.head = "a1"
 c = convlab.Conversation(t, id="c")
-from convlab.replay import Replay, replay
-import convlab.replay.plan as plan_module
+from convlab.replaying.result import Replay
+from convlab.replaying.driver import replay
+import convlab.replaying.plan as plan_module
+import convlab.tuning.presets as presets_module
 from convlab import replay as face
-assert isinstance(convlab.replay, types.ModuleType) and face is convlab.replay and isinstance(plan_module, types.ModuleType)
+assert isinstance(convlab.replay, types.FunctionType) and face is convlab.replay is replay
+assert isinstance(plan_module, types.ModuleType) and not callable(plan_module) and not callable(presets_module)
 assert isinstance(convlab.replay(c), Replay) and isinstance(face(c, None), Replay) and isinstance(replay(c), convlab.Replay)
 assert list(inspect.signature(convlab.replay).parameters)[:2] == ["conversation", "config"]
-assert convlab.tune is convlab.replay.tune and convlab.config_grid is convlab.replay.config_grid
-assert convlab.ReplayLLM is convlab.replay.ReplayLLM and convlab.tune_cost is convlab.replay.tune_cost
+assert convlab.tune is convlab.tuning.sweep.tune and convlab.config_grid is convlab.tuning.grid.config_grid
+assert convlab.ReplayLLM is convlab.replaying.model.ReplayLLM and convlab.tune_cost is convlab.tuning.sweep.tune_cost
+assert convlab.presets is presets_module.presets and convlab.search is convlab.tuning.search.search
+assert isinstance(convlab.tune, types.FunctionType) and isinstance(convlab.search, types.FunctionType)
 print(repr(convlab.replay(c)))
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)

@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 import convlab
-import convlab.search as searching
+import convlab.tuning.search as searching
 from convlab.cli import main
-from convlab.compact import clear_tool_results
-from convlab.replay.sweep import tune
+from convlab.tuning.compact import clear_tool_results
+from convlab.tuning.sweep import tune
 
 from test_ranking import hidden_prompt_conv
 from test_tuning import BASE, conv
@@ -180,7 +180,7 @@ def test_a_bad_objective_constraint_or_count_is_an_error_naming_it(kwargs, match
 
 def test_a_judge_goes_to_tune_and_retained_is_a_measure():
     """retained (tune's, with judge=) as a constraint: a trial is feasible exactly where it keeps the floor."""
-    from convlab.replay.probes import Judge
+    from convlab.tuning.probes import Judge
     from retention_support import Knowing, conv, turns
 
     base = "[agent.bot.context]\n[[agent.bot.context.strategy]]\nuse = 'reset'\nover_tokens = 1500"

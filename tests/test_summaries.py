@@ -1,4 +1,4 @@
-"""convlab.replay.summaries: a summarizer behind an on-disk cache (issue 12 part 2)."""
+"""convlab.replaying.summaries: a summarizer behind an on-disk cache (issue 12 part 2)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 import convlab
 from convlab.providers import EchoLLM
-from convlab.replay.summaries import Summaries, default_folder, model_of, request_key, summaries_for
+from convlab.replaying.summaries import Summaries, default_folder, model_of, request_key, summaries_for
 
 
 def request(text, prompt="Summarize.", model=None, ids=True):

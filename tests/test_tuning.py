@@ -9,13 +9,14 @@ import pandas as pd
 import pytest
 
 import convlab
-import convlab.replay.plan as plan_module
+import convlab.replaying.plan as plan_module
 from convlab.conversation import Conversation
-from convlab.replay import ExactCounts, Replayer, replay
-from convlab.replay.plan import plan
+from convlab.replaying.plan import ExactCounts
+from convlab.replaying.driver import Replayer, replay
+from convlab.replaying.plan import plan
 from convlab.tree import Tree
 from convlab.context import coerce
-from convlab.replay.sweep import COLUMNS, Setup, config_grid, rows, tune, tune_cost
+from convlab.tuning.sweep import COLUMNS, Setup, config_grid, rows, tune, tune_cost
 
 from realdata import REAL, require
 
@@ -195,7 +196,7 @@ def test_shared_replays_carry_the_hidden_overhead_into_forks():
 def test_shared_replays_equal_replaying_every_config_with_workers_among_them():
     """Issue 22 (3): configs that differ only in the worker answering their limits share the replay up to the
     first limit a worker answers, and each row still equals its own replay from the start."""
-    from convlab import compact
+    from convlab.tuning import compact
 
     counts = ExactCounts()
     docs = config_grid(BASE, AXES)
@@ -310,7 +311,7 @@ def _no_usage(c):
     ({"overhead": 1.5}, "overhead must be a whole number of tokens"),
 ])
 def test_bad_knobs_say_what_to_pass_before_any_work(knobs, message, monkeypatch):
-    monkeypatch.setattr(convlab.replay.sweep, "plan", lambda c: pytest.fail("work started"))
+    monkeypatch.setattr(convlab.tuning.sweep, "plan", lambda c: pytest.fail("work started"))
     with pytest.raises(ValueError, match=message):
         tune(CONVS, BASE, progress=False, **knobs)
     monkeypatch.setattr(plan_module, "count_batch", lambda *a: pytest.fail("work started"))
@@ -380,7 +381,7 @@ def test_worker_processes_give_the_frame_one_process_gives(tmp_path, monkeypatch
     import multiprocessing
     import os
 
-    import convlab.replay.sweep as sweep
+    import convlab.tuning.sweep as sweep
 
     if "fork" not in multiprocessing.get_all_start_methods():
         pytest.skip("the spy below reaches the workers only through fork")
@@ -418,7 +419,7 @@ def test_one_conversation_on_two_jobs_replays_its_baseline_once_here(tmp_path, m
     import multiprocessing
     import os
 
-    import convlab.replay.sweep as sweep
+    import convlab.tuning.sweep as sweep
 
     if "fork" not in multiprocessing.get_all_start_methods():
         pytest.skip("the workers see the baseline and the spies only through fork")
@@ -515,7 +516,7 @@ class Counting:
         return {"content": f"summary: {read} tokens read", "usage": {"input_tokens": read, "output_tokens": 6}}
 
     def keys(self):
-        from convlab.replay.summaries import model_of, request_key
+        from convlab.replaying.summaries import model_of, request_key
 
         return [request_key(model_of(self, q), q) for q in self.requests]
 

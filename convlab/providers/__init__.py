@@ -30,7 +30,7 @@ A provider is any object with ``complete(request) -> reply`` that raises
 
 The fakes (``EchoLLM``, ``ScriptedLLM``) live in ``convlab.providers.fakes``
 (``ReplayLLM``, the logged replies a replay answers with, in
-``convlab.replay.model``); ``OpenAIChat`` and ``AnthropicChat`` each in the
+``convlab.replaying.model``); ``OpenAIChat`` and ``AnthropicChat`` each in the
 module of their SDK, which is imported only when one is made.
 """
 

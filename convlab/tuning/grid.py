@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .context import ContextConfig, TomlSource, coerce, load_config, toml_document
-from .errors import ConfigError
+from ..context import ContextConfig, TomlSource, coerce, load_config, toml_document
+from ..errors import ConfigError
 
 __all__ = ["config_grid", "grid_table", "example_config", "EXAMPLE"]
 
@@ -33,7 +33,7 @@ def example_config() -> Path:
     packaged = resources.files("convlab").joinpath(EXAMPLE)
     if packaged.is_file():
         return Path(str(packaged))
-    return Path(__file__).resolve().parents[1] / EXAMPLE
+    return Path(__file__).resolve().parents[2] / EXAMPLE
 
 
 def grid_table(doc: Mapping[str, Any]) -> dict[str, list[Any]]:

@@ -33,9 +33,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import toolcalls
-from .context import kept
-from .tokens import content_chars, estimate
+from .. import toolcalls
+from ..context import kept
+from ..tokens import content_chars, estimate
 
 __all__ = ["clear_tool_results", "summary_tail", "sliding_window", "Compaction", "PLACEHOLDER"]
 
@@ -49,7 +49,7 @@ class Compaction:
     """A worker whose answer to ``context.limit`` is its own compaction (subclasses say which)."""
 
     def __call__(self, decision: Mapping[str, Any]) -> list[dict[str, Any]]:
-        from .engine import chat_worker  # the engine imports nothing of this module; the arrow points one way
+        from ..engine import chat_worker  # the engine imports nothing of this module; the arrow points one way
 
         if decision["type"] != "context.limit":
             return chat_worker(decision)

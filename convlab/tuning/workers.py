@@ -6,7 +6,7 @@ default, or to a dask.distributed cluster. Every unit runs the same function (th
 ``rows``, given here), so every way gives the same frame, row for row. With
 a summarizer, a worker's summary calls come back to the calling process
 (``_Asker`` there, ``_Answering`` here): the provider stays where it is. A
-judge's calls (``convlab.replay.probes``) take the same channel: the
+judge's calls (``convlab.tuning.probes``) take the same channel: the
 worker's judge is a ``Relayed`` one that marks its requests.
 """
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
-from .plan import ExactCounts, Plan
+from ..replaying.plan import ExactCounts, Plan
 from .probes import Relayed
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     import distributed
 
-    from .model import Summarize
+    from ..replaying.model import Summarize
 
 #: The summary channel a worker is given: the requests queue, one answers queue per worker, the next index.
 Channel = tuple["multiprocessing.queues.Queue[Any]", list["multiprocessing.queues.Queue[Any]"],

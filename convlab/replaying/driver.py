@@ -597,7 +597,7 @@ def replay(conversation: Conversation, config: ConfigLike = None, *, agent: str 
     prices every call in dollars (``calls[i]["usd"]``); ``prompt_cache``
     (``"anthropic"``, ``"openai"``, None; ``"auto"``: the model's rule, else
     the log's model's) and ``cache_ttl`` predict each call's ``cached`` and
-    ``cache_write`` (``convlab.replay.cost``; ``cache`` names the summary
+    ``cache_write`` (``convlab.replaying.cost``; ``cache`` names the summary
     cache's folder).
 
     Summary calls get a stand-in summary (the log has none), unless
@@ -605,7 +605,7 @@ def replay(conversation: Conversation, config: ConfigLike = None, *, agent: str 
     the log, summaries from that model, each made once and kept in the
     summary cache (``cache``: None for ``$XDG_CACHE_HOME/convlab/summaries``,
     a folder, or False for none; see ``convlab.tune`` and
-    ``convlab.replay.summaries``).
+    ``convlab.replaying.summaries``).
 
     >>> from convlab.tree import Tree
     >>> t = Tree()

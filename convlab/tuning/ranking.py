@@ -23,9 +23,9 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .context import MARGIN, ContextConfig
-from .errors import TuneWarning
-from .tables import plain
+from ..context import MARGIN, ContextConfig
+from ..errors import TuneWarning
+from ..tables import plain
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -236,7 +236,7 @@ def rank(df: pd.DataFrame, by: str = "tokens", *, min_retained: float | None = N
     the config's index; with ``failed=True``, the configs that broke turns
     last, in the same order among themselves. The smallest window always reads the least, so
     ``saved`` alone does not rank: read it against ``summaries``, ``resets``
-    and ``stale`` (``convlab.plots.sweep_pareto`` draws it).
+    and ``stale`` (``convlab.tuning.plots.sweep_pareto`` draws it).
 
     A ``TuneWarning`` for each config that
 

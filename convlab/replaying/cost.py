@@ -1,8 +1,8 @@
 """What a replay's calls cost: the prompt cache predicted call by call, and dollars.
 
 A replay knows what each model call read (its path, at its time). The prompt
-cache (``convlab.cache``) says how much of that a provider reads from its
-cache and how much it writes to it; genai-prices (``convlab.prices``) says
+cache (``convlab.replaying.prompt_cache``) says how much of that a provider reads from its
+cache and how much it writes to it; genai-prices (``convlab.replaying.prices``) says
 what that costs. Both need each call's input as the provider counts it, which
 the transcript alone does not say: the hidden prompt (system and tools), the
 provider's tokenizer against o200k_base, and what other sessions left warm in
@@ -42,11 +42,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..cache import PromptCache, default_rule, rule
-from ..prices import Prices
 from ..tokens import content_text
 from ..tree import input_tokens
 from .plan import ExactCounts, Plan
+from .prices import Prices
+from .prompt_cache import PromptCache, default_rule, rule
 
 if TYPE_CHECKING:
     from ..engine import Session
@@ -106,7 +106,7 @@ def fit(p: Plan, counts: ExactCounts, overhead: int = 0) -> Fit:
 
     >>> from convlab.tree import Tree
     >>> from convlab.conversation import Conversation
-    >>> from convlab.replay.plan import plan
+    >>> from convlab.replaying.plan import plan
     >>> t = Tree()
     >>> _ = t.add({"id": "u1", "role": "user", "content": "hi " * 100}, None)
     >>> _ = t.add({"id": "a1", "role": "assistant", "content": "ok", "metadata": {"model": "m"},

@@ -13,7 +13,7 @@ The three prompts (``QUESTIONS``, ``ANSWER``, ``GRADE``) and their rules:
 - questions: one call over the dropped span (its messages as plain text,
   then the ``QUESTIONS`` prompt). The reply's first JSON array or object
   is read (``questions_from``): pairs with a non-empty ``question`` and
-  ``answer`` whose answer the span states (``convlab.facts.holds`` on the
+  ``answer`` whose answer the span states (``convlab.tuning.facts.holds`` on the
   span's normal form); up to ``n``. A reply with no JSON is asked again
   once (``RETRY``, after the bad reply); twice bad, the compaction has no
   probes, and a note says so;
@@ -29,7 +29,7 @@ o200k_base tokens) is cut to its newest messages that fit.
 
 Every call goes through a ``Judge``: a provider behind a disk cache keyed by
 the model, the prompt and the exact input, as summaries are
-(``convlab.replay.summaries``; the folder ``$XDG_CACHE_HOME/convlab/judge``,
+(``convlab.replaying.summaries``; the folder ``$XDG_CACHE_HOME/convlab/judge``,
 ``cache=False`` in memory), so a rerun makes no call. Calls are made in the
 calling process only: a sweep's worker processes hold a ``Relayed`` judge
 that sends each request back there, as their summary calls go.
@@ -49,10 +49,10 @@ from typing import Any, Protocol
 
 from .. import providers
 from ..errors import ProviderError
-from ..facts import Fact, holds, message_text, normal
+from ..replaying.model import Summarize
+from ..replaying.summaries import Summaries, SummaryFolder, default_folder
 from ..tokens import count_tokens
-from .model import Summarize
-from .summaries import Summaries, SummaryFolder, default_folder
+from .facts import Fact, holds, message_text, normal
 
 __all__ = ["QUESTIONS", "RETRY", "ANSWER", "GRADE", "Judge", "JudgeCost", "Relayed", "Probed", "Asking",
            "questions_from", "grade", "probe", "judge_for", "check_probes", "DEFAULT_WINDOW", "WINDOW_SHARE", "JUDGE_KEY"]
@@ -200,7 +200,7 @@ def _first_json(text: str) -> Any:
 def questions_from(reply_text: str, span_text: str, n: int) -> list[tuple[str, str]] | None:
     """The question/answer pairs of a judge's reply, checked: the first JSON array or object in it
     (an object is one pair, or holds the list of them), each pair's ``question`` and ``answer``
-    non-empty strings and the answer stated by ``span_text`` (normal forms, ``convlab.facts.holds``);
+    non-empty strings and the answer stated by ``span_text`` (normal forms, ``convlab.tuning.facts.holds``);
     the first ``n``, each question once. None when the reply holds no JSON (asked again once).
 
     >>> questions_from('Sure: [{"question": "Who?", "answer": "Ada"}, {"question": "When?", "answer": "May"}]', "Ask Ada.", 5)

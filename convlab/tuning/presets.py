@@ -12,7 +12,7 @@ characters, docs/protocol.md 5.1), not the peer's tokenizer, and the engine's ow
 headroom still applies (a strategy fires above ``window - 16000`` whatever
 its ``over_tokens``), so a preset that would fire later than that fires there.
 
-The module is callable: ``convlab.presets("pi")`` is ``convlab.presets.presets("pi")``.
+``convlab.presets`` is the function ``presets`` (this module is ``convlab.tuning.presets``).
 
 Each preset is also measured against its agent's own log (the shared sessions in
 ``../shared/data/agents``, tests/test_presets.py): replayed on its own session,
@@ -29,17 +29,15 @@ log does not show), its docstring says by how much and why. ``AUTO`` among
 
 from __future__ import annotations
 
-import sys
-import types
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
+from ..context import ContextConfig, Strategy
+from ..errors import ConfigError
 from .compact import Compaction, summary_tail
-from .context import ContextConfig, Strategy
-from .errors import ConfigError
 
 if TYPE_CHECKING:
-    from .conversation import Conversation
+    from ..conversation import Conversation
 
 __all__ = ["presets", "Preset", "NAMES", "claude_code", "codex", "gemini_cli", "pi", "AUTO", "Auto", "AGENTS", "for_log",
            "window_of", "by_agent"]
@@ -208,7 +206,7 @@ def presets(name: str | Sequence[str] = "all", window: int | None = None) -> lis
         names = list(NAMES)
     if "auto" in names:
         raise ConfigError("presets", "'auto' is the preset of the agent that wrote each log, which needs the log: give "
-                                     "convlab.presets.AUTO among convlab.tune's configs (convlab tune --preset auto)")
+                                     "convlab.tuning.presets.AUTO among convlab.tune's configs (convlab tune --preset auto)")
     unknown = [n for n in names if n not in NAMES]
     if unknown or not names:
         raise ConfigError("presets", f"unknown preset {(unknown or [str(name)])[0]!r} (known: {', '.join(NAMES)}, or all)")
@@ -232,8 +230,8 @@ def window_of(conversation: Conversation) -> int | None:
         return recorded
     if conversation.format not in ("pi", "gemini_cli"):
         return None
-    from .errors import PriceError
-    from .prices import resolve
+    from ..errors import PriceError
+    from ..replaying.prices import resolve
 
     models = conversation.metadata.get("models")
     for model in reversed(models if isinstance(models, list) else []):
@@ -282,13 +280,3 @@ def by_agent(conversations: Sequence[Conversation], configs: Sequence[_C]) -> li
         assert window is not None, "a preset has a window"
         groups.setdefault((preset.name, window), ([], preset))[0].append(c)
     return [(convs, [preset if isinstance(x, Auto) else x for x in configs]) for convs, preset in groups.values()]
-
-
-class _CallableModule(types.ModuleType):
-    """``convlab.presets(...)`` calls ``presets``: the module and its one verb share a name."""
-
-    def __call__(self, name: str | Sequence[str] = "all", window: int | None = None) -> list[Preset]:
-        return presets(name, window)
-
-
-sys.modules[__name__].__class__ = _CallableModule

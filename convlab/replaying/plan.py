@@ -2,7 +2,7 @@
 
 It depends only on the conversation, so it is made once and reused by every
 config of a sweep (``convlab.tune``); ``ExactCounts`` tokenizes every message
-text of a sweep once. How the log becomes protocol traffic: ``convlab.replay.driver``.
+text of a sweep once. How the log becomes protocol traffic: ``convlab.replaying.driver``.
 """
 
 from __future__ import annotations

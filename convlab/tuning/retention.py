@@ -5,7 +5,7 @@ for every compaction a replay made. A compaction is read from what the
 ``Replay`` records (its session's ``context.replaced`` events, its
 ``limits``, ``summary_calls`` and ``compactions``), never from the driver.
 
-What the score means (``retention``; ``convlab.facts`` is the rule for a
+What the score means (``retention``; ``convlab.tuning.facts`` is the rule for a
 fact):
 
 - ``dropped``: the messages of the old history (root to the head before the
@@ -34,17 +34,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..engine import SUMMARY_PREFIX
-from ..facts import KINDS, Fact, facts_of, holds, message_text, normal
+from ..replaying.summaries import SummaryFolder
 from ..tokens import content_chars, content_text, estimate
+from .facts import KINDS, Fact, facts_of, holds, message_text, normal
 from .probes import Asking, Judge, JudgeCost, Probed, check_probes, judge_for, probe
-from .summaries import SummaryFolder
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from ..engine import Session
     from ..providers import Provider
-    from .result import Replay
+    from ..replaying.result import Replay
 
 __all__ = ["Compaction", "compactions", "retention", "retention_cost", "facts_kept", "retained", "RETENTION_COLUMNS",
            "PROBE_COLUMNS", "LOST_SHOWN"]
@@ -147,7 +147,7 @@ def compactions(replay: Replay) -> list[Compaction]:
     >>> [(c.source, c.call, c.summary, c.summary_by, len(c.dropped()), c.facts_kept()) for c in compactions(run(Conversation(t, id="c")))]
     [('log', 2, 'Deployed /srv/app.', 'log', 2, 0.5)]
     """
-    from .result import Replay  # here: result imports this module
+    from ..replaying.result import Replay  # here: result imports this module
 
     if not isinstance(replay, Replay):
         what = type(replay).__name__
@@ -226,8 +226,8 @@ def retention(replay: Replay, judge: Provider | Judge | None = None, probes: int
     (the share the new context still holds: 1.0 when nothing was dropped, NaN when no fact was) and
     ``lost`` (a few lost facts, ``"; "``-joined, for reading). The module docstring pins what each means.
 
-    With ``judge`` (a provider, e.g. ``convlab.LocalChat()``, or a ``convlab.replay.probes.Judge``), each
-    compaction is probed too (``convlab.replay.probes``): one call asks the judge for up to ``probes``
+    With ``judge`` (a provider, e.g. ``convlab.LocalChat()``, or a ``convlab.tuning.probes.Judge``), each
+    compaction is probed too (``convlab.tuning.probes``): one call asks the judge for up to ``probes``
     question/answer pairs about the dropped span (JSON, checked, asked again once when it is not
     JSON); each question is asked in a prompt of its own, once after the full history before the
     compaction and once after the compacted one; each answer is graded against the reference (the

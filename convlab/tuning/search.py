@@ -16,7 +16,7 @@ twice) is not replayed again. When every dimension of the space is a list of
 choices and ``trials`` is at least the grid's size, every point of the grid is
 scored, once, in one batch: the search is then exact (the best of the grid).
 
-The module is callable: ``convlab.search(...)`` is ``convlab.search.search(...)``.
+``convlab.search`` is the function ``search`` (this module is ``convlab.tuning.search``).
 Optuna is the ``search`` extra (``pip install 'convlab[search]'``), imported
 when a search runs.
 """
@@ -25,34 +25,32 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import inspect
 import itertools
 import json
 import math
 import re
-import sys
 import types
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from .context import MARGIN, TomlSource, load_config, toml_document
-from .conversation import Conversation
-from .errors import ConfigError
+from ..context import MARGIN, TomlSource, load_config, toml_document
+from ..conversation import Conversation
+from ..errors import ConfigError
+from ..replaying.driver import limit_worker
 from .grid import config_grid
 from .presets import Preset
 from .ranking import totals
-from .replay.driver import limit_worker
-from .replay.sweep import COLUMNS, tune
+from .sweep import COLUMNS, tune
 
 if TYPE_CHECKING:
     import optuna
     import pandas as pd
     from tqdm import tqdm
 
-    from .engine import Worker
-    from .providers import Provider
+    from ..engine import Worker
+    from ..providers import Provider
 
 __all__ = ["search", "SearchResult", "check", "default_space", "OPS", "OBJECTIVES", "BATCH"]
 
@@ -437,7 +435,7 @@ def search(
     never wins, and so is one whose objective is NaN (``facts_kept`` where nothing was compacted).
     ``judge`` goes to ``tune`` (its ``retained`` column).
 
-    Every figure is the config's over the whole corpus, as ``convlab.ranking.totals`` makes it from
+    Every figure is the config's over the whole corpus, as ``convlab.tuning.ranking.totals`` makes it from
     tune's rows: what a user would pay or save over all of ``conversations`` (``usd`` and ``tokens_read``
     summed, ``saved`` the share of the summed baseline, ``facts_kept`` the mean of the conversations'),
     so ``best_value`` is the figure ``convlab tune`` shows for that config over the same logs. The
@@ -531,7 +529,7 @@ class _Scorer:
         return {"agent": {self.agent: {"context": copy.deepcopy(doc["agent"][self.agent]["context"])}}}, values.get("worker")
 
     def __call__(self, points: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        from .context import coerce
+        from ..context import coerce
 
         keys, new = [], {}
         for values in points:
@@ -548,7 +546,7 @@ class _Scorer:
 
 def _totals(df: pd.DataFrame) -> list[dict[str, Any]]:
     """Per config of a tune frame (in order): its labels, and each measure over every conversation
-    (``convlab.ranking.totals``: counts, tokens and dollars summed, shares of the sums)."""
+    (``convlab.tuning.ranking.totals``: counts, tokens and dollars summed, shares of the sums)."""
     import pandas as pd
 
     table = totals(df).drop(columns=["conversations", "preset"], errors="ignore")
@@ -609,14 +607,3 @@ def _result(checked: _Checked, study: optuna.Study, rows: list[dict[str, Any]], 
 def _decoded(dimensions: Sequence[_Dimension], params: Mapping[str, Any]) -> dict[str, Any]:
     """A trial's values from what Optuna recorded (a choice given by index, decoded)."""
     return {d.key: d.choices[params[d.key]] if d.choices is not None and d.by_index else params[d.key] for d in dimensions}
-
-
-class _CallableModule(types.ModuleType):
-    """``convlab.search(...)`` calls ``search``: the module and its one verb share a name."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> SearchResult:
-        return search(*args, **kwargs)
-
-
-__signature__ = inspect.signature(search)  # what help() and a notebook's completion show for convlab.search(...)
-sys.modules[__name__].__class__ = _CallableModule

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ..engine import Session
-from .compactions import facts_kept
+from ..tuning.retention import facts_kept
 
 __all__ = ["Replay", "Figures"]
 
@@ -57,7 +57,7 @@ class Replay:
       ran) and ``head`` (the last message it read); and, when the replay was
       costed (``replay(..., model=...)``, or a log whose own model has a cache
       rule), ``cached`` and ``cache_write`` (the prompt cache predicted:
-      ``convlab.replay.cost``), ``logged_cached`` (the log's cache read where
+      ``convlab.replaying.cost``), ``logged_cached`` (the log's cache read where
       its usage applies, else None), ``output`` (the logged reply's output
       tokens) and ``usd`` (genai-prices' price of the call, None without a
       model);

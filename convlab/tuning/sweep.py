@@ -41,16 +41,16 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..context import ContextConfig, Strategy, TomlSource, applies, coerce, toml_document
 from ..conversation import Conversation
-from ..grid import config_grid, example_config, grid_table
-from ..presets import Auto, Preset, by_agent
+from ..replaying.driver import Replayer, limit_worker, pricing_for
+from ..replaying.model import ReplayLLM, Summarize
+from ..replaying.plan import ExactCounts, Plan, plan
+from ..replaying.result import Figures, Replay
+from ..replaying.summaries import Summaries, SummaryCost, SummaryFolder, summaries_for
 from . import workers
-from .compactions import retained
-from .driver import Replayer, limit_worker, pricing_for
-from .model import ReplayLLM, Summarize
-from .plan import ExactCounts, Plan, plan
+from .grid import config_grid, example_config, grid_table
+from .presets import Auto, Preset, by_agent
 from .probes import JUDGE_KEY, Asking, Judge, check_probes, judge_for
-from .result import Figures, Replay
-from .summaries import Summaries, SummaryCost, SummaryFolder, summaries_for
+from .retention import retained
 
 if TYPE_CHECKING:
     import distributed
@@ -244,7 +244,7 @@ def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, Setup]], age
     must equal). ``knobs`` are the cost model's (``Replayer``'s
     ``summary_size`` and ``overhead``). With ``judge`` (a ``Judge``, or in a
     worker process a ``Relayed`` one), each replay's ``retained`` is probed
-    once, before it is closed (``convlab.replay.compactions.retained``).
+    once, before it is closed (``convlab.tuning.retention.retained``).
     """
     if base is None:
         base = _Baseline.run(p, counts, agent, summarize=summarize, knobs=knobs)
@@ -322,7 +322,7 @@ def tune(
     config that ``convlab.config_grid`` spreads over the grid's keys, each of
     which becomes a column. One TOML config given no ``grid`` is spread over
     its own ``[convlab.tune.grid]`` table, when it has one; no config at all
-    is the shipped example (``convlab.grid.example_config()``: a reset after
+    is the shipped example (``convlab.tuning.grid.example_config()``: a reset after
     ``idle_secs``, else a summary past ``window - 16000``) over its grid, as
     ``convlab tune`` sweeps without ``--config``. ``worker`` answers every config's
     ``context.limit`` (None: the engine's proposal; a compaction of
@@ -330,7 +330,7 @@ def tune(
     ``"worker"`` axis sweeps workers (None among them for the engine's) beside
     the other keys. A ``convlab.presets`` preset among ``configs`` brings its
     own worker, and the frame a ``preset`` column naming each;
-    ``convlab.presets.AUTO`` is the preset of the agent that wrote each log, at
+    ``convlab.tuning.presets.AUTO`` is the preset of the agent that wrote each log, at
     the window its log records (``presets.for_log``): the conversations are
     swept in groups, one per agent, their rows one group after the other.
 
@@ -373,7 +373,7 @@ def tune(
     the log's own usage (only calls whose logged usage applies; NaN where
     none do), as the signed mean and the 95th percentile of the absolute
     error. What the calls cost (``convlab.replay`` and
-    ``convlab.replay.cost`` say how): ``cached`` and ``cache_write`` (the
+    ``convlab.replaying.cost`` say how): ``cached`` and ``cache_write`` (the
     prompt cache predicted, summed over the model calls), ``logged_cached``
     (the log's cache reads where its usage applies; NaN where none),
     ``err_cached_mean`` / ``err_cached_p95`` (predicted less logged, per
@@ -389,7 +389,7 @@ def tune(
     dropped that the new context still states (``convlab.retention``), its
     stand-in summaries left out; NaN when none counts. ``retained``: with
     ``judge`` (a provider, e.g. ``convlab.LocalChat()``, or a
-    ``convlab.replay.probes.Judge`` for a cache folder of its own), the mean
+    ``convlab.tuning.probes.Judge`` for a cache folder of its own), the mean
     over the replay's compactions of ``convlab.retention``'s ``retained``
     (``probes`` questions about what each dropped, asked with the full and
     the compacted history), stand-in summaries left out (and not probed);
@@ -423,7 +423,7 @@ def tune(
     To read the trade-off, ``convlab.rank(df)`` ranks the configs over every
     conversation (tokens saved against the baseline, against summaries,
     resets and stale replies) and warns about configs whose figures mislead;
-    ``convlab.plots.sweep_pareto`` draws it.
+    ``convlab.tuning.plots.sweep_pareto`` draws it.
 
     Summaries: a log holds no reply for a summary it never asked for, so
     without ``summarizer`` a summary call gets a stand-in (a few words of each
@@ -441,7 +441,7 @@ def tune(
     four per job, since they mostly wait), so the provider and its client are
     never pickled; a dask cluster cannot take a summarizer. A summary call
     takes no time on the replay's clock, which follows the log. The frame's
-    ``attrs["summary_cost"]`` (a ``convlab.replay.SummaryCost``) says what
+    ``attrs["summary_cost"]`` (a ``convlab.replaying.summaries.SummaryCost``) says what
     the summaries cost: ``calls`` made and the ``input_tokens`` they read (the
     provider's usage), ``cached`` summaries the disk answered. What later
     calls read depends on what the summarizer wrote, so a rerun gives the
@@ -480,7 +480,7 @@ def tune(
     >>> df[["strategy[0].idle_secs", "calls", "limits_idle", "resets", "tokens_read"]].values.tolist()
     [[600, 2, 1, 1, 402], [86400, 2, 0, 0, 804]]
     """
-    if any(isinstance(c, Auto) for c in _as_list(configs)):  # convlab.presets.AUTO: each log's own agent's preset
+    if any(isinstance(c, Auto) for c in _as_list(configs)):  # convlab.tuning.presets.AUTO: each log's own agent's preset
         return _by_agent(_as_list(conversations), _as_list(configs),
                          {k: v for k, v in locals().items() if k not in ("conversations", "configs")})
     if dry_run:

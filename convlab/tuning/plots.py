@@ -9,7 +9,7 @@ Why the figures have their own ``_repr_png_``: IPython shows a plain
 ``Figure`` as an image only once a pyplot backend has registered a display
 formatter for it (``%matplotlib inline``, or importing pyplot under the
 kernel's default backend). A figure made without pyplot would otherwise show
-as ``<Figure size ...>``. ``convlab.plots.Figure`` renders itself to PNG
+as ``<Figure size ...>``. ``convlab.tuning.plots.Figure`` renders itself to PNG
 through its Agg canvas when it is a cell's last expression (or is passed to
 ``display``), with no backend and no global state touched.
 """
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import matplotlib.figure
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-from .context import MARGIN, ContextConfig
+from ..context import MARGIN, ContextConfig
 
 if TYPE_CHECKING:
     import numpy as np
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from matplotlib.text import Annotation
     from matplotlib.transforms import Bbox
 
-    from .replay.result import Replay
+    from ..replaying.result import Replay
 
 __all__ = ["count_per_call", "error_distribution", "sweep_heatmap", "sweep_pareto", "Figure"]
 
@@ -376,7 +376,7 @@ def sweep_retention(df: pd.DataFrame, *, kept: str = "facts_kept", cost: str = "
     compactions were all stand-in summaries, or it made none) is left out, and the title says how many.
     So is a config that made turns fail (``failed_turns`` or ``lost_calls``: no answer, whatever it
     costs), unless ``failed=True``: then it is drawn as a red cross, its label saying so. Each config's
-    figures are ``convlab.ranking.totals``'.
+    figures are ``convlab.tuning.ranking.totals``'.
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"config": [0, 1], "window": [100000, 100000], "worker": [None, "clear_tool_results(keep=3)"],

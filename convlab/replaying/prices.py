@@ -39,8 +39,8 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from .cache import TTLS
-from .errors import PriceError
+from ..errors import PriceError
+from .prompt_cache import TTLS
 
 if TYPE_CHECKING:
     from genai_prices.types import ModelPrice

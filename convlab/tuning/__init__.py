@@ -1,0 +1,34 @@
+"""Tuning: what a context config costs and keeps over real logs, and the best one.
+
+Everything here reads replays (``convlab.replaying``); nothing in
+``convlab.replaying`` imports it. One module each (imported by name:
+``from convlab.tuning import presets``, or ``convlab.tuning.presets`` after
+``import convlab``; the package defines no other name):
+
+- ``sweep``: many configs of many logs as a tree of shared replays (``tune``,
+  ``tune_cost``): one row per (conversation, config);
+- ``measures``: a row's figures, read from a ``Replay`` (what every figure sums);
+- ``workers``: where a sweep runs (this process, worker processes, dask);
+- ``grid``: grids of configs (``config_grid``) and the shipped example;
+- ``compact``: the field's compactions as workers; ``presets``: the agents'
+  auto-compactions as configs (``presets``, ``AUTO``);
+- ``retention``: what each compaction dropped and kept, by ``facts`` and,
+  with a judge, by ``probes``;
+- ``ranking``: a sweep's configs over a corpus (``totals``, ``rank``);
+- ``search``: the cheapest config of a space (Optuna);
+- ``plots``: the pictures of a sweep.
+
+The package face's ``convlab.tune`` is the function (``convlab.tuning.sweep.tune``);
+the package has another name so that nothing shadows it.
+"""
+
+import importlib as _importlib
+
+#: the modules, imported on first attribute access (``convlab.tuning.sweep`` after ``import convlab``)
+_MODULES = ('sweep', 'workers', 'grid', 'compact', 'presets', 'retention', 'facts', 'probes', 'ranking', 'search', 'plots')
+
+
+def __getattr__(name: str):
+    if name not in _MODULES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _importlib.import_module(f"{__name__}.{name}")
