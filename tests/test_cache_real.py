@@ -9,6 +9,7 @@ import pytest
 from realdata import require
 
 from bench import cache_check
+from convlab.tuning.measures import measures
 
 pytestmark = pytest.mark.realdata
 
@@ -66,7 +67,7 @@ def test_the_cache_goal_holds_through_replay_on_every_real_claude_code_conversat
                for x in calls]
         assert abs(predicted - logged) <= cache_check.GOAL * logged, (c.id, predicted, logged)
         assert statistics.median(rel) <= cache_check.GOAL, (c.id, statistics.median(rel))
-        m = r.measures()
+        m = measures(r)
         assert m["logged_cached"] == logged and m["cached"] == predicted
         assert abs(m["err_cached_mean"]) <= m["err_cached_p95"]
     assert checked >= 6
@@ -89,8 +90,8 @@ def test_a_strategys_compaction_is_a_cache_miss_beyond_the_hidden_prompt(replays
     after = r.calls[fired[0] - 1]  # the held call, run on the summary
     hidden = round(fit(plan(c), ExactCounts()).of(after["reply"])[2])
     assert after["cached"] <= hidden and after["cache_write"] > 0
-    assert r.measures()["tokens_read"] < base.measures()["tokens_read"]
-    assert r.measures()["cache_write"] > base.measures()["cache_write"]
+    assert measures(r)["tokens_read"] < measures(base)["tokens_read"]
+    assert measures(r)["cache_write"] > measures(base)["cache_write"]
 
 
 def test_the_dollars_are_genai_prices_over_the_replays_own_predicted_usage(replays):
@@ -116,4 +117,4 @@ def test_the_dollars_are_genai_prices_over_the_replays_own_predicted_usage(repla
     for s in r.summary_calls:
         usage = genai_prices.Usage(input_tokens=s["read"], output_tokens=s["output"])
         total += genai_prices.calc_price(usage, model_ref="claude-sonnet-4-5", provider_id="anthropic").total_price
-    assert r.measures()["usd"] == pytest.approx(float(total), rel=1e-12)
+    assert measures(r)["usd"] == pytest.approx(float(total), rel=1e-12)

@@ -12,6 +12,7 @@ from session_support import config, m, make, of_type, view
 
 import convlab
 from convlab import compact, toolcalls
+from convlab.tuning.measures import measures
 
 OVER = config({"use": "summarize", "over_tokens": 40})
 RESET = config({"use": "reset", "over_tokens": 40})
@@ -256,7 +257,7 @@ def test_a_worker_axis_in_the_grid_sweeps_workers_beside_the_engines_strategies(
     assert df["window"].tolist() == [100000, 200000] * 3
     for (_, row), w in zip(df.iterrows(), [w for w in workers for _ in range(2)]):
         alone = convlab.replay(c, LIMIT.replace("[agent.bot.context]", f"[agent.bot.context]\nwindow = {row['window']}"), worker=w)
-        own = alone.measures()
+        own = measures(alone)
         assert {k: row[k] for k in ("tokens_read", "stale", "calls", "summaries", "resets", "max_count")} == \
             {k: own[k] for k in ("tokens_read", "stale", "calls", "summaries", "resets", "max_count")}
     assert df.loc[df["worker"].isna(), "tokens_read"].tolist() != df.loc[df["worker"] == "clear_tool_results(keep=0)", "tokens_read"].tolist()

@@ -19,6 +19,7 @@ from convlab.tree import Tree
 
 from realdata import REAL, require
 from retention_support import config, conv, turns
+from convlab.tuning.measures import measures
 
 
 
@@ -98,8 +99,8 @@ def test_a_stand_in_summary_is_flagged_and_left_out_of_tune():
     r = replay(conv(turns(4)), config("summarize", 1500))
     df = retention(r)
     assert len(df) and set(df["summary"]) == {"stand-in"}
-    assert math.isnan(r.measures()["facts_kept"])  # only stand-ins: nothing counts
-    reset = replay(conv(turns(4)), config("reset", 1500)).measures()["facts_kept"]
+    assert math.isnan(measures(r)["facts_kept"])  # only stand-ins: nothing counts
+    reset = measures(replay(conv(turns(4)), config("reset", 1500)))["facts_kept"]
     assert reset == 0.0
 
 
@@ -108,7 +109,7 @@ def test_nothing_dropped_keeps_one_and_no_fact_is_nan():
     r = replay(conv(rows), config("reset", 1500))
     assert math.isnan(retention(r)["facts_kept"].iloc[0])  # dropped, but it stated no fact
     assert retention(replay(conv(turns(2)))).empty  # no compaction: no row
-    assert math.isnan(replay(conv(turns(2))).measures()["facts_kept"])
+    assert math.isnan(measures(replay(conv(turns(2))))["facts_kept"])
 
 
 def test_tune_has_facts_kept_the_mean_over_its_compactions():

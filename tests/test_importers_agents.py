@@ -23,6 +23,7 @@ from agentdata import FORMATS, log_files, require, stats
 from convlab.conversation import KEPT
 from convlab.replaying.plan import plan
 from convlab.tree import input_tokens, nodes_in_order
+from convlab.tuning.measures import measures
 
 CODEX = "codex/rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl"
 PI = "pi/before-compaction.jsonl"
@@ -268,7 +269,7 @@ def test_the_prompt_cache_check_runs_on_codex_gemini_and_pi(name, model):
     st = stat(name)
     c = read_one(name)
     r = convlab.replay(c, model=model)
-    m = r.measures()
+    m = measures(r)
     skip = zero_rows(st) if st["format"] == "pi_session" else set()
     assert m["logged_cached"] == sum(v for i, v in enumerate(st["cached_tokens"]) if i not in skip)
     assert math.isfinite(m["err_cached_mean"]) and math.isfinite(m["usd"]) and m["usd"] > 0
@@ -457,7 +458,7 @@ def test_a_cline_task_folder_reads_as_one_conversation_with_usage_per_call(tmp_p
         assert again.path() == c.path()
     r = assert_replays_exactly(c)
     assert [x["read"] for x in r.calls] == [12003, 12204, 12702]
-    assert math.isfinite(convlab.replay(c, model="claude-sonnet-4-5").measures()["err_cached_mean"])
+    assert math.isfinite(measures(convlab.replay(c, model="claude-sonnet-4-5"))["err_cached_mean"])
 
 
 def test_cline_metrics_on_the_history_and_a_ui_file_alone(tmp_path):

@@ -12,6 +12,7 @@ import pytest
 import convlab
 from convlab.tokens import content_chars
 from convlab.tree import input_tokens
+from convlab.tuning.measures import measures
 
 from realdata import real, require, stats  # noqa: F401  (real: the fixture)
 
@@ -363,6 +364,6 @@ def test_a_session_that_ends_on_synthetic_error_rows_counts_from_the_last_real_c
     assert c.tokens() == input_tokens(last_real["usage"]) + -(-chars // 4) > 25_000
     assert "<synthetic>" not in c.metadata["models"]
     r, before = convlab.replay(c), convlab.replay(plain)
-    assert r.measures()["calls"] == before.measures()["calls"]  # no call for a row no model wrote
-    assert r.measures()["err_usage_p95"] == before.measures()["err_usage_p95"]
+    assert measures(r)["calls"] == measures(before)["calls"]  # no call for a row no model wrote
+    assert measures(r)["err_usage_p95"] == measures(before)["err_usage_p95"]
     assert r.session.tokens() == c.tokens() and [m["content"] for m in r.session.path()][-1] == tail[-1]["content"]

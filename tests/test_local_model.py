@@ -22,6 +22,7 @@ from agui_support import body, client, reply_of, sse, start_serve, stop_serve, t
 from ci_support import cannot_run
 
 import convlab
+from convlab.tuning.measures import measures
 
 pytestmark = [pytest.mark.localmodel, pytest.mark.timeout(120)]
 
@@ -233,4 +234,4 @@ def test_a_real_summary_of_a_real_claude_code_sessions_tool_heavy_span():
     assert made and all(not s["stand_in"] and s["output"] > 0 for s in made), r.summary_calls
     summaries = [n for n in r.session.tree if r.session.tree.nodes[n].get("kind") == "summary"]
     assert len(summaries) == len(made) and all(r.session.tree.nodes[n]["content"].strip() for n in summaries)
-    assert not r.lost and r.measures()["summaries"] == len(made)
+    assert not r.lost and measures(r)["summaries"] == len(made)

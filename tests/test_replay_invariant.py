@@ -23,6 +23,7 @@ from convlab.jsondata import repaired
 from convlab.replaying.driver import replay
 from convlab.replaying.plan import plan
 from convlab.tree import Tree
+from convlab.tuning.measures import measures
 
 from agent_samples import cline_task, managed_agent_events
 from agentdata import log_files as agent_files
@@ -351,7 +352,7 @@ def test_under_any_config_and_worker_the_costs_hold_together(c, config, worker, 
     for s in r.summary_calls:
         assert s["usd"] == (0 if s["refused"] else prices.usd(int(s["read"]), 0, 0, int(s["output"])))
     base = replay(c, model="claude-sonnet-4-5", prompt_cache=rule).figures()
-    m = r.measures(base)
+    m = measures(r, base)
     lost = [base[reply] for reply in r.lost]
     answered = r.answered()
     # every figure of the row sums the same calls: those answered, the summaries answered, the lost at the baseline's

@@ -11,6 +11,7 @@ from convlab.replaying.model import ReplayLLM
 from convlab.replaying.driver import replay
 from convlab.replaying.plan import plan
 from convlab.tree import Tree
+from convlab.tuning.measures import measures
 
 from realdata import REAL, require
 from replay_invariant import assert_replays_exactly
@@ -154,10 +155,10 @@ def test_a_closed_replayer_is_freed_without_the_cyclic_collector():
         del kept
         assert left() is not None  # not closed: the replayer, its session and its model hold each other
         closed = Replayer(p, config).run()
-        before = closed.result().measures()
+        before = measures(closed.result())
         closed.close()
         again = closed.fork(2, config).run(2)
-        assert again.result().measures() == before  # forked from a closed replayer: the same replay
+        assert measures(again.result()) == before  # forked from a closed replayer: the same replay
         freed = weakref.ref(closed.session)
         del closed
         assert freed() is None
@@ -300,25 +301,29 @@ def test_replay_llm_usage_window_and_latency():
     with pytest.raises(convlab.ProviderError) as err:
         llm.complete({"messages": [{"role": "user", "content": "hi"}]})
     assert err.value.kind == "too_long"
-    assert llm.used == [] and llm.seen[0]["refused"] is True
+    assert llm.given == 0 and llm.last.refused is True
+    overheads = [llm.last.overhead]
     llm.window = None
     out = llm.complete({"messages": [{"role": "user", "content": "hi"}]})
+    overheads.append(llm.last.overhead)
     assert out["usage"] == usage(5000) and llm.latency == 2.5
     # no usage logged: the exact count plus the overhead the last logged call showed (5000 - 1 for "hi")
     out = llm.complete({"messages": [{"role": "user", "content": "hello world"}]})
+    overheads.append(llm.last.overhead)
     assert out["usage"] == {"input_tokens": 2 + 4999, "output_tokens": 1}
-    assert [x["overhead"] for x in llm.seen] == [4999, 4999, 4999]
+    assert overheads == [4999, 4999, 4999]
     with pytest.raises(convlab.ProviderError):
         llm.complete({"messages": []})
     # a first call that does not apply has no overhead to carry: the exact count
     not_applying = ReplayLLM([replies[0]], applies=lambda request: False)
     assert not_applying.complete({"messages": [{"role": "user", "content": "hello world"}]})["usage"]["input_tokens"] == 2
-    assert not_applying.stale == ["a1"]
+    assert not not_applying.last.applies and not_applying.last.reply == "a1"  # stale
     # a provider that counts the transcript in fewer tokens shows no hidden overhead (never below 0)
     small = ReplayLLM([{"content": "a", "usage": usage(1)}, {"content": "b"}], applies=lambda request: len(request["messages"]) < 2)
     small.complete({"messages": [{"role": "user", "content": "hello world, how are you"}]})
+    overheads = [small.last.overhead]
     out = small.complete({"messages": [{"role": "user", "content": "x"}, {"role": "user", "content": "hello world"}]})
-    assert [x["overhead"] for x in small.seen] == [0, 0] and out["usage"]["input_tokens"] == 3
+    assert overheads + [small.last.overhead] == [0, 0] and out["usage"]["input_tokens"] == 3
 
 
 # -- real logs --------------------------------------------------------------

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..tokens import content_text
@@ -47,11 +47,12 @@ from ..tree import input_tokens
 from .plan import ExactCounts, Plan
 from .prices import Prices
 from .prompt_cache import PromptCache, default_rule, rule
+from .result import Call, SummaryCall
 
 if TYPE_CHECKING:
     from ..engine import Session
 
-__all__ = ["Pricing", "Fit", "fit", "annotate"]
+__all__ = ["Pricing", "Fit", "fit", "price"]
 
 
 @dataclass(frozen=True)
@@ -224,13 +225,13 @@ class _PathBlocks(Sequence):
         return ((*self._under, node), self._tokens_of(node))
 
 
-def annotate(calls: list[dict[str, Any]], summary_calls: list[dict[str, Any]], session: Session, p: Plan,
-             counts: ExactCounts, the_fit: Fit, pricing: Pricing) -> None:
-    """Give each of a replay's ``calls`` its ``cached``, ``cache_write``, ``logged_cached``, ``output``
-    and ``usd`` (None without a model), and each summary call its ``usd``, in place. A call the provider
-    refused as too long reads nothing, writes nothing to the cache and costs nothing (0 each, $0)."""
-    graph = session.tree
-    nodes = graph.nodes
+def price(calls: Sequence[Call], summary_calls: Sequence[SummaryCall], session: Session, p: Plan, counts: ExactCounts,
+          the_fit: Fit, pricing: Pricing) -> tuple[list[Call], list[SummaryCall]]:
+    """A replay's ``calls`` and ``summary_calls``, priced: new records, each call with its ``cached``,
+    ``cache_write``, ``logged_cached``, ``output`` and ``usd`` (None without a model), each summary call
+    with its ``usd``. A call the provider refused as too long reads nothing, writes nothing to the cache
+    and costs nothing (0 each, $0)."""
+    nodes = session.tree.nodes
     depth: dict[str, int] = {}
     exact: dict[str, int] = {}
 
@@ -260,13 +261,13 @@ def annotate(calls: list[dict[str, Any]], summary_calls: list[dict[str, Any]], s
     logged_model = next((m for m in the_fit.models.values() if m), "")
     caches: dict[str | None, PromptCache] = {}
     warmed: set[tuple[str | None, str]] = set()
+    prices = pricing.prices(pricing.model)
+    out: list[Call] = []
     for c in calls:
-        if c.get("refused"):  # refused as too long: the provider read nothing, cached nothing, billed nothing
-            c["cached"] = c["cache_write"] = 0
-            c["logged_cached"] = None
-            c["output"] = 0
+        if c.refused:  # refused as too long: the provider read nothing, cached nothing, billed nothing
+            out.append(replace(c, cached=0, cache_write=0, logged_cached=None, output=0, usd=None if prices is None else 0.0))
             continue
-        root, model, hidden, ratio, warm = the_fit.of(c.get("reply"))
+        root, model, hidden, ratio, warm = the_fit.of(c.reply)
         name = pricing.rule_for(model or logged_model)
         cache = caches.get(name)
         if cache is None:
@@ -274,39 +275,34 @@ def annotate(calls: list[dict[str, Any]], summary_calls: list[dict[str, Any]], s
         front = [(("warm", model, warm), warm), (("hidden", root, model), max(0, round(hidden) - warm))]
         if warm and (name, model) not in warmed:  # what other sessions left in the cache, there before the first call
             warmed.add((name, model))
-            cache.call(c.get("time"), front[:1], model)
-        head = c.get("head")
+            cache.call(c.time, front[:1], model)
         # a message's key names it and what it follows (the hidden prompt of its root and model: a session id names the rest)
         def tokens_of(sid: str, r: float = ratio) -> int:
             return round(r * exact_of(sid))
 
-        blocks = _PathBlocks(front, head, depth_of(head), parent_of, tokens_of, (root, model))
-        got = cache.call(c.get("time"), blocks, model)
-        read = int(c["read"])
-        c["cached"] = min(got["cached"], read)
-        c["cache_write"] = min(got["cache_write"], read - c["cached"])
-        c["logged_cached"] = _logged_cached(p, c) if c.get("applies") else None
-        c["output"] = _output(p, c, counts)
-    prices = pricing.prices(pricing.model)
-    for c in calls:
-        c["usd"] = None if prices is None else 0.0 if c.get("refused") else \
-            prices.usd(int(c["read"]), c["cached"], c["cache_write"], c["output"])
+        blocks = _PathBlocks(front, c.head, depth_of(c.head), parent_of, tokens_of, (root, model))
+        got = cache.call(c.time, blocks, model)
+        cached = min(got["cached"], c.read)
+        cache_write = min(got["cache_write"], c.read - cached)
+        output = _output(p, c, counts)
+        out.append(replace(c, cached=cached, cache_write=cache_write, logged_cached=_logged_cached(p, c) if c.applies else None,
+                           output=output, usd=None if prices is None else prices.usd(c.read, cached, cache_write, output)))
     summary_prices = pricing.prices(pricing.summarizer_model or pricing.model)
-    for s in summary_calls:
-        s["usd"] = None if summary_prices is None else 0.0 if s.get("refused") else \
-            summary_prices.usd(int(s["read"]), 0, 0, int(s.get("output") or 0))
+    summaries = [replace(s, usd=None if summary_prices is None else 0.0 if s.refused else summary_prices.usd(s.read, 0, 0, s.output))
+                 for s in summary_calls]
+    return out, summaries
 
 
-def _logged_cached(p: Plan, call: Mapping[str, Any]) -> int | None:
-    node = p.nodes.get(str(call.get("reply")))
+def _logged_cached(p: Plan, call: Call) -> int | None:
+    node = p.nodes.get(str(call.reply))
     usage = node.get("usage") if node is not None else None
     read = usage.get("cache_read_input_tokens") if isinstance(usage, Mapping) else None
     return read if isinstance(read, int) and not isinstance(read, bool) else None
 
 
-def _output(p: Plan, call: Mapping[str, Any], counts: ExactCounts) -> int:
+def _output(p: Plan, call: Call, counts: ExactCounts) -> int:
     """The logged reply's output tokens, else the exact count of its text."""
-    node = p.nodes.get(str(call.get("reply")))
+    node = p.nodes.get(str(call.reply))
     if node is None:
         return 0
     usage = node.get("usage")

@@ -60,6 +60,7 @@ one answer.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import io
 import json
@@ -78,7 +79,7 @@ from . import cost
 from .cost import Pricing
 from .model import ReplayLLM, Summarize
 from .plan import ExactCounts, Plan, PlannedTurn, plan
-from .result import Replay
+from .result import Call, Limit, LogCompaction, Replay, SummaryCall
 from .summaries import SummaryFolder, summaries_for
 
 __all__ = ["replay", "Replayer", "EMPTY_SUMMARY"]
@@ -94,14 +95,15 @@ class _Start:
     """Where a replay stood when one of its turns started: what ``Replayer.fork`` goes on from."""
 
     events: int  # events so far
-    trace: int  # model calls so far
-    limits: int
-    stale: int
-    lost: int
-    consulted: int
+    record: tuple[int, ...]  # the length of each of the record's lists (``_Record.lengths``)
     map: int  # writes to the id map so far (``_IdMap.at`` rebuilds the map as it was)
-    model: tuple[int, int, int, int]  # ReplayLLM.mark()
+    model: Any  # ReplayLLM.mark()
     clock: float  # the session's clock (a loaded session's starts at 0 at the least: a log's times may be earlier)
+
+    @property
+    def consulted(self) -> int:
+        """How many points the replay had consulted its config at (``Replayer.record.consulted``)."""
+        return self.record[-1]
 
 
 class _IdMap(dict):
@@ -128,21 +130,43 @@ class _IdMap(dict):
         return new
 
 
+@dataclass(frozen=True)
+class _Started:
+    """The engine's side of a model call, when it started (the first half of a ``Call``)."""
+
+    call_id: str
+    count: int
+    first_call: bool
+    idle_for: float | None
+    checked: bool
+    time: float
+    head: str | None
+
+
 @dataclass
 class _Record:
-    """What the driver records (the model records its own calls): one owner, cut at a turn by ``until``."""
+    """What a replay records, one owner: each list grows as the replay runs (records are never changed,
+    but for a limit's outcome, known once it is answered) and ``until`` cuts them all at a turn."""
 
     map: _IdMap = field(default_factory=_IdMap)  # imported id -> session id (where the log goes on)
     stale: list[str] = field(default_factory=list)  # imported ids of the logged replies that no longer apply
     lost: list[str] = field(default_factory=list)  # imported ids of the logged replies never given (their turn ended first)
-    limits: list[dict[str, Any]] = field(default_factory=list)  # context.limit decisions, with what was answered
-    trace: list[dict[str, Any]] = field(default_factory=list)  # one entry per model call (not summary calls)
+    calls: list[Call] = field(default_factory=list)  # one per model call (not summary calls)
+    summary_calls: list[SummaryCall] = field(default_factory=list)
+    limits: list[Limit] = field(default_factory=list)  # context.limit decisions, with what answering them did
+    compactions: list[LogCompaction] = field(default_factory=list)  # the log's own, as replayed
     consulted: list[tuple] = field(default_factory=list)  # (turn, kind, *data): see Replayer
+
+    def lengths(self) -> tuple[int, ...]:
+        return (len(self.stale), len(self.lost), len(self.calls), len(self.summary_calls), len(self.limits),
+                len(self.compactions), len(self.consulted))
 
     def until(self, at: _Start) -> _Record:
         """The record as it was when the turn of ``at`` started."""
-        return _Record(self.map.at(at.map), self.stale[:at.stale], self.lost[:at.lost], [dict(x) for x in self.limits[:at.limits]],
-                       [dict(x) for x in self.trace[:at.trace]], self.consulted[:at.consulted])
+        stale, lost, calls, summaries, limits, compactions, consulted = at.record
+        return _Record(self.map.at(at.map), self.stale[:stale], self.lost[:lost], self.calls[:calls],
+                       self.summary_calls[:summaries], self.limits[:limits], self.compactions[:compactions],
+                       self.consulted[:consulted])
 
 
 #: Event types a fork leaves out: between turns no decision waits, so they change nothing.
@@ -152,16 +176,16 @@ _NOT_FORKED = ("decision.requested", "decision.answered")
 class Replayer:
     """Runs a ``Plan`` through a new ``Session`` (``worker="manual"``).
 
-    It records, per model call, what ``convlab.tune`` needs: the engine's
-    count, whether it was the turn's first call and how long the session had
-    been idle, what the model read exactly, the hidden overhead, and what the
-    log says it read. Use ``replay()``; this is the machinery it shares with
+    It records one ``Call`` per model call, built in one place (``_on_event``,
+    when the call ends): the engine's side, taken when the call started (its
+    count, whether it was the turn's first call, how long the session had
+    been idle), and the model's (``ReplayLLM.last``: what it read, exactly
+    and by the log). Use ``replay()``; this is the machinery it shares with
     ``tune``. What each protocol step recorded is read from the events that
-    step emitted, never from side channels. Each record has one owner: the
-    model's calls, summaries, stand-ins and stale replies are ``llm``'s (a
-    ``ReplayLLM``), the id map, limits, the engine's count per call and the
-    points above are ``record``'s; ``result()`` is the ``Replay`` read from
-    both, and ``fork`` cuts both at a turn (``until``), patching nothing.
+    step emitted, never from side channels. Everything recorded is
+    ``record``'s (a ``_Record``); the model holds only where it stands
+    between calls. ``result()`` is the ``Replay``, priced, and ``fork`` cuts
+    the record and the model at a turn (``until``), patching nothing.
 
     For sweeps it also records ``record.consulted``: every point where the replay
     depended on its config, in order, as ``(turn, kind, *data)``:
@@ -210,7 +234,8 @@ class Replayer:
         self.starts: dict[int, _Start] = {}  # per turn this replayer ran, where it stood when it started
         self.turn = 0  # the plan's turn running now
         self._turn_calls = 0
-        self._noted = [len(model.seen), len(model.summaries)]  # the model's reads noted in record.consulted
+        self._started: _Started | None = None  # the model call under way (not a summary call)
+        self._held: int | None = None  # the limit (an index into record.limits) that holds the next call
         self._held_ids: set[str] = set()
         self._compacting: str | None = None  # the log's summary whose context.replace is under way
         self._lines: list[bytes] = []  # the events as log lines, made once (what forks load)
@@ -245,7 +270,7 @@ class Replayer:
         new.worker = limit_worker(worker)
         new.pricing = self.pricing
         if turn == 0:
-            new._setup(self.plan, config, self.agent, self.llm.until((0, 0, 0, 0), config.window), _Record(), None)
+            new._setup(self.plan, config, self.agent, self.llm.until(ReplayLLM().mark(), config.window), _Record(), None)
             return new
         at = self.starts[turn]
         new._setup(self.plan, config, self.agent, self.llm.until(at.model, config.window), self.record.until(at),
@@ -260,57 +285,69 @@ class Replayer:
             self._lines.append(b"" if ev["type"] in _NOT_FORKED else json.dumps(ev, separators=(",", ":")).encode() + b"\n")
         return b"".join(self._lines[:n])
 
-    # -- what the session says at the moment a call starts or is held ------
+    # -- what the session says at the moment a call starts, ends or is held ------
     def _on_event(self, ev: Mapping[str, Any]) -> None:
         t = ev["type"]
         rec = self.record
         if t == "llm.started" and not ev.get("summary"):
             s = self.session
-            entry = {
-                "call_id": ev["call_id"],
-                "count": s.tokens(),
-                "first_call": self._turn_calls == 0,
-                "idle_for": s.idle_for,
-                "checked": ev["call_id"] not in self._held_ids,  # a held call runs again unchecked
-                "time": s.clock,  # when it ran, and the last message it reads (what the prompt cache looks at)
-                "head": s.head,
-            }
-            rec.trace.append(entry)
-            if entry["checked"]:
-                rec.consulted.append((self.turn, "limit", entry["count"], entry["first_call"], entry["idle_for"]))
+            checked = ev["call_id"] not in self._held_ids  # a held call runs again unchecked
+            # when it ran, and the last message it reads (what the prompt cache looks at)
+            self._started = _Started(ev["call_id"], s.tokens(), self._turn_calls == 0, s.idle_for, checked, s.clock, s.head)
+            if checked:
+                rec.consulted.append((self.turn, "limit", self._started.count, self._started.first_call, self._started.idle_for))
             self._turn_calls += 1
         elif t in ("llm.completed", "llm.failed"):
-            self._note_read(bool(ev.get("summary")))
+            self._ended(bool(ev.get("summary")))
         elif t == "context.limited":
-            held = len(rec.trace) + (0 if ev["reason"] == "overflow" else 1)
-            limit = {
-                "reason": ev["reason"], "strategy": ev["strategy"], "tokens": ev["tokens"], "call": held, "replaced": False,
-                "first_call": self._turn_calls == 0, "idle_for": self.session.idle_for,
-                "worker": None if self.worker is None else repr(self.worker),
-            }
-            rec.limits.append(limit)
-            if ev["reason"] == "overflow":
-                rec.consulted.append((self.turn, "overflow"))
-            else:
-                rec.consulted.append((self.turn, "limit", limit["tokens"], limit["first_call"], limit["idle_for"]))
-            self._held_ids.add(ev["call_id"])
-            self._turn_calls += 1
+            self._limited(ev)
         elif t == "turn.started":
             self._turn_calls = 0
         elif t == "message.new" and self._compacting is not None and ev["message"]["kind"] == "summary":
             # the log's own compaction recorded its summary: the next model call reads the compacted history
             sid = ev["message"]["id"]
             rec.map[self._compacting] = sid
+            rec.compactions.append(LogCompaction(sid, len(rec.calls) + 1))
             self.llm.compacted(sid)
             self._compacting = None
 
-    def _note_read(self, summary: bool) -> None:
-        """A model call ended: what the model read, and whether the window refused it, is a point
-        where the replay consulted its config (when the model read anything: it recorded it)."""
-        reads = self.llm.summaries if summary else self.llm.seen
-        if len(reads) > self._noted[summary]:
-            self._noted[summary] = len(reads)
-            self.record.consulted.append((self.turn, "read", reads[-1]["read"], reads[-1]["refused"]))
+    def _ended(self, summary: bool) -> None:
+        """A call ended: its record, built here and only here (the engine's side from when it started, the
+        model's from what it read), and what the model read, and whether the window refused it, is a point
+        where the replay consulted its config. A call the model never read (none left to give) records nothing."""
+        rec = self.record
+        if summary:
+            made = self.llm.last_summary
+            if made is not None:
+                rec.summary_calls.append(made)
+                rec.consulted.append((self.turn, "read", made.read, made.refused))
+            return
+        started, read = self._started, self.llm.last
+        self._started = None
+        if started is None or read is None:
+            return
+        limit, self._held = self._held, None
+        rec.calls.append(Call(**vars(started), **read._asdict(), limit=limit))
+        rec.consulted.append((self.turn, "read", read.read, read.refused))
+
+    def _limited(self, ev: Mapping[str, Any]) -> None:
+        """A ``context.limit``: its record, and the call it names (the held one runs after it; an overflow's
+        is the call the provider just refused) says so in its ``limit``."""
+        rec = self.record
+        overflow = ev["reason"] == "overflow"
+        index = len(rec.limits)
+        limit = Limit(ev["reason"], ev["strategy"], ev["tokens"], len(rec.calls) + (0 if overflow else 1),
+                      self._turn_calls == 0, self.session.idle_for, None if self.worker is None else repr(self.worker))
+        rec.limits.append(limit)
+        if overflow:
+            if rec.calls:
+                rec.calls[-1] = dataclasses.replace(rec.calls[-1], limit=index)
+            rec.consulted.append((self.turn, "overflow"))
+        else:
+            self._held = index
+            rec.consulted.append((self.turn, "limit", limit.tokens, limit.first_call, limit.idle_for))
+        self._held_ids.add(ev["call_id"])
+        self._turn_calls += 1
 
     # -- running --------------------------------------------------------
     def _sid(self, imported: str | None) -> str | None:
@@ -332,28 +369,27 @@ class Replayer:
         for k in range(start, len(self.plan.turns)):
             self.turn = k
             rec = self.record
-            self.starts[k] = _Start(len(self.session.events), len(rec.trace), len(rec.limits), len(rec.stale), len(rec.lost),
-                                    len(rec.consulted),
-                                    len(rec.map.writes), self.llm.mark(), self.session.clock)
+            self.starts[k] = _Start(len(self.session.events), rec.lengths(), len(rec.map.writes), self.llm.mark(),
+                                    self.session.clock)
             self._run_turn(self.plan.turns[k])
         return self
 
     def result(self) -> Replay:
-        """The finished replay as a ``Replay`` (its calls costed when the replay has a ``pricing``)."""
-        calls = [{**entry, **seen} for entry, seen in zip(self.record.trace, self.llm.seen, strict=False)]
-        summary_calls = [dict(x) for x in self.llm.summaries]
+        """The finished replay as a ``Replay`` (its calls priced when the replay has a ``pricing``)."""
+        rec = self.record
+        calls, summary_calls = list(rec.calls), list(rec.summary_calls)
         if self.pricing is not None:
             fitted = self.pricing.fit_for(self.plan, self.counts, self.llm.overhead or 0)
-            cost.annotate(calls, summary_calls, self.session, self.plan, self.counts, fitted, self.pricing)
+            calls, summary_calls = cost.price(calls, summary_calls, self.session, self.plan, self.counts, fitted, self.pricing)
         return Replay(
             session=self.session,
-            map=dict(self.record.map),
-            stale=list(dict.fromkeys(self.record.stale)),
-            lost=list(dict.fromkeys(self.record.lost)),
+            map=dict(rec.map),
+            stale=list(dict.fromkeys(rec.stale)),
+            lost=list(dict.fromkeys(rec.lost)),
             calls=calls,
-            limits=list(self.record.limits),
+            limits=list(rec.limits),
             conversation_id=self.plan.conversation_id,
-            compactions=[{"id": sid, "call": call} for sid, call in self.llm.compactions.items()],
+            compactions=list(rec.compactions),
             summary_calls=summary_calls,
             priced=self.pricing is not None and self.pricing.model is not None,
         )
@@ -453,7 +489,7 @@ class Replayer:
             waiting = s.decision
             if waiting is not None and waiting["type"] == "llm.result":
                 self.record.map[nid] = waiting["reply"]["id"]
-                if not self.llm.last_applied:
+                if not self.record.calls[-1].applies:  # the call that gave it
                     self.record.stale.append(nid)
             else:  # the turn ended without this reply (it failed, or a worker ended it)
                 self._lose(nid)
@@ -469,7 +505,9 @@ class Replayer:
     def _answer(self, actions: list[dict[str, Any]], adds: list[str]) -> None:
         """Answer with ``actions``; the tool results they add (``adds``, imported ids) map to
         the messages recorded, in order (the log's summary, recorded first, is mapped apart)."""
-        created = [sid for sid in self._decide(actions) if sid not in self.llm.compactions]
+        created = self._decide(actions)
+        logs = {c.id for c in self.record.compactions}  # the log's summary, recorded while deciding
+        created = [sid for sid in created if sid not in logs]
         self.record.map.update(zip(adds, created, strict=False))
 
     def _decide(self, actions: list[dict[str, Any]]) -> list[str]:
@@ -484,10 +522,12 @@ class Replayer:
             events = self._during(functools.partial(s.decide, answer))
             made = _made_by_replace(events)
             if made:
-                self.record.limits[-1]["replaced"] = True
                 first = s.tree.nodes[made[0]]
+                length = None
                 if first["kind"] == "summary":  # how long the summary is, in exact tokens
-                    self.record.limits[-1]["summary_tokens"] = self.counts.tokens(content_text(first["content"]).removeprefix(SUMMARY_PREFIX))
+                    length = self.counts.tokens(content_text(first["content"]).removeprefix(SUMMARY_PREFIX))
+                limits = self.record.limits
+                limits[-1] = dataclasses.replace(limits[-1], replaced=True, summary_tokens=length)  # what answering it did
                 self._remap(old_head, made)
             created += [e["message"]["id"] for e in events if e["type"] == "message.new"]
         return created

@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 from ..errors import ProviderError
 from ..providers.fakes import checked_replies, stand_in, summarized
 from ..tokens import content_text, count_tokens
 from ..tree import PathView, input_tokens
 from .plan import ExactCounts, Plan
+from .result import SummaryCall
 
 if TYPE_CHECKING:
     from ..engine import Session
 
-__all__ = ["ReplayLLM"]
+__all__ = ["ReplayLLM", "Read"]
 
 
 def _size(value: int | float | None) -> int | float | None:
@@ -57,6 +59,32 @@ _REPLY_KEYS = ("tool_calls", "name", "metadata")
 #: (None: the stand-in); ``tokens`` is the exact count of what it reads (see ``ReplayLLM``).
 Summarize: TypeAlias = Callable[[Mapping[str, Any], int, bool], dict[str, Any] | None]
 
+class Read(NamedTuple):
+    """What one call read, as the model saw it (its half of a ``result.Call``; ``ReplayLLM`` documents
+    each rule): ``reply`` (the logged reply's id), ``applies``, ``read``, ``exact``, ``overhead``,
+    ``logged``, ``refused``, ``whole``."""
+
+    reply: str | None
+    applies: bool
+    read: int
+    exact: int
+    overhead: int
+    logged: int | None
+    refused: bool
+    whole: bool
+
+
+@dataclass(frozen=True)
+class _State:
+    """Where a model stands between calls: what ``mark()`` gives and ``until`` goes on from."""
+
+    next: int = 0  # the index in ``replies`` of the reply the next call gets
+    given: int = 0  # replies given out
+    carry: tuple[int, bool] | None = None  # the overhead later calls carry, and whether a whole history showed it
+    stand_ins: int = 0
+    compacted: int = 0  # how many of the log's compactions were recorded (``compacted``)
+
+
 class ReplayLLM:
     """Answers each model call with the next logged reply (what ``convlab.replay`` drives).
 
@@ -79,7 +107,7 @@ class ReplayLLM:
       tokenizer's surplus over ``count``): at a call whose logged usage
       applies, ``max(0, logged input - count(messages))``, observed; at any
       other call, the overhead of the most recent earlier call whose logged
-      usage applied and whose history is whole (``seen[-1]["carry"]``), 0
+      usage applied and whose history is whole, 0
       when there is none (a log with no usage at all). A reply marked
       ``"whole": False`` answered a history the file lost part of (a parent
       not in the file): the logged input counts messages the transcript no
@@ -94,7 +122,7 @@ class ReplayLLM:
       instead: every call the log's usage does not answer reads ``exact +
       overhead`` (a log with no usage at all: every call). A call whose
       logged usage applies still reads the logged input, and its ``overhead``
-      in ``seen`` is still the one observed. Default None: measured from the
+      in ``last`` is still the one observed. Default None: measured from the
       log, as above.
     - ``window``: refuse (``too_long``) a call that reads more, by that same
       measure (the logged input, or the exact count plus the overhead). Not
@@ -135,19 +163,17 @@ class ReplayLLM:
     the tree's running count (``PathView.tokens``), so a call never re-reads
     the path; a list of messages is counted whole.
 
-    What it records is its own, and ``until(mark)`` gives a model that goes
-    on from a ``mark()`` (what a fork of a replay starts from): ``used`` lists
-    the ids of the replies given out, ``stale`` those given out that did not
-    apply, ``seen`` one dict per (non-summary) call: ``reply``, ``applies``,
-    ``read`` (the logged input where it applies, else ``exact +
-    overhead``), ``exact``, ``overhead``, ``logged``, ``refused``, ``whole``,
-    ``carry`` and ``carry_whole`` (the overhead later calls carry, and
-    whether a call with a whole history showed it);
-    ``summaries`` one dict per summary call: ``read``, ``refused``, ``output``,
-    ``stand_in`` (whether the stand-in wrote it);
-    ``stand_ins`` the summaries the stand-in wrote although ``summarize`` was
-    asked; ``compactions`` the log's own compactions, ``{summary id: 1-based
-    index of the first call that reads it}``.
+    It keeps no list of its calls: what the latest one read is ``last`` (a
+    ``Read``: ``reply``, ``applies``, ``read`` (the logged input where it
+    applies, else ``exact + overhead``), ``exact``, ``overhead``, ``logged``,
+    ``refused``, ``whole``), and the latest summary call's ``last_summary``
+    (a ``result.SummaryCall``); whoever drives it records them (a replay's
+    ``Replayer`` makes each a ``result.Call``). Between calls it holds only
+    where it stands: the next reply, how many it gave (``given``), the
+    overhead later calls carry, ``stand_ins`` (the summaries the stand-in
+    wrote although ``summarize`` was asked) and the log's compactions
+    recorded; ``until(mark)`` gives a model that goes on from a ``mark()``
+    (what a fork of a replay starts from).
 
     >>> llm = ReplayLLM([{"id": "a1", "content": "hello", "usage": {"input_tokens": 40, "output_tokens": 1}},
     ...                  {"id": "a2", "content": "hi again"}],
@@ -156,8 +182,8 @@ class ReplayLLM:
     {'content': 'hello', 'usage': {'input_tokens': 40, 'output_tokens': 1}}
     >>> llm.complete({"messages": [{"role": "user", "content": "summary"}, {"role": "user", "content": "hello world"}]})
     {'content': 'hi again', 'usage': {'input_tokens': 42, 'output_tokens': 2}}
-    >>> [(x["exact"], x["overhead"], x["read"]) for x in llm.seen], llm.stale
-    ([(1, 39, 40), (3, 39, 42)], ['a2'])
+    >>> llm.last
+    Read(reply='a2', applies=False, read=42, exact=3, overhead=39, logged=None, refused=False, whole=True)
     >>> given = ReplayLLM([{"id": "a1", "content": "hi"}], overhead=500, summary_size=0.5)
     >>> given.complete({"messages": [{"role": "user", "content": "hello world"}]})["usage"]
     {'input_tokens': 502, 'output_tokens': 1}
@@ -191,15 +217,11 @@ class ReplayLLM:
         self.counts = counts
         self._session: Session | None = None
         self._exact: dict[str, int] = {}  # session id -> exact tokens (a bound model's cache)
-        self.used: list[Any] = []
-        self.next = 0  # the index in ``replies`` of the reply the next call gets
         self._index = {r["id"]: i for i, r in enumerate(self.replies) if r.get("id") is not None}
-        self.stale: list[Any] = []
-        self.seen: list[dict[str, Any]] = []
-        self.summaries: list[dict[str, Any]] = []
-        self.stand_ins = 0
-        self.compactions: dict[str, int] = {}
-        self.last_applied = True
+        self._state = _State()
+        self._logs: list[str] = []  # the log's own compactions recorded (their summaries' session ids), in order
+        self.last: Read | None = None
+        self.last_summary: SummaryCall | None = None
 
     @classmethod
     def for_plan(cls, plan: Plan, window: int | None, **kwargs: Any) -> ReplayLLM:
@@ -213,7 +235,17 @@ class ReplayLLM:
         return cls(replies, window, **kwargs)
 
     def __repr__(self) -> str:
-        return f"ReplayLLM({len(self.used)}/{len(self.replies)} replies used)"
+        return f"ReplayLLM({self.given}/{len(self.replies)} replies used)"
+
+    @property
+    def given(self) -> int:
+        """How many logged replies it gave out."""
+        return self._state.given
+
+    @property
+    def stand_ins(self) -> int:
+        """How many summaries the stand-in wrote although ``summarize`` was asked."""
+        return self._state.stand_ins
 
     def expect(self, reply_id: str) -> None:
         """The next call is for the logged reply ``reply_id`` (and so is a call refused as too long
@@ -221,7 +253,7 @@ class ReplayLLM:
         (its turn failed) never shifts a later call onto another reply."""
         if reply_id not in self._index:
             raise ValueError(f"ReplayLLM has no logged reply {reply_id!r}")
-        self.next = self._index[reply_id]
+        self._state = replace(self._state, next=self._index[reply_id])
 
     # -- one session -------------------------------------------------------
     def bind(self, session: Session) -> None:
@@ -236,28 +268,21 @@ class ReplayLLM:
 
     def compacted(self, summary_id: str) -> None:
         """The log's own compaction recorded its summary ``summary_id``: the history under it is the log's."""
-        self.compactions[summary_id] = len(self.seen) + 1
+        self._logs.append(summary_id)
+        self._state = replace(self._state, compacted=len(self._logs))
 
-    def mark(self) -> tuple[int, int, int, int]:
+    def mark(self) -> _State:
         """Where the model stands: what ``until`` goes on from."""
-        return (len(self.seen), len(self.summaries), self.stand_ins, len(self.compactions))
+        return self._state
 
-    def until(self, mark: tuple[int, int, int, int], window: int | None) -> ReplayLLM:
-        """A model, for a new session (``bind`` it), whose records are this one's up to ``mark``
+    def until(self, mark: _State, window: int | None) -> ReplayLLM:
+        """A model, for a new session (``bind`` it), that stands where this one stood at ``mark``
         (a ``mark()`` of this model), with the same replies, knobs, ``summarize`` and counts,
         refusing above ``window``."""
-        calls, summaries, stand_ins, compactions = mark
         new = copy.copy(self)
         new.window, new.latency, new._session, new._exact = window, 0.0, None, {}
-        new.seen = [dict(x) for x in self.seen[:calls]]
-        new.used = [x["reply"] for x in new.seen if not x["refused"]]
-        # the reply after the last one given (a replay names each call's own with expect anyway)
-        new.next = self._index.get(new.used[-1], len(new.used) - 1) + 1 if new.used else 0
-        new.stale = [x["reply"] for x in new.seen if not x["refused"] and not x["applies"]]
-        new.last_applied = next((x["applies"] for x in reversed(new.seen) if not x["refused"]), True)
-        new.summaries = [dict(x) for x in self.summaries[:summaries]]
-        new.stand_ins = stand_ins
-        new.compactions = dict(list(self.compactions.items())[:compactions])
+        new._state, new._logs = mark, self._logs[:mark.compacted]
+        new.last = new.last_summary = None
         return new
 
     # -- what a call reads ---------------------------------------------------
@@ -306,18 +331,18 @@ class ReplayLLM:
         messages = request.get("messages") or []
         first = messages[0].get("id") if messages else None
         node = self._session.tree.nodes.get(first) if first is not None else None
-        return node is None or node["replaces"] is None or first in self.compactions
+        return node is None or node["replaces"] is None or first in self._logs
 
     def _carried(self) -> int:
         """The hidden overhead of a call the log's usage does not answer."""
         if self.overhead is not None:
             return self.overhead
-        return self.seen[-1]["carry"] if self.seen else 0
+        return self._state.carry[0] if self._state.carry is not None else 0
 
     def _carry(self, overhead: int, observed: bool, whole: bool) -> tuple[int, bool]:
         """What later calls carry after this one: its observed overhead if its history is whole (or no
         earlier call's was), else what the calls before it carried; and whether that came from a whole one."""
-        before = (self.seen[-1]["carry"], self.seen[-1]["carry_whole"]) if self.seen else (overhead, False)
+        before = self._state.carry if self._state.carry is not None else (overhead, False)
         if observed and (whole or not before[1]):
             return overhead, whole
         return before
@@ -338,12 +363,13 @@ class ReplayLLM:
     def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
         messages = request.get("messages") or []  # the path a session hands it: a PathView, read where needed
         self.latency = 0.0
+        self.last = self.last_summary = None
         if request.get("summary"):
             return self._summary(request, list(messages))
-        n = self.next
-        if n >= len(self.replies):
-            raise ProviderError("failed", f"ReplayLLM has no logged reply left for call {n + 1}")
-        reply = self.replies[n]
+        state = self._state
+        if state.next >= len(self.replies):
+            raise ProviderError("failed", f"ReplayLLM has no logged reply left for call {state.next + 1}")
+        reply = self.replies[state.next]
         applies = self._reads_logged(request)
         logged = input_tokens(reply.get("usage"))
         exact = self._read_exact(messages)
@@ -355,18 +381,13 @@ class ReplayLLM:
         else:
             overhead = self._carried()
             read = exact + overhead
-        carry, carry_whole = self._carry(overhead, observed, whole)
-        seen = {"reply": reply.get("id"), "applies": applies, "read": read, "exact": exact, "overhead": overhead,
-                "logged": logged, "refused": False, "whole": whole, "carry": carry, "carry_whole": carry_whole}
-        self.seen.append(seen)
-        if self.window is not None and read > self.window and (whole or not applies):
-            seen["refused"] = True
+        carry = self._carry(overhead, observed, whole)
+        refused = self.window is not None and read > self.window and (whole or not applies)
+        self.last = Read(reply.get("id"), applies, read, exact, overhead, logged, refused, whole)
+        if refused:
+            self._state = replace(state, carry=carry)
             raise ProviderError("too_long", f"{read} tokens is more than the window of {self.window}")
-        self.used.append(reply.get("id"))
-        self.next += 1
-        self.last_applied = applies
-        if not applies:
-            self.stale.append(reply.get("id"))
+        self._state = replace(state, next=state.next + 1, given=state.given + 1, carry=carry)
         self.latency = self._latency_to(reply.get("time"))
         if "error" in reply:
             raise ProviderError(reply["error"], reply.get("message"))
@@ -381,19 +402,18 @@ class ReplayLLM:
         """A summary call: the window's check, then ``summarize``'s reply or the stand-in."""
         read = self.count(messages)
         refused = self.window is not None and read > self.window
-        entry = {"read": read, "refused": refused, "output": 0, "stand_in": False}
-        self.summaries.append(entry)
+        self.last_summary = SummaryCall(read, refused)  # what it read, whatever happens next (a summarizer may fail)
         if refused:
             raise ProviderError("too_long", f"{read} tokens is more than the window of {self.window}")
         if self.summarize is not None:
-            real = self.summarize(request, read, self.stand_ins > 0)
+            real = self.summarize(request, read, self._state.stand_ins > 0)
             if real is not None:
                 out = (real.get("usage") or {}).get("output_tokens")
-                entry["output"] = out if isinstance(out, int) and not isinstance(out, bool) and out >= 0 else \
+                output = out if isinstance(out, int) and not isinstance(out, bool) and out >= 0 else \
                     self.count([{"content": real.get("content")}])
+                self.last_summary = SummaryCall(read, False, output, False)
                 return real
-            self.stand_ins += 1
-        entry["stand_in"] = True
+            self._state = replace(self._state, stand_ins=self._state.stand_ins + 1)
         content = self._stand_in(messages)
-        entry["output"] = self.count([{"content": content}])
-        return {"content": content, "usage": {"input_tokens": read, "output_tokens": entry["output"]}}
+        self.last_summary = SummaryCall(read, False, self.count([{"content": content}]), True)
+        return {"content": content, "usage": {"input_tokens": read, "output_tokens": self.last_summary.output}}

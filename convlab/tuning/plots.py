@@ -90,7 +90,7 @@ def count_per_call(replayed: Replay, *, window: int | None = None, title: str | 
 
     >>> from convlab.tree import Tree
     >>> from convlab.conversation import Conversation
-    >>> from convlab.replay import replay
+    >>> from convlab.replaying.driver import replay
     >>> t = Tree()
     >>> _ = t.add({"id": "u1", "role": "user", "content": "hi"}, None)
     >>> _ = t.add({"id": "a1", "role": "assistant", "content": "hello"}, "u1")
@@ -105,15 +105,15 @@ def count_per_call(replayed: Replay, *, window: int | None = None, title: str | 
     fig = _figure((8, 4))
     ax = fig.add_subplot()
     xs = list(range(1, len(calls) + 1))
-    ax.plot(xs, [c["count"] for c in calls], label="count", color="tab:blue", lw=1.2)
+    ax.plot(xs, [c.count for c in calls], label="count", color="tab:blue", lw=1.2)
     if limit is not None:
         ax.axhline(limit, color="tab:orange", ls="--", lw=1, label=f"window - {MARGIN} = {limit:,}")
     for reason, (marker, color) in _MARKERS.items():
-        hits = [x for x in limits if x["reason"] == reason]
+        hits = [x for x in limits if x.reason == reason]
         if hits:
-            ax.scatter([x["call"] for x in hits], [x["tokens"] for x in hits], marker=marker, color=color, zorder=3,
+            ax.scatter([x.call for x in hits], [x.tokens for x in hits], marker=marker, color=color, zorder=3,
                        label=f"context.limit ({reason}): {len(hits)}")
-    compacted = [c["call"] for c in getattr(replayed, "compactions", ())]
+    compacted = [c.call for c in replayed.compactions]
     for k, call in enumerate(compacted):
         ax.axvline(call - 0.5, color="tab:green", ls=":", lw=1.5, zorder=1,
                    label=(f"the log compacted: before call {', '.join(map(str, compacted))}" if k == 0 else "_nolegend_"))

@@ -58,7 +58,7 @@ def grid_keys(df: pd.DataFrame) -> list[str]:
     """The grid keys of a tune frame: its columns between ``config`` and ``window``.
 
     >>> import pandas as pd
-    >>> from convlab.replay import COLUMNS
+    >>> from convlab.tuning.sweep import COLUMNS
     >>> grid_keys(pd.DataFrame(columns=["conversation", "source", "config", "strategy[0].idle_secs", *COLUMNS]))
     ['strategy[0].idle_secs']
     """

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..engine import SUMMARY_PREFIX
+from ..replaying.result import Limit, Replay
 from ..replaying.summaries import SummaryFolder
 from ..tokens import content_chars, content_text, estimate
 from .facts import KINDS, Fact, facts_of, holds, message_text, normal
@@ -44,9 +45,8 @@ if TYPE_CHECKING:
 
     from ..engine import Session
     from ..providers import Provider
-    from ..replaying.result import Replay
 
-__all__ = ["Compaction", "compactions", "retention", "retention_cost", "facts_kept", "retained", "RETENTION_COLUMNS",
+__all__ = ["Rewrite", "compactions", "retention", "retention_cost", "facts_kept", "retained", "RETENTION_COLUMNS",
            "PROBE_COLUMNS", "LOST_SHOWN"]
 
 #: The columns of ``retention``'s frame, in order.
@@ -61,7 +61,7 @@ LOST_SHOWN = 5
 
 
 @dataclass(frozen=True, eq=False)  # eq=False: two compactions are two events, however alike
-class Compaction:
+class Rewrite:
     """One rewrite of a replay's history (a ``context.replace``).
 
     - ``call``: the 1-based index of the model call that first reads the new
@@ -133,12 +133,12 @@ class Compaction:
         return len(self._kept) / len(self._facts) if self._facts else math.nan
 
 
-def compactions(replay: Replay) -> list[Compaction]:
-    """Every compaction ``replay`` made, in order (``Compaction``).
+def compactions(replay: Replay) -> list[Rewrite]:
+    """Every compaction ``replay`` made, in order (``Rewrite``).
 
     >>> from convlab.tree import Tree
     >>> from convlab.conversation import Conversation
-    >>> from convlab.replay import replay as run
+    >>> from convlab.replaying.driver import replay as run
     >>> t = Tree()
     >>> _ = t.add({"id": "u1", "role": "user", "content": "deploy to /srv/app at 12:30"}, None)
     >>> _ = t.add({"id": "a1", "role": "assistant", "content": "done"}, "u1")
@@ -147,15 +147,13 @@ def compactions(replay: Replay) -> list[Compaction]:
     >>> [(c.source, c.call, c.summary, c.summary_by, len(c.dropped()), c.facts_kept()) for c in compactions(run(Conversation(t, id="c")))]
     [('log', 2, 'Deployed /srv/app.', 'log', 2, 0.5)]
     """
-    from ..replaying.result import Replay  # here: result imports this module
-
     if not isinstance(replay, Replay):
         what = type(replay).__name__
         hint = ": replay it first, convlab.retention(convlab.replay(conversation))" if what == "Conversation" else ""
         raise TypeError(f"retention scores a Replay (what convlab.replay returns), got a {what}{hint}")
     s = replay.session
-    logs = {c["id"]: c["call"] for c in replay.compactions}
-    out: list[Compaction] = []
+    logs = {c.id: c.call for c in replay.compactions}
+    out: list[Rewrite] = []
     limit = started = -1  # the latest context.limited and summary call, as indexes into limits and summary_calls
     summary_call: int | None = None  # the summary call made for the latest limit
     first: Mapping[str, Any] | None = None  # the latest top-level message: a context.replace's new history starts there
@@ -177,20 +175,21 @@ def compactions(replay: Replay) -> list[Compaction]:
 
 
 def _compaction(replay: Replay, ev: Mapping[str, Any], first: Mapping[str, Any] | None, logs: Mapping[str, int],
-                limit: int, summary_call: int | None) -> Compaction:
+                limit: int, summary_call: int | None) -> Rewrite:
     ends = (ev.get("from"), ev.get("to"))
     summary = None
     if first is not None and first.get("kind") == "summary":
         summary = content_text(first["content"]).removeprefix(SUMMARY_PREFIX)
     if first is not None and first["id"] in logs:
-        return Compaction(logs[first["id"]], "log", None, summary, "log" if summary is not None else None, replay.session, ends)
-    x: Mapping[str, Any] = replay.limits[limit] if 0 <= limit < len(replay.limits) else {}
+        return Rewrite(logs[first["id"]], "log", None, summary, "log" if summary is not None else None, replay.session, ends)
+    x: Limit | None = replay.limits[limit] if 0 <= limit < len(replay.limits) else None
     by = None
     if summary is not None:
         made = replay.summary_calls[summary_call] if summary_call is not None and summary_call < len(replay.summary_calls) else None
-        by = "worker" if made is None else "stand-in" if made.get("stand_in") else "model"
-    source = "worker" if x.get("worker") is not None else "strategy"
-    return Compaction(int(x.get("call", 0)), source, x.get("strategy"), summary, by, replay.session, ends)
+        by = "worker" if made is None else "stand-in" if made.stand_in else "model"
+    if x is None:  # a rewrite no limit asked for (a replay's log holds no other): as the engine's own
+        return Rewrite(0, "strategy", None, summary, by, replay.session, ends)
+    return Rewrite(x.call, "worker" if x.worker is not None else "strategy", x.strategy, summary, by, replay.session, ends)
 
 
 def _tokens(messages: Sequence[Mapping[str, Any]]) -> int:
@@ -201,7 +200,7 @@ def _order(f: Fact) -> tuple[int, str]:
     return (KINDS.index(f.kind), f.normal)
 
 
-def _row(i: int, c: Compaction) -> dict[str, Any]:
+def _row(i: int, c: Rewrite) -> dict[str, Any]:
     dropped = c.dropped()
     facts = c.facts()
     lost = sorted(facts - c.kept(), key=_order)
@@ -317,7 +316,7 @@ def facts_kept(replay: Replay) -> float:
     return _mean(c.facts_kept() for c in _scored(replay))
 
 
-def _scored(replay: Replay) -> list[Compaction]:
+def _scored(replay: Replay) -> list[Rewrite]:
     """The compactions a sweep's means count: every one but a stand-in summary's."""
     return [c for c in compactions(replay) if c.summary_by != "stand-in"]
 

@@ -48,6 +48,7 @@ from ..replaying.result import Figures, Replay
 from ..replaying.summaries import Summaries, SummaryCost, SummaryFolder, summaries_for
 from . import workers
 from .grid import config_grid, example_config, grid_table
+from .measures import measures
 from .presets import Auto, Preset, by_agent
 from .probes import JUDGE_KEY, Asking, Judge, check_probes, judge_for
 from .retention import retained
@@ -154,11 +155,11 @@ class _SharedReplay:
              baseline: Mapping[str, Figures] | None = None, result: Replay | None = None) -> _SharedReplay:
         """The run of a finished replay; forked at ``start`` from ``parent``, whose
         config says the same before that turn (so what it said is not asked again).
-        Its row counts the calls it lost at their ``baseline`` figures (``Replay.measures``)."""
+        Its row counts the calls it lost at their ``baseline`` figures (``measures.measures``)."""
         setup, consulted = Setup(replayer.config, replayer.worker), replayer.record.consulted
         n = replayer.starts[start].consulted if parent is not None else 0
         says = (parent.says[:n] if parent is not None else []) + [_says(setup, p) for p in consulted[n:]]
-        return cls(replayer, setup, says, start, (result or replayer.result()).measures(baseline), [])
+        return cls(replayer, setup, says, start, measures(result or replayer.result(), baseline), [])
 
     def differs(self, config: Setup, from_turn: int) -> int | None:
         """The turn where ``config`` first says something else than this run's setup,
@@ -261,7 +262,7 @@ def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, Setup]], age
         out = []
         for j, cfg in configs:
             r = Replayer(p, cfg.config, counts=counts, agent=agent, summarize=summarize, worker=cfg.worker, **knobs).run()
-            out.append((j, {**r.result().measures(base.figures), **base.carried,
+            out.append((j, {**measures(r.result(), base.figures), **base.carried,
                             **({} if judge is None else {"retained": retained(r.result(), judge, probes)})}))
         return out
     # the forks hang on a root of this call's own: a shared baseline (a worker's) keeps none of them alive
@@ -707,8 +708,8 @@ def _schedule(sweep: _Sweep, ask: Summarize | None) -> dict[tuple[int, int], dic
     bar = tqdm(total=total, desc="tune", unit="replay", disable=not show)
 
     def done(i: int, measured: list[tuple[int, dict[str, Any]]]) -> None:
-        for j, measures in measured:
-            results[(i, j)] = measures
+        for j, row in measured:
+            results[(i, j)] = row
         bar.update(len(measured))
 
     try:

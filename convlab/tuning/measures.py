@@ -1,0 +1,136 @@
+"""Measures: one row of a sweep, read from a ``Replay`` (what each figure sums, written once).
+
+Every figure of a row sums the same calls: the model calls the provider
+answered, the summary calls it answered, and the ``lost`` calls (logged
+replies the replay never gave: their turn failed, or its worker ended it,
+first), each counted at its figure in ``baseline`` (``Replay.figures()`` of
+the baseline replay: the log as it was; without one a lost call counts
+nothing). A config that makes turns fail so reads and pays, for those turns,
+what the log did. ``convlab.tune`` documents each column.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..replaying.result import Call, Figures, Replay, SummaryCall
+from .retention import facts_kept
+
+__all__ = ["measures", "cost_measures"]
+
+
+def measures(replay: Replay, baseline: Mapping[str, Figures] | None = None) -> dict[str, Any]:
+    """The measures of a sweep's row for ``replay`` (see the module), its lost calls at ``baseline``'s figures.
+
+    >>> from convlab.tree import Tree
+    >>> from convlab.conversation import Conversation
+    >>> from convlab.replaying.driver import replay
+    >>> t = Tree()
+    >>> _ = t.add({"id": "u1", "role": "user", "content": "hi"}, None)
+    >>> _ = t.add({"id": "a1", "role": "assistant", "content": "hello", "usage": {"input_tokens": 9, "output_tokens": 1}}, "u1")
+    >>> t.head = "a1"
+    >>> m = measures(replay(Conversation(t, id="c")))
+    >>> m["calls"], m["tokens_read"], m["stale"], m["lost_calls"], m["err_usage_mean"]  # the count of "hi" (1) against the log's 9
+    (1, 9, 0, 0, -8.0)
+    """
+    answered, summaries, lost = _summed(replay, baseline)
+    tokens_read = _read(answered, summaries, lost)
+    counts = [c.count for c in replay.calls] + [x.tokens for x in replay.limits]
+    err_exact = [c.count - c.exact for c in answered]
+    err_usage = [c.count - logged for c in answered if c.applies and (logged := c.logged) is not None]
+    return {**_events(replay, len(answered), counts), "tokens_read": tokens_read,
+            "err_exact_mean": _mean(err_exact), "err_exact_p95": _p95(err_exact),
+            "err_usage_mean": _mean(err_usage), "err_usage_p95": _p95(err_usage),
+            **_costs(replay, answered, summaries, lost, tokens_read), "facts_kept": facts_kept(replay)}
+
+
+def cost_measures(replay: Replay, baseline: Mapping[str, Figures] | None = None) -> dict[str, Any]:
+    """What the calls cost, as a sweep's columns, over the calls ``measures`` sums: ``cached`` and
+    ``cache_write`` (predicted, summed; a summary call reads uncached), ``logged_cached`` (the log's
+    cache reads, where its usage applies), ``err_cached_mean`` and ``err_cached_p95`` (predicted
+    less logged, per answered call where the log has a figure), ``cached_share`` (``cached`` over
+    every input token the row counts: ``tokens_read``), ``usd`` (every call and summary call; NaN
+    without a model). NaN or 0 where the replay was not priced.
+
+    >>> from convlab.tree import Tree
+    >>> from convlab.conversation import Conversation
+    >>> from convlab.replaying.driver import replay
+    >>> t = Tree()
+    >>> _ = t.add({"id": "u1", "role": "user", "content": "hi " * 3000, "time": 0.0}, None)
+    >>> _ = t.add({"id": "a1", "role": "assistant", "content": "ok", "time": 1.0, "usage": {"input_tokens": 3010}}, "u1")
+    >>> _ = t.add({"id": "u2", "role": "user", "content": "more", "time": 2.0}, "a1")
+    >>> _ = t.add({"id": "a2", "role": "assistant", "content": "sure", "time": 3.0, "usage": {"input_tokens": 3020}}, "u2")
+    >>> t.head = "a2"
+    >>> m = cost_measures(replay(Conversation(t, id="c"), model="claude-sonnet-4-5"))
+    >>> m["cached"], m["cache_write"], round(m["usd"], 6), round(m["cached_share"], 3)
+    (3010, 3012, 0.012252, 0.499)
+    """
+    answered, summaries, lost = _summed(replay, baseline)
+    return _costs(replay, answered, summaries, lost, _read(answered, summaries, lost))
+
+
+def _summed(replay: Replay, baseline: Mapping[str, Figures] | None) -> tuple[list[Call], list[SummaryCall], list[Figures]]:
+    """The calls a row sums: the answered model calls, the answered summary calls, the lost calls' figures."""
+    lost = [baseline[r] for r in replay.lost if r in baseline] if baseline is not None else []
+    return replay.answered(), [s for s in replay.summary_calls if not s.refused], lost
+
+
+def _read(answered: Sequence[Call], summaries: Sequence[SummaryCall], lost: Sequence[Figures]) -> int:
+    return sum(c.read for c in answered) + sum(s.read for s in summaries) + sum(f.read for f in lost)
+
+
+def _events(replay: Replay, answered: int, counts: list[int]) -> dict[str, Any]:
+    """What happened: the calls, the limits and what answering them did, the turns that failed."""
+    limits = replay.limits
+    reasons = [x.reason for x in limits]
+    lengths = [x.summary_tokens for x in limits if x.summary_tokens is not None]
+    return {
+        "calls": answered,
+        "lost_calls": len(replay.lost),
+        "summary_calls": len(replay.summary_calls),
+        "limits_full": reasons.count("full"),
+        "limits_idle": reasons.count("idle"),
+        "limits_overflow": reasons.count("overflow"),
+        "summaries": sum(1 for x in limits if x.replaced and x.strategy == "summarize"),
+        "summary_tokens": sum(lengths),
+        "summary_tokens_max": max(lengths, default=0),
+        "resets": sum(1 for x in limits if x.replaced and x.strategy == "reset"),
+        "overflows": sum(1 for c in replay.calls if c.refused),
+        "failed_turns": sum(1 for t in replay.session.turns if t["status"] == "failed"),
+        "stale": len(replay.stale),
+        "first_limit_call": limits[0].call if limits else None,
+        "max_count": max(counts) if counts else 0,
+    }
+
+
+def _costs(replay: Replay, answered: Sequence[Call], summaries: Sequence[SummaryCall], lost: Sequence[Figures],
+           read: int) -> dict[str, Any]:
+    priced = [c for c in answered if c.priced]
+    if not priced and not lost:  # not priced, or no model call at all (a priced replay of no call costs its summaries)
+        usd = sum(s.usd or 0.0 for s in summaries) if replay.priced else math.nan
+        return {"cached": 0, "cache_write": 0, "logged_cached": math.nan, "err_cached_mean": math.nan,
+                "err_cached_p95": math.nan, "cached_share": math.nan, "usd": usd}
+    logged = [(c.cached or 0, c.logged_cached) for c in priced if c.logged_cached is not None]
+    errors = [cached - log for cached, log in logged]
+    cached = sum(c.cached or 0 for c in priced) + sum(f.cached for f in lost)
+    usd = math.nan
+    if replay.priced:
+        usd = sum(c.usd or 0.0 for c in priced) + sum(s.usd or 0.0 for s in summaries) + sum(f.usd for f in lost)
+    return {"cached": cached, "cache_write": sum(c.cache_write or 0 for c in priced) + sum(f.cache_write for f in lost),
+            "logged_cached": sum(log for _, log in logged) if logged else math.nan,
+            "err_cached_mean": _mean(errors), "err_cached_p95": _p95(errors),
+            "cached_share": cached / read if read else math.nan, "usd": usd}
+
+
+def _p95(values: Sequence[float]) -> float:
+    if not values:
+        return math.nan
+    v = sorted(abs(x) for x in values)
+    # nearest rank: the smallest value with at least 95% of the values at or below it
+    return float(v[max(0, math.ceil(0.95 * len(v)) - 1)])
+
+
+def _mean(values: Sequence[float]) -> float:
+    return float(sum(values) / len(values)) if values else math.nan
