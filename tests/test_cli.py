@@ -11,6 +11,9 @@ import pandas as pd
 import pytest
 
 import convlab
+import convlab.importers
+import convlab.replaying.driver
+import convlab.tuning.sweep
 from convlab.cli import build_parser, main
 from convlab.text import cells
 
@@ -352,9 +355,9 @@ def no_work(monkeypatch):
             boom()
         return check_only(conversations, *args, **kwargs)
 
-    monkeypatch.setattr(convlab, "read", boom)
-    monkeypatch.setattr(convlab, "tune", tune)
-    monkeypatch.setattr(convlab, "replay", boom)
+    monkeypatch.setattr(convlab.importers, "read", boom)  # where the command takes each from (the defining modules)
+    monkeypatch.setattr(convlab.tuning.sweep, "tune", tune)
+    monkeypatch.setattr(convlab.replaying.driver, "replay", boom)
 
 
 @pytest.mark.parametrize(
@@ -452,7 +455,7 @@ def test_a_fault_of_convlab_is_one_line_and_exit_1(session_log, monkeypatch, cap
     def broken(*args, **kwargs):
         raise RuntimeError("something inside broke")
 
-    monkeypatch.setattr(convlab, "read", broken)
+    monkeypatch.setattr(convlab.importers, "read", broken)
     assert main(["show", str(session_log)]) == 1
     assert capsys.readouterr().err == "convlab: internal error, please report it: RuntimeError: something inside broke\n"
 
@@ -746,7 +749,7 @@ def test_notes_wrap_to_the_width_and_stay_one_line_into_a_pipe_without_one():
     (grep)."""
     import io
 
-    from convlab.cli import _Notes
+    from convlab.cli.notes import Notes as _Notes
 
     class Terminal(io.StringIO):
         def isatty(self):
@@ -788,6 +791,8 @@ def test_the_count_plot_with_one_grid_key_is_drawn_under_the_config_ranked_first
     (["--model", "claude-sonet-4-5"], "convlab: --model: genai-prices knows no model 'claude-sonet-4-5'; close matches: "
                                       "anthropic:claude-sonnet-4-5"),
     (["--cache-ttl", "2h"], "convlab: --cache-ttl '2h': 5m, 1h or a number of seconds\n"),
+    (["--prompt-cache-ttl", "2h"], "convlab: --prompt-cache-ttl '2h': 5m, 1h or a number of seconds\n"),  # issue 36's name
+    (["--no-summary-cache"], "convlab: --no-summary-cache goes with --summarizer"),
     (["--preset", "cursor"], "convlab: --preset: presets: unknown preset 'cursor' (known: claude-code, codex, gemini-cli, pi, or all)\n"),
     (["--preset", "all", "--grid", "window=64000,128000"], "convlab: --preset compares whole configs: leave out --grid"),
 ])

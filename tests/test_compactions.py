@@ -84,7 +84,7 @@ class Summarizer:
 
 
 def test_a_summary_is_scored_on_its_text(tmp_path):
-    r = replay(conv(turns(4)), config("summarize", 1500), summarizer=Summarizer(), cache=tmp_path)
+    r = replay(conv(turns(4)), config("summarize", 1500), summarizer=Summarizer(), summary_cache=tmp_path)
     [c, *_] = compactions(r)
     assert (c.source, c.strategy, c.summary_by) == ("strategy", "summarize", "model")
     assert c.summary == "Ada Lovelace opened /srv/step0.py."

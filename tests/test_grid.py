@@ -50,4 +50,4 @@ def test_tune_with_no_config_sweeps_the_shipped_example_over_its_grid():
     pd.testing.assert_frame_equal(same, df)
     one = tune(CONVS[:1], example_config(), grid={"window": [64000]}, progress=False, jobs=1)  # grid= wins
     assert len(one) == 1
-    assert convlab.tune_cost(CONVS[:1], summarizer=convlab.EchoLLM(), cache=False, progress=False).calls >= 0
+    assert convlab.tune_cost(CONVS[:1], summarizer=convlab.EchoLLM(), summary_cache=False, progress=False).calls >= 0

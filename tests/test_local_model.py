@@ -138,15 +138,15 @@ def test_replay_and_tune_summarize_with_the_local_model_once_then_from_the_cache
     config = '[agent.bot.context]\n[[agent.bot.context.strategy]]\nuse = "summarize"\nover_tokens = 120\n'
     cache = tmp_path / "summaries"
     before = llm.calls
-    r = convlab.replay(conv, config, summarizer=llm, cache=cache)
+    r = convlab.replay(conv, config, summarizer=llm, summary_cache=cache)
     made = llm.calls - before
     summaries = [r.session.tree.nodes[n] for n in r.session.tree if r.session.tree.nodes[n].get("kind") == "summary"]
     assert made == 1 and len(summaries) == 1 and all(m["content"].strip() for m in summaries)
-    df = convlab.tune([conv], config, grid={"strategy[0].over_tokens": [120, 1000]}, summarizer=llm, cache=cache, jobs=1, progress=False)
+    df = convlab.tune([conv], config, grid={"strategy[0].over_tokens": [120, 1000]}, summarizer=llm, summary_cache=cache, jobs=1, progress=False)
     cost = df.attrs["summary_cost"]
     assert cost.cached == made and cost.calls == 0 and len(df) == 2  # over_tokens=120: the replay's summary, cached
     assert llm.calls - before == made
-    again = convlab.tune([conv], config, grid={"strategy[0].over_tokens": [120, 1000]}, summarizer=llm, cache=cache, jobs=1, progress=False)
+    again = convlab.tune([conv], config, grid={"strategy[0].over_tokens": [120, 1000]}, summarizer=llm, summary_cache=cache, jobs=1, progress=False)
     assert llm.calls - before == made and again.attrs["summary_cost"].calls == 0  # the rerun pays nothing
     assert again.attrs["summary_cost"].cached == cost.cached + cost.calls
     assert list(again["tokens_read"]) == list(df["tokens_read"])
@@ -227,7 +227,7 @@ def test_a_real_summary_of_a_real_claude_code_sessions_tool_heavy_span():
     llm = start_local(n_ctx=4096, params={"max_completion_tokens": 48})
     try:
         config = '[agent.bot.context]\nwindow = 32000\n[[agent.bot.context.strategy]]\nuse = "summarize"\n'
-        r = convlab.replay(c, config, summarizer=llm, cache=False)
+        r = convlab.replay(c, config, summarizer=llm, summary_cache=False)
     finally:
         llm.close()
     made = [s for s in r.summary_calls if not s["refused"]]

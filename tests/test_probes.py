@@ -124,14 +124,14 @@ def test_the_cache_answers_a_second_run_with_no_call(tmp_path):
 def test_retention_cost_calls_nothing_and_counts_the_calls_a_real_run_makes(tmp_path):
     r = replay(conv(turns(5)), config("reset", 1500))
     llm = Knowing()
-    cost = retention_cost(r, llm, probes=2, cache=tmp_path)
+    cost = retention_cost(r, llm, probes=2, judge_cache=tmp_path)
     assert llm.calls == 0 and not any(tmp_path.iterdir())  # nothing called, nothing written
-    df = retention(r, judge=llm, probes=2, cache=tmp_path)
+    df = retention(r, judge=llm, probes=2, judge_cache=tmp_path)
     assert cost.calls == llm.calls == df.attrs["judge_cost"].calls and cost.cached == 0
     assert cost.estimated == cost.calls - len(df)  # the answer calls rest on stand-in questions; the questions calls do not
     questions = [q for q in llm.requests if "question" in q["messages"][-1]["content"] and not q["messages"][-1]["content"].startswith("Answer")]
     assert cost.input_tokens >= sum(count_tokens(q["messages"]) for q in questions) > 0
-    after = retention_cost(r, llm, probes=2, cache=tmp_path)
+    after = retention_cost(r, llm, probes=2, judge_cache=tmp_path)
     assert (after.calls, after.cached, after.estimated) == (0, llm.calls, 0) and llm.calls == df.attrs["judge_cost"].calls
 
 
@@ -149,7 +149,7 @@ def test_a_failing_judge_is_the_rows_note():
         def complete(self, request):
             raise RuntimeError("the network is down")
 
-    df = retention(replay(conv(turns(4)), config("reset", 1500)), judge=Failing(), cache=False)
+    df = retention(replay(conv(turns(4)), config("reset", 1500)), judge=Failing(), judge_cache=False)
     assert (df["probes"] == 0).all() and all(n.startswith("the judge failed: RuntimeError: the network is down") for n in df["probe_note"])
 
 
@@ -196,13 +196,13 @@ def test_tune_has_retained_the_mean_over_its_compactions_with_calls_only_here(tm
 def test_bad_arguments_are_clear_errors():
     r = replay(conv(turns(4)), config("reset", 1500))
     with pytest.raises(ValueError, match="probes must be a whole number"):
-        retention(r, judge=Knowing(), probes=0, cache=False)
+        retention(r, judge=Knowing(), probes=0, judge_cache=False)
     with pytest.raises(TypeError, match="judge must be a provider"):
-        retention(r, judge=Knowing, cache=False)
+        retention(r, judge=Knowing, judge_cache=False)
     with pytest.raises(ValueError, match="give judge= too"):
-        retention(r, cache=False)
+        retention(r, judge_cache=False)
     with pytest.raises(ValueError, match="cache= goes to the Judge itself"):
-        retention(r, judge=Judge(Knowing(), cache=False), cache=False)
+        retention(r, judge=Judge(Knowing(), cache=False), judge_cache=False)
     with pytest.raises(ValueError, match="not dask"):
         tune([conv(turns(2))], config("reset", 1500), judge=Knowing(), scheduler="dask")
 
@@ -234,10 +234,10 @@ def test_a_real_local_judge_end_to_end_then_from_the_cache(tmp_path):
     r = replay(conv(rows), config("reset", 200))
     try:
         with llm:
-            cost = retention_cost(r, llm, probes=1, cache=tmp_path)
-            df = retention(r, judge=llm, probes=1, cache=tmp_path)
+            cost = retention_cost(r, llm, probes=1, judge_cache=tmp_path)
+            df = retention(r, judge=llm, probes=1, judge_cache=tmp_path)
             made = llm.calls
-            again = retention(r, judge=llm, probes=1, cache=tmp_path)
+            again = retention(r, judge=llm, probes=1, judge_cache=tmp_path)
     finally:
         llm.close()
     assert len(df) >= 1 and cost.calls >= len(df) and made >= len(df)  # at least the questions calls, for real

@@ -413,7 +413,7 @@ def test_summary_calls_go_to_the_summarizer_and_replies_still_come_from_the_log(
     c = conv(long_rows(8))
     cfg = config(None, {"use": "summarize", "over_tokens": 4500})
     llm = Summarizer()
-    r = replay(c, cfg, summarizer=llm, cache=tmp_path)
+    r = replay(c, cfg, summarizer=llm, summary_cache=tmp_path)
     stand_in = replay(c, cfg)
     assert llm.requests and all(q["summary"] for q in llm.requests)
     summaries = [n for _, n in r.session.tree.nodes(data=True) if n["kind"] == "summary"]
@@ -430,7 +430,7 @@ def test_summary_calls_go_to_the_summarizer_and_replies_still_come_from_the_log(
     assert [m["time"] for m in r.session.path()][-1] == [m["time"] for m in stand_in.session.path()][-1]
     # again: from the cache, no call
     n = len(llm.requests)
-    again = replay(c, cfg, summarizer=llm, cache=tmp_path)
+    again = replay(c, cfg, summarizer=llm, summary_cache=tmp_path)
     assert len(llm.requests) == n and again.session.snapshot()["nodes"] == r.session.snapshot()["nodes"]
 
 
@@ -452,11 +452,11 @@ def test_a_summarizer_that_fails_leaves_the_call_as_it_was(tmp_path):
     c = conv(long_rows(8))
     cfg = config(None, {"use": "summarize", "over_tokens": 4500})
     with pytest.warns(convlab.SummaryWarning, match=r"summary calls to .*Failing.* failed \(the service is down\): the replays"):
-        r = replay(c, cfg, summarizer=Failing(), cache=tmp_path)
+        r = replay(c, cfg, summarizer=Failing(), summary_cache=tmp_path)
     assert r.limits and not any(x["replaced"] for x in r.limits) and r.stale == []
     first = Failing.calls
     with pytest.warns(convlab.SummaryWarning):
-        replay(c, cfg, summarizer=Failing(), cache=tmp_path)
+        replay(c, cfg, summarizer=Failing(), summary_cache=tmp_path)
     assert first >= 1 and Failing.calls == 2 * first
     with pytest.raises(TypeError, match=r"not its class: Failing\(...\)"):
         replay(c, cfg, summarizer=Failing)

@@ -9,6 +9,9 @@ import pandas as pd
 import pytest
 
 import convlab
+import convlab.importers
+import convlab.replaying.driver
+import convlab.tuning.sweep
 import convlab.tuning.search as searching
 from convlab.cli import main
 from convlab.tuning.compact import clear_tool_results
@@ -269,7 +272,7 @@ def test_the_cli_searches_the_real_claude_code_session(capsys):
     (["--model", MODEL, "--base", "missing.toml"], "--base missing.toml: no such file"),
 ])
 def test_cli_mistakes_are_one_line_and_exit_2_before_reading(extra, message, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(convlab, "read", lambda *a, **k: pytest.fail("read the logs before checking"))
+    monkeypatch.setattr(convlab.importers, "read", lambda *a, **k: pytest.fail("read the logs before checking"))
     log = tmp_path / "s.jsonl"
     log.write_text("")
     assert main(["search", str(log), *extra]) == 2

@@ -11,7 +11,8 @@ import pytest
 
 import convlab
 from convlab.providers import EchoLLM
-from convlab.replaying.summaries import Summaries, default_folder, model_of, request_key, summaries_for
+from convlab.replaying.summaries import Summaries, default_folder, model_of, request_key
+from convlab.replaying.options import Options
 
 
 def request(text, prompt="Summarize.", model=None, ids=True):
@@ -155,21 +156,22 @@ def test_concurrent_writers_leave_every_entry_whole(tmp_path):
 def test_the_default_folder_follows_xdg_cache_home(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert default_folder() == tmp_path / "convlab" / "summaries"
-    summaries_for(EchoLLM(), None).complete(request("x"))
+    Options(summarizer=EchoLLM()).summaries().complete(request("x"))
     assert len(list((tmp_path / "convlab" / "summaries").rglob("*.json"))) == 1
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert default_folder() == tmp_path / "home" / ".cache" / "convlab" / "summaries"
 
 
-def test_what_summaries_for_takes():
-    assert summaries_for(None, None) is None
+def test_what_the_summary_options_take():
+    """The summarizer and its cache, checked where every option is (``Options``; was ``summaries_for``)."""
+    assert Options().summaries() is None
     with pytest.raises(ValueError, match="cache= is where a summarizer's summaries are kept"):
-        summaries_for(None, False)
+        Options(summary_cache=False)
     with pytest.raises(ValueError, match=r"tune_cost \(a dry run\) says what a summarizer's calls would cost"):
-        summaries_for(None, None, dry_run=True)
+        Options().summaries(dry_run=True)
     with pytest.raises(TypeError, match="summarizer must be a provider"):
-        summaries_for("openai:gpt-4.1-mini", None)
+        Options(summarizer="openai:gpt-4.1-mini")
     with pytest.raises(TypeError, match="cache must be a folder"):
-        summaries_for(EchoLLM(), True)
-    assert summaries_for(EchoLLM(), False).folder is None
+        Options(summarizer=EchoLLM(), summary_cache=True)
+    assert Options(summarizer=EchoLLM(), summary_cache=False).summaries().folder is None

@@ -533,19 +533,19 @@ def test_a_sweep_pays_once_per_summary_and_a_second_sweep_nothing(tmp_path):
     """Issue 12 (2): "A 100-config sweep never pays twice for the same summary and a rerun pays nothing";
     "a second sweep makes zero summary calls; cache=False makes them again"."""
     llm = Counting()
-    first = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=llm, cache=tmp_path)
+    first = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=llm, summary_cache=tmp_path)
     made = len(llm.requests)
     assert made >= 3 and len(set(llm.keys())) == made  # never the same summary twice
     assert first["summary_calls"].sum() > made  # many replays asked, the summarizer was called once per summary
     cost = first.attrs["summary_cost"]
     assert (cost.calls, cost.input_tokens, cost.cached) == (made, sum(q_read(q) for q in llm.requests), 0)
-    second = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=llm, cache=tmp_path)
+    second = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=llm, summary_cache=tmp_path)
     assert len(llm.requests) == made
     pd.testing.assert_frame_equal(second, first)
     assert (second.attrs["summary_cost"].calls, second.attrs["summary_cost"].cached) == (0, made)
     for _ in range(2):  # no cache: each sweep calls again, once per summary
         before = len(llm.requests)
-        tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=llm, cache=False)
+        tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=llm, summary_cache=False)
         assert len(llm.requests) - before == made
     assert len(list(tmp_path.rglob("*.json"))) == made
 
@@ -562,12 +562,12 @@ def test_the_frame_gains_the_summaries_real_lengths(tmp_path):
     from convlab.tokens import count_tokens
 
     llm = Counting()
-    df = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=llm, cache=tmp_path, jobs=1)
+    df = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=llm, summary_cache=tmp_path, jobs=1)
     docs = config_grid(BASE, SUMMARY_AXES)
     assert df["summaries"].sum() > 0
     for _, row in df.iterrows():
         c = next(x for x in CONVS if x.id == row["conversation"])
-        r = replay(c, docs[row["config"]], summarizer=llm, cache=tmp_path)
+        r = replay(c, docs[row["config"]], summarizer=llm, summary_cache=tmp_path)
         texts = [convlab.content_text(n["content"]).removeprefix(SUMMARY_PREFIX) for _, n in r.session.tree.nodes(data=True)
                  if n["kind"] == "summary"]
         assert all(t.startswith("summary: ") for t in texts)  # the summarizer's, not the stand-in
@@ -584,27 +584,28 @@ def test_dry_run_says_what_a_real_run_then_spends(tmp_path):
     c = conv("d1", 3)  # one summary per replay: every figure is known before any call
     axes = {"strategy[1].over_tokens": [2500, 100000], "strategy[1].prompt": ["Summarize.", "In one line.", "As a list."]}
     llm = Counting()
-    dry = tune_cost([c], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path)
+    dry = tune_cost([c], BASE, grid=axes, progress=False, summarizer=llm, summary_cache=tmp_path)
     assert llm.requests == [] and list(tmp_path.rglob("*.json")) == []  # nothing spent, nothing written
     assert dry.exact and dry.cached == 0 and dry.calls == 3  # one per prompt: the prompt is in the key
-    df = tune([c], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path)
+    df = tune([c], BASE, grid=axes, progress=False, summarizer=llm, summary_cache=tmp_path)
     assert len(llm.requests) == dry.calls and sum(q_read(q) for q in llm.requests) == dry.input_tokens
     spent = df.attrs["summary_cost"]
     assert (spent.calls, spent.input_tokens) == (dry.calls, dry.input_tokens)
-    again = tune_cost([c], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path)
+    again = tune_cost([c], BASE, grid=axes, progress=False, summarizer=llm, summary_cache=tmp_path)
     assert (again.calls, again.input_tokens, again.cached, again.cached_input_tokens) == (0, 0, dry.calls, dry.input_tokens)
     # in worker processes: the same figures
     llm2 = Counting()
-    assert tune_cost([c], BASE, grid=axes, progress=False, summarizer=llm2, cache=False, jobs=2) == dry
+    assert tune_cost([c], BASE, grid=axes, progress=False, summarizer=llm2, summary_cache=False, jobs=2) == dry
 
 
-def test_tune_dry_run_is_tune_cost_and_says_it_is_deprecated(tmp_path):
-    """Issue 21: a flag that makes tune return a SummaryCost is its own function, tune_cost; dry_run=True still
-    works (the same figures) and says what to call instead."""
+def test_tune_takes_no_dry_run_tune_cost_is_the_dry_run(tmp_path):
+    """Issue 21 made the dry run its own function, tune_cost; issue 36: tune no longer takes dry_run= at all
+    ("the dry runs are their own functions"), and says which function to call."""
     c, config = conv("d2", 3), BASE.replace("over_tokens = 100000", "over_tokens = 2500")
-    with pytest.warns(DeprecationWarning, match=r"convlab.tune_cost\(...\) says what the summaries would cost"):
-        old = tune([c], config, progress=False, summarizer=Counting(), cache=tmp_path, dry_run=True)
-    assert old == tune_cost([c], config, progress=False, summarizer=Counting(), cache=tmp_path) and old.calls == 1
+    with pytest.raises(TypeError, match=r"takes no dry_run: convlab.tune_cost\(...\) says what the summaries would cost"):
+        tune([c], config, progress=False, summarizer=Counting(), summary_cache=tmp_path, dry_run=True)
+    assert not any(tmp_path.iterdir())  # refused before any work
+    assert tune_cost([c], config, progress=False, summarizer=Counting(), summary_cache=tmp_path).calls == 1
     assert convlab.tune_cost is tune_cost
 
 
@@ -613,14 +614,14 @@ def test_dry_run_marks_what_rests_on_a_summary_not_made_yet(tmp_path):
     it with the stand-in in its place, and says so (estimated, not exact). With a summarizer that writes what
     the stand-in writes (EchoLLM), the estimate is what the real run spends."""
     llm = Counting()
-    dry = tune_cost(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=llm, cache=tmp_path)
+    dry = tune_cost(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=llm, summary_cache=tmp_path)
     assert not dry.exact and 0 < dry.estimated < dry.calls and llm.requests == []
     echo = convlab.EchoLLM()
-    dry = tune_cost(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=echo, cache=tmp_path / "echo")
-    df = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=echo, cache=tmp_path / "echo")
+    dry = tune_cost(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=echo, summary_cache=tmp_path / "echo")
+    df = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=echo, summary_cache=tmp_path / "echo")
     assert not dry.exact and (echo.calls, df.attrs["summary_cost"].input_tokens) == (dry.calls, dry.input_tokens)
     # with the summaries made, a dry run knows everything
-    assert tune_cost(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=echo, cache=tmp_path / "echo").exact
+    assert tune_cost(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=echo, summary_cache=tmp_path / "echo").exact
 
 
 def test_the_summarizer_stays_in_the_calling_process_and_is_never_pickled(tmp_path):
@@ -633,9 +634,9 @@ def test_the_summarizer_stays_in_the_calling_process_and_is_never_pickled(tmp_pa
         import pickle
 
         pickle.dumps(llm)
-    parallel = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=llm, cache=tmp_path / "a", jobs=2)
+    parallel = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=llm, summary_cache=tmp_path / "a", jobs=2)
     assert llm.requests and set(llm.pids) == {os.getpid()}
-    serial = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=Unpicklable(), cache=tmp_path / "b", jobs=1)
+    serial = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=Unpicklable(), summary_cache=tmp_path / "b", jobs=1)
     pd.testing.assert_frame_equal(parallel, serial)
     assert sorted(p.name for p in (tmp_path / "a").rglob("*.json")) == sorted(p.name for p in (tmp_path / "b").rglob("*.json"))
 
@@ -650,7 +651,7 @@ def test_a_summarizer_that_breaks_fails_its_summary_calls_with_its_own_error_and
 
     for jobs in (1, 2):
         with pytest.warns(convlab.SummaryWarning, match=r"failed \(RuntimeError: the summarizer broke") as caught:
-            df = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=Broken(), cache=tmp_path, jobs=jobs)
+            df = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=Broken(), summary_cache=tmp_path, jobs=jobs)
         assert len(df) == len(CONVS) * 6 and not any("sk-live" in str(w.message) for w in caught)
         assert not list(tmp_path.rglob("*.json"))
 
@@ -678,18 +679,18 @@ def test_a_real_sdk_summarizer_is_called_from_this_process_once_per_summary(tmp_
         pickle.dumps(llm)
     axes = {"strategy[1].over_tokens": [2500, 100000], "strategy[1].prompt": ["Summarize.", "In one line."]}
     one = conv("o1", 3)
-    dry = tune_cost([one, CONVS[2]], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path, jobs=2)
+    dry = tune_cost([one, CONVS[2]], BASE, grid=axes, progress=False, summarizer=llm, summary_cache=tmp_path, jobs=2)
     assert api.requests == [] and dry.exact and dry.calls >= 2
-    df = tune([one, CONVS[2]], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path, jobs=2)
+    df = tune([one, CONVS[2]], BASE, grid=axes, progress=False, summarizer=llm, summary_cache=tmp_path, jobs=2)
     assert len(api.requests) == dry.calls == df.attrs["summary_cost"].calls
     assert df.attrs["summary_cost"].input_tokens == dry.input_tokens
     assert all(r["url"].endswith("/chat/completions") and r["json"]["model"] == "gpt-test" for r in api.requests)
     assert (df["summary_tokens"] > 0).sum() == dry.calls
-    again = tune([one, CONVS[2]], BASE, grid=axes, progress=False, summarizer=llm, cache=tmp_path, jobs=2)
+    again = tune([one, CONVS[2]], BASE, grid=axes, progress=False, summarizer=llm, summary_cache=tmp_path, jobs=2)
     assert len(api.requests) == dry.calls
     pd.testing.assert_frame_equal(again, df)
     # a spec names the same kind of summarizer
-    echo = tune([one], BASE, grid=axes, progress=False, summarizer=convlab.provider("echo"), cache=tmp_path)
+    echo = tune([one], BASE, grid=axes, progress=False, summarizer=convlab.provider("echo"), summary_cache=tmp_path)
     assert echo.attrs["summary_cost"].calls == 2
 
 
@@ -703,7 +704,7 @@ def test_failed_summaries_are_said_and_counted(tmp_path):
 
     for jobs in (1, 2):
         with pytest.warns(convlab.SummaryWarning, match=r"failed \(401 bad key\)"):
-            df = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=Down(), cache=tmp_path, jobs=jobs)
+            df = tune(CONVS, BASE, grid=SUMMARY_AXES, progress=False, summarizer=Down(), summary_cache=tmp_path, jobs=jobs)
         assert df.attrs["summary_cost"].failed > 0 and df.attrs["summary_cost"].calls == 0
         assert df["summaries"].sum() == 0 and list(tmp_path.rglob("*.json")) == []
 
@@ -712,7 +713,7 @@ def test_summarizer_arguments_that_cannot_work_say_so():
     with pytest.raises(ValueError, match="give summarizer= too"):
         tune_cost(CONVS, BASE, progress=False)
     with pytest.raises(ValueError, match="give summarizer= too"):
-        tune(CONVS, BASE, progress=False, cache=False)
+        tune(CONVS, BASE, progress=False, summary_cache=False)
     with pytest.raises(ValueError, match="never sent to a worker"):
         tune(CONVS, BASE, progress=False, summarizer=Counting(), scheduler="dask")
     with pytest.raises(TypeError, match="summarizer must be a provider"):

@@ -72,15 +72,14 @@ from typing import Any
 from ..context import ConfigLike, ContextConfig, coerce
 from ..conversation import Conversation
 from ..engine import SUMMARY_PREFIX, Session, Worker
-from ..providers import Provider
 from ..tokens import content_text
 from ..tree import Message, message_of
 from . import cost
 from .cost import Pricing
 from .model import ReplayLLM, Summarize
+from .options import Options, check_worker, options_of, takes_options
 from .plan import ExactCounts, Plan, PlannedTurn, plan
 from .result import Call, Limit, LogCompaction, Replay, SummaryCall
-from .summaries import SummaryFolder, summaries_for
 
 __all__ = ["replay", "Replayer", "EMPTY_SUMMARY"]
 
@@ -218,7 +217,7 @@ class Replayer:
         with what the engine proposes; see ``replay``). ``pricing`` says how
         the calls are costed (``cost.Pricing``; None: not at all)."""
         config = coerce(config, agent)
-        self.worker = limit_worker(worker)
+        self.worker = check_worker(worker)
         self.pricing = pricing
         counts = counts if counts is not None else ExactCounts()
         model = ReplayLLM.for_plan(plan, config.window, summarize=summarize, counts=counts, summary_size=summary_size,
@@ -267,7 +266,7 @@ class Replayer:
         ``context.limit`` was answered by a worker that differs)."""
         config = coerce(config, self.agent)
         new = Replayer.__new__(Replayer)
-        new.worker = limit_worker(worker)
+        new.worker = check_worker(worker)
         new.pricing = self.pricing
         if turn == 0:
             new._setup(self.plan, config, self.agent, self.llm.until(ReplayLLM().mark(), config.window), _Record(), None)
@@ -560,28 +559,8 @@ class Replayer:
             self.record.map[back[old_head]] = made[-1]
 
 
-def pricing_for(model: str | None, prompt_cache: str | None, cache_ttl: float | str,
-                summarizer: Provider | None = None) -> Pricing | None:
-    """How a replay's calls are costed (``cost.Pricing``), checked; None when nothing is: no model and
-    no cache rule."""
-    if model is None and prompt_cache is None:
-        return None
-    summarizer_model = getattr(summarizer, "model", None) if summarizer is not None else None
-    return Pricing(model, prompt_cache, cache_ttl, summarizer_model if isinstance(summarizer_model, str) and model else None)
-
-
 def _nothing() -> None:
     pass
-
-
-def limit_worker(worker: object) -> Worker | None:
-    """``worker`` checked as a replay takes it: None (the engine's proposal answers each
-    ``context.limit``) or a callable that takes a decision and returns actions
-    (``convlab.compact``'s compactions; any worker ``Session(worker=...)`` takes)."""
-    if worker is None or callable(worker):
-        return worker
-    hint = " (the engine's own proposal is worker=None)" if worker in ("chat", "manual") else ""
-    raise TypeError(f"worker must be None or a callable worker such as convlab.compact.sliding_window(), got {worker!r}{hint}")
 
 
 def _made_by_replace(events: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -596,10 +575,8 @@ def _made_by_replace(events: Sequence[Mapping[str, Any]]) -> list[str]:
     return []
 
 
-def replay(conversation: Conversation, config: ConfigLike = None, *, agent: str = "bot",
-           summarizer: Provider | None = None, cache: SummaryFolder = None, summary_size: int | float | None = None,
-           overhead: int | None = None, worker: Worker | None = None, model: str | None = None,
-           prompt_cache: str | None = "auto", cache_ttl: float | str = "5m") -> Replay:
+@takes_options
+def replay(conversation: Conversation, config: ConfigLike = None, options: Options | None = None, **knobs: Any) -> Replay:
     """Re-enact an imported conversation through the protocol: a ``Replay``.
 
     Each logged assistant reply is one model call, answered by ``ReplayLLM``
@@ -619,33 +596,18 @@ def replay(conversation: Conversation, config: ConfigLike = None, *, agent: str 
     Where the log compacted itself and a strategy fires too, the log's
     compaction is replayed as the log did it (the module says how).
 
-    The cost model's knobs (``ReplayLLM`` documents both):
-
-    - ``summary_size``: how long the stand-in summary is. None (default): one
-      short line per message summarized (about 10 to 15 tokens each); a
-      float ``0 < r <= 1``: that share of the exact tokens it summarizes
-      (0.1: a tenth); an int: that many tokens. Every later count starts
-      from it.
-    - ``overhead``: the hidden prompt (system prompt and tools). None
-      (default): measured from the log; an int: that many tokens at every
-      call the log's usage does not answer.
-
-    ``worker`` answers each ``context.limit`` the config raises (None: what
-    the engine proposes; a ``convlab.compact`` compaction: its own, as in a
-    live ``Session(worker=...)``); one that raises is a ``ValueError`` naming
-    it and the call. ``model`` (a genai-prices name or ``provider:model``)
-    prices every call in dollars (``calls[i]["usd"]``); ``prompt_cache``
-    (``"anthropic"``, ``"openai"``, None; ``"auto"``: the model's rule, else
-    the log's model's) and ``cache_ttl`` predict each call's ``cached`` and
-    ``cache_write`` (``convlab.replaying.cost``; ``cache`` names the summary
-    cache's folder).
-
-    Summary calls get a stand-in summary (the log has none), unless
-    ``summarizer`` names a provider to send them to: replies still come from
-    the log, summaries from that model, each made once and kept in the
-    summary cache (``cache``: None for ``$XDG_CACHE_HOME/convlab/summaries``,
-    a folder, or False for none; see ``convlab.tune`` and
-    ``convlab.replaying.summaries``).
+    The knobs (``options``, an ``Options``, or its fields by name: ``Options``
+    documents each; ``model=`` prices every call in dollars,
+    ``summarizer=`` sends the summary calls to a provider, ``worker=``
+    answers each ``context.limit``, ``summary_size=`` and ``overhead=`` are
+    the cost model's): checked before any work. A worker that raises is a
+    ``ValueError`` naming it and the call. Summary calls get a stand-in
+    summary (the log has none) unless a summarizer makes them: replies still
+    come from the log, summaries from that model, each made once and kept in
+    the summary cache (``summary_cache``; ``convlab.replaying.summaries``).
+    With a model, or a log whose own model has a prompt cache rule, each call
+    is priced: the prompt cache's reads and writes predicted
+    (``convlab.replaying.cost``), and dollars with a model.
 
     >>> from convlab.tree import Tree
     >>> t = Tree()
@@ -663,13 +625,13 @@ def replay(conversation: Conversation, config: ConfigLike = None, *, agent: str 
         what = "a list" if isinstance(conversation, (list, tuple)) else f"a {type(conversation).__name__}"
         hint = ": convlab.read() returns a list, replay each one (or tune them all)" if isinstance(conversation, (list, tuple)) else ""
         raise TypeError(f"replay takes one Conversation, got {what}{hint}")
-    summaries = summaries_for(summarizer, cache)
+    chosen = options_of(options, knobs, "replay")
+    summaries = chosen.summaries()
     p = plan(conversation)
     counts = ExactCounts()
     summarize = None if summaries is None else (lambda request, tokens, guessed: summaries.complete(request))
-    pricing = pricing_for(model, prompt_cache, cache_ttl, summarizer)
-    replayer = Replayer(p, config, counts=counts, agent=agent, summarize=summarize, summary_size=summary_size,
-                        overhead=overhead, worker=worker, pricing=pricing)  # the config, the knobs and the worker checked before any work
+    replayer = Replayer(p, config, counts=counts, agent=chosen.agent, summarize=summarize, worker=chosen.worker,
+                        **chosen.replaying())  # the config checked before any work too
     counts.prime(p.texts())  # one batch, as a sweep does
     result = replayer.run().result()
     if summaries is not None:

@@ -16,6 +16,7 @@ from ..errors import ProviderError
 from ..providers.fakes import checked_replies, stand_in, summarized
 from ..tokens import content_text, count_tokens
 from ..tree import PathView, input_tokens
+from .options import check_overhead, check_summary_size
 from .plan import ExactCounts, Plan
 from .result import SummaryCall
 
@@ -23,32 +24,6 @@ if TYPE_CHECKING:
     from ..engine import Session
 
 __all__ = ["ReplayLLM", "Read"]
-
-
-def _size(value: int | float | None) -> int | float | None:
-    """``summary_size`` checked: None, a ratio in (0, 1], or a whole number of tokens."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"summary_size must be a ratio of what a summary summarizes (a float, 0 < r <= 1), "
-                         f"a whole number of tokens, or None (the stand-in's own lines), got {value!r}")
-    if isinstance(value, int):
-        if value < 1:
-            raise ValueError(f"summary_size as tokens must be at least 1, got {value!r}")
-        return value
-    if not 0 < value <= 1:
-        raise ValueError(f"summary_size as a ratio must be more than 0 and at most 1, got {value!r}"
-                         + (f" (for {int(value)} tokens, give the whole number {int(value)})" if value > 1 and value.is_integer() else ""))
-    return float(value)
-
-
-def _overhead(value: int | None) -> int | None:
-    """``overhead`` checked: None (measured from the log) or a whole number of tokens, 0 or more."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"overhead must be a whole number of tokens (0 or more), or None to measure it from the log, got {value!r}")
-    return value
 
 
 #: What a logged reply gives back beside its content (a provider's reply keeps them on the message).
@@ -206,8 +181,8 @@ class ReplayLLM:
     ):
         if window is not None and (not isinstance(window, int) or window <= 0):
             raise ValueError(f"window must be a positive integer, got {window!r}")
-        self.summary_size = _size(summary_size)
-        self.overhead = _overhead(overhead)
+        self.summary_size = check_summary_size(summary_size)
+        self.overhead = check_overhead(overhead)
         self.replies = checked_replies(replies)
         self.window = window
         self.latency = 0.0

@@ -19,8 +19,8 @@ half-written one and concurrent writers of the same entry leave one whole
 file; an entry that cannot be read is made again. A refusal as too long is
 kept too (the same input is refused again); a failed call is not.
 
-The cache's folder: ``cache=`` (a path), or ``$XDG_CACHE_HOME/convlab/summaries``
-(default ``~/.cache/convlab/summaries``); ``cache=False`` keeps summaries in
+The cache's folder: ``summary_cache=`` (a path), or ``$XDG_CACHE_HOME/convlab/summaries``
+(default ``~/.cache/convlab/summaries``); ``summary_cache=False`` keeps summaries in
 memory only, for one replay or one sweep.
 """
 
@@ -42,11 +42,11 @@ from .. import inputs, jsondata, providers
 from ..errors import ProviderError, SummaryWarning
 from ..tree import MESSAGE_KEYS, input_tokens
 
-__all__ = ["Summaries", "SummaryCost", "summaries_for", "default_folder", "model_of", "request_key",
+__all__ = ["Summaries", "SummaryCost", "default_folder", "model_of", "request_key",
            "SummaryFolder"]
 
 
-#: Where a summarizer's summaries are kept (``summaries_for``): None (``default_folder``), a folder,
+#: Where a summarizer's summaries are kept (``Options.summary_cache``): None (``default_folder``), a folder,
 #: or False (memory only).
 SummaryFolder: TypeAlias = str | os.PathLike[str] | Literal[False] | None
 
@@ -89,33 +89,6 @@ def request_key(model: str, request: Mapping[str, Any]) -> str:
     }
     raw = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
-
-
-def summaries_for(summarizer: providers.Provider | None, cache: SummaryFolder, *,
-                  dry_run: bool = False) -> Summaries | None:
-    """The ``Summaries`` that ``replay`` and ``tune`` send summary calls to (None:
-    no summarizer, the stand-in), with ``cache`` checked: None (the default
-    folder), a folder, or False (memory only)."""
-    if summarizer is None:
-        if cache is not None:
-            raise ValueError("cache= is where a summarizer's summaries are kept: give summarizer= too")
-        if dry_run:
-            raise ValueError("tune_cost (a dry run) says what a summarizer's calls would cost: give summarizer= too")
-        return None
-    if isinstance(summarizer, type):
-        raise TypeError(f"summarizer must be a provider, not its class: {summarizer.__name__}(...)")
-    if not callable(getattr(summarizer, "complete", None)):
-        hint = f": for a spec, summarizer=convlab.provider({summarizer!r})" if isinstance(summarizer, str) else ""
-        raise TypeError(f"summarizer must be a provider (with complete(request)), e.g. convlab.EchoLLM(), got {summarizer!r}{hint}")
-    if cache is None:
-        folder = default_folder()
-    elif cache is False:
-        folder = None
-    elif isinstance(cache, (str, os.PathLike)):
-        folder = Path(cache).expanduser()
-    else:
-        raise TypeError(f"cache must be a folder (str or path), False (no cache) or None (the default folder), got {cache!r}")
-    return Summaries(summarizer, folder)
 
 
 @dataclass(frozen=True)

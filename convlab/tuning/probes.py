@@ -40,7 +40,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -50,12 +49,13 @@ from typing import Any, Protocol
 from .. import providers
 from ..errors import ProviderError
 from ..replaying.model import Summarize
+from ..replaying.options import folder_of
 from ..replaying.summaries import Summaries, SummaryFolder, default_folder
 from ..tokens import count_tokens
 from .facts import Fact, holds, message_text, normal
 
 __all__ = ["QUESTIONS", "RETRY", "ANSWER", "GRADE", "Judge", "JudgeCost", "Relayed", "Probed", "Asking",
-           "questions_from", "grade", "probe", "judge_for", "check_probes", "DEFAULT_WINDOW", "WINDOW_SHARE", "JUDGE_KEY"]
+           "questions_from", "grade", "probe", "judge_for", "DEFAULT_WINDOW", "WINDOW_SHARE", "JUDGE_KEY"]
 
 QUESTIONS = ("Write up to {n} short questions that the conversation above answers, each with its answer copied "
              "word for word from it (a number, a name, a path, a date, a word). Reply with only a JSON array: "
@@ -122,14 +122,7 @@ class Judge:
             raise TypeError(f"judge must be a provider (with complete(request)), e.g. convlab.LocalChat(), got {provider!r}")
         if window is not None and (not isinstance(window, int) or isinstance(window, bool) or window < 64):
             raise ValueError(f"judge window must be a whole number of tokens (at least 64) or None, got {window!r}")
-        if cache is None:
-            folder: str | os.PathLike[str] | None = default_folder().parent / "judge"
-        elif cache is False:
-            folder = None
-        elif isinstance(cache, (str, os.PathLike)):
-            folder = cache
-        else:
-            raise TypeError(f"cache must be a folder (str or path), False (no cache) or None (the default folder), got {cache!r}")
+        folder = folder_of(cache, "cache", default_folder().parent / "judge")
         n_ctx = getattr(provider, "n_ctx", None)
         self.window = window or (n_ctx if isinstance(n_ctx, int) else DEFAULT_WINDOW)
         self.provider = provider
@@ -160,18 +153,11 @@ def judge_for(judge: providers.Provider | Judge, cache: SummaryFolder = None, *,
     run, its twin that calls nothing, on the same cache)."""
     if isinstance(judge, Judge):
         if cache is not None:
-            raise ValueError("cache= goes to the Judge itself (Judge(provider, cache=...)), not beside it")
+            raise ValueError("judge_cache= goes to the Judge itself (Judge(provider, cache=...)), not beside it")
         if dry_run and not judge.dry_run:
             return Judge(judge.provider, judge.folder or False, window=judge.window, dry_run=True)
         return judge
     return Judge(judge, cache, dry_run=dry_run)
-
-
-def check_probes(probes: object) -> int:
-    """``probes`` checked: a whole number of questions per compaction, at least 1."""
-    if not isinstance(probes, int) or isinstance(probes, bool) or probes < 1:
-        raise ValueError(f"probes must be a whole number of questions per compaction (at least 1), got {probes!r}")
-    return probes
 
 
 class Relayed:

@@ -34,11 +34,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..engine import SUMMARY_PREFIX
+from ..replaying.options import check_probes, renamed
 from ..replaying.result import Limit, Replay
 from ..replaying.summaries import SummaryFolder
 from ..tokens import content_chars, content_text, estimate
 from .facts import KINDS, Fact, facts_of, holds, message_text, normal
-from .probes import Asking, Judge, JudgeCost, Probed, check_probes, judge_for, probe
+from .probes import Asking, Judge, JudgeCost, Probed, judge_for, probe
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -210,8 +211,8 @@ def _row(i: int, c: Rewrite) -> dict[str, Any]:
             "lost": "; ".join(f.text for f in lost[:LOST_SHOWN])}
 
 
-def retention(replay: Replay, judge: Provider | Judge | None = None, probes: int = 5,
-              cache: SummaryFolder = None) -> pd.DataFrame:
+def retention(replay: Replay, judge: Provider | Judge | None = None, probes: int = 5, judge_cache: SummaryFolder = None,
+              **earlier: Any) -> pd.DataFrame:
     """What each compaction of ``replay`` dropped and how much of what it stated the new context still
     holds: one row per compaction (``compactions``), columns ``RETENTION_COLUMNS``:
 
@@ -254,11 +255,12 @@ def retention(replay: Replay, judge: Provider | Judge | None = None, probes: int
     """
     import pandas as pd
 
+    cache = _judge_cache(judge_cache, earlier, "retention")
     found = compactions(replay)
     rows = [_row(i, c) for i, c in enumerate(found, 1)]
     if judge is None:
         if cache is not None:
-            raise ValueError("cache= is where a judge's calls are kept: give judge= too")
+            raise ValueError("judge_cache= is where a judge's calls are kept: give judge= too")
         return pd.DataFrame(rows, columns=list(RETENTION_COLUMNS))
     j = judge_for(judge, cache)
     n = check_probes(probes)
@@ -269,13 +271,23 @@ def retention(replay: Replay, judge: Provider | Judge | None = None, probes: int
     return df
 
 
+def _judge_cache(judge_cache: SummaryFolder, earlier: Mapping[str, Any], where: str) -> SummaryFolder:
+    """``judge_cache``, or its earlier name ``cache`` (a ``DeprecationWarning``); any other keyword a ``TypeError``."""
+    given = renamed(earlier, {"cache": "judge_cache"}, where, stacklevel=4)
+    unknown = [k for k in given if k != "judge_cache"]
+    if unknown:
+        raise TypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
+    return given.get("judge_cache", judge_cache)
+
+
 def _probed(p: Probed) -> dict[str, Any]:
     return {"probes": p.probes, "correct_full": p.correct_full, "correct_compacted": p.correct_compacted,
             "retained": p.retained, "probe_note": p.note}
 
 
-def retention_cost(replay: Replay, judge: Provider | Judge, probes: int = 5, cache: SummaryFolder = None) -> JudgeCost:
-    """What ``retention(replay, judge, probes, cache)`` would cost, calling nothing and writing nothing: a
+def retention_cost(replay: Replay, judge: Provider | Judge, probes: int = 5, judge_cache: SummaryFolder = None,
+                   **earlier: Any) -> JudgeCost:
+    """What ``retention(replay, judge, probes, judge_cache)`` would cost, calling nothing and writing nothing: a
     ``JudgeCost`` (the calls not in the cache and the exact o200k_base count of what each would send,
     the ``cached`` ones). A question the cache does not hold yet is not known, so its two answer calls
     are counted on a stand-in question (``estimated``); grade calls are counted only where the cache
@@ -291,11 +303,11 @@ def retention_cost(replay: Replay, judge: Provider | Judge, probes: int = 5, cac
     >>> t.head = "a3"
     >>> cfg = "[agent.bot.context]\\nwindow = 100000\\n[[agent.bot.context.strategy]]\\nuse = 'reset'\\nover_tokens = 250"
     >>> r = convlab.replay(convlab.Conversation(t, id="c"), cfg)
-    >>> cost = retention_cost(r, EchoLLM(), probes=2, cache=False)
+    >>> cost = retention_cost(r, EchoLLM(), probes=2, judge_cache=False)
     >>> cost.calls, cost.estimated, cost.cached  # one questions call, two answer calls per question
     (5, 4, 0)
     """
-    j = judge_for(judge, cache, dry_run=True)
+    j = judge_for(judge, _judge_cache(judge_cache, earlier, "retention_cost"), dry_run=True)
     n = check_probes(probes)
     for c in compactions(replay):
         probe(c.dropped(), c.old, c.new, j, n)

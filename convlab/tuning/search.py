@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from ..context import MARGIN, TomlSource, load_config, toml_document
 from ..conversation import Conversation
 from ..errors import ConfigError
-from ..replaying.driver import limit_worker
+from ..replaying.options import Options, check_worker, options_of, takes_options
 from .grid import config_grid
 from .presets import Preset
 from .ranking import totals
@@ -50,7 +50,6 @@ if TYPE_CHECKING:
     from tqdm import tqdm
 
     from ..engine import Worker
-    from ..providers import Provider
 
 __all__ = ["search", "SearchResult", "check", "default_space", "OPS", "OBJECTIVES", "BATCH"]
 
@@ -114,7 +113,7 @@ def _dimension(key: object, given: object, base: Mapping[str, Any], agent: str) 
         if not given:
             raise ValueError(f"{where}: an empty list of choices")
         for value in given:  # each choice checked as a config (or a worker) takes it: a ConfigError names the key
-            limit_worker(value) if key == "worker" else config_grid(base, {key: [value]}, agent=agent)
+            check_worker(value) if key == "worker" else config_grid(base, {key: [value]}, agent=agent)
         return _Dimension(key, choices=tuple(given))
     if not isinstance(given, tuple):
         raise ValueError(f"{where}: a range (low, high) or (low, high, step), or a list of choices, got {given!r}")
@@ -219,7 +218,7 @@ class _Checked:
     column: str
     maximise: bool
     constraints: list[_Constraint]  # the given ones, then the search's own (a config that breaks turns never wins)
-    judged: dict[str, Any]  # tune's judge= when given
+    options: Options  # every tune's
 
 
 def _base(base: TomlSource | None, agent: str) -> dict[str, Any]:
@@ -231,9 +230,9 @@ def _base(base: TomlSource | None, agent: str) -> dict[str, Any]:
     return doc
 
 
-def _checked(space: Mapping[str, object] | None, *, base: TomlSource | None, objective: str,
-             constraints: Mapping[str, str] | Iterable[str] | None, model: str | None, judge: Provider | None,
-             agent: str, failed: bool = False) -> _Checked:
+def _checked(space: Mapping[str, object] | None, options: Options, *, base: TomlSource | None, objective: str,
+             constraints: Mapping[str, str] | Iterable[str] | None, failed: bool = False) -> _Checked:
+    agent, model = options.agent, options.model
     doc = _base(base, agent)
     if space is None:
         space = default_space(doc, agent=agent)
@@ -241,19 +240,18 @@ def _checked(space: Mapping[str, object] | None, *, base: TomlSource | None, obj
         raise ValueError(f"search: space maps grid keys to ranges or lists of choices, e.g. "
                          f"{{'window': (64000, 200000)}}, got {space!r}")
     dims = [_dimension(k, v, doc, agent) for k, v in space.items()]
-    judged: dict[str, Any] = {} if judge is None else {"judge": judge}
-    frame = tune([], doc, agent=agent, progress=False, model=model, **judged)  # no conversation: its columns only
+    frame = tune([], doc, options=options, progress=False)  # no conversation: its columns only
     columns = [c for c in frame.columns if c in OBJECTIVES or c not in ("conversation", "source", "config", *COLUMNS)]
     column, maximise = _objective(objective, columns, model)
     given = _constraints(constraints, columns)
     own = [] if failed else [_Constraint(c, "==", 0.0, " (a config that breaks turns never wins; failed=True lets it)")
                              for c in ("failed_turns", "lost_calls")]
-    return _Checked(doc, dims, column, maximise, given + own, judged)
+    return _Checked(doc, dims, column, maximise, given + own, options)
 
 
-def check(space: Mapping[str, object] | None, *, base: TomlSource | None = None, objective: str = "usd",
-          constraints: Mapping[str, str] | Iterable[str] | None = None, model: str | None = None,
-          judge: Provider | None = None, agent: str = "bot") -> None:
+@takes_options
+def check(space: Mapping[str, object] | None, options: Options | None = None, *, base: TomlSource | None = None,
+          objective: str = "usd", constraints: Mapping[str, str] | Iterable[str] | None = None, **knobs: Any) -> None:
     """Every argument of a ``search`` checked, before any work: a ``ValueError`` (a ``ConfigError`` for a
     bad value of a config) naming what is wrong. What ``convlab search`` runs before it reads the logs.
 
@@ -262,7 +260,7 @@ def check(space: Mapping[str, object] | None, *, base: TomlSource | None = None,
     ...
     ValueError: search: objective 'usd' is in dollars: give model= (e.g. model='claude-sonnet-4-5')
     """
-    _checked(space, base=base, objective=objective, constraints=constraints, model=model, judge=judge, agent=agent)
+    _checked(space, options_of(options, knobs, "search"), base=base, objective=objective, constraints=constraints)
 
 
 def default_space(base: TomlSource, *, agent: str = "bot") -> dict[str, tuple[int, int, int]]:
@@ -399,21 +397,21 @@ def _quiet_optuna() -> Iterator[Any]:
         optuna.logging.set_verbosity(level)
 
 
+@takes_options
 def search(
     conversations: Conversation | Iterable[Conversation],
     space: Mapping[str, object] | None,
+    options: Options | None = None,
     *,
     base: TomlSource | None = None,
     objective: str = "usd",
     constraints: Mapping[str, str] | Iterable[str] | None = None,
     trials: int = 100,
-    model: str | None = None,
-    judge: Provider | None = None,
     jobs: int | None = None,
     seed: int = 0,
-    agent: str = "bot",
     progress: bool | None = None,
     failed: bool = False,
+    **knobs: Any,
 ) -> SearchResult:
     """The config of ``space`` that minimises ``objective`` over ``conversations``, among those that meet
     ``constraints``: Optuna's TPE sampler (seeded by ``seed``) proposes ``trials`` configs and ``convlab.tune``
@@ -433,7 +431,9 @@ def search(
     measures: ``{"failed_turns": "== 0", "facts_kept": ">= 0.5"}`` or ``["failed_turns == 0"]`` (``OPS``);
     a trial that misses one is infeasible (the sampler is told its constraints, so it steers away) and
     never wins, and so is one whose objective is NaN (``facts_kept`` where nothing was compacted).
-    ``judge`` goes to ``tune`` (its ``retained`` column).
+    The knobs (``options``, or its fields by name: ``model``, ``judge`` for tune's ``retained`` column,
+    ``summarizer``, ``worker``, ...) go to every ``tune`` (``convlab.replaying.options.Options``); a
+    ``worker`` axis of the space overrides the options' worker.
 
     Every figure is the config's over the whole corpus, as ``convlab.tuning.ranking.totals`` makes it from
     tune's rows: what a user would pay or save over all of ``conversations`` (``usd`` and ``tokens_read``
@@ -481,9 +481,9 @@ def search(
         raise ValueError(f"search: seed must be a whole number, got {seed!r}")
     if not isinstance(failed, bool):
         raise ValueError(f"search: failed is True (a config that breaks turns may win) or False, got {failed!r}")
-    checked = _checked(space, base=base, objective=objective, constraints=constraints, model=model, judge=judge,
-                       agent=agent, failed=failed)
-    score = _Scorer(checked, convs, agent, dict(model=model, jobs=jobs, **checked.judged))
+    chosen = options_of(options, knobs, "search")
+    checked = _checked(space, chosen, base=base, objective=objective, constraints=constraints, failed=failed)
+    score = _Scorer(checked, convs, jobs)
     with _quiet_optuna() as optuna:
         # Optuna 5 reads each trial's constraints (Trial.set_constraint); Optuna 4 asks a constraints_func
         older = {} if _sets_constraints(optuna) else {"constraints_func": lambda t: t.user_attrs["violations"]}
@@ -494,7 +494,7 @@ def search(
             study.enqueue_trial({d.key: d.encoded(v) for d, v in zip(checked.dimensions, point, strict=True)})
         n, batch = (len(grid), len(grid)) if grid else (trials, BATCH)
         rows = _run(study, checked, score, n, batch, _bar(n, progress))
-    return _result(checked, study, rows, score, agent, objective)
+    return _result(checked, study, rows, score, chosen.agent, objective)
 
 
 def _sets_constraints(optuna: types.ModuleType) -> bool:
@@ -518,15 +518,17 @@ def _bar(total: int, progress: bool | None) -> tqdm[NoReturn]:
 class _Scorer:
     """Scores configs with ``tune``: a batch's new configs in one sweep; a config scored once."""
 
-    def __init__(self, checked: _Checked, conversations: list[Conversation], agent: str, knobs: dict[str, Any]) -> None:
-        self.checked, self.conversations, self.agent, self.knobs = checked, conversations, agent, knobs
+    def __init__(self, checked: _Checked, conversations: list[Conversation], jobs: int | None) -> None:
+        self.checked, self.conversations, self.jobs = checked, conversations, jobs
+        self.agent = checked.options.agent
         self.memo: dict[str, dict[str, Any]] = {}
 
     def config(self, values: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:
         """The document (only the agent's context table) and the worker a trial's values make."""
         axes = {k: [v] for k, v in values.items() if k != "worker"}
         doc = config_grid(self.checked.base, axes, agent=self.agent)[0] if axes else self.checked.base
-        return {"agent": {self.agent: {"context": copy.deepcopy(doc["agent"][self.agent]["context"])}}}, values.get("worker")
+        worker = values.get("worker", self.checked.options.worker)  # a worker axis, else the options' worker
+        return {"agent": {self.agent: {"context": copy.deepcopy(doc["agent"][self.agent]["context"])}}}, worker
 
     def __call__(self, points: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         from ..context import coerce
@@ -539,7 +541,7 @@ class _Scorer:
             if key not in self.memo and key not in new:
                 new[key] = Preset("search", coerce(doc, self.agent), worker)
         if new:
-            df = tune(self.conversations, list(new.values()), agent=self.agent, progress=False, **self.knobs)
+            df = tune(self.conversations, list(new.values()), options=self.checked.options, progress=False, jobs=self.jobs)
             self.memo.update(zip(new, _totals(df), strict=True))
         return [self.memo[k] for k in keys]
 

@@ -34,23 +34,23 @@ import functools
 import itertools
 import operator
 import os
-import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..context import ContextConfig, Strategy, TomlSource, applies, coerce, toml_document
 from ..conversation import Conversation
-from ..replaying.driver import Replayer, limit_worker, pricing_for
-from ..replaying.model import ReplayLLM, Summarize
+from ..replaying.driver import Replayer
+from ..replaying.model import Summarize
+from ..replaying.options import Options, check_worker, options_of, takes_options
 from ..replaying.plan import ExactCounts, Plan, plan
 from ..replaying.result import Figures, Replay
-from ..replaying.summaries import Summaries, SummaryCost, SummaryFolder, summaries_for
+from ..replaying.summaries import Summaries, SummaryCost
 from . import workers
 from .grid import config_grid, example_config, grid_table
 from .measures import measures
 from .presets import Auto, Preset, by_agent
-from .probes import JUDGE_KEY, Asking, Judge, check_probes, judge_for
+from .probes import JUDGE_KEY, Asking, Judge, judge_for
 from .retention import retained
 
 if TYPE_CHECKING:
@@ -58,7 +58,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from ..engine import Worker
-    from ..providers import Provider
 
 #: One config of a sweep: TOML text, a path, a parsed document, a ``ContextConfig``, a preset, or ``presets.AUTO``.
 Config: TypeAlias = TomlSource | ContextConfig | Preset | Auto
@@ -293,35 +292,29 @@ def _strategies(cfg: ContextConfig) -> str:
     return ",".join(s.use for s in cfg.strategies)
 
 
+@takes_options
 def tune(
     conversations: Conversation | Iterable[Conversation],
     configs: Config | Iterable[Config] | None = None,
+    options: Options | None = None,
     *,
     grid: Mapping[str, Sequence[object]] | None = None,
-    agent: str = "bot",
     jobs: int | None = None,
     progress: bool | None = None,
     scheduler: str | None = None,
     client: distributed.Client | str | None = None,
     chunk: int | None = None,
-    summarizer: Provider | None = None,
-    cache: SummaryFolder = None,
-    summary_size: int | float | None = None,
-    overhead: int | None = None,
-    worker: Worker | None = None,
-    model: str | None = None,
-    prompt_cache: str | None = "auto",
-    cache_ttl: float | str = "5m",
-    dry_run: bool = False,
-    judge: Provider | Judge | None = None,
-    probes: int = 5,
+    **knobs: Any,
 ) -> pd.DataFrame:
     """Replay conversations under context configs: one row per (conversation, config).
 
     ``configs`` is one config or a list (TOML text, a path to a .toml file,
     a parsed document, a ``ContextConfig``); with ``grid`` it is the base
     config that ``convlab.config_grid`` spreads over the grid's keys, each of
-    which becomes a column. One TOML config given no ``grid`` is spread over
+    which becomes a column. The knobs every replay of the sweep shares
+    (``options``, an ``Options``, or its fields by name: ``model``,
+    ``summarizer``, ``worker``, ``judge``, ...) are ``convlab.replay``'s,
+    checked before any work (``convlab.replaying.options``). One TOML config given no ``grid`` is spread over
     its own ``[convlab.tune.grid]`` table, when it has one; no config at all
     is the shipped example (``convlab.tuning.grid.example_config()``: a reset after
     ``idle_secs``, else a summary past ``window - 16000``) over its grid, as
@@ -384,19 +377,20 @@ def tune(
     strategy) and ``usd_saved`` (``baseline_usd - usd``, in dollars:
     negative when a config costs more than the log did, as one that
     summarizes often can with a cache); NaN without a model. ``model``,
-    ``prompt_cache`` and ``cache_ttl`` are ``replay``'s, the same for every
+    ``prompt_cache`` and ``prompt_cache_ttl`` are the same for every
     config; ``convlab.rank(df, by="usd")`` ranks by dollars. ``facts_kept``:
     the mean, over the replay's compactions, of the share of the facts each
     dropped that the new context still states (``convlab.retention``), its
     stand-in summaries left out; NaN when none counts. ``retained``: with
     ``judge`` (a provider, e.g. ``convlab.LocalChat()``, or a
-    ``convlab.tuning.probes.Judge`` for a cache folder of its own), the mean
+    ``convlab.tuning.probes.Judge``), the mean
     over the replay's compactions of ``convlab.retention``'s ``retained``
     (``probes`` questions about what each dropped, asked with the full and
     the compacted history), stand-in summaries left out (and not probed);
     NaN when none counts; only with a judge, after ``facts_kept``. The judge's calls are made
     from this process only, as summary calls are (worker processes send
-    each request here), and cached on disk (``$XDG_CACHE_HOME/convlab/judge``):
+    each request here), and cached on disk (``judge_cache``; by default
+    ``$XDG_CACHE_HOME/convlab/judge``):
     ``attrs["judge_cost"]`` (a ``JudgeCost``) says what they cost. A replay
     that several configs share is probed once.
 
@@ -433,7 +427,7 @@ def tune(
     ``convlab.EchoLLM()`` or ``convlab.provider("openai:gpt-4.1-mini")``)
     summary calls go to that model while every reply still comes from the
     log. Each distinct summary (the model, the prompt and the exact input) is
-    made once and kept on disk (``cache``: None for
+    made once and kept on disk (``summary_cache``: None for
     ``$XDG_CACHE_HOME/convlab/summaries``, default
     ``~/.cache/convlab/summaries``; a folder; or False to keep them in memory
     for this sweep only), so no sweep pays twice for one and a rerun pays
@@ -446,10 +440,9 @@ def tune(
     the summaries cost: ``calls`` made and the ``input_tokens`` they read (the
     provider's usage), ``cached`` summaries the disk answered. What later
     calls read depends on what the summarizer wrote, so a rerun gives the
-    same frame through the cache, not a new sweep with ``cache=False``.
+    same frame through the cache, not a new sweep with ``summary_cache=False``.
 
-    What the summaries would cost before anything is spent: ``tune_cost``
-    (``dry_run=True`` is the same, and deprecated).
+    What the summaries would cost before anything is spent: ``tune_cost``.
 
     Where it runs: ``jobs`` worker processes on this machine (None: one per
     core it may use; 1: all in this process, no workers), each taking whole
@@ -481,18 +474,12 @@ def tune(
     >>> df[["strategy[0].idle_secs", "calls", "limits_idle", "resets", "tokens_read"]].values.tolist()
     [[600, 2, 1, 1, 402], [86400, 2, 0, 0, 804]]
     """
+    chosen = options_of(options, knobs, "tune")
     if any(isinstance(c, Auto) for c in _as_list(configs)):  # convlab.tuning.presets.AUTO: each log's own agent's preset
-        return _by_agent(_as_list(conversations), _as_list(configs),
-                         {k: v for k, v in locals().items() if k not in ("conversations", "configs")})
-    if dry_run:
-        warnings.warn("tune(..., dry_run=True) is deprecated: convlab.tune_cost(...) says what the summaries would cost",
-                      DeprecationWarning, stacklevel=2)
-        return tune_cost(conversations, configs, grid=grid, agent=agent, jobs=jobs, progress=progress, chunk=chunk,  # type: ignore[return-value]
-                         summarizer=summarizer, cache=cache, summary_size=summary_size, overhead=overhead, worker=worker)
-    sweep = _check(conversations, configs, grid=grid, agent=agent, jobs=jobs, progress=progress, scheduler=scheduler,
-                   client=client, chunk=chunk, summarizer=summarizer, cache=cache, summary_size=summary_size,
-                   overhead=overhead, estimate=False, worker=worker, model=model, prompt_cache=prompt_cache,
-                   cache_ttl=cache_ttl, judge=judge, probes=probes)
+        return _by_agent(_as_list(conversations), _as_list(configs), lambda convs, resolved: tune(
+            convs, resolved, chosen, grid=grid, jobs=jobs, progress=progress, scheduler=scheduler, client=client, chunk=chunk))
+    sweep = _check(conversations, configs, chosen, grid=grid, jobs=jobs, progress=progress, scheduler=scheduler,
+                   client=client, chunk=chunk, estimate=False)
     summaries = sweep.summaries
     df = _frame(sweep, _schedule(sweep, None if summaries is None else _completing(summaries)))
     if sweep.judge is not None:
@@ -503,13 +490,14 @@ def tune(
     return df
 
 
-def _by_agent(conversations: list[Conversation], configs: list[Any], options: dict[str, Any]) -> pd.DataFrame:
+def _by_agent(conversations: list[Conversation], configs: list[Any],
+              sweep: Callable[[list[Conversation], list[Any]], pd.DataFrame]) -> pd.DataFrame:
     """``tune`` with ``presets.AUTO`` among the configs: one sweep per group of conversations that share an agent's
     preset at one window (``presets.by_agent``), ``AUTO`` that preset (its ``preset`` column names it); the frames
     one after the other, their summary and judge costs added up."""
     import pandas as pd
 
-    frames = [tune(convs, resolved, **options) for convs, resolved in by_agent(conversations, configs)]
+    frames = [sweep(convs, resolved) for convs, resolved in by_agent(conversations, configs)]
     df = pd.concat(frames, ignore_index=True)
     for key in ("summary_cost", "judge_cost"):
         costs = [f.attrs[key] for f in frames if key in f.attrs]
@@ -518,25 +506,22 @@ def _by_agent(conversations: list[Conversation], configs: list[Any], options: di
     return df
 
 
+@takes_options
 def tune_cost(
     conversations: Conversation | Iterable[Conversation],
     configs: Config | Iterable[Config] | None = None,
+    options: Options | None = None,
     *,
-    summarizer: Provider | None = None,
     grid: Mapping[str, Sequence[object]] | None = None,
-    agent: str = "bot",
     jobs: int | None = None,
     progress: bool | None = None,
     chunk: int | None = None,
-    cache: SummaryFolder = None,
-    summary_size: int | float | None = None,
-    overhead: int | None = None,
-    worker: Worker | None = None,
+    **knobs: Any,
 ) -> SummaryCost:
     """What the summaries of a ``tune`` with ``summarizer`` would cost, calling nothing and writing nothing.
 
     The arguments are ``tune``'s (the sweep runs here or in worker
-    processes, never on dask). It returns a ``SummaryCost``: the summary
+    processes, never on dask); ``summarizer`` is the one it needs. It returns a ``SummaryCost``: the summary
     ``calls`` the sweep would make and their ``input_tokens`` (exact
     o200k_base counts of what each would send), and the ``cached`` ones
     (with what they read). A summary the cache does not hold yet is stood in
@@ -555,16 +540,16 @@ def tune_cost(
     >>> _ = t.add({"id": "a2", "role": "assistant", "content": "hello again"}, "u2")
     >>> t.head = "a2"
     >>> base = '[agent.bot.context]\\n[[agent.bot.context.strategy]]\\nuse = "summarize"\\nover_tokens = 300'
-    >>> tune_cost([Conversation(t, id="c")], base, summarizer=EchoLLM(), cache=False, progress=False)
+    >>> tune_cost([Conversation(t, id="c")], base, summarizer=EchoLLM(), summary_cache=False, progress=False)
     SummaryCost(calls=1, input_tokens=429, cached=0, cached_input_tokens=0, estimated=0, failed=0, refused=0)
     """
+    chosen = options_of(options, knobs, "tune_cost")
     if any(isinstance(c, Auto) for c in _as_list(configs)):  # presets.AUTO: each group of logs with its agent's preset
-        options = {k: v for k, v in locals().items() if k not in ("conversations", "configs")}
-        costs = [tune_cost(convs, resolved, **options) for convs, resolved in by_agent(_as_list(conversations), _as_list(configs))]
+        costs = [tune_cost(convs, resolved, chosen, grid=grid, jobs=jobs, progress=progress, chunk=chunk)
+                 for convs, resolved in by_agent(_as_list(conversations), _as_list(configs))]
         return functools.reduce(operator.add, costs)
-    sweep = _check(conversations, configs, grid=grid, agent=agent, jobs=jobs, progress=progress, scheduler=None,
-                   client=None, chunk=chunk, summarizer=summarizer, cache=cache, summary_size=summary_size,
-                   overhead=overhead, estimate=True, worker=worker)
+    sweep = _check(conversations, configs, chosen, grid=grid, jobs=jobs, progress=progress, scheduler=None, client=None,
+                   chunk=chunk, estimate=True)
     assert sweep.summaries is not None  # _check says so when there is no summarizer
     _schedule(sweep, sweep.summaries.estimate)
     return sweep.summaries.cost()
@@ -579,7 +564,7 @@ class _Sweep:
     labels: list[tuple[Any, ...]]  # per config, its grid values
     grid_keys: list[str]
     agent: str
-    knobs: dict[str, Any]
+    knobs: dict[str, Any]  # what every Replayer takes (Options.replaying)
     scheduler: str | None
     jobs: int
     chunk: int | None
@@ -590,20 +575,16 @@ class _Sweep:
     probes: int = 5
 
 
-def _check(conversations: Conversation | Iterable[Conversation], configs: Config | Iterable[Config] | None, *,
-           grid: Mapping[str, Sequence[object]] | None, agent: str, jobs: int | None, progress: bool | None,
-           scheduler: str | None, client: distributed.Client | str | None, chunk: int | None,
-           summarizer: Provider | None, cache: SummaryFolder, summary_size: int | float | None,
-           overhead: int | None, estimate: bool, worker: Worker | None = None, model: str | None = None,
-           prompt_cache: str | None = "auto", cache_ttl: float | str = "5m", judge: Provider | Judge | None = None,
-           probes: int = 5) -> _Sweep:
-    """Every argument of a sweep checked (a clear error naming what is wrong) before any work."""
+def _check(conversations: Conversation | Iterable[Conversation], configs: Config | Iterable[Config] | None,
+           options: Options, *, grid: Mapping[str, Sequence[object]] | None, jobs: int | None, progress: bool | None,
+           scheduler: str | None, client: distributed.Client | str | None, chunk: int | None, estimate: bool) -> _Sweep:
+    """Every argument of a sweep checked (a clear error naming what is wrong) before any work; the knobs
+    were (``options``)."""
     convs = _as_list(conversations)
     for c in convs:
         if not isinstance(c, Conversation):
             raise TypeError(f"tune takes Conversations (what convlab.read(path) returns), got a {type(c).__name__}")
-    setups, labels, grid_keys = _setups(configs, grid, limit_worker(worker), agent)
-    ReplayLLM(summary_size=summary_size, overhead=overhead)  # the knobs checked as every replay will check them
+    setups, labels, grid_keys = _setups(configs, grid, options.worker, options.agent)
     if scheduler not in (None, "local", "dask"):
         raise ValueError(f"scheduler must be None, 'local' or 'dask', got {scheduler!r}")
     if scheduler == "dask" and jobs is not None:
@@ -611,12 +592,11 @@ def _check(conversations: Conversation | Iterable[Conversation], configs: Config
     n_jobs = workers.jobs_for(jobs)
     if chunk is not None and (not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1):
         raise ValueError(f"chunk must be a positive whole number of configs or None, got {chunk!r}")
-    summaries = summaries_for(summarizer, cache, dry_run=estimate)
+    summaries = options.summaries(dry_run=estimate)
     if summaries is not None and scheduler == "dask":
         raise ValueError("a summarizer is called from this process only (it is never sent to a worker): "
                          "sweep with the local scheduler (jobs=...), not dask")
-    judging = None if judge is None else judge_for(judge)
-    check_probes(probes)
+    judging = None if options.judge is None else judge_for(options.judge, options.judge_cache)
     if judging is not None and scheduler == "dask":
         raise ValueError("a judge is called from this process only (it is never sent to a worker): "
                          "sweep with the local scheduler (jobs=...), not dask")
@@ -624,10 +604,8 @@ def _check(conversations: Conversation | Iterable[Conversation], configs: Config
         n_jobs *= workers.WAITING  # workers mostly wait for summaries: more of them keep the cores busy
     if scheduler == "dask" or n_jobs > 1:
         _sendable({x.worker for x in setups if x.worker is not None})
-    knobs = {"summary_size": summary_size, "overhead": overhead,
-             "pricing": pricing_for(model, prompt_cache, cache_ttl, summarizer)}  # a model genai-prices lacks: named now
-    return _Sweep(convs, setups, labels, grid_keys, agent, knobs, scheduler,
-                  n_jobs, chunk, client, summaries, progress, judging, probes)
+    return _Sweep(convs, setups, labels, grid_keys, options.agent, options.replaying(), scheduler,
+                  n_jobs, chunk, client, summaries, progress, judging, options.probes)
 
 
 def _setups(configs: Config | Iterable[Config] | None, grid: Mapping[str, Sequence[object]] | None, worker: Worker | None,
@@ -664,7 +642,7 @@ def _setups(configs: Config | Iterable[Config] | None, grid: Mapping[str, Sequen
     setups, labels = [], []
     for picks in itertools.product(*(range(len(v)) for v in values)):
         rest = tuple(p for i, p in enumerate(picks) if i != at)
-        setups.append(Setup(by_rest[rest], worker if at is None else limit_worker(values[at][picks[at]])))
+        setups.append(Setup(by_rest[rest], worker if at is None else check_worker(values[at][picks[at]])))
         labels.append(tuple(values[i][p] for i, p in enumerate(picks)))
     if not setups:
         raise ValueError("tune needs at least one config: an axis of the grid has no values")

@@ -1,0 +1,98 @@
+"""How a command shows a figure, a file and a conversation in its tables: the rules every table follows, once.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+def terminal_width() -> int:
+    import shutil
+
+    return max(40, shutil.get_terminal_size((100, 24)).columns)
+
+
+def where(sources: list[Any]) -> list[str]:
+    """Each conversation's file, relative to the folder they share (one file: its name); with several
+    files, less the ending they all share (``.owi.json``), so a column cut down to its end still tells
+    them apart.
+
+    >>> where(["logs/chatgpt/photosynthesis.owi.json", "logs/openwebui/goldwater.owi.json", None])
+    ['chatgpt/photosynthesis', 'openwebui/goldwater', '-']
+    """
+    from ..tables import plain
+
+    paths = [None if plain(s) is None else str(s) for s in sources]
+    files = {p.split("!", 1)[0] for p in paths if p}
+    if not files:
+        return ["-"] * len(paths)
+    common = os.path.commonpath([os.path.dirname(os.path.abspath(f)) for f in files])
+    shown = {f: os.path.relpath(os.path.abspath(f), common) for f in files}
+    ending = _shared_ending(list(shown.values())) if len(files) > 1 else ""
+    shown = {f: name[:len(name) - len(ending)] for f, name in shown.items()}
+    return ["-" if p is None else shown[p.split("!", 1)[0]] + (("!" + p.split("!", 1)[1]) if "!" in p else "") for p in paths]
+
+
+def _shared_ending(names: list[str]) -> str:
+    """The file ending (from a dot, within the last part) every name has and none is only: ``.owi.json``."""
+    first, k = names[0], 0
+    while k < len(first) and all(len(n) > k and n[-1 - k] == first[-1 - k] for n in names):
+        k += 1  # the characters every name ends with
+    tail = first[len(first) - k:]
+    tail = tail[tail.find("."):] if "." in tail and "/" not in tail and os.sep not in tail else ""
+    return tail if all(len(n) > len(tail) and n[-len(tail) - 1] not in "/." for n in names) else ""
+
+
+def conversation_names(df: pd.DataFrame) -> list[str]:
+    """Each row's conversation as the table names it: its id, or where the id only numbers the conversation in
+    its file (``#0``: the file gave none) or another file has it too, the file's name before it."""
+    ids = [str(i) for i in df["conversation"]]
+    files: dict[str, set[str]] = {}
+    for i, source in zip(ids, df["source"], strict=True):
+        files.setdefault(i, set()).add(str(source))
+    out = []
+    for i, source in zip(ids, df["source"], strict=True):
+        if i.startswith("#") or len(files[i]) > 1:
+            stem = Path(str(source).split("!", 1)[0]).name.split(".", 1)[0]
+            out.append(f"{stem}{i}" if i.startswith("#") else f"{stem}:{i}")
+        else:
+            out.append(i)
+    return out
+
+
+def percent(v: float) -> str:
+    return f"{v:.0%}"
+
+
+#: Columns in dollars, and shares, as ``figure`` shows them.
+DOLLARS = ("usd", "baseline_usd", "usd_saved")
+
+
+SHARES = ("saved", "saved_usd", "cached_share", "facts_kept", "retained")
+
+
+#: What a search's objective is over the corpus (``convlab.tuning.ranking.totals``), said beside its value.
+SCOPE = {**{c: "the sum of every conversation's, as tune's rows add up" for c in (*DOLLARS, "tokens_read", "calls", "summaries", "resets", "stale")},
+          "saved": "the share of the tokens the logs read, as tune's ranking says",
+          "facts_kept": "the mean of the conversations'", "retained": "the mean of the conversations'"}
+
+
+def figure(column: str, value: float) -> str:
+    """A figure with its unit: dollars, a share, or a number."""
+    if value != value:
+        return "NaN"
+    if column in DOLLARS:
+        return dollars(value)
+    if column in SHARES:
+        return f"{value:.1%}"
+    return f"{value:,.6g}"
+
+
+def dollars(v: float) -> str:
+    if v != v:  # NaN: not priced
+        return "-"
+    return f"${v:,.2f}" if abs(v) >= 1 or v == 0 else f"${v:.4f}"

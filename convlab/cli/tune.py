@@ -1,0 +1,469 @@
+"""``convlab tune``: replay logs under context configs, rank the configs, and the tables and pictures of it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import textwrap
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from ..tuning.grid import EXAMPLE
+from .arguments import (
+    Given,
+    Named,
+    add_reading_options,
+    check_pricing,
+    in_config,
+    job_count,
+    read_config,
+    summary_size,
+    tokens,
+    width,
+)
+from .figures import DOLLARS, conversation_names, dollars, percent, terminal_width, where
+from .notes import Failed, Notes, Usage, plural, progress, read_logs
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..providers import Provider
+    from ..replaying.options import Options
+    from ..replaying.summaries import SummaryCost
+    from ..tuning.presets import Auto, Preset
+    from .main import Parser
+
+    Config = str | Preset | Auto  # one of tune's configs: TOML text, a preset, AUTO
+
+def add(sub: argparse._SubParsersAction[Parser]) -> None:
+    tune = sub.add_parser(
+        "tune", help="replay logs under context configs: one row per (conversation, config), then the configs ranked",
+        description="Replay chat logs under context configs: a table with one row per (conversation, config), then the "
+                    "configs ranked by the tokens they save against the summaries, resets and stale replies they cost "
+                    "(convlab.tune and convlab.rank). Warnings (a config that fires at most calls, a threshold below "
+                    "the log's hidden prompt) go to stderr.")
+    tune.add_argument("paths", nargs="+", metavar="FILE_OR_DIR")
+    tune.add_argument("--config", metavar="CFG.toml",
+                      help=f"the (base) context config; its [convlab.tune.grid] table, if any, is the grid without --grid. "
+                           f"Default: the example {EXAMPLE}, {_example_sweeps()}")
+    tune.add_argument("--agent", default="bot", help="the agent whose [agent.<id>.context] to use (default bot)")
+    tune.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
+                      help="sweep a key of the context table: window=64000,128000 or strategy[0].idle_secs=600,3600 "
+                           "(repeatable; replaces the config's [convlab.tune.grid])")
+    tune.add_argument("--summary-size", type=summary_size, metavar="RATIO|TOKENS",
+                      help="how long the stand-in summary is (what every later count starts from): a share of what it "
+                           "summarizes (0.1 or 10%%) or a number of tokens (2000); default: one short line per message")
+    tune.add_argument("--overhead", type=tokens, metavar="TOKENS",
+                      help="the hidden prompt (system prompt and tools no log line holds) read at every call the log's "
+                           "usage does not answer; default: measured from the log")
+    tune.add_argument("--out", metavar="results.csv|.parquet", help="write the table, every column")
+    tune.add_argument("--plot", metavar="out.png",
+                      help="write a plot: a heatmap over the first two grid keys (each cell: --value, and under it the "
+                           "rewrites, summaries + resets, that bought it), else the count per call of the longest "
+                           "conversation; and the trade-off (tokens saved against summaries + resets, the Pareto configs "
+                           "marked) beside it, in out-pareto.png")
+    tune.add_argument("--value", default="tokens_read", help="the column the heatmap shows (default tokens_read)")
+    tune.add_argument("--width", type=width, help="fit the tables to this many columns (default: the terminal's)")
+    tune.add_argument("--summarizer", metavar="SPEC",
+                      help="send summary calls to this model (replies still come from the logs): echo, local (a real small "
+                           "model on this machine), openai:MODEL or anthropic:MODEL (convlab.provider); summaries are cached in $XDG_CACHE_HOME/convlab/summaries")
+    tune.add_argument("--dry-run", action="store_true",
+                      help="with --summarizer: say how many summary calls and input tokens the sweep needs, and how many "
+                           "the cache holds; call nothing")
+    tune.add_argument("--no-summary-cache", "--no-cache", dest="no_cache", action=Given,
+                      help="with --summarizer: neither read nor write the summary cache (--no-cache is its earlier name)")
+    tune.add_argument("--jobs", type=job_count, metavar="N", help="worker processes (default: one per core; 1: none)")
+    tune.add_argument("--model", metavar="MODEL",
+                      help="price every call in dollars with genai-prices (e.g. claude-sonnet-4-5 or anthropic:claude-sonnet-4-5): "
+                           "usd columns, the prompt cache of its provider, the configs ranked by dollars")
+    tune.add_argument("--prompt-cache-ttl", "--cache-ttl", action=Named, default="5m", metavar="5m|1h|SECONDS",
+                      help="the prompt cache's lifetime (default 5m; --cache-ttl is its earlier name)")
+    tune.add_argument("--rows", action="store_true",
+                      help="after the ranking, print the table of one row per (conversation, config) (--out writes "
+                           "every column)")
+    tune.add_argument("--failed", action="store_true",
+                      help="rank the configs that make turns fail too, last (by default they are left out, and the "
+                           "ranking says which and why)")
+    tune.add_argument("--preset", metavar="NAMES",
+                      help="the field's auto-compactions beside the config (convlab.presets): claude-code, codex, gemini-cli, pi, "
+                           "a comma-separated list or all; at the config's window, or --window (default each peer's); "
+                           "auto: the preset of the agent that wrote each log, at the window its log records")
+    tune.add_argument("--window", type=tokens, metavar="TOKENS",
+                      help="with --preset: the model's context window every preset fires against (e.g. 128000)")
+    add_reading_options(tune)
+    tune.set_defaults(run=run)
+
+
+def _number(text: str) -> Any:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    if text.lower() in ("none", "off"):
+        return None
+    return text
+
+
+def _grid(items: list[str]) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for item in items:
+        key, sep, values = item.partition("=")
+        if not sep or not key.strip() or not values.strip():
+            raise Usage(f"--grid {item!r}: write KEY=V1,V2 (e.g. window=64000,128000)")
+        out[key.strip()] = [_number(v.strip()) for v in values.split(",") if v.strip()]
+    return out
+
+
+def _plot_types() -> set[str]:
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return {f".{t}" for t in FigureCanvasBase.get_supported_filetypes()}
+
+
+def _check_output(flag: str, path: str, suffixes: set[str]) -> None:
+    """An output path that can be written, checked before any work (a sweep can take minutes)."""
+    p = Path(path)
+    if p.suffix.lower() not in suffixes:
+        raise Usage(f"{flag} {path}: write one of {', '.join(sorted(suffixes))}")
+    if p.is_dir():
+        raise Usage(f"{flag} {path}: is a folder")
+    folder = p.parent
+    if not folder.is_dir():
+        raise Usage(f"{flag} {path}: no folder {folder} to write it into")
+    if not os.access(folder, os.W_OK):
+        raise Usage(f"{flag} {path}: cannot write into {folder}")
+
+
+def _options(args: argparse.Namespace, summarizer: Provider | None = None) -> Options:
+    """The knobs of every replay the command makes (``convlab.replaying.options.Options``), from its flags."""
+    from ..replaying.options import Options
+
+    return Options(agent=args.agent, summary_size=args.summary_size, overhead=args.overhead, summarizer=summarizer,
+                   summary_cache=False if summarizer is not None and args.no_cache else None, model=args.model,
+                   prompt_cache_ttl=args.prompt_cache_ttl)
+
+
+def _summarizer(args: argparse.Namespace) -> Any:
+    """The --summarizer's provider (None without one), and the flags that need one, checked before any work."""
+    if args.summarizer is None:
+        for flag, given in (("--dry-run", args.dry_run), (args.no_cache, args.no_cache)):
+            if given:
+                raise Usage(f"{flag} goes with --summarizer (the model summary calls go to), e.g. --summarizer echo")
+        return None
+    if args.dry_run and (args.out or args.plot):
+        raise Usage("--dry-run calls nothing and makes no table: leave out --out and --plot")
+    from ..providers import provider
+
+    try:
+        return provider(args.summarizer)
+    except (ValueError, ImportError) as err:  # a bad spec, a missing key, a missing SDK
+        raise Usage(f"--summarizer: {err}") from None
+
+
+def _say_cost(cost: SummaryCost, dry_run: bool) -> str:
+    """One line on a sweep's summaries: what it needs (a dry run) or what it spent."""
+    if dry_run:
+        line = (f"summaries: {plural(cost.calls, 'call')} to make ({cost.input_tokens:,} input tokens, o200k_base), "
+                f"{cost.cached} in the cache ({cost.cached_input_tokens:,} input tokens)")
+        if not cost.exact:
+            line += (f"; {cost.estimated} of the calls read a summary not made yet and are counted with a stand-in "
+                     "in its place: an estimate")
+        return line
+    refused = (f"; {cost.refused} of them refused as too long for the summarizer (the engine shortened each, at most "
+               f"three times, then ran the held call as it was)") if cost.refused else ""
+    return (f"summaries: {plural(cost.calls, 'call')} made ({cost.input_tokens:,} input tokens), "
+            f"{cost.cached} from the cache ({cost.cached_input_tokens:,} input tokens){refused}")
+
+
+def _say_failed(cost: SummaryCost) -> str:
+    """What the failed summary calls of a sweep mean for its rows."""
+    return (f"summaries: {cost.failed} of {plural(cost.calls + cost.failed, 'summary call')} failed "
+            f"({cost.error or 'no reason given'}); {cost.calls} made, {cost.cached} from the cache. Where a summary "
+            f"failed the engine ran the held call as it was (docs/protocol.md, 5.3), so those rows hold no summary there")
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    if args.out:
+        _check_output("--out", args.out, {".csv", ".parquet"})
+        if args.out.lower().endswith(".parquet"):
+            import importlib.util
+
+            if importlib.util.find_spec("pyarrow") is None and importlib.util.find_spec("fastparquet") is None:
+                raise Usage(f"--out {args.out}: writing parquet needs pyarrow (pip install pyarrow); or write a .csv")
+    if args.plot:
+        _check_output("--plot", args.plot, _plot_types())
+        if Path(_pareto_path(args.plot)).is_dir():
+            raise Usage(f"--plot {args.plot}: the trade-off goes beside it, in {_pareto_path(args.plot)}, which is a folder")
+
+
+def _example_sweeps() -> str:
+    """What the example sweeps, for --help (read from the file, so it cannot drift)."""
+    import tomllib
+
+    from ..tuning.grid import example_config, grid_table
+
+    try:
+        grid = grid_table(tomllib.loads(example_config().read_text(encoding="utf-8")))
+    except (OSError, ValueError):  # pragma: no cover - a broken install
+        return "(missing from this install)"
+    return f"a reset after idle_secs, else a summary past window - 16000, over the grid {_say_grid(grid)}"
+
+
+def _say_grid(grid: dict[str, list[Any]]) -> str:
+    """A grid as --grid takes it: ``window=64000,128000 x strategy[0].idle_secs=600,3600``."""
+    return " x ".join(f"{k}={','.join(map(str, v))}" for k, v in grid.items())
+
+
+def _check_sweep(args: argparse.Namespace, name: str, text: str, notes: Notes) -> tuple[dict[str, list[Any]], list[str]]:
+    """Check the config and every config of the grid before reading anything: the grid and the sweep's columns."""
+    import tomllib
+
+    from ..context import load_config
+    from ..errors import ConfigError
+    from ..tuning.grid import grid_table
+    from ..tuning.sweep import tune
+
+    try:
+        config = load_config(text, agent=args.agent)[args.agent]
+    except ConfigError as err:
+        raise in_config(name, err) from None
+    doc = tomllib.loads(text)  # valid: load_config read it
+    try:
+        grid = _grid(args.grid) if args.grid else grid_table(doc)
+    except ConfigError as err:
+        raise in_config(name, err) from None
+    where = "--grid" if args.grid else f"{name}: convlab.tune.grid"
+    try:
+        columns = list(tune([], text, _options(args), grid=grid or None, progress=False).columns)  # no conversation: checks only
+    except ConfigError as err:
+        raise Usage(f"{where}: {err}") from None
+    if grid and not args.grid:
+        notes.say(f"{'no --config: the example ' if args.config is None else ''}{name}, over its grid {_say_grid(grid)}")
+    if not grid and config.window is None and not config.strategies:
+        notes.say(f"{name} sets no window and no strategy for agent {args.agent!r}: the logs replay as they were")
+    return grid, columns
+
+
+def _with_presets(args: argparse.Namespace, text: str, notes: Notes) -> list[Config]:
+    """--preset: the config given (--config; none: the presets alone) and the presets named, at its window, or
+    --window (``auto``: ``convlab.tuning.presets.AUTO``, each log's own agent's, which tune resolves); said on stderr."""
+    from ..context import load_config
+    from ..errors import ConfigError
+    from ..tuning.presets import AUTO, Preset, presets as named_presets
+
+    if args.grid:
+        raise Usage("--preset compares whole configs: leave out --grid (or sweep the grid without --preset)")
+    window = load_config(text, agent=args.agent)[args.agent].window if args.config else None
+    if args.window is not None:
+        if args.config and window is not None and window != args.window:
+            raise Usage(f"--window {args.window} and --config {args.config} (window = {window}) disagree: give one")
+        window = args.window
+    presets: list[Config] = []
+    try:
+        for name in args.preset.split(","):
+            presets += [AUTO] if name.strip() == "auto" else named_presets(name, window=window)
+    except ConfigError as err:
+        raise Usage(f"--preset: {err}") from None
+    named = [p for p in presets if isinstance(p, Preset)]
+    names = ", ".join([p.name for p in named] + (["auto (each log's own agent's, at the window its log records)"]
+                                                   if len(named) < len(presets) else []))
+    at = (f"each at {window:,} tokens" if window is not None else
+          "each at its peer's own window (" + ", ".join(f"{p.name} {p.config.window:,}" for p in named) + "; --window N sets one)"
+          if named else "")
+    names = f"{names}, {at}" if at else names
+    notes.say(f"{'no --config: the presets alone' if not args.config else f'{args.config} beside the presets'}: {names}")
+    return ([text] if args.config else []) + presets
+
+
+def _left_out(warning: Warning | str) -> bool:
+    """A warning about the configs the ranking left out: the ranking's table says it (also under -q)."""
+    return bool(getattr(warning, "left_out", None))
+
+
+def _pareto_path(plot: str) -> str:
+    """Where --plot's trade-off goes: beside it, ``<stem>-pareto<suffix>``."""
+    p = Path(plot)
+    return str(p.with_name(f"{p.stem}-pareto{p.suffix}"))
+
+
+def run(args: argparse.Namespace, out: TextIO, notes: Notes) -> None:
+    from ..tuning.ranking import rank
+    from ..tuning.sweep import tune, tune_cost
+
+    summarizer = _summarizer(args)
+    check_pricing(args)
+    _check_outputs(args)
+    name, text = read_config(args)
+    # --preset with no --config: the presets alone (the example's grid plays no part)
+    grid, columns = ({}, []) if args.preset and args.config is None else _check_sweep(args, name, text, notes)
+    if args.window is not None and not args.preset:
+        raise Usage(f"--window {args.window} sets the presets' window: give --preset too (a config's own window is "
+                     f"its [agent.<id>.context] window, or --grid window=...)")
+    configs: str | list[Config] = _with_presets(args, text, notes) if args.preset else text
+    if args.preset:
+        grid = {}
+    if args.value != "tokens_read" and not (args.plot and len(grid) >= 2):
+        raise Usage(f"--value {args.value}: it chooses what the heatmap shows, which needs --plot and a grid of two keys "
+                     f"(this sweep's grid has {plural(len(grid), 'key')})")
+    if args.plot and len(grid) >= 2 and args.value not in columns:
+        raise Usage(f"--value {args.value!r}: not a column of the sweep (columns: {', '.join(columns)})")
+    if args.value in DOLLARS and args.model is None:
+        raise Usage(f"--value {args.value} is in dollars: give --model (e.g. --model claude-sonnet-4-5), or another "
+                     f"--value (e.g. tokens_read)")
+    convs = read_logs(args.paths, args, notes)
+    chosen = _options(args, summarizer)
+    sweep = dict(grid=grid or None, progress=None if progress(args) else False, jobs=args.jobs)
+    if args.dry_run:  # what the summaries would cost, no table
+        with notes.watch("tuning"):
+            needed = tune_cost(convs, configs, chosen, **sweep)
+        out.write(_say_cost(needed, dry_run=True) + "\n")
+        return
+    with notes.watch("tuning"):
+        df = tune(convs, configs, chosen, **sweep)
+    keys = ["preset"] if args.preset else list(grid)
+    width = args.width or terminal_width()
+    cost: SummaryCost | None = df.attrs.get("summary_cost") if summarizer is not None else None
+    if cost is not None:
+        notes.say(_say_cost(cost, dry_run=False))
+        if cost.failed:  # at the top of the output, whatever -q says: the rows below rest on it
+            out.write("\n".join(textwrap.wrap(_say_failed(cost), width)) + "\n\n")
+    with notes.watch("ranking", said_in_output=_left_out):
+        ranked = rank(df, by="usd" if args.model else "tokens", failed=args.failed)
+    out.write("\n".join(_ranking_table(ranked, keys, len(convs), width, df)) + "\n")
+    if not (df["limits_full"] + df["limits_idle"] + df["limits_overflow"]).any() and len(df):
+        lowest = df["threshold"].dropna().min() if df["threshold"].notna().any() else None
+        below = f", below every config's threshold (the lowest: {int(lowest):,})" if lowest is not None else ""
+        largest = int(df["max_count"].max())
+        out.write("\n".join(textwrap.wrap(
+            f"no config fired on these logs: every row is the log as it was (the engine's largest count was "
+            f"{largest:,} tokens{below}, and no turn waited past an idle_secs); a window below {largest + 16_000:,} "
+            f"(--grid window=..., or --window with --preset), or an over_tokens below {largest:,}, would fire", width)) + "\n")
+    if args.rows:
+        out.write("\n" + "\n".join(_rows_table(df, keys, width, summarizer is not None)) + "\n")
+    elif len(df) > len(ranked) + len(ranked.attrs.get("left_out") or {}):  # more rows than configs: say where they are
+        out.write("\n".join(textwrap.wrap(f"(one row per conversation and config, {len(df):,} in all: --rows prints them, "
+                                         f"--out writes every column)", width)) + "\n")
+    if args.out:
+        if args.out.lower().endswith(".parquet"):
+            df.to_parquet(args.out, index=False)
+        else:
+            df.to_csv(args.out, index=False)
+        out.write(f"wrote {args.out}\n")
+    if args.plot:
+        _plot(args, df, ranked, grid, convs, configs, out, notes)
+    if cost is not None and cost.failed and not cost.calls and not cost.cached:
+        raise Failed(f"every summary call failed ({plural(cost.failed, 'call')}): no row holds a summary the "
+                      f"summarizer wrote; {_say_failed(cost)}")
+
+
+def _plot(args: argparse.Namespace, df: pd.DataFrame, ranked: pd.DataFrame, grid: dict[str, list[Any]], convs: list[Any],
+          configs: str | list[Config], out: TextIO, notes: Notes) -> None:
+    """--plot: the heatmap (two grid keys) or the count per call, and the trade-off beside it."""
+    from ..replaying.driver import replay
+    from ..tuning import plots
+    from ..tuning.grid import config_grid
+    from ..tuning.presets import Auto, Preset, for_log
+
+    keys = list(grid)
+    with notes.watch("plotting"):
+        if len(keys) >= 2:
+            fig = plots.sweep_heatmap(df.assign(rewrites=df["summaries"] + df["resets"]), keys[1], keys[0], args.value,
+                                      cost="rewrites")
+        else:  # the count per call of the longest conversation, under the config the ranking puts first
+            from ..tuning.ranking import config_label
+
+            longest = max(convs, key=len)
+            top = ranked.iloc[0]
+            chosen = configs[int(top["config"])] if isinstance(configs, list) else \
+                config_grid(configs, grid, agent=args.agent)[int(top["config"])] if grid else configs
+            if isinstance(chosen, Auto):  # each log's own agent's: the longest log's
+                found = for_log(longest)
+                assert found is not None, "tune refuses a log no agent's preset is of"
+                chosen = found
+            config, worker = (chosen.config, chosen.worker) if isinstance(chosen, Preset) else (chosen, None)
+            fig = plots.count_per_call(replay(longest, config, _options(args), worker=worker),
+                                       title=f"count per call: {longest.id}, {config_label(top, keys)}, ranked first")
+        fig.savefig(args.plot, dpi=100)
+        pareto = _pareto_path(args.plot)
+        plots.sweep_pareto(ranked, title=f"the trade-off over {plural(len(convs), 'conversation')}").savefig(pareto, dpi=100)
+    out.write(f"wrote {args.plot}\nwrote {pareto}\n")
+
+
+def _rows_table(df: pd.DataFrame, keys: list[str], width: int, summarizer: bool) -> list[str]:
+    """The sweep's table: one line per (conversation, config), the columns that matter, fitted to ``width``."""
+    from ..tables import Column, compact, fit_table
+    from ..tuning.ranking import short_keys
+
+    names = short_keys(keys)
+    cols = [
+        Column("conversation", conversation_names(df), short="conv", number=False, least=9),
+        Column("source", where(list(df["source"])), number=False, least=9, keep_end=True),
+        Column("config", list(df["config"]), short="cfg"),
+        *[Column(k, list(df[k]), short=names[k], fmt=str) for k in keys if k != "window"],
+        Column("window", list(df["window"]), fmt=str, optional=0 if "window" in keys else 2),
+        Column("calls", list(df["calls"]), optional=1),
+        Column("tokens_read", list(df["tokens_read"]), short="read", short_fmt=compact),
+        Column("saved", list(df["saved"]), fmt=percent),
+        *([Column("usd", list(df["usd"]), fmt=dollars), Column("cached_share", list(df["cached_share"]), short="cached",
+                                                                fmt=percent, optional=2)] if df["usd"].notna().any() else []),
+        Column("summaries", list(df["summaries"]), short="summ"),
+        *([Column("summary_tokens", list(df["summary_tokens"]), short="sum_tok", short_fmt=compact)] if summarizer else []),
+        Column("resets", list(df["resets"])),
+        Column("stale", list(df["stale"])),
+        # the last to go, where nothing else made room (dollars added two columns): the cached share, the count's error
+        Column("err_usage_p95", list(df["err_usage_p95"]), short="err95", short_fmt=compact,
+                fmt=lambda v: f"{v:,.0f}", optional=2),
+    ]
+    return fit_table(cols, width)
+
+
+def _ranking_table(ranked: pd.DataFrame, keys: list[str], conversations: int, width: int,
+                   df: pd.DataFrame | None = None) -> list[str]:
+    """The configs ranked (``convlab.rank``), with what the columns mean, fitted to ``width``; then the
+    configs it left out and why (``df``, the tune frame, names them), which no ``--quiet`` hides."""
+    import textwrap
+
+    from ..tables import Column, fit_table
+    from ..tuning.ranking import config_label, short_keys
+
+    names = short_keys(keys)
+    by_usd = ranked.attrs.get("by") == "usd"
+    intro = (f"configs ranked over {plural(conversations, 'conversation')}: saved = tokens read below the same "
+             f"conversations replayed with no strategy, each figure summed over them")
+    if by_usd:
+        intro += ("; ranked by dollars: usd = every call priced (genai-prices) with the prompt cache predicted, "
+                  "saved_usd (saved$) = the share of the dollars below the baseline; pareto = no config saves as many "
+                  "dollars (saved$) with as few summaries + resets")
+    else:
+        intro += "; pareto = no config saves as many tokens (saved) with as few summaries + resets"
+    cols = [
+        Column("rank", list(ranked.index)),
+        Column("config", list(ranked["config"]), short="cfg"),
+        *[Column(k, list(ranked[k]), short=names[k], fmt=str) for k in keys if k != "window"],
+        Column("window", list(ranked["window"]), fmt=str, optional=0 if "window" in keys else 2),
+        Column("saved", list(ranked["saved"]), fmt=percent),
+        *([Column("usd", list(ranked["usd"]), fmt=dollars), Column("saved_usd", list(ranked["saved_usd"]), short="saved$",
+                                                                    fmt=percent)] if by_usd else []),
+        Column("summaries", list(ranked["summaries"]), short="summ"),
+        Column("resets", list(ranked["resets"])),
+        Column("stale", list(ranked["stale"])),
+        Column("limits", list(ranked["limits"])),
+        Column("calls", list(ranked["calls"]), optional=1),
+        *([Column("failed_turns", list(ranked["failed_turns"]), short="failed")] if ranked["failed_turns"].any() else []),
+        *([Column("lost_calls", list(ranked["lost_calls"]), short="lost")] if ranked["lost_calls"].any() else []),
+        Column("pareto", ["yes" if p else "" for p in ranked["pareto"]], number=False),
+    ]
+    lines = textwrap.wrap(intro, width) + (fit_table(cols, width) if len(ranked) else ["(no config to rank)"])
+    left_out: dict[int, str] = ranked.attrs.get("left_out") or {}
+    if left_out:
+        rows = {} if df is None else {int(r["config"]): r for _, r in df.drop_duplicates("config").iterrows()}
+        lines += textwrap.wrap(f"left out of the ranking: {plural(len(left_out), 'config')}"
+                               + (" (--failed ranks the configs that make turns fail, last)" if not ranked.attrs.get("failed") else ""),
+                               width)
+        for config, why in sorted(left_out.items()):
+            label = config_label(rows[config], keys, names) if config in rows else f"config {config}"
+            lines += textwrap.wrap(f"{label}: {why}", width, initial_indent="  ", subsequent_indent="    ",
+                                   break_long_words=False, break_on_hyphens=False)
+    return lines
