@@ -8,7 +8,7 @@ import json
 import pytest
 
 import convlab
-from convlab import engine
+from convlab.engine import session as engine
 from session_support import config, interrupt, m, make, message, reply, statuses, view
 
 

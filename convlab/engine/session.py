@@ -37,14 +37,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, BinaryIO, TypeAlias, cast
 
-from . import inputs, jsondata, providers
-from .context import DEFAULT_PROMPT, ConfigLike, ContextConfig, Strategy, applies, coerce, kept
-from .errors import CallCancelled, LogError, ProviderError, Refused
-from .lazy import LazyEvents, LazyTree
-from .log import TREE_EVENTS, LogWriter, apply_tree_event, event_at, read_lines
-from .tokens import content_chars, content_text, estimate
-from .tree import Message, PathView, Tree, ViewError, message_of, new_node
-from .wire import EVENT_FIELDS, Decision, Event, Receipt, Snapshot, Turn, receipt
+from .. import inputs, jsondata, providers
+from ..context import DEFAULT_PROMPT, ConfigLike, ContextConfig, Strategy, applies, coerce, kept
+from ..errors import CallCancelled, LogError, ProviderError, Refused
+from ..lazy import LazyEvents, LazyTree
+from ..log import TREE_EVENTS, LogWriter, apply_tree_event, event_at, read_lines
+from ..tokens import content_chars, content_text, estimate
+from ..tree import Message, PathView, Tree, ViewError, message_of, new_node
+from ..wire import EVENT_FIELDS, Decision, Event, Receipt, Snapshot, Turn, receipt
 
 __all__ = ["Session", "Worker", "chat_worker", "SUMMARY_PREFIX"]
 
