@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
+import os
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -213,12 +214,8 @@ class Journal:
             self._log, self._subscribers = log, subscribers
             if lazy and log is not None:  # a lazy session reads its contents from the log: read it again
                 log.cut(log_size)
-                lazily = LazyTree(log.path), LazyEvents(log.path)
-                self._tree, self.events = lazily
                 lines = read_lines(log.path)
-                self._replay_log(str(log.path), next(lines), lines, lazily)
-                lazily[0].offset = -1
-                lazily[0].warm(lazily[0].path_ids())
+                self._replay_log(str(log.path), next(lines), lines, lazy=log.path)
             else:
                 for ev in kept_events:
                     self._apply(ev)
@@ -298,9 +295,15 @@ class Journal:
         self._turn_of[turn["id"]] = turn
         return turn
 
-    def _replay_log(self, name: str, head: tuple[int, int, bytes], lines: Iterable[tuple[int, int, bytes]],
-                    lazily: tuple[LazyTree, LazyEvents] | None) -> None:
-        """Every logged event through the reducer, in order (``lazily``: into the lazy tree and events, as the session's own)."""
+    def _replay_log(self, name: str, head: tuple[int, int, bytes], lines: Iterable[tuple[int, int, bytes]], *,
+                    lazy: str | os.PathLike | None = None) -> None:
+        """Every logged event through the reducer, in order. With ``lazy`` (the log's path), into a lazy tree
+        and events over that log, made the session's own: only the tree's structure and the active path's
+        contents stay in memory (``convlab.lazy``)."""
+        lazily = None
+        if lazy is not None:
+            lazily = LazyTree(lazy), LazyEvents(lazy)
+            self._tree, self.events = lazily
         for item in itertools.chain([head], lines):
             ev = event_at(name, item)
             if lazily is not None:
@@ -313,6 +316,9 @@ class Journal:
                 lazily[1].add_logged(item[1])
             else:
                 self.events.append(cast(Event, ev))  # a logged event, checked by event_at
+        if lazily is not None:
+            lazily[0].offset = -1
+            lazily[0].warm(lazily[0].path_ids())
 
     # ------------------------------------------------------------------
     # ids

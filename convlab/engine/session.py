@@ -27,7 +27,6 @@ from typing import BinaryIO, cast
 from .. import providers
 from ..context import ConfigLike, coerce
 from ..errors import LogError
-from ..lazy import LazyEvents, LazyTree
 from ..log import LogWriter, event_at, read_lines
 from ..wire import EVENT_FIELDS
 from .calls import Calls
@@ -138,14 +137,7 @@ class Session(Intake, Decisions, Calls, Turns, Reading, Journal):
         logged = {"agent": {logged_agent: {"context": first.get("config") or {}}}}
         self = cls.__new__(cls)
         self._setup(logged_agent, coerce(logged if config is None else config, logged_agent), llm, worker, autorun, None)
-        lazily = None
-        if lazy and path is not None:  # (a file object with lazy=True was refused above)
-            lazily = LazyTree(path), LazyEvents(path)
-            self._tree, self.events = lazily
-        self._replay_log(name, head, lines, lazily)
-        if lazily is not None:
-            lazily[0].offset = -1
-            lazily[0].warm(lazily[0].path_ids())
+        self._replay_log(name, head, lines, lazy=path if lazy else None)  # (a file object with lazy=True was refused above)
         self.clock = max(float(self.events[-1]["time"]), float(clock or 0.0))
         if append and path is not None:  # (likewise)
             self._log = LogWriter(path, new=False)
