@@ -21,22 +21,43 @@ import stat
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from ag_ui.core import RunAgentInput
 from ag_ui.encoder import EventEncoder
 
 import convlab
 
+from ..context import ContextConfig
+from ..engine import WorkerLike
 from ..providers import Provider, StreamingProvider, can_stream, cut_at_limit, secrets_of
 from ..tree import lane_from, newest_leaves, nodes_in_order, path_to
 from .events import RunEvents
 from .interrupts import interrupt_of
 
-if TYPE_CHECKING:  # the app owns its threads; a thread only reads the app's settings
-    from .server import AGUIApp
+__all__ = ["AppSettings", "ServedThread", "ServedRun", "Unreadable", "served_llm"]
 
-__all__ = ["ServedThread", "ServedRun", "Unreadable", "served_llm"]
+
+class AppSettings(Protocol):
+    """What a served thread reads of the app that serves it (``server.AGUIApp``, which owns its threads
+    and hands itself to each): where the thread's log is and what its session is made with, read when
+    used. A thread knows nothing else of the app, so the imports point one way: server -> threads."""
+
+    @property
+    def log_dir(self) -> Path: ...
+
+    @property
+    def config(self) -> ContextConfig | None: ...
+
+    @property
+    def agent(self) -> str: ...
+
+    @property
+    def llm(self) -> Provider | Mapping[str, Provider]: ...
+
+    @property
+    def worker(self) -> WorkerLike: ...
 
 
 def served_llm(llm: Provider | Mapping[str, Provider], thread: ServedThread) -> _Unlocking | dict[str, _Unlocking]:
@@ -220,7 +241,7 @@ class ServedThread:
     the step waits for its model (``waiting``). ``changing()`` takes both.
     """
 
-    def __init__(self, thread_id: str, app: AGUIApp):
+    def __init__(self, thread_id: str, app: AppSettings):
         self.id = thread_id
         self.app = app
         self.path = app.log_dir / f"{thread_id}.jsonl"
