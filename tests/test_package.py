@@ -147,15 +147,16 @@ def test_tests_mirror_the_modules(module):
 
 def face_names_imported(path: Path, parts: tuple[str, ...] | None = None) -> list[str]:
     """Names a module takes through the package face (``from convlab import X``, ``from .. import X`` at
-    convlab's level, ``convlab.X`` after ``import convlab``) that the lazy table resolves, not modules."""
+    convlab's level, ``convlab.X`` after ``import convlab``): its public names (the lazy table's, and the
+    errors it imports), not modules."""
     parts = parts or path.relative_to(PACKAGE).parts
     depth = len(parts)  # the level of a relative import that reaches convlab itself
     out = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and ((node.level == 0 and node.module == "convlab") or (node.level == depth and not node.module)):
-            out += [a.name for a in node.names if a.name in convlab._LAZY]
+            out += [a.name for a in node.names if a.name in convlab.__all__]
         elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "convlab":
-            out += [node.attr] if node.attr in convlab._LAZY else []
+            out += [node.attr] if node.attr in convlab.__all__ else []
     return out
 
 
@@ -163,6 +164,13 @@ def face_names_imported(path: Path, parts: tuple[str, ...] | None = None) -> lis
 def test_importers_and_replay_never_reach_the_engine_through_the_package_face(module):
     """STYLE.md: "A dependency is an import you can see: importers and replay never reach the engine through
     the package face's lazy table"."""
+    assert face_names_imported(PACKAGE / module) == []
+
+
+@pytest.mark.parametrize("module", [m for m in MODULES if m.parts[0] in ("engine", "agui", "widgets")], ids=str)
+def test_the_engine_widgets_and_agui_import_each_name_from_the_module_that_defines_it(module):
+    """STYLE.md: "widgets, agui and the CLI import the modules that define what they use, by name"; issue 36: never
+    through ``convlab/__init__.py`` (``from ..engine import Session``, not ``from .. import Session``)."""
     assert face_names_imported(PACKAGE / module) == []
 
 
@@ -211,8 +219,9 @@ def test_widgets_the_cli_and_agui_import_only_the_public_surface_or_the_modules_
 
 def test_the_arrow_checks_can_fail(tmp_path):
     bad = tmp_path / "probe.py"
-    bad.write_text("from .. import Session\nfrom ..engine import Session as S\nfrom .records import x\nimport convlab\nx = convlab.tune\n")
-    assert face_names_imported(bad, ("importers", "probe.py")) == ["Session", "tune"]
+    bad.write_text("from .. import Session\nfrom ..engine import Session as S\nfrom .records import x\nimport convlab\nx = convlab.tune\n"
+                   "y = convlab.Refused\n")
+    assert face_names_imported(bad, ("importers", "probe.py")) == ["Session", "tune", "Refused"]
     assert internal_modules_imported(bad, ("widgets", "probe.py")) == ["engine"]
     assert internal_modules_imported(bad, ("cli.py",)) == ["engine", "records"]
 

@@ -738,7 +738,7 @@ def test_widgets_use_only_names_in_convlab_all():
 
     bad = [f"{p.name}:{line}: {name}" for p in sorted(WIDGETS.glob("*.py")) for line, name in convlab_names_used(p) if not ok(name)]
     assert bad == []
-    assert ("intents.py", "newest_leaf") in {(p.name, n) for p in WIDGETS.glob("*.py") for _l, n in convlab_names_used(p)}
+    assert ("intents.py", "convlab.tree.newest_leaf") in {(p.name, n) for p in WIDGETS.glob("*.py") for _l, n in convlab_names_used(p)}
 
 
 def test_the_import_check_catches_internal_names(tmp_path):

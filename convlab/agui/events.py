@@ -65,12 +65,12 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 
-import convlab
-
+from ..tokens import content_text
+from ..tree import input_tokens
 from .messages import to_agui
 
 if TYPE_CHECKING:
-    from .. import Session
+    from ..engine import Session
 
 __all__ = ["RunEvents", "summary_step", "refusal", "snapshot_run", "speaks_cancelled", "NOTE"]
 
@@ -211,7 +211,7 @@ class RunEvents:
 
     def _count(self, call_id: str, usage: Mapping[str, Any]) -> None:
         total = self._usage.setdefault(self._calls.get(call_id, (None, None)), {})
-        read = convlab.input_tokens(usage)
+        read = input_tokens(usage)
         parts = {"input_tokens": read, "output_tokens": usage.get("output_tokens"),
                  "cached_input_tokens": usage.get("cache_read_input_tokens"),
                  "cache_write_input_tokens": usage.get("cache_creation_input_tokens")}
@@ -264,7 +264,7 @@ class RunEvents:
         nodes = self.session.tree.nodes
         self.stale = any(
             m["role"] != nodes[m["id"]]["role"]
-            or convlab.content_text(m["content"]) != convlab.content_text(nodes[m["id"]]["content"])
+            or content_text(m["content"]) != content_text(nodes[m["id"]]["content"])
             for m in view[:new_from]
         )
         self.sync()

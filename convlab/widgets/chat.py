@@ -26,7 +26,7 @@ import anywidget
 import ipywidgets as w
 import traitlets
 
-from .. import brief, readable
+from ..text import brief, readable
 from . import intents
 from .live import INTERVAL, Live, hold, kinds
 from .source import REPLAY_HINT, Given, source_of

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING
 
 import ipywidgets as w
 
-from .. import count_tokens
+from ..tokens import count_tokens
 from .chat import STYLE, esc
 from .live import INTERVAL, Live, kinds
 from .source import REPLAY_HINT, Given, source_of
 
 if TYPE_CHECKING:
-    from .. import ContextConfig
+    from ..context import ContextConfig
 
 __all__ = ["ContextGauge", "gauge_marks"]
 

@@ -41,11 +41,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .. import Refused, newest_leaf
+from ..errors import Refused
+from ..tree import newest_leaf
 from .source import REPLAY_HINT, ReadOnly, Source
 
 if TYPE_CHECKING:
-    from .. import Session
+    from ..engine import Session
 
 __all__ = [
     "agent_of", "look_target", "look", "continue_from", "edit", "regenerate", "siblings",

@@ -35,7 +35,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from .. import brief
+from ..text import brief
 from ..tree import lane_child, newest_leaves, path_to
 from . import intents
 from .live import INTERVAL, Live, hold, kinds
