@@ -66,7 +66,7 @@ from ag_ui.core import (
 )
 
 from ..tokens import content_text
-from ..tree import input_tokens
+from ..tree import input_tokens, path_to
 from .messages import to_agui
 
 if TYPE_CHECKING:
@@ -248,16 +248,6 @@ class RunEvents:
             self._open = None
 
     # -- what the client holds -------------------------------------------------
-    def _path_ids(self) -> list[str]:
-        """The active path's ids, read off the tree (no copies: ``Session.path()`` copies every node)."""
-        nodes = self.session.tree.nodes
-        out, cur = [], self.session.head
-        while cur is not None:
-            out.append(cur)
-            cur = nodes[cur]["parent"]
-        out.reverse()
-        return out
-
     def taken(self, view: list[Mapping[str, Any]], new_from: int) -> None:
         """The view was taken: mark the client stale when a known id came with
         other content than the tree records (the tree's wins), then sync."""
@@ -273,7 +263,7 @@ class RunEvents:
         """Send the active path when it ``moved`` (a head moved, a replace: what the
         model reads changed other than by appending) or the client holds anything
         else, and the worker state when it changed."""
-        ids = self._path_ids()
+        ids = path_to(self.session.tree.nodes, self.session.head)  # ids only: Session.path() copies every node
         if moved or ids != self.client or self.stale:
             self._add(_snapshot([to_agui(n) for n in self.session.path()], self._now()))
             self.client = ids
