@@ -1,7 +1,7 @@
 """Client input (docs/protocol.md 2 and 3). ``submit`` takes one input, checked and copied once
 at the edge (``inputs.validate``): new messages start a turn, or queue or merge one behind the running
-turn; a view moves the head (and may start a turn there); an interrupt cancels the running turn. A
-refused input writes nothing."""
+turn; a view starts a turn where it ends (one that adds nothing and ends elsewhere moves the head first); an
+interrupt cancels the running turn. A refused input writes nothing."""
 
 from __future__ import annotations
 
