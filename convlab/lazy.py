@@ -26,7 +26,8 @@ from typing import IO, Any, cast, overload
 import networkx as nx
 
 from . import jsondata
-from .tree import Record, Tree, new_node, nodes_in_order
+from .store import Record
+from .tree import Tree, new_node, nodes_in_order
 from .wire import Event
 
 __all__ = ["LazyTree", "LogStore", "LazyEvents"]
@@ -53,7 +54,7 @@ class _LogReader:
 
 
 class LogStore:
-    """A ``NodeStore`` (``convlab.tree``) that keeps messages' contents in the session
+    """A ``NodeStore`` (``convlab.store``) that keeps messages' contents in the session
     log: per node, flat arrays of indices and numbers (its parent, children,
     ``Record`` and nearest node with worker state) and the byte offset of its
     ``message.new`` line, from which its attributes are read when asked for (then

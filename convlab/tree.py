@@ -2,9 +2,9 @@
 
 One node per recorded message, keyed by its id, edge parent -> child. The
 root is not a message and not a node: top-level messages have ``parent``
-``None``. The tree only grows. It keeps its nodes in a store (``NodeStore``, the
-storage protocol: a node's attributes, parent, children, worker state and fixed
-``Record``); the default ``MemoryStore`` keeps flat maps, and the
+``None``. The tree only grows. It keeps its nodes in a store (``convlab.store``:
+``NodeStore``, the storage protocol: a node's attributes, parent, children,
+worker state and fixed ``Record``); the default ``MemoryStore`` keeps flat maps, and the
 ``networkx.DiGraph`` that ``Tree.graph`` (and ``Session.tree``) shows is built the
 first time it is asked for and kept up to date from then on. ``convlab.lazy``
 supplies a store that keeps contents in the session log; every rule is here.
@@ -22,18 +22,16 @@ This module knows nothing of turns, decisions or the engine.
 """
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, NamedTuple, NotRequired, Protocol, TypedDict, cast, overload
+from typing import Any, NotRequired, TypedDict, cast, overload
 
 import networkx as nx
 
 from . import jsondata
+from .store import MemoryStore, NodeStore, Record
 from .tokens import content_chars, content_text, count_tokens, estimate
 
 __all__ = [
     "Tree",
-    "NodeStore",
-    "MemoryStore",
-    "Record",
     "PathView",
     "MessageView",
     "Node",
@@ -48,6 +46,7 @@ __all__ = [
     "newest_leaf",
     "nodes_in_order",
     "children",
+    "ancestors",
     "path_to",
     "newest_leaves",
     "lane_child",
@@ -195,10 +194,26 @@ def newest_leaf(graph: nx.DiGraph, node: str | None = None) -> str | None:
     return best
 
 
+def ancestors(nodes: Mapping[str, Mapping[str, Any]], head: str | None) -> Iterator[str]:
+    """``head`` and its ancestors, head first, up the parent links: the one walk to the root every
+    view of a path makes, lazily (a reader that stops early walks no further). ``nodes`` is a
+    graph's ``nodes`` or any mapping of id -> node; the walk stops at an id it does not hold.
+
+    >>> t = Tree()
+    >>> _ = t.add({"id": "u1", "role": "user", "content": ""}, None)
+    >>> _ = t.add({"id": "a1", "role": "assistant", "content": ""}, "u1")
+    >>> list(ancestors(t.graph.nodes, "a1")), next(ancestors(t.graph.nodes, "a1"))
+    (['a1', 'u1'], 'a1')
+    """
+    n = head
+    while n is not None and n in nodes:
+        yield n
+        n = nodes[n].get("parent")
+
+
 def path_to(nodes: Mapping[str, Mapping[str, Any]], head: str | None) -> list[str]:
-    """The ids from the root to ``head``, up the parent links: the walk every view of a path
-    makes (``head`` the tree's head: the active path). ``nodes`` is a graph's ``nodes`` or
-    any mapping of id -> node; the walk stops at an id it does not hold.
+    """The ids from the root to ``head`` (``ancestors``, root first; ``head`` the tree's head: the
+    active path).
 
     >>> t = Tree()
     >>> _ = t.add({"id": "u1", "role": "user", "content": ""}, None)
@@ -206,11 +221,7 @@ def path_to(nodes: Mapping[str, Mapping[str, Any]], head: str | None) -> list[st
     >>> path_to(t.graph.nodes, "a1"), path_to(t.graph.nodes, None)
     (['u1', 'a1'], [])
     """
-    path: list[str] = []
-    n = head
-    while n is not None and n in nodes:
-        path.append(n)
-        n = nodes[n].get("parent")
+    path = list(ancestors(nodes, head))
     path.reverse()
     return path
 
@@ -439,146 +450,6 @@ class PathView(Sequence[MessageView]):
         return self._tree.exact_count(self._head, count)
 
 
-class Record(NamedTuple):
-    """What recording a node fixes for good (the tree only grows), kept per node so
-    that nothing per turn re-reads the path: the count of docs/protocol.md 5.1 and a
-    ``PathView`` read it. ``Tree`` computes it once, from the parent's; a store
-    keeps it."""
-
-    depth: int  # messages root -> the node (1: a top-level one)
-    top: str  # the top-level message its path starts with
-    chars: int  # its characters (content_chars)
-    cum: int  # the characters root -> it, inclusive
-    last_call: str | None  # the nearest model reply (with reported input) at or above it
-    reported: int | None  # its reported input, if it is a model reply (input_tokens)
-
-
-class NodeStore(Protocol):
-    """Where a ``Tree`` keeps its nodes: the storage protocol. ``Tree`` owns every
-    rule (ids, the count, worker state, views, lanes) and asks a store only for
-    these. ``MemoryStore`` (the default) keeps all in memory; ``convlab.lazy``
-    supplies one that keeps contents in the session log.
-
-    - ``node in store``: whether ``node`` is recorded;
-    - ``put(attrs, record)``: record a new node (``attrs`` from ``new_node``, its
-      ``parent`` recorded already) and return its stored attribute dict;
-    - ``attrs(node)``: its attribute dict (loaded on demand: the tree's own, which
-      ``Tree.node`` gives); ``parent(node)``; ``record(node)``: its ``Record``;
-    - ``children(node)``: its children, oldest first;
-    - ``state(node)`` / ``set_state(node, state)``: its worker state (``state``
-      already the store's own copy), without loading the node;
-    - ``near(node)`` / ``set_near(node, near)``: the nearest node with worker state
-      at or above it (``None``: none), what ``Tree.state_at`` reads;
-    - ``nodes_in_order()``: every node's attributes (copies of the top level) in
-      ``seq`` order; ``graph()``: the whole tree as a ``networkx.DiGraph`` whose node
-      dicts are the attribute dicts from then on, kept up to date by ``put``.
-    """
-
-    def __contains__(self, node_id: object) -> bool: ...
-    def put(self, attrs: dict[str, Any], record: Record) -> dict[str, Any]: ...
-    def attrs(self, node_id: str) -> dict[str, Any]: ...
-    def parent(self, node_id: str) -> str | None: ...
-    def record(self, node_id: str) -> Record: ...
-    def children(self, node_id: str) -> list[str]: ...
-    def state(self, node_id: str) -> dict[str, Any] | None: ...
-    def set_state(self, node_id: str, state: dict[str, Any]) -> None: ...
-    def near(self, node_id: str) -> str | None: ...
-    def set_near(self, node_id: str, near: str | None) -> None: ...
-    def nodes_in_order(self) -> list[dict[str, Any]]: ...
-    def graph(self) -> nx.DiGraph: ...
-
-
-class MemoryStore:
-    """A ``NodeStore`` in memory, ``Tree``'s default: flat maps of ids (id -> attribute
-    dict, first child, next sibling, record, nearest state), no container per node
-    beyond its attributes and record. The ``networkx.DiGraph`` is built the first
-    time it is asked for: until then a session that never asks for it (a script, a
-    replay's own bookkeeping) keeps three containers fewer a message for the
-    collector to walk. A record is kept as a plain tuple and made a ``Record`` when
-    read: a tuple of numbers and strings is one Python's collector stops tracking,
-    a ``NamedTuple`` (a subclass) one it walks in every full collection for good.
-
-    >>> s = MemoryStore(); _ = s.put(new_node({"role": "user"}, id="u1", seq=1), Record(1, "u1", 0, 0, None, None))
-    >>> "u1" in s, s.parent("u1"), s.record("u1").depth, s.children("u1")
-    (True, None, 1, [])
-    """
-
-    def __init__(self) -> None:
-        self._node: dict[str, dict[str, Any]] = {}  # in creation order
-        self._rec: dict[str, tuple] = {}  # Record's fields, as a plain tuple (see above)
-        self._near: dict[str, str | None] = {}
-        self._first_kid: dict[str, str] = {}
-        self._last_kid: dict[str, str] = {}
-        self._next_kid: dict[str, str] = {}
-        self._built: nx.DiGraph | None = None
-
-    def __contains__(self, node_id: object) -> bool:
-        return node_id in self._node
-
-    def put(self, attrs: dict[str, Any], record: Record) -> dict[str, Any]:
-        nid, parent = attrs["id"], attrs["parent"]
-        stored = attrs
-        if self._built is not None:
-            self._built.add_node(nid, **attrs)
-            stored = self._built.nodes[nid]
-            if parent is not None:
-                self._built.add_edge(parent, nid)
-        self._node[nid] = stored
-        self._rec[nid] = tuple(record)
-        self._near[nid] = None
-        if parent is not None:
-            last = self._last_kid.get(parent)
-            if last is None:
-                self._first_kid[parent] = nid
-            else:
-                self._next_kid[last] = nid
-            self._last_kid[parent] = nid
-        return stored
-
-    def attrs(self, node_id: str) -> dict[str, Any]:
-        return self._node[node_id]
-
-    def parent(self, node_id: str) -> str | None:
-        return self._node[node_id]["parent"]
-
-    def record(self, node_id: str) -> Record:
-        return Record._make(self._rec[node_id])
-
-    def children(self, node_id: str) -> list[str]:
-        out = []
-        kid = self._first_kid.get(node_id)
-        while kid is not None:
-            out.append(kid)
-            kid = self._next_kid.get(kid)
-        return out
-
-    def state(self, node_id: str) -> dict[str, Any] | None:
-        return self._node[node_id]["state"]
-
-    def set_state(self, node_id: str, state: dict[str, Any]) -> None:
-        self._node[node_id]["state"] = state
-
-    def near(self, node_id: str) -> str | None:
-        return self._near[node_id]
-
-    def set_near(self, node_id: str, near: str | None) -> None:
-        self._near[node_id] = near
-
-    def nodes_in_order(self) -> list[dict[str, Any]]:
-        return [dict(a) for a in self._node.values()]
-
-    def graph(self) -> nx.DiGraph:
-        if self._built is None:
-            g: nx.DiGraph = nx.DiGraph()
-            for nid, attrs in self._node.items():
-                g.add_node(nid, **attrs)
-                self._node[nid] = g.nodes[nid]
-                if attrs["parent"] is not None:
-                    g.add_edge(attrs["parent"], nid)
-            self._built = g
-        return self._built
-
-
 class Tree:
     """A message tree with a head.
 
@@ -643,6 +514,24 @@ class Tree:
         while node_id is not None:
             yield node_id
             node_id = parent_of(node_id)
+
+    def up_to(self, node_id: str | None, stop: Callable[[str], bool]) -> tuple[list[str], str | None]:
+        """The walk up from ``node_id`` (``ancestors``) to the first node ``stop`` accepts: the nodes passed
+        (``node_id`` first) and that node (None: the walk passed the root). What a view that draws a path
+        already walks to bring it up to a new head: only as far as what it drew.
+
+        >>> t = Tree()
+        >>> for nid, parent in [("u1", None), ("a1", "u1"), ("u2", "a1")]:
+        ...     _ = t.add({"id": nid, "role": "user", "content": ""}, parent)
+        >>> t.up_to("u2", lambda n: n == "u1"), t.up_to("u2", lambda n: False)
+        ((['u2', 'a1'], 'u1'), (['u2', 'a1', 'u1'], None))
+        """
+        passed: list[str] = []
+        for n in self.ancestors(node_id):
+            if stop(n):
+                return passed, n
+            passed.append(n)
+        return passed, None
 
     def path_ids(self, head: str | None = None) -> list[str]:
         ids = list(self.ancestors(self.head if head is None else head))

@@ -142,32 +142,273 @@ def test_tests_mirror_the_modules(module):
     assert found, f"no tests/{prefix}*.py for convlab/{module}"
 
 
-# -- the arrows: imports a reader can see (issue 21) -----------------------------------------
+# -- the arrows: imports a reader can see (issues 21, 36) --------------------------------------
 
 
-def face_names_imported(path: Path, parts: tuple[str, ...] | None = None) -> list[str]:
-    """Names a module takes through the package face (``from convlab import X``, ``from .. import X`` at
-    convlab's level, ``convlab.X`` after ``import convlab``) that the lazy table resolves, not modules."""
+def _is_module(name: str) -> bool:
+    return (PACKAGE / f"{name}.py").is_file() or (PACKAGE / name).is_dir()
+
+
+def face_imports(path: Path, parts: tuple[str, ...] | None = None) -> list[str]:
+    """What a module takes through the package face, ``convlab/__init__.py`` (issue 36: it is for users): ``import
+    convlab`` (and whatever it then reads as ``convlab.X``), ``from convlab import X`` or ``from .. import X`` at
+    convlab's level, where X is not a module of the package."""
     parts = parts or path.relative_to(PACKAGE).parts
     depth = len(parts)  # the level of a relative import that reaches convlab itself
     out = []
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and ((node.level == 0 and node.module == "convlab") or (node.level == depth and not node.module)):
-            out += [a.name for a in node.names if a.name in convlab._LAZY]
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "convlab":
-            out += [node.attr] if node.attr in convlab._LAZY else []
+        if isinstance(node, ast.Import):
+            out += ["import convlab" for a in node.names if a.name == "convlab"]
+        elif isinstance(node, ast.ImportFrom) and ((node.level == 0 and node.module == "convlab") or (node.level == depth and not node.module)):
+            out += [a.name for a in node.names if not _is_module(a.name)]
     return out
 
 
-@pytest.mark.parametrize("module", [m for m in MODULES if m.parts[0] in ("importers", "replaying", "tuning")], ids=str)
-def test_importers_and_replay_never_reach_the_engine_through_the_package_face(module):
-    """STYLE.md: "A dependency is an import you can see: importers and replay never reach the engine through
-    the package face's lazy table"."""
-    assert face_names_imported(PACKAGE / module) == []
+@pytest.mark.parametrize("module", [m for m in MODULES if m.name != "__init__.py" or len(m.parts) > 1], ids=str)
+def test_nothing_inside_the_package_imports_its_face(module):
+    """Issue 36: "inside the package nothing imports the face (convlab/__init__.py is for users)": every module
+    imports each name from the module that defines it (``from ..engine import Session``)."""
+    assert face_imports(PACKAGE / module) == []
+
+
+def import_graph(root: Path = PACKAGE, name: str = "convlab") -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (at the top, in a function or for types only: a dependency
+    is a dependency), each by the file that defines it."""
+    def modname(p: Path) -> str:
+        parts = list(p.relative_to(root).with_suffix("").parts)
+        return ".".join([name, *(parts[:-1] if parts[-1] == "__init__" else parts)])
+
+    files = {modname(p): p for p in root.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for mod, path in files.items():
+        package = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] == name):
+                base = package[: len(package) - node.level + 1] if node.level else []
+                target = ".".join([*base, *([node.module] if node.module else [])])
+                deps |= {f"{target}.{a.name}" if f"{target}.{a.name}" in files else target for a in node.names} & set(files)
+            elif isinstance(node, ast.Import):
+                deps |= {a.name for a in node.names} & set(files)
+        graph[mod] = deps - {mod}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph``: its strongly connected parts of more than one module (Tarjan's, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    work.append((w, iter(sorted(graph.get(w, ())))))
+                elif w in stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                part = [stack.pop()]
+                while part[-1] != v:
+                    part.append(stack.pop())
+                if len(part) > 1:
+                    found.append(sorted(part))
+    return found
+
+
+def test_no_import_circles():
+    """Issue 36: "no import circles" (agui's server and threads imported each other; result and compactions)."""
+    assert cycles(import_graph()) == []
+
+
+#: What each part of the package never imports: dependencies point one way (docs/modules.md). The base is every
+#: top-level module (the tree, the config, the log, tokens, text, providers, ...).
+PARTS = ("engine", "importers", "replaying", "tuning", "widgets", "agui", "cli")
+NEVER = {
+    "base": set(PARTS),
+    "engine": {"importers", "replaying", "tuning", "widgets", "agui", "cli"},
+    "importers": {"engine", "replaying", "tuning", "widgets", "cli"},
+    "replaying": {"importers", "tuning", "widgets", "agui", "cli"},
+    "tuning": {"importers", "widgets", "agui", "cli"},
+    "widgets": {"importers", "tuning", "agui", "cli"},
+    "agui": {"replaying", "tuning", "widgets", "cli"},
+}
+
+
+def backward_arrows(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    def part(mod: str) -> str:
+        bits = mod.split(".")
+        return bits[1] if len(bits) > 1 and bits[1] in PARTS else "face" if len(bits) == 1 else "base"
+
+    return sorted((a, b) for a, deps in graph.items() for b in deps if part(b) in NEVER.get(part(a), set()))
+
+
+def test_dependencies_point_one_way():
+    """Issue 36: "dependencies point one way": the engine knows nothing of importers, replays or tuning; a replay
+    nothing of tuning; nothing but the command itself imports the CLI."""
+    assert backward_arrows(import_graph()) == []
+
+
+#: Modules that walk links of their own, not a message tree's: an importer its log's, before any tree exists; the
+#: prompt cache its trie of cached blocks.
+OWN_LINKS = ("importers/", "replaying/prompt_cache.py")
+
+
+def walks_to_the_root(path: Path) -> list[int]:
+    """Lines of ``while`` loops that walk parent links by hand: the loop's variable is set again from something
+    named parent (``node = nodes[node]["parent"]``, ``at = parent_of(at)``)."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.While):
+            tested = {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)}
+            for stmt in ast.walk(node):
+                if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id in tested for t in stmt.targets) \
+                        and "parent" in ast.unparse(stmt.value):
+                    out.append(node.lineno)
+                    break
+    return out
+
+
+@pytest.mark.parametrize("module", [m for m in MODULES if m.as_posix() != "tree.py" and not m.as_posix().startswith(OWN_LINKS)], ids=str)
+def test_the_walk_to_the_root_is_only_in_tree(module):
+    """Issue 36: "the walk to the root only in tree.py" (``ancestors``, ``path_to``, ``Tree.ancestors``)."""
+    assert walks_to_the_root(PACKAGE / module) == []
+
+
+#: STYLE.md and issue 36: "no module over ~800 lines and no class over ~600".
+MODULE_LINES, CLASS_LINES = 800, 600
+
+
+def oversized(path: Path) -> list[str]:
+    text = path.read_text()
+    out = [f"{len(text.splitlines())} lines"] if len(text.splitlines()) > MODULE_LINES else []
+    return out + [f"class {n.name}: {n.end_lineno - n.lineno + 1} lines" for n in ast.walk(ast.parse(text))
+                  if isinstance(n, ast.ClassDef) and n.end_lineno - n.lineno + 1 > CLASS_LINES]
+
+
+@pytest.mark.parametrize("module", MODULES, ids=str)
+def test_no_module_over_800_lines_and_no_class_over_600(module):
+    assert oversized(PACKAGE / module) == []
+
+
+def callable_modules(path: Path) -> list[str]:
+    """A module made a callable: its class swapped (``sys.modules[__name__].__class__ = ...``), or a
+    ``ModuleType`` subclass defined."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "__class__" for t in node.targets):
+            out.append(f"line {node.lineno}: a class swapped")
+        elif isinstance(node, ast.ClassDef) and any("ModuleType" in ast.unparse(b) for b in node.bases):
+            out.append(f"line {node.lineno}: class {node.name}")
+    return out
+
+
+@pytest.mark.parametrize("module", MODULES, ids=str)
+def test_functions_are_functions_and_modules_are_modules(module):
+    """Issue 36: "no module replaced by a callable" (convlab.replay, search and presets were callable modules)."""
+    import importlib
+
+    assert callable_modules(PACKAGE / module) == []
+    name = ".".join(["convlab", *module.with_suffix("").parts]).removesuffix(".__init__")
+    if not name.startswith(("convlab.agui", "convlab.widgets")) or importlib.util.find_spec("ipywidgets"):
+        assert not callable(importlib.import_module(name))
+
+
+def constructions(path: Path, name: str) -> list[int]:
+    """Lines where ``path`` makes a ``name`` (a call of that name)."""
+    return [n.lineno for n in ast.walk(ast.parse(path.read_text()))
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name]
+
+
+def test_one_record_per_model_call_made_in_one_place():
+    """Issue 36: "one record per model call, built in one place": a replay's ``ModelCall`` is made by the Replayer's
+    handler of a call's end, and nowhere else (pricing gives new records with ``dataclasses.replace``)."""
+    import dataclasses
+
+    from convlab.replaying.result import ModelCall
+
+    made = {m.as_posix(): lines for m in MODULES if (lines := constructions(PACKAGE / m, "ModelCall"))}
+    assert list(made) == ["replaying/driver.py"] and len(made["replaying/driver.py"]) == 1
+    assert dataclasses.fields(ModelCall) and ModelCall.__dataclass_params__.frozen  # type: ignore[attr-defined]
+
+
+def test_no_two_classes_share_a_name():
+    """Issue 36: "names that lie or clash" (two classes named ``Record``; two named ``Compaction``)."""
+    seen: dict[str, list[str]] = {}
+    for m in MODULES:
+        for n in ast.walk(ast.parse((PACKAGE / m).read_text())):
+            if isinstance(n, ast.ClassDef) and not n.name.startswith("_"):
+                seen.setdefault(n.name, []).append(m.as_posix())
+    assert {name: where for name, where in seen.items() if len(where) > 1} == {}
+
+
+def test_the_shared_knobs_are_one_value_every_entry_point_takes():
+    """Issue 36: "the knobs a replay and a sweep share are one frozen, documented, typed value that replay, tune,
+    tune_cost and search all take and check in one place": each takes ``options`` and the knobs by name (``**knobs``),
+    and none declares a knob of its own."""
+    import dataclasses
+
+    from convlab.replaying.options import Options
+
+    knobs = {f.name for f in dataclasses.fields(Options)}
+    for fn in (convlab.replay, convlab.tune, convlab.tune_cost, convlab.search):
+        code = fn.__code__
+        own = set(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
+        assert "options" in own and code.co_flags & 0x08, fn  # CO_VARKEYWORDS: **knobs
+        assert own & knobs == set() and not own & {"cache", "cache_ttl", "dry_run"}, fn
+
+
+def test_the_arrow_checks_can_fail(tmp_path):
+    bad = tmp_path / "probe.py"
+    bad.write_text("from .. import Session, tree\nfrom ..engine import Session as S\nfrom .records import x\nimport convlab\n"
+                   "x = convlab.tune\nfrom convlab import Refused\n")
+    assert face_imports(bad, ("importers", "probe.py")) == ["Session", "import convlab", "Refused"]
+    assert sorted(internal_modules_imported(bad, ("widgets", "probe.py"))) == ["engine", "tree"]
+    assert sorted(internal_modules_imported(bad, ("cli.py",))) == ["engine", "records", "tree"]
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from .b import x\n")
+    (pkg / "b.py").write_text("def f():\n    from .a import y\n")  # in a function: still a circle
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "c.py").write_text("from ..a import x\nfrom . import d\n")
+    (pkg / "sub" / "d.py").write_text("")
+    graph = import_graph(pkg, "pkg")
+    assert graph["pkg.sub.c"] == {"pkg.a", "pkg.sub.d"} and cycles(graph) == [["pkg.a", "pkg.b"]]
+    assert backward_arrows({"convlab.engine.calls": {"convlab.replaying.plan"}, "convlab.tree": {"convlab.engine"},
+                            "convlab.tuning.sweep": {"convlab.replaying.driver"}}) == [
+        ("convlab.engine.calls", "convlab.replaying.plan"), ("convlab.tree", "convlab.engine")]
+    walk = tmp_path / "walk.py"
+    walk.write_text("def f(nodes, n):\n    while n is not None:\n        n = nodes[n]['parent']\n"
+                    "def g(n):\n    while n:\n        n = n.next\n")
+    assert walks_to_the_root(walk) == [2]
+    big = tmp_path / "big.py"
+    big.write_text("class Big:\n" + "    x = 1\n" * 700 + "y = 2\n" * 120)
+    assert oversized(big) == ["821 lines", "class Big: 701 lines"]
+    swapped = tmp_path / "swapped.py"
+    swapped.write_text("import sys, types\nclass M(types.ModuleType):\n    pass\nsys.modules[__name__].__class__ = M\n")
+    assert callable_modules(swapped) == ["line 2: class M", "line 4: a class swapped"]
+    assert constructions(bad, "ModelCall") == [] and constructions(swapped, "M") == [] and constructions(walk, "f") == []
+    made = tmp_path / "made.py"
+    made.write_text("x = ModelCall(1)\ny = [ModelCall(2)]\n")
+    assert constructions(made, "ModelCall") == [1, 2]
 
 
 def allowed_internal_modules() -> dict[str, set[str]]:
-    """docs/modules.md's table of what the widgets and the CLI import beyond the public surface."""
+    """docs/modules.md's table of what the widgets, the CLI and the AG-UI server import."""
     text = (PACKAGE.parent / "docs" / "modules.md").read_text().split("## What the widgets, the CLI and the AG-UI server import", 1)[1]
     allowed: dict[str, set[str]] = {"widgets": set(), "cli": set(), "agui": set()}
     for who, module in re.findall(r"^\| (widgets|cli|agui) \| `convlab\.([\w.]+)` \|", text, flags=re.M):
@@ -199,22 +440,14 @@ def internal_modules_imported(path: Path, parts: tuple[str, ...] | None = None) 
 
 
 @pytest.mark.parametrize("who", ["widgets", "cli", "agui"])
-def test_widgets_the_cli_and_agui_import_only_the_public_surface_or_the_modules_docs_names(who):
+def test_widgets_the_cli_and_agui_import_only_the_modules_docs_names(who):
     """Issue 21: "widgets and the CLI import only the public surface or the modules docs/modules.md names"
-    (the AG-UI server too)."""
+    (the AG-UI server too); issue 36: each name from the module that defines it, so the table names them all."""
     allowed = allowed_internal_modules()[who]
-    modules = [Path("cli.py")] if who == "cli" else [m for m in MODULES if m.parts[0] == who]
+    modules = [m for m in MODULES if m.parts[0] == who]
     found = {(m.as_posix(), name) for m in modules for name in internal_modules_imported(PACKAGE / m)}
     assert sorted((m, n) for m, n in found if n not in allowed) == []
     assert allowed and all(any(n == a for _m, n in found) for a in allowed), "docs/modules.md names a module no one imports"
-
-
-def test_the_arrow_checks_can_fail(tmp_path):
-    bad = tmp_path / "probe.py"
-    bad.write_text("from .. import Session\nfrom ..engine import Session as S\nfrom .records import x\nimport convlab\nx = convlab.tune\n")
-    assert face_names_imported(bad, ("importers", "probe.py")) == ["Session", "tune"]
-    assert internal_modules_imported(bad, ("widgets", "probe.py")) == ["engine"]
-    assert internal_modules_imported(bad, ("cli.py",)) == ["engine", "records"]
 
 
 # -- what a parameter is (issue 21: "Cut the Any parameters to what is truly any") -------------

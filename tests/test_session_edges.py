@@ -8,7 +8,7 @@ import json
 import pytest
 
 import convlab
-from convlab import engine
+from convlab.engine import decisions
 from session_support import config, interrupt, m, make, message, reply, statuses, view
 
 
@@ -34,7 +34,7 @@ def test_session_arguments_say_what_is_wrong():
 
 
 def test_a_worker_that_never_ends_its_turns_is_stopped(monkeypatch):
-    monkeypatch.setattr(engine, "MAX_STEPS", 40)
+    monkeypatch.setattr(decisions, "MAX_STEPS", 40)
     s = make(worker=lambda d: [{"type": "llm.call"}])
     with pytest.raises(RuntimeError, match="does the worker ever end its turns"):
         s.submit(message(m("u1", "loop")))

@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 import convlab
-from convlab.tree import MemoryStore, PathView, Tree
+from convlab.store import MemoryStore
+from convlab.tree import PathView, Tree
 from session_support import make, message, m
 
 

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from convlab.store import MemoryStore
 from convlab.tokens import content_chars
 from convlab.tree import (
     MESSAGE_KEYS,
-    MemoryStore,
     RECORDED,
     Node,
     Tree,

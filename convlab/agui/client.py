@@ -41,8 +41,8 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-import convlab
-
+from ..errors import ProviderError
+from ..tokens import count_tokens
 from .messages import to_agui
 
 if TYPE_CHECKING:  # ag_ui is imported where it is used (the agui extra)
@@ -143,20 +143,20 @@ class AGUIAgent:
                          "state": {}, "messages": messages, "tools": [], "context": [], "forwarded_props": {},
                          "resume": resume})
                 except ValidationError as err:
-                    raise convlab.ProviderError("failed", f"the request is not an AG-UI run: {_first(err)}") from None
+                    raise ProviderError("failed", f"the request is not an AG-UI run: {_first(err)}") from None
                 yield from run.read(self._post(body))
                 if run.interrupts is None:
                     break
                 try:
                     resume = [ResumeEntry.model_validate(self._answer(i)) for i in run.interrupts]
                 except ValidationError as err:
-                    raise convlab.ProviderError("failed", f"on_interrupt's answer is not a resume entry: {_first(err)}") from None
+                    raise ProviderError("failed", f"on_interrupt's answer is not a resume entry: {_first(err)}") from None
                 cancelled = any(entry.status == "cancelled" for entry in resume)
                 run.interrupts = None
             else:
-                raise convlab.ProviderError("failed", f"{self.url}: the agent asked more than {MAX_RESUMES} interrupts in one call")
+                raise ProviderError("failed", f"{self.url}: the agent asked more than {MAX_RESUMES} interrupts in one call")
             if cancelled and not run.texts and not run.calls:
-                raise convlab.ProviderError("failed", f"{self.url}: on_interrupt cancelled the interrupt (it gave None): the agent did not reply")
+                raise ProviderError("failed", f"{self.url}: on_interrupt cancelled the interrupt (it gave None): the agent did not reply")
             yield run.reply(request.get("messages") or [], thread)
         finally:
             self.latency = time.monotonic() - started
@@ -179,7 +179,7 @@ class AGUIAgent:
     def _answer(self, interrupt: dict[str, Any]) -> dict[str, Any]:
         where = f"{self.url}: the agent stopped for {interrupt.get('reason')!r} ({interrupt.get('message') or 'no message'})"
         if self.on_interrupt is None:
-            raise convlab.ProviderError("failed", where + "; pass AGUIAgent(on_interrupt=...) to answer it")
+            raise ProviderError("failed", where + "; pass AGUIAgent(on_interrupt=...) to answer it")
         payload = self.on_interrupt(interrupt)
         if payload is None:
             return {"interruptId": interrupt["id"], "status": "cancelled"}
@@ -197,7 +197,7 @@ class AGUIAgent:
             with self._client.stream("POST", self.url, content=body.model_dump_json(by_alias=True), headers=headers) as response:
                 if response.status_code != 200:
                     text = response.read().decode("utf-8", "replace")[:500]
-                    raise convlab.ProviderError("failed", f"{self.url}: HTTP {response.status_code}: {text}")
+                    raise ProviderError("failed", f"{self.url}: HTTP {response.status_code}: {text}")
                 data: list[str] = []
                 for line in response.iter_lines():
                     if line.startswith("data:"):
@@ -208,7 +208,7 @@ class AGUIAgent:
                 if data:
                     yield "\n".join(data)
         except httpx.HTTPError as err:
-            raise convlab.ProviderError("failed", f"{self.url}: {type(err).__name__}: {err}") from None
+            raise ProviderError("failed", f"{self.url}: {type(err).__name__}: {err}") from None
 
 
 def _first(err: ValidationError) -> str:
@@ -258,7 +258,7 @@ class _CallRuns:
             try:
                 event = adapter.validate_json(raw)
             except ValidationError as err:
-                raise convlab.ProviderError("failed", f"the agent sent an event that is not AG-UI: {raw[:200]} ({_first(err)})") from None
+                raise ProviderError("failed", f"the agent sent an event that is not AG-UI: {raw[:200]} ({_first(err)})") from None
             if isinstance(event, RunStartedEvent):
                 self.run_id = event.run_id
             elif isinstance(event, (TextMessageStartEvent, TextMessageContentEvent, TextMessageChunkEvent)):
@@ -274,12 +274,12 @@ class _CallRuns:
             elif isinstance(event, MessagesSnapshotEvent):
                 self.path = [m.id for m in event.messages]
             elif isinstance(event, RunErrorEvent):
-                raise convlab.ProviderError("failed", f"the agent's run failed: {event.message}"
-                                                      + (f" ({event.code})" if event.code else ""))
+                raise ProviderError("failed", f"the agent's run failed: {event.message}"
+                                              + (f" ({event.code})" if event.code else ""))
             elif isinstance(event, RunFinishedEvent):
                 self._finish(event)
         if not self._finished:
-            raise convlab.ProviderError("failed", "the agent's stream ended before RUN_FINISHED or RUN_ERROR")
+            raise ProviderError("failed", "the agent's stream ended before RUN_FINISHED or RUN_ERROR")
 
     def _text(self, event: TextMessageStartEvent | TextMessageContentEvent | TextMessageChunkEvent) -> Iterator[str]:
         from ag_ui.core import TextMessageStartEvent
@@ -325,7 +325,7 @@ class _CallRuns:
         if isinstance(outcome, RunFinishedInterruptOutcome):
             self.interrupts = [i.model_dump(by_alias=True) for i in outcome.interrupts]
         elif isinstance(outcome, RunFinishedCancelledOutcome):
-            raise convlab.ProviderError("failed", "the agent cancelled the run")
+            raise ProviderError("failed", "the agent cancelled the run")
         elif outcome is not None and outcome.pending_tool_call_ids:
             self.pending_calls = list(outcome.pending_tool_call_ids)
 
@@ -348,5 +348,5 @@ class _CallRuns:
         wrote = [u.output_tokens for u in self.usage if u.output_tokens is not None]
         if read and wrote:
             return {"input_tokens": sum(read), "output_tokens": sum(wrote)}
-        return {"input_tokens": convlab.count_tokens(list(messages)),
-                "output_tokens": convlab.count_tokens(content)}
+        return {"input_tokens": count_tokens(list(messages)),
+                "output_tokens": count_tokens(content)}

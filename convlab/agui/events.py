@@ -65,12 +65,12 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 
-import convlab
-
+from ..tokens import content_text
+from ..tree import input_tokens, path_to
 from .messages import to_agui
 
 if TYPE_CHECKING:
-    from .. import Session
+    from ..engine import Session
 
 __all__ = ["RunEvents", "summary_step", "refusal", "snapshot_run", "speaks_cancelled", "NOTE"]
 
@@ -211,7 +211,7 @@ class RunEvents:
 
     def _count(self, call_id: str, usage: Mapping[str, Any]) -> None:
         total = self._usage.setdefault(self._calls.get(call_id, (None, None)), {})
-        read = convlab.input_tokens(usage)
+        read = input_tokens(usage)
         parts = {"input_tokens": read, "output_tokens": usage.get("output_tokens"),
                  "cached_input_tokens": usage.get("cache_read_input_tokens"),
                  "cache_write_input_tokens": usage.get("cache_creation_input_tokens")}
@@ -248,23 +248,13 @@ class RunEvents:
             self._open = None
 
     # -- what the client holds -------------------------------------------------
-    def _path_ids(self) -> list[str]:
-        """The active path's ids, read off the tree (no copies: ``Session.path()`` copies every node)."""
-        nodes = self.session.tree.nodes
-        out, cur = [], self.session.head
-        while cur is not None:
-            out.append(cur)
-            cur = nodes[cur]["parent"]
-        out.reverse()
-        return out
-
     def taken(self, view: list[Mapping[str, Any]], new_from: int) -> None:
         """The view was taken: mark the client stale when a known id came with
         other content than the tree records (the tree's wins), then sync."""
         nodes = self.session.tree.nodes
         self.stale = any(
             m["role"] != nodes[m["id"]]["role"]
-            or convlab.content_text(m["content"]) != convlab.content_text(nodes[m["id"]]["content"])
+            or content_text(m["content"]) != content_text(nodes[m["id"]]["content"])
             for m in view[:new_from]
         )
         self.sync()
@@ -273,7 +263,7 @@ class RunEvents:
         """Send the active path when it ``moved`` (a head moved, a replace: what the
         model reads changed other than by appending) or the client holds anything
         else, and the worker state when it changed."""
-        ids = self._path_ids()
+        ids = path_to(self.session.tree.nodes, self.session.head)  # ids only: Session.path() copies every node
         if moved or ids != self.client or self.stale:
             self._add(_snapshot([to_agui(n) for n in self.session.path()], self._now()))
             self.client = ids

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import convlab
+from ..context import kept
 
 __all__ = ["ACTIONS", "RESPONSE_SCHEMA", "REASON", "interrupt_id", "interrupt_of", "actions_for", "ResumeError"]
 
@@ -167,4 +167,4 @@ def actions_for(decision: Mapping[str, Any], status: str, payload: object) -> li
 
 
 def _kept(path: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    return [dict(m) for m in convlab.kept(reversed(path))]
+    return [dict(m) for m in kept(reversed(path))]

@@ -28,7 +28,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-import convlab
+from ..tokens import content_text
 
 __all__ = ["from_agui", "to_agui", "AGUI_PARTS"]
 
@@ -88,7 +88,7 @@ def to_agui(message: Mapping[str, Any], id: str | None = None) -> dict[str, Any]
     if role in ("user", "tool"):
         out["content"] = content if isinstance(content, str) else [_part(p) for p in content or []]
     else:
-        text = convlab.content_text(content)
+        text = content_text(content)
         if text or role != "assistant" or not message.get("tool_calls"):
             out["content"] = text
     if message.get("name") is not None and role != "tool":

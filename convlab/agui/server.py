@@ -49,7 +49,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+from typing import Any, TypedDict, Unpack
 from urllib.parse import unquote_to_bytes
 
 from ag_ui.core import ResumeEntry, RunAgentInput
@@ -63,18 +63,16 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-import convlab
-
-from ..providers import LLM
+from ..context import load_config
+from ..engine import Session, chat_worker
+from ..errors import LogError, Refused
+from ..providers import LLM, EchoLLM
 from .events import RunEvents, refusal, snapshot_run
 from .gate import BODY_TIMEOUT, Gate, Guard, Rejected, error, read_json
 from .interrupts import ResumeError, actions_for
 from .messages import from_agui, to_agui
 from .threads import ServedRun, ServedThread, Unreadable
 from .views import UNANSWERED, brings_input, continued, fill_gaps, steers
-
-if TYPE_CHECKING:
-    from .. import Session
 
 __all__ = ["AGUIApp", "app", "check_thread_id", "MAX_BODY", "LOCK_NAME", "NAME_MAX", "LOG_FULL", "LOG_DAMAGED"]
 
@@ -162,10 +160,10 @@ class AGUIApp:
             raise ValueError(f"on_unanswered: must be one of {', '.join(UNANSWERED)}, got {on_unanswered!r}")
         if not isinstance(body_timeout, (int, float)) or not body_timeout > 0:
             raise ValueError(f"body_timeout: must be a positive number of seconds, got {body_timeout!r}")
-        self.config = convlab.load_config(config, agent)[agent] if config is not None else None
+        self.config = load_config(config, agent)[agent] if config is not None else None
         self.agent = agent
-        self.llm = llm if llm is not None else convlab.EchoLLM()
-        convlab.Session(llm=self.llm, autorun=False)  # a bad provider fails here, not at the first run
+        self.llm = llm if llm is not None else EchoLLM()
+        Session(llm=self.llm, autorun=False)  # a bad provider fails here, not at the first run
         self.worker = worker
         self.token = token
         self.max_body = max_body
@@ -220,7 +218,7 @@ class AGUIApp:
             try:
                 return thread.load()
             except Unreadable as err:
-                raise convlab.LogError(str(err), err.line) from None
+                raise LogError(str(err), err.line) from None
 
     def threads(self) -> list[str]:
         """The ids of the threads in the log dir (and any started since); a file whose name
@@ -365,7 +363,7 @@ class AGUIApp:
             try:
                 self._orphan(thread)
                 self._take(thread, run)
-            except convlab.Refused as err:
+            except Refused as err:
                 run.events = run.events or RunEvents(s, inp, [])
                 extra = {"turn_id": err.turn_id} if err.turn_id else {}
                 run.events.refused(str(err), str(err.status), {"status": err.status, **extra})
@@ -374,7 +372,7 @@ class AGUIApp:
                 run.events = RunEvents(s, inp, [])
                 run.events.refused(str(err), err.code, err.metadata)
                 run.done = True
-            except convlab.LogError as err:  # nothing was applied (the engine writes ahead)
+            except LogError as err:  # nothing was applied (the engine writes ahead)
                 run.events = RunEvents(s, inp, [])
                 run.events.refused(_unwritten(thread, err), str(LOG_FULL), {"status": LOG_FULL, "thread": thread.id})
                 run.done = True
@@ -391,7 +389,7 @@ class AGUIApp:
         except Unreadable as err:
             run.refuse(refusal(str(err), str(LOG_DAMAGED), {"status": LOG_DAMAGED, "thread": thread.id,
                                                              "line": err.line}))
-        except convlab.LogError as err:  # a new thread's log cannot be started
+        except LogError as err:  # a new thread's log cannot be started
             run.refuse(refusal(_unwritten(thread, err), str(LOG_FULL), {"status": LOG_FULL, "thread": thread.id}))
         return None
 
@@ -444,7 +442,7 @@ class AGUIApp:
             raise _Refusal(f"thread {thread.id!r} waits for a decision (interrupt {waiting['id']!r}: {waiting['message']}) "
                            "and this server takes no new message meanwhile (--on-unanswered refuse): answer it with "
                            "resume first", "409", interrupt_id=waiting["id"])
-        actions = [{"type": "turn.end"}] if rule == "end" else convlab.chat_worker(s.pending)
+        actions = [{"type": "turn.end"}] if rule == "end" else chat_worker(s.pending)
         run.started.note("unanswered", {"interrupt_id": waiting["id"], "turn_id": s.running, "rule": rule,
                                        "actions": actions,
                                        "why": "a new message came with no resume for the waiting decision"})
@@ -497,15 +495,15 @@ class AGUIApp:
                         run.started.finished("interrupt", thread.interrupt())
                         run.done = True
                     else:
-                        s.decide(convlab.chat_worker(s.pending))
+                        s.decide(chat_worker(s.pending))
                 elif not s.step():
                     run.started.failed(f"turn {run.turn} cannot go on (its work in flight was lost)", "internal_error")
                     run.done = True
-            except convlab.Refused as err:  # the view taken after an answered turn
+            except Refused as err:  # the view taken after an answered turn
                 run.started.failed(str(err), str(err.status))
                 run.done = True
-            except convlab.LogError as err:  # the step applied nothing; the turn ends now, or at the next run
-                with contextlib.suppress(convlab.LogError, convlab.Refused):
+            except LogError as err:  # the step applied nothing; the turn ends now, or at the next run
+                with contextlib.suppress(LogError, Refused):
                     s.submit({"type": "client.interrupt", "agent_id": s.agent})
                 run.started.failed(_unwritten(thread, err), str(LOG_FULL))
                 run.done = True
@@ -568,7 +566,7 @@ def app(log_dir: str | os.PathLike, config: str | os.PathLike[str] | Mapping[str
     says so, ``convlab.agui.views``). A second app on the same ``log_dir`` raises ``convlab.LogError``
     until the first is closed.
 
-    >>> import tempfile
+    >>> import tempfile, convlab
     >>> from convlab import agui
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     served = agui.app(tmp, worker="manual")
@@ -594,8 +592,8 @@ def _hold_log_dir(log_dir: Path) -> Any:
         holder = f.read().strip()
         f.close()
         who = f" (pid {holder})" if holder else ""
-        raise convlab.LogError(f"{log_dir}: another convlab server{who} holds this log dir ({path}); "
-                               "stop it, or serve another --log-dir") from None
+        raise LogError(f"{log_dir}: another convlab server{who} holds this log dir ({path}); "
+                       "stop it, or serve another --log-dir") from None
     f.seek(0)
     f.truncate()
     f.write(str(os.getpid()))

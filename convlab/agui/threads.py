@@ -21,22 +21,42 @@ import stat
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from ag_ui.core import RunAgentInput
 from ag_ui.encoder import EventEncoder
 
-import convlab
-
+from ..context import ContextConfig
+from ..engine import Session, WorkerLike
+from ..errors import CallCancelled, LogError
 from ..providers import Provider, StreamingProvider, can_stream, cut_at_limit, secrets_of
 from ..tree import lane_from, newest_leaves, nodes_in_order, path_to
 from .events import RunEvents
 from .interrupts import interrupt_of
 
-if TYPE_CHECKING:  # the app owns its threads; a thread only reads the app's settings
-    from .server import AGUIApp
+__all__ = ["AppSettings", "ServedThread", "ServedRun", "Unreadable", "served_llm"]
 
-__all__ = ["ServedThread", "ServedRun", "Unreadable", "served_llm"]
+
+class AppSettings(Protocol):
+    """What a served thread reads of the app that serves it (``server.AGUIApp``, which owns its threads
+    and hands itself to each): where the thread's log is and what its session is made with, read when
+    used. A thread knows nothing else of the app, so the imports point one way: server -> threads."""
+
+    @property
+    def log_dir(self) -> Path: ...
+
+    @property
+    def config(self) -> ContextConfig | None: ...
+
+    @property
+    def agent(self) -> str: ...
+
+    @property
+    def llm(self) -> Provider | Mapping[str, Provider]: ...
+
+    @property
+    def worker(self) -> WorkerLike: ...
 
 
 def served_llm(llm: Provider | Mapping[str, Provider], thread: ServedThread) -> _Unlocking | dict[str, _Unlocking]:
@@ -93,7 +113,7 @@ class _Stoppable(_Unlocking):
                     return
                 run = self.thread.current
                 if run is not None and run.stop.is_set():
-                    raise convlab.CallCancelled("interrupted: the client went away")
+                    raise CallCancelled("interrupted: the client went away")
                 yield chunk
         finally:
             close = getattr(chunks, "close", None)
@@ -220,7 +240,7 @@ class ServedThread:
     the step waits for its model (``waiting``). ``changing()`` takes both.
     """
 
-    def __init__(self, thread_id: str, app: AGUIApp):
+    def __init__(self, thread_id: str, app: AppSettings):
         self.id = thread_id
         self.app = app
         self.path = app.log_dir / f"{thread_id}.jsonl"
@@ -268,8 +288,8 @@ class ServedThread:
         llm = served_llm(app.llm, self)
         if self._readable():
             try:
-                s = convlab.Session.load(self.path, llm=llm, worker=app.worker, autorun=False, clock=time.time())
-            except convlab.LogError as err:
+                s = Session.load(self.path, llm=llm, worker=app.worker, autorun=False, clock=time.time())
+            except LogError as err:
                 where = f" at line {err.line}" if err.line else ""
                 text = str(err).replace(str(self.path), self.path.name)
                 raise Unreadable(f"thread {self.id!r}: its log cannot be read{where}: {text}", err.line) from None
@@ -277,8 +297,8 @@ class ServedThread:
             if s.running is not None and not waits:
                 s.submit({"type": "client.interrupt", "agent_id": s.agent})  # its work in flight died with the server
         else:
-            s = convlab.Session(config=app.config, agent=app.agent, llm=llm, worker=app.worker, autorun=False,
-                                log=self.path, clock=time.time())
+            s = Session(config=app.config, agent=app.agent, llm=llm, worker=app.worker, autorun=False,
+                        log=self.path, clock=time.time())
         s.subscribe(self.on_event)
         self.session = s
         return s
@@ -325,7 +345,7 @@ class ServedThread:
         return interrupt_of(s.pending, seq)
 
 
-def paths_of(session: convlab.Session) -> dict[str, Any]:
+def paths_of(session: Session) -> dict[str, Any]:
     """The paths the chat page walks, so that it never walks the tree itself: ``path`` (ids root ->
     head) and ``lanes`` (per sibling of a message on it, the ids from that sibling down to the newest
     leaf under it: where switching to it lands, ``convlab.tree.lane_from``); and ``cut``, the replies

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .. import Session
+    from ..engine import Session
 
 __all__ = ["fill_gaps", "brings_input", "steers", "continued", "UNANSWERED"]
 

@@ -7,8 +7,16 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import NoReturn
 
 from .notes import Usage
+
+
+class Parser(argparse.ArgumentParser):
+    commands: dict[str, argparse.ArgumentParser]  # the subcommands' parsers (build_parser sets them)
+
+    def error(self, message: str) -> NoReturn:  # one line, exit 2 (not argparse's usage block)
+        raise Usage(message)
 
 
 class Given(argparse.Action):

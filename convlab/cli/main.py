@@ -7,19 +7,13 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn, TextIO
+from typing import Any
 
 from . import search, serve, show, tune
-from .notes import Failed, Notes, Usage
+from .arguments import Parser
+from .notes import Encoded, Failed, Notes, Usage
 
 __all__ = ["main", "build_parser"]
-
-
-class Parser(argparse.ArgumentParser):
-    commands: dict[str, argparse.ArgumentParser]  # the subcommands' parsers (build_parser sets them)
-
-    def error(self, message: str) -> NoReturn:  # one line, exit 2 (not argparse's usage block)
-        raise Usage(message)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,23 +51,6 @@ def _unrecognized(parser: argparse.ArgumentParser, command: str | None, extras: 
     else:
         hint = f" ({'; '.join(f'{n}: did you mean {o}?' for n, o in close)})" if close else ""
     return f"unrecognized arguments: {' '.join(extras)}{hint}"
-
-
-class Encoded:
-    """A text stream that replaces what its encoding cannot write (a latin-1 terminal and a ●) instead of failing."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        encoding = (getattr(stream, "encoding", None) or "utf-8").lower().replace("-", "").replace("_", "")
-        self.encoding = None if encoding in ("utf8", "utf8sig") else stream.encoding
-
-    def write(self, text: str) -> int:
-        if self.encoding is not None:
-            text = text.encode(self.encoding, "replace").decode(self.encoding)
-        return self.stream.write(text)
-
-    def flush(self) -> None:
-        self.stream.flush()
 
 
 def _joined(argv: list[str]) -> list[str]:

@@ -16,10 +16,8 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
-if TYPE_CHECKING:
-    from .main import Encoded
 
 class Usage(Exception):
     """A mistake in how the command was called, or in its config or input: one line, exit 2."""
@@ -136,3 +134,20 @@ def read_logs(paths: Sequence[str], args: argparse.Namespace, notes: Notes) -> l
         if not convs:
             raise Usage(f"no conversations in {', '.join(paths)}")
     return convs
+
+
+class Encoded:
+    """A text stream that replaces what its encoding cannot write (a latin-1 terminal and a ●) instead of failing."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        encoding = (getattr(stream, "encoding", None) or "utf-8").lower().replace("-", "").replace("_", "")
+        self.encoding = None if encoding in ("utf8", "utf8sig") else stream.encoding
+
+    def write(self, text: str) -> int:
+        if self.encoding is not None:
+            text = text.encode(self.encoding, "replace").decode(self.encoding)
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()

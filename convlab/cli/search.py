@@ -12,7 +12,7 @@ from .figures import SCOPE, figure
 from .notes import Failed, Notes, Usage, plural, progress, read_logs
 
 if TYPE_CHECKING:
-    from .main import Parser
+    from .arguments import Parser
 
 def add(sub: argparse._SubParsersAction[Parser]) -> None:
     search = sub.add_parser(

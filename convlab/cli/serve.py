@@ -14,7 +14,7 @@ from .notes import Notes, Usage
 
 if TYPE_CHECKING:
     from ..providers import Provider
-    from .main import Parser
+    from .arguments import Parser
 
 def add(sub: argparse._SubParsersAction[Parser]) -> None:
     serve = sub.add_parser(

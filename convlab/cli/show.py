@@ -11,7 +11,7 @@ from .arguments import add_reading_options, width
 from .notes import Notes, Usage, plural, read_logs
 
 if TYPE_CHECKING:
-    from .main import Parser
+    from .arguments import Parser
 
 def add(sub: argparse._SubParsersAction[Parser]) -> None:
     show = sub.add_parser(

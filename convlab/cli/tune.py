@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ..replaying.options import Options
     from ..replaying.summaries import SummaryCost
     from ..tuning.presets import Auto, Preset
-    from .main import Parser
+    from .arguments import Parser
 
     Config = str | Preset | Auto  # one of tune's configs: TOML text, a preset, AUTO
 

@@ -35,7 +35,7 @@ from typing import Any
 from ..agui.messages import from_agui
 from ..conversation import Conversation
 from .documents import Document
-from .records import Problems, Record, conversation, to_time
+from .records import ImportedMessage, Problems, conversation, to_time
 
 NAME = "agui"
 
@@ -69,7 +69,7 @@ class _StreamThread:
     def __init__(self, thread_id: str, source: str):
         self.id = thread_id
         self.problems = Problems(source, thread_id)
-        self.records: dict[str, Record] = {}
+        self.records: dict[str, ImportedMessage] = {}
         self.current: list[str] = []
         self.replies: list[str] = []  # assistant messages the current run made
 
@@ -104,7 +104,7 @@ class _StreamThread:
         if known is None:
             node = {k: v for k, v in message.items() if k != "id"}
             node["time"] = time
-            self.records[mid] = Record(mid, parent, node)
+            self.records[mid] = ImportedMessage(mid, parent, node)
         elif known.parent != parent:
             self.problems.add(mid, f"comes under {parent!r} after {known.parent!r}; kept under the first")
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..conversation import Conversation
 from .documents import Document
-from .records import Problems, Record, conversation, fields, role_of, table, text_or_parts, to_time
+from .records import ImportedMessage, Problems, conversation, fields, role_of, table, text_or_parts, to_time
 
 NAME = "chatgpt"
 
@@ -107,7 +107,7 @@ def parse_one(conv: object, source: str, index: int) -> Conversation:
             return None
         return pid
 
-    records = [Record(k, nearest_message(parent_of[k]), nodes[k]) for k in nodes]
+    records = [ImportedMessage(k, nearest_message(parent_of[k]), nodes[k]) for k in nodes]
 
     current = conv.get("current_node")
     head: str | None = None

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..conversation import Conversation
 from .documents import Document
-from .records import Problems, Record, conversation, fields, role_of, text_or_parts, to_time
+from .records import ImportedMessage, Problems, conversation, fields, role_of, text_or_parts, to_time
 
 NAME = "claude_ai"
 ROOT_IDS = (None, "", "00000000-0000-4000-8000-000000000000", "00000000-0000-0000-0000-000000000000")
@@ -46,7 +46,7 @@ def parse_one(item: object, source: str, index: int) -> Conversation:
     if not isinstance(messages, list):
         problems.add(None, "no chat_messages list; read as empty")
         messages = []
-    records: list[Record] = []
+    records: list[ImportedMessage] = []
     previous: str | None = None
     for i, m in enumerate(messages):
         if not isinstance(m, Mapping):
@@ -61,7 +61,7 @@ def parse_one(item: object, source: str, index: int) -> Conversation:
             parent = None if parent in ROOT_IDS else str(parent)
         else:
             parent = previous
-        records.append(Record(mid, parent, {
+        records.append(ImportedMessage(mid, parent, {
             "role": role,
             "content": content_of(m),
             "time": to_time(m.get("created_at")),

@@ -46,7 +46,7 @@ from typing import Any
 
 from ..conversation import LOG_ROWS, LOST_PARENT, NO_CALL, Conversation
 from .documents import Document
-from .records import Problems, Record, conversation, table, to_time, usage_of
+from .records import ImportedMessage, Problems, conversation, table, to_time, usage_of
 
 NAME = "claude_code"
 
@@ -265,8 +265,8 @@ class _Builder:
         self.problems = Problems(index.source, self.id)
         if group is None:
             self.problems.items.extend(index.problems.items)
-        self.records: list[Record] = []
-        self.rec_of: dict[str, Record] = {}
+        self.records: list[ImportedMessage] = []
+        self.rec_of: dict[str, ImportedMessage] = {}
         self.tail: dict[str, str] = {}  # reply node -> the last tool result chained under it
         self.reply_of_tool: dict[str, str] = {}
         self.head: str | None = None
@@ -300,7 +300,7 @@ class _Builder:
 
     def add(self, nid: str, link: _Link, node: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
         metadata = {k: v for k, v in {**meta, **link.meta}.items() if v is not None}
-        rec = Record(nid, link.parent, {**node, **link.attrs, "metadata": metadata})
+        rec = ImportedMessage(nid, link.parent, {**node, **link.attrs, "metadata": metadata})
         self.records.append(rec)
         self.rec_of[nid] = rec
         return rec.node

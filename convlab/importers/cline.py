@@ -45,7 +45,7 @@ from typing import Any
 
 from ..conversation import Conversation
 from .documents import Document, NotJSON, parse_bytes
-from .records import Problems, Record, conversation, to_time
+from .records import ImportedMessage, Problems, conversation, to_time
 
 NAME = "cline"
 HISTORY = "api_conversation_history.json"
@@ -167,7 +167,7 @@ def _from_history(history: list[Any], ui: list[Any], source: str, task: str) -> 
     paired = rows if len(rows) == len(replies) else []
     if rows and not paired and not all(_metrics(m) for m in replies):
         problems.add(None, f"{UI} holds {len(rows)} calls' usage for {len(replies)} replies: their usage left out")
-    records: list[Record] = []
+    records: list[ImportedMessage] = []
     last: str | None = None
     models: list[str] = []
     k = 0
@@ -189,22 +189,22 @@ def _from_history(history: list[Any], ui: list[Any], source: str, task: str) -> 
                                     "metadata": {"model": model} if isinstance(model, str) else {}}
             if calls:
                 node["tool_calls"] = calls
-            records.append(Record(f"m{i}", last, node))
+            records.append(ImportedMessage(f"m{i}", last, node))
             last = f"m{i}"
             continue
         parts = content if isinstance(content, list) else None
         results = [b for b in parts or [] if isinstance(b, Mapping) and b.get("type") == "tool_result"]
         for j, b in enumerate(results):
             tid = f"m{i}" if j == 0 else f"m{i}#{j + 1}"
-            records.append(Record(tid, last, {"role": "tool", "content": b.get("content") if isinstance(b.get("content"), (str, list)) else "",
-                                              "tool_call_id": str(b.get("tool_use_id") or ""), "time": time,
-                                              "metadata": {"is_error": True} if b.get("is_error") else {}}))
+            records.append(ImportedMessage(tid, last, {"role": "tool", "content": b.get("content") if isinstance(b.get("content"), (str, list)) else "",
+                                                       "tool_call_id": str(b.get("tool_use_id") or ""), "time": time,
+                                                       "metadata": {"is_error": True} if b.get("is_error") else {}}))
             last = tid
         rest = [b for b in parts if not (isinstance(b, Mapping) and b.get("type") == "tool_result")] if parts is not None else content
         if rest or not results:
             nid = f"m{i}#text" if results else f"m{i}"
-            records.append(Record(nid, last, {"role": "user", "content": rest if isinstance(rest, (str, list)) else str(rest),
-                                              "time": time}))
+            records.append(ImportedMessage(nid, last, {"role": "user", "content": rest if isinstance(rest, (str, list)) else str(rest),
+                                                       "time": time}))
             last = nid
     return conversation(records, problems, id=task, title=None, format=NAME, source=source, head=last,
                         metadata={"task_id": task, "models": models, "ui_messages": len(ui)})
@@ -213,7 +213,7 @@ def _from_history(history: list[Any], ui: list[Any], source: str, task: str) -> 
 def _from_ui(rows: list[Any], source: str, task: str) -> Conversation:
     """What the person saw: prompts, a reply per usage row with its text and calls, command output as results."""
     problems = Problems(source, task)
-    records: list[Record] = []
+    records: list[ImportedMessage] = []
     last: str | None = None
     reply: dict[str, Any] | None = None
     call: str | None = None
@@ -224,14 +224,14 @@ def _from_ui(rows: list[Any], source: str, task: str) -> Conversation:
             continue
         if kind in ("task", "user_feedback"):
             reply, call = None, None
-            records.append(Record(nid, last, {"role": "user", "content": text, "time": time}))
+            records.append(ImportedMessage(nid, last, {"role": "user", "content": text, "time": time}))
             last = nid
         elif kind == "api_req_started":
             info = _info(r)
             if _count(info.get("tokensIn")) is None:
                 continue
             reply, call = {"role": "assistant", "content": [], "time": time, "usage": _ui_usage(info)}, None
-            records.append(Record(nid, last, reply))
+            records.append(ImportedMessage(nid, last, reply))
             last = nid
         elif reply is not None and kind in ("text", "completion_result") and text:
             reply["content"].append({"type": "text", "text": text})
@@ -246,7 +246,7 @@ def _from_ui(rows: list[Any], source: str, task: str) -> Conversation:
             reply["content"].append({"type": "tool_use", "id": nid, "name": kind, "input": args})
             reply.setdefault("tool_calls", []).append({"id": nid, "type": "function", "function": {"name": kind, "arguments": text}})
         elif kind == "command_output" and call is not None:
-            records.append(Record(nid, last, {"role": "tool", "content": text, "tool_call_id": call, "time": time}))
+            records.append(ImportedMessage(nid, last, {"role": "tool", "content": text, "tool_call_id": call, "time": time}))
             last, call = nid, None
     return conversation(records, problems, id=task, title=None, format=NAME, source=source, head=last,
                         metadata={"task_id": task, "read_from": UI})

@@ -57,7 +57,7 @@ from typing import Any
 from ..conversation import KEPT, Conversation
 from ..tokens import content_text
 from .documents import Document
-from .records import Problems, Record, as_text, conversation, kept_copy, summary_root, to_time
+from .records import ImportedMessage, Problems, as_text, conversation, kept_copy, summary_root, to_time
 
 NAME = "codex"
 _ROW_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
@@ -171,10 +171,10 @@ class _Rollout:
         self.id = str(meta.get("id") or PurePath(source.split("!")[-1]).name.split(".")[0])
         self.problems = Problems(source, self.id)
         self.prompts = _prompts([r for _, r in self.rows])
-        self.records: list[Record] = []
-        self.by_id: dict[str, Record] = {}
+        self.records: list[ImportedMessage] = []
+        self.by_id: dict[str, ImportedMessage] = {}
         self.last: str | None = None  # the message the next one hangs under
-        self.reply: Record | None = None  # the reply of the model call under way
+        self.reply: ImportedMessage | None = None  # the reply of the model call under way
         self.parts: list[Any] = []  # its content
         self.calls: list[dict[str, Any]] = []  # its tool_calls
         self.open = False  # whether the reply may still grow (no input since it started)
@@ -211,7 +211,7 @@ class _Rollout:
         return conversation(self.records, self.problems, id=self.id, title=None, format=NAME, source=self.source,
                             head=self.last, metadata=meta)
 
-    def add(self, rec: Record) -> Record:
+    def add(self, rec: ImportedMessage) -> ImportedMessage:
         self.records.append(rec)
         self.by_id[rec.id] = rec
         self.last = rec.id
@@ -223,7 +223,7 @@ class _Rollout:
         """A model call is over (at ``line`` a new one starts, or a compaction): its reply takes no more parts, and
         a usage no reply took (a call that wrote nothing the rollout kept) is a reply of its own, empty."""
         if self.usage is not None:
-            self.add(Record(f"L{line}.call", self.last, {
+            self.add(ImportedMessage(f"L{line}.call", self.last, {
                 "role": "assistant", "content": "", "usage": self.usage, "metadata": self.meta_of_reply()}))
         self.usage = None
         self.open = False
@@ -261,8 +261,8 @@ class _Rollout:
             self.input(line, p, time)
         elif kind in _OUTPUTS or (isinstance(kind, str) and kind.endswith("_call_output")):
             self.open = False
-            self.add(Record(f"L{line}", self.last, {"role": "tool", "content": _output(p.get("output")),
-                                                    "tool_call_id": str(p.get("call_id") or ""), "time": time}))
+            self.add(ImportedMessage(f"L{line}", self.last, {"role": "tool", "content": _output(p.get("output")),
+                                                             "tool_call_id": str(p.get("call_id") or ""), "time": time}))
         elif isinstance(kind, str) and kind.endswith("_call"):
             self.part(line, p, time)
         # anything else (ghost snapshots, ...) is not what the model reads
@@ -277,7 +277,7 @@ class _Rollout:
         meta: dict[str, Any] = {}
         if role == "user" and not self.typed(p.get("content")):
             meta["injected"] = True
-        self.add(Record(f"L{line}", self.last, {"role": role, "content": _content(p.get("content")), "time": time, "metadata": meta}))
+        self.add(ImportedMessage(f"L{line}", self.last, {"role": role, "content": _content(p.get("content")), "time": time, "metadata": meta}))
 
     def typed(self, content: object) -> bool:
         """Whether a person typed this user message (an ``event_msg`` repeats its text, or the text of its first part
@@ -300,7 +300,7 @@ class _Rollout:
             self.parts, self.calls = [], []
             node = {"role": "assistant", "content": self.parts, "time": time, "usage": self.usage, "metadata": self.meta_of_reply()}
             self.usage = None
-            self.reply = self.add(Record(f"L{line}", self.last, node))
+            self.reply = self.add(ImportedMessage(f"L{line}", self.last, node))
             self.open = True
         kind = p.get("type")
         if kind == "message":
@@ -340,7 +340,7 @@ class _Rollout:
         for k, (role, content) in enumerate(kept, 1):
             self.keep(f"{summary}.{k}", summary, originals, (role, content), time)
 
-    def recent_prompts(self, originals: list[Record]) -> list[tuple[object, object]]:
+    def recent_prompts(self, originals: list[ImportedMessage]) -> list[tuple[object, object]]:
         """The typed prompts Codex keeps when it records no replacement history: the newest, 20,000 tokens at most."""
         prompts = [r for r in originals if r.node["role"] == "user" and not (r.node.get("metadata") or {}).get("injected")]
         out: list[tuple[object, object]] = []
@@ -353,7 +353,7 @@ class _Rollout:
             out.append(("user", r.node["content"]))
         return list(reversed(out))
 
-    def keep(self, nid: str, summary: str, originals: list[Record], message: tuple[object, object], time: float | None) -> None:
+    def keep(self, nid: str, summary: str, originals: list[ImportedMessage], message: tuple[object, object], time: float | None) -> None:
         """One message (role, content) of a compaction's new history: a copy of the newest earlier message holding
         it word for word, else a new message the compaction kept."""
         role, content = message
@@ -368,7 +368,7 @@ class _Rollout:
             if r.node["role"] == mapped and r.node["content"] == body:
                 self.add(kept_copy(r, nid, parent, time))
                 return
-        self.add(Record(nid, parent, {"role": mapped, "content": body, "time": time, "metadata": {KEPT: summary}}))
+        self.add(ImportedMessage(nid, parent, {"role": mapped, "content": body, "time": time, "metadata": {KEPT: summary}}))
 
 
 def _thinking(p: Mapping[str, Any]) -> dict[str, Any]:

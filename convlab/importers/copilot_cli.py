@@ -46,7 +46,7 @@ from typing import Any
 
 from ..conversation import Conversation
 from .documents import Document
-from .records import Problems, Record, as_text, conversation, kept_copy, summary_root, to_time
+from .records import ImportedMessage, Problems, as_text, conversation, kept_copy, summary_root, to_time
 
 NAME = "copilot_cli"
 _PREFIXES = ("session.", "user.", "assistant.", "tool.", "system.", "subagent.", "hook.", "skill.", "permission.")
@@ -105,7 +105,7 @@ class _Events:
     def __init__(self, source: str, cid: str, start: Mapping[str, Any]) -> None:
         self.source, self.id, self.start = source, cid, start
         self.problems = Problems(source, cid)
-        self.records: list[Record] = []
+        self.records: list[ImportedMessage] = []
         self.last: str | None = None
         self.model: str | None = None
         self.models: list[str] = []
@@ -114,7 +114,7 @@ class _Events:
         self.meta: dict[str, Any] = {k: start[k] for k in ("sessionId", "copilotVersion", "producer", "startTime", "context")
                                      if start.get(k) is not None}
 
-    def add(self, rec: Record) -> Record:
+    def add(self, rec: ImportedMessage) -> ImportedMessage:
         self.records.append(rec)
         self.last = rec.id
         return rec
@@ -126,7 +126,7 @@ class _Events:
                 self.model = data["newModel"]
             elif kind == "system.message" and data.get("content") != self.system:
                 self.system = data.get("content")
-                self.add(Record(eid, self.last, {"role": "system", "content": str(self.system or ""), "time": time}))
+                self.add(ImportedMessage(eid, self.last, {"role": "system", "content": str(self.system or ""), "time": time}))
             elif kind == "user.message":
                 self.user(eid, data, time)
             elif kind == "assistant.message":
@@ -135,8 +135,8 @@ class _Events:
                 self.usage(data)
             elif kind == "tool.execution_complete":
                 meta: dict[str, Any] = {} if data.get("success") is not False else {"is_error": True}
-                self.add(Record(eid, self.last, {"role": "tool", "content": _tool_result(data.get("result")),
-                                                 "tool_call_id": str(data.get("toolCallId") or ""), "time": time, "metadata": meta}))
+                self.add(ImportedMessage(eid, self.last, {"role": "tool", "content": _tool_result(data.get("result")),
+                                                          "tool_call_id": str(data.get("toolCallId") or ""), "time": time, "metadata": meta}))
             elif kind == "session.compaction_start":
                 self.compacting = data
             elif kind == "session.compaction_complete" and data.get("success") is not False:
@@ -155,7 +155,7 @@ class _Events:
         meta: dict[str, Any] = {"display": typed} if sent != typed else {}
         if not typed.strip() or data.get("isAutopilotContinuation") is True:
             meta["injected"] = True
-        self.add(Record(eid, self.last, {"role": "user", "content": sent, "time": time, "metadata": meta}))
+        self.add(ImportedMessage(eid, self.last, {"role": "user", "content": sent, "time": time, "metadata": meta}))
 
     def reply(self, eid: str, data: Mapping[str, Any], time: float | None) -> None:
         parts: list[Any] = []
@@ -179,7 +179,7 @@ class _Events:
                                 "usage": {"output_tokens": out} if out is not None else None}
         if calls:
             node["tool_calls"] = calls
-        self.add(Record(eid, self.last, node))
+        self.add(ImportedMessage(eid, self.last, node))
 
     def usage(self, data: Mapping[str, Any]) -> None:
         """An ``assistant.usage`` event (the CLI keeps them off disk; a log that has one): the usage of the reply before it."""
@@ -199,7 +199,7 @@ class _Events:
     def compaction(self, eid: str, data: Mapping[str, Any], time: float | None) -> None:
         """A compaction: the summary, then copies of the newest messages it kept (the count the event gives)."""
         by_id = {r.id: r for r in self.records}
-        path: list[Record] = []  # the messages since the last compaction, the system prompt left out
+        path: list[ImportedMessage] = []  # the messages since the last compaction, the system prompt left out
         at = self.last
         while at is not None and by_id[at].node.get("kind") != "summary":
             if by_id[at].node["role"] != "system":
@@ -222,10 +222,10 @@ class _Events:
 def _read_timeline(doc: Mapping[str, Any], source: str) -> Conversation:
     cid = str(doc.get("sessionId") or PurePath(source.split("!")[-1]).name.split(".")[0])
     problems = Problems(source, cid)
-    records: list[Record] = []
+    records: list[ImportedMessage] = []
     last: str | None = None
     reply: dict[str, Any] | None = None
-    results: list[Record] = []
+    results: list[ImportedMessage] = []
 
     def flush() -> None:
         nonlocal last
@@ -243,15 +243,15 @@ def _read_timeline(doc: Mapping[str, Any], source: str) -> Conversation:
             text = str(item.get("text") or "")
             if kind == "user":
                 reply = None
-                records.append(Record(iid, last, {"role": "user", "content": text, "time": time}))
+                records.append(ImportedMessage(iid, last, {"role": "user", "content": text, "time": time}))
             else:
                 reply = {"role": "assistant", "content": [{"type": "text", "text": text}] if text else [], "time": time}
-                records.append(Record(iid, last, reply))
+                records.append(ImportedMessage(iid, last, reply))
             last = iid
         elif kind == "tool_call_completed":
             if reply is None:  # calls with no text before them: a reply of calls alone
                 reply = {"role": "assistant", "content": [], "time": time}
-                records.append(Record(f"{iid}#call", last, reply))
+                records.append(ImportedMessage(f"{iid}#call", last, reply))
                 last = f"{iid}#call"
             cid_, name = str(item.get("callId") or iid), str(item.get("name") or "")
             reply["content"].append({"type": "tool_use", "id": cid_, "name": name, "input": item.get("arguments")})
@@ -260,8 +260,8 @@ def _read_timeline(doc: Mapping[str, Any], source: str) -> Conversation:
             result = item.get("result")
             log = result.get("log") if isinstance(result, Mapping) else result
             error = {"is_error": True} if isinstance(result, Mapping) and result.get("type") not in (None, "success") else {}
-            results.append(Record(iid, None, {"role": "tool", "content": as_text(log),
-                                              "tool_call_id": cid_, "time": time, "metadata": error}))
+            results.append(ImportedMessage(iid, None, {"role": "tool", "content": as_text(log),
+                                                       "tool_call_id": cid_, "time": time, "metadata": error}))
     flush()
     meta = {k: doc[k] for k in ("sessionId", "startTime") if doc.get(k) is not None}
     meta["chat_messages"] = len(doc["chatMessages"]) if isinstance(doc.get("chatMessages"), list) else 0

@@ -55,7 +55,7 @@ from typing import Any
 
 from ..conversation import Conversation
 from .documents import Document
-from .records import Problems, Record, as_text, conversation, to_time
+from .records import ImportedMessage, Problems, as_text, conversation, to_time
 
 NAME = "gemini_cli"
 _TYPES = {"user", "gemini", "info", "error", "warning"}
@@ -216,11 +216,11 @@ class _Recording:
         self.header = header
         self.id = str(header.get("sessionId") or PurePath(source.split("!")[-1]).name.split(".")[0])
         self.problems = Problems(source, self.id)
-        self.records: list[Record] = []
+        self.records: list[ImportedMessage] = []
         self.last: str | None = None
         self.models: list[str] = []
 
-    def add(self, rec: Record) -> None:
+    def add(self, rec: ImportedMessage) -> None:
         self.records.append(rec)
         self.last = rec.id
 
@@ -231,8 +231,8 @@ class _Recording:
                 meta: dict[str, Any] = {"injected": True} if _text(m.get("content")).strip() == CONTINUE else {}
                 if m.get("displayContent") is not None:
                     meta["display"] = _parts(m["displayContent"])
-                self.add(Record(m["id"], self.last, {"role": "user", "content": _parts(m.get("content")), "time": time,
-                                                     "metadata": meta}))
+                self.add(ImportedMessage(m["id"], self.last, {"role": "user", "content": _parts(m.get("content")), "time": time,
+                                                              "metadata": meta}))
             elif m["type"] == "gemini":
                 self.reply(m, time)
         meta = {k: self.header[k] for k in ("projectHash", "startTime", "lastUpdated", "kind", "directories")
@@ -265,7 +265,7 @@ class _Recording:
                                 "metadata": {"model": model} if isinstance(model, str) else {}}
         if tool_calls:
             node["tool_calls"] = tool_calls
-        self.add(Record(m["id"], self.last, node))
+        self.add(ImportedMessage(m["id"], self.last, node))
         for c in calls:
             if "result" not in c or c.get("result") is None:
                 continue
@@ -273,7 +273,7 @@ class _Recording:
             meta = {"status": c["status"]} if isinstance(c.get("status"), str) else {}
             if error or c.get("status") == "error":
                 meta["is_error"] = True
-            self.add(Record(f"{m['id']}/{c.get('id')}", self.last, {
+            self.add(ImportedMessage(f"{m['id']}/{c.get('id')}", self.last, {
                 "role": "tool", "content": content, "tool_call_id": str(c.get("id") or ""),
                 "time": to_time(c.get("timestamp")) or time, "metadata": meta}))
 
@@ -306,13 +306,13 @@ class _Stream:
         self.source, self.id = source, cid
         self.model = init.get("model") if isinstance(init.get("model"), str) else None
         self.problems = Problems(source, cid)
-        self.records: list[Record] = []
+        self.records: list[ImportedMessage] = []
         self.last: str | None = None
         self.reply: dict[str, Any] | None = None
         self.meta: dict[str, Any] = {"session_id": init.get("session_id"), "models": [self.model] if self.model else []}
 
     def add(self, nid: str, node: dict[str, Any]) -> dict[str, Any]:
-        self.records.append(Record(nid, self.last, node))
+        self.records.append(ImportedMessage(nid, self.last, node))
         self.last = nid
         return node
 
@@ -367,7 +367,7 @@ def _read_checkpoint(history: list[Any], source: str) -> Conversation:
     name = PurePath(source.split("!")[-1]).name
     cid = name.removeprefix("checkpoint-").rsplit(".", 1)[0] or "checkpoint"
     problems = Problems(source, cid)
-    records: list[Record] = []
+    records: list[ImportedMessage] = []
     last: str | None = None
     calls: dict[str, list[str]] = {}  # a call's name -> the ids of its calls not answered yet
     for i, turn in enumerate(history):
@@ -390,8 +390,8 @@ def _read_checkpoint(history: list[Any], source: str) -> Conversation:
                 if fid in pending:
                     pending.remove(fid)
                 content, error = _result([p])
-                records.append(Record(f"h{i}.{k}", last, {"role": "tool", "content": content, "tool_call_id": fid,
-                                                          "metadata": {"is_error": True} if error else {}}))
+                records.append(ImportedMessage(f"h{i}.{k}", last, {"role": "tool", "content": content, "tool_call_id": fid,
+                                                                   "metadata": {"is_error": True} if error else {}}))
                 last = f"h{i}.{k}"
             elif isinstance(p.get("text"), str):
                 node["content"].append({"type": "thinking", "thinking": p["text"]} if p.get("thought") is True else
@@ -401,7 +401,7 @@ def _read_checkpoint(history: list[Any], source: str) -> Conversation:
         if node["content"] or node["role"] == "assistant":
             if all(c.get("type") == "text" for c in node["content"]) and node["role"] == "user":
                 node["content"] = "".join(c["text"] for c in node["content"])
-            records.append(Record(f"h{i}", last, node))
+            records.append(ImportedMessage(f"h{i}", last, node))
             last = f"h{i}"
     return conversation(records, problems, id=cid, title=None, format=NAME, source=source, head=last,
                         metadata={"checkpoint": cid})

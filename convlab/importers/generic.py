@@ -28,8 +28,8 @@ from typing import Any
 from ..conversation import Conversation
 from .documents import Document
 from .records import (
+    ImportedMessage,
     Problems,
-    Record,
     conversation,
     fields,
     latest,
@@ -100,13 +100,13 @@ def _usage(m: Mapping[str, Any], role: str) -> dict[str, Any] | None:
     return found
 
 
-def _records(messages: list[Any], problems: Problems) -> list[Record]:
-    records: list[Record] = []
+def _records(messages: list[Any], problems: Problems) -> list[ImportedMessage]:
+    records: list[ImportedMessage] = []
     for m, mid, holder in walk(messages, problems, "id"):
         role = _role(m, problems, mid)
         if role is not None:
             meta = {k: m[k] for k in ("model", "sender", "name") if isinstance(m.get(k), str)}
-            records.append(Record(mid, parent_of(m, PARENT_KEYS, holder), {
+            records.append(ImportedMessage(mid, parent_of(m, PARENT_KEYS, holder), {
                 "role": role, "content": _content(m), "time": next((to_time(m[k]) for k in _TIME_KEYS if k in m), None),
                 "usage": _usage(m, role), "metadata": meta}))
     return records

@@ -20,8 +20,8 @@ from typing import Any, TypeGuard
 from ..conversation import Conversation
 from .documents import Document
 from .records import (
+    ImportedMessage,
     Problems,
-    Record,
     conversation,
     fields,
     latest,
@@ -67,7 +67,7 @@ def content_of(m: Mapping[str, Any]) -> str | list[Any]:
 def parse_one(item: object, source: str, index: int) -> Conversation:
     cid = str(item.get("conversationId") or f"#{index}") if isinstance(item, Mapping) else f"#{index}"
     problems = Problems(source, cid)
-    records: list[Record] = []
+    records: list[ImportedMessage] = []
     if not _is_export(item):
         problems.add(None, "no messages list; read as empty")
         return conversation([], problems, id=cid, title=None, format=NAME, source=source)
@@ -81,7 +81,7 @@ def parse_one(item: object, source: str, index: int) -> Conversation:
         usage = None
         if role == "assistant" and m.get("promptTokens") is not None:
             usage = usage_of({"input_tokens": m.get("promptTokens"), "output_tokens": m.get("tokenCount")})
-        records.append(Record(mid, parent_of(m, ("parentMessageId",), holder), {
+        records.append(ImportedMessage(mid, parent_of(m, ("parentMessageId",), holder), {
             "role": role,
             "content": content_of(m),
             "time": to_time(m.get("createdAt")),

@@ -33,7 +33,7 @@ from typing import Any
 
 from ..conversation import Conversation
 from .documents import Document
-from .records import Problems, Record, conversation, summary_root, to_time, usage_of
+from .records import ImportedMessage, Problems, conversation, summary_root, to_time, usage_of
 
 NAME = "managed_agents"
 _DOMAINS = ("user.", "agent.", "session.", "span.", "system.")
@@ -87,13 +87,13 @@ class _Stream:
     def __init__(self, source: str, cid: str) -> None:
         self.source, self.id = source, cid
         self.problems = Problems(source, cid)
-        self.records: list[Record] = []
+        self.records: list[ImportedMessage] = []
         self.last: str | None = None
         self.reply: dict[str, Any] | None = None
         self.spanned = False  # inside span.model_request_start ... _end
 
     def add(self, nid: str, node: dict[str, Any]) -> dict[str, Any]:
-        self.records.append(Record(nid, self.last, node))
+        self.records.append(ImportedMessage(nid, self.last, node))
         self.last = nid
         return node
 

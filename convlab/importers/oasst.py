@@ -16,7 +16,7 @@ from typing import Any
 from ..conversation import Conversation
 from ..tree import Tree
 from .documents import Document
-from .records import Problems, Record, conversation, descend, fields, role_of
+from .records import ImportedMessage, Problems, conversation, descend, fields, role_of
 
 NAME = "oasst"
 _META = ("rank", "lang", "synthetic", "model_name", "review_count", "review_result", "emojis", "deleted")
@@ -46,7 +46,7 @@ def _rank_key(m: object, position: int) -> tuple[int, float, int]:
 def parse_one(item: object, source: str, index: int) -> Conversation:
     tid = str(item.get("message_tree_id") or f"#{index}") if isinstance(item, Mapping) else f"#{index}"
     problems = Problems(source, tid)
-    records: list[Record] = []
+    records: list[ImportedMessage] = []
     best_child: dict[str, str] = {}
     tree_doc = _tree(item)
     if tree_doc is None:
@@ -65,7 +65,7 @@ def parse_one(item: object, source: str, index: int) -> Conversation:
             if role is None:
                 continue
             text = m.get("text")
-            records.append(Record(mid, parent, {
+            records.append(ImportedMessage(mid, parent, {
                 "role": role,
                 "content": text if isinstance(text, str) else "",
                 "metadata": {k: m[k] for k in _META if m.get(k) is not None},

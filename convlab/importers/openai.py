@@ -19,7 +19,7 @@ from typing import Any
 from ..conversation import Conversation
 from ..tree import MESSAGE_KEYS
 from .documents import Document
-from .records import Problems, Record, conversation, role_of, to_time, usage_of
+from .records import ImportedMessage, Problems, conversation, role_of, to_time, usage_of
 
 NAME = "openai"
 
@@ -59,7 +59,7 @@ def parse_one(item: object, source: str, default_id: str) -> Conversation:
     if not isinstance(messages, list):
         problems.add(None, "no messages list; read as empty")
         messages = []
-    records: list[Record] = []
+    records: list[ImportedMessage] = []
     used: set[str] = set()
     previous: str | None = None
     for i, m in enumerate(messages):
@@ -87,7 +87,7 @@ def parse_one(item: object, source: str, default_id: str) -> Conversation:
         for key in MESSAGE_KEYS:
             if m.get(key) is not None:
                 node[key] = m[key]
-        records.append(Record(mid, previous, node))
+        records.append(ImportedMessage(mid, previous, node))
         previous = mid
     return conversation(records, problems, id=cid, title=item.get("title") if isinstance(item, Mapping) else None,
                         format=NAME, source=source, head=previous)

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..conversation import Conversation
 from .documents import Document
-from .records import Problems, Record, conversation, fields, role_of, text_or_parts, to_time, usage_of
+from .records import ImportedMessage, Problems, conversation, fields, role_of, text_or_parts, to_time, usage_of
 
 NAME = "openwebui"
 
@@ -58,7 +58,7 @@ def parse_one(item: object, source: str, index: int) -> Conversation:
     if not isinstance(messages, Mapping):
         problems.add(None, "history.messages is not an object; read as empty")
         messages = {}
-    records: list[Record] = []
+    records: list[ImportedMessage] = []
     for key, m in messages.items():
         key = str(key)
         if not isinstance(m, Mapping):
@@ -76,7 +76,7 @@ def parse_one(item: object, source: str, index: int) -> Conversation:
             "usage": usage_of(m.get("usage") or (m.get("info") if isinstance(m.get("info"), Mapping) else None)),
             "metadata": meta,
         }
-        records.append(Record(key, str(parent) if parent is not None else None, node))
+        records.append(ImportedMessage(key, str(parent) if parent is not None else None, node))
     current = history.get("currentId")
     title = outer.get("title") or chat.get("title")
     return conversation(

@@ -44,7 +44,7 @@ from typing import Any
 
 from ..conversation import Conversation
 from .documents import Document
-from .records import Problems, Record, conversation, kept_copy, summary_root, text_or_parts, to_time
+from .records import ImportedMessage, Problems, conversation, kept_copy, summary_root, text_or_parts, to_time
 
 NAME = "pi"
 _ENTRIES = {"message", "model_change", "thinking_level_change", "compaction", "branch_summary", "custom",
@@ -179,8 +179,8 @@ class _Session:
             parent = e.get("parentId", previous) if "id" in e else previous
             self.entries.append((eid, None if parent is None else str(parent), e))
             previous = eid
-        self.records: list[Record] = []
-        self.node_of: dict[str, Record] = {}  # entry id -> its message's record
+        self.records: list[ImportedMessage] = []
+        self.node_of: dict[str, ImportedMessage] = {}  # entry id -> its message's record
         self.at: dict[str, str | None] = {}  # entry id -> the node a child of it hangs under
         self.parent_of: dict[str, str | None] = {}
         self.models: list[str] = []
@@ -205,7 +205,7 @@ class _Session:
         return conversation(self.records, self.problems, id=self.id, title=self.title, format=NAME, source=self.source,
                             head=head, metadata=meta)
 
-    def add(self, rec: Record) -> str:
+    def add(self, rec: ImportedMessage) -> str:
         self.records.append(rec)
         return rec.id
 
@@ -222,7 +222,7 @@ class _Session:
             model = (node.get("metadata") or {}).get("model")
             if model and model not in self.models:
                 self.models.append(model)
-            rec = Record(eid, under, {**node, "time": time})
+            rec = ImportedMessage(eid, under, {**node, "time": time})
             self.node_of[eid] = rec
             return self.add(rec)
         if kind == "compaction":
@@ -235,7 +235,7 @@ class _Session:
                 content = e.get("content")
                 node = {"role": "user", "content": text_or_parts(content) if isinstance(content, list) else str(content or ""),
                         "metadata": {"custom_type": e.get("customType")}}
-            rec = Record(eid, under, {**node, "time": time})
+            rec = ImportedMessage(eid, under, {**node, "time": time})
             self.node_of[eid] = rec
             return self.add(rec)
         if kind == "label" and isinstance(e.get("targetId"), str):

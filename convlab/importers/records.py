@@ -10,7 +10,7 @@ one conversation per item, ``claude_code`` for a whole file):
   whose items are conversations returns ``doc.each(parse_one)``, which
   reads the items one at a time (a large export is streamed) and counts
   them on the progress bar. Every conversation is built by
-  :func:`conversation` from the format's flat :class:`Record` list.
+  :func:`conversation` from the format's flat :class:`ImportedMessage` list.
 
 To add a format: write such a module and list it in ``_IMPORTERS``
 (``__init__``) where detection should try it, more specific shapes first.
@@ -21,7 +21,7 @@ at all.
 
 Outside logs are damaged in the same few ways whatever their format: a parent
 id that points nowhere, a loop of parent ids, an id used twice, a current node
-that is not there. Each importer turns its format into flat ``Record``s
+that is not there. Each importer turns its format into flat ``ImportedMessage``s
 (id, parent, node attributes) and ``build`` makes the tree out of them the same
 way for all: what is sound is kept, every repair is reported once per
 conversation as a ``ReadWarning`` that names the file, the conversation and
@@ -45,7 +45,7 @@ from ..errors import ReadError, ReadWarning
 from ..tree import MESSAGE_KEYS, Tree, newest_leaf
 
 __all__ = [
-    "Record",
+    "ImportedMessage",
     "Problems",
     "lost",
     "Head",
@@ -129,7 +129,7 @@ class Problems:
 
 
 @dataclass
-class Record:
+class ImportedMessage:
     """One message as an importer found it: its id, its parent's id, its node attributes."""
 
     id: str
@@ -255,22 +255,22 @@ def as_text(value: object) -> str:
 # -- a log's own compaction ---------------------------------------------------
 
 
-def summary_root(id: str, replaces: str | None, text: str, time: float | None, metadata: dict[str, Any]) -> Record:
+def summary_root(id: str, replaces: str | None, text: str, time: float | None, metadata: dict[str, Any]) -> ImportedMessage:
     """A log's own compaction, as the engine records one (docs/protocol.md 5.4): a ``kind: "summary"`` user message
     at the root whose ``replaces`` is the message the log's head was on when it compacted (None: nothing before it).
 
     >>> summary_root("s1", "a9", "We fixed the parser.", None, {}).node["kind"]
     'summary'
     """
-    return Record(id, None, {"role": "user", "content": text, "kind": "summary", "replaces": replaces, "time": time,
-                             "metadata": metadata})
+    return ImportedMessage(id, None, {"role": "user", "content": text, "kind": "summary", "replaces": replaces, "time": time,
+                                      "metadata": metadata})
 
 
-def kept_copy(original: Record, id: str, parent: str, time: float | None) -> Record:
+def kept_copy(original: ImportedMessage, id: str, parent: str, time: float | None) -> ImportedMessage:
     """A message a compaction kept, as ``context.replace`` records one: the original's role, content and
     message keys (``tool_calls``, ``metadata``, ...), no usage, and ``copied_from`` naming the original.
 
-    >>> reply = Record("a1", "u1", {"role": "assistant", "content": "hi", "usage": {"input_tokens": 9}, "metadata": {"model": "m"}})
+    >>> reply = ImportedMessage("a1", "u1", {"role": "assistant", "content": "hi", "usage": {"input_tokens": 9}, "metadata": {"model": "m"}})
     >>> kept_copy(reply, "a1@s1", "s1", 5.0).node
     {'role': 'assistant', 'content': 'hi', 'copied_from': 'a1', 'time': 5.0, 'metadata': {'model': 'm'}}
     """
@@ -278,20 +278,20 @@ def kept_copy(original: Record, id: str, parent: str, time: float | None) -> Rec
     for key in MESSAGE_KEYS:
         if original.node.get(key) is not None:
             node[key] = original.node[key]
-    return Record(id, parent, node)
+    return ImportedMessage(id, parent, node)
 
 
 # -- the tree ----------------------------------------------------------------
 
 
-def lost(record: Record, parent: str) -> None:
+def lost(record: ImportedMessage, parent: str) -> None:
     """Make ``record`` a top-level message whose parent ``parent`` the file lost (``LOST_PARENT``)."""
     record.parent = None
     meta = record.node.get("metadata")
     record.node["metadata"] = {**(meta if isinstance(meta, Mapping) else {}), LOST_PARENT: parent}
 
 
-def build(records: list[Record], problems: Problems) -> Tree:
+def build(records: list[ImportedMessage], problems: Problems) -> Tree:
     """A sound tree from records in the log's order (its head is not set).
 
     - an id seen before: the later record is left out;
@@ -302,8 +302,8 @@ def build(records: list[Record], problems: Problems) -> Tree:
       (``LOST_PARENT``): the history under it is not whole;
     - parents are recorded before their children (``seq``), otherwise the log's order is kept.
     """
-    by_id: dict[str, Record] = {}
-    order: list[Record] = []
+    by_id: dict[str, ImportedMessage] = {}
+    order: list[ImportedMessage] = []
     for r in records:
         _repair_text(r, problems)
         if r.id in by_id:
@@ -320,9 +320,9 @@ def build(records: list[Record], problems: Problems) -> Tree:
             lost(r, r.parent)
 
     tree = Tree()
-    waiting: dict[str, list[Record]] = {}
+    waiting: dict[str, list[ImportedMessage]] = {}
 
-    def add_with_waiting(r: Record) -> None:
+    def add_with_waiting(r: ImportedMessage) -> None:
         stack = [r]
         while stack:
             rec = stack.pop()
@@ -368,7 +368,7 @@ def build(records: list[Record], problems: Problems) -> Tree:
     return tree
 
 
-def _repair_text(r: Record, problems: Problems) -> None:
+def _repair_text(r: ImportedMessage, problems: Problems) -> None:
     """What a file holds that JSON cannot carry on (``jsondata.repaired``: a lone
     surrogate, which no UTF-8 text holds, NaN, a 70-bit integer) is read repaired,
     and said: the engine refuses such values, and a terminal cannot print a
@@ -459,7 +459,7 @@ def parent_of(record: Mapping[str, Any], keys: tuple[str, ...], holder: str | No
 
 
 def conversation(
-    records: list[Record],
+    records: list[ImportedMessage],
     problems: Problems,
     *,
     id: str,
@@ -477,8 +477,8 @@ def conversation(
     follow the latest reply, the best-ranked one, ...), or None: the newest leaf.
     A ``title`` that is not a string (a damaged export) is no title.
 
-    >>> c = conversation([Record("q", None, {"role": "user", "content": "hi"}),
-    ...                   Record("a", "q", {"role": "assistant", "content": "hello"})],
+    >>> c = conversation([ImportedMessage("q", None, {"role": "user", "content": "hi"}),
+    ...                   ImportedMessage("a", "q", {"role": "assistant", "content": "hello"})],
     ...                  Problems("chat.json", "c1"), id="c1", title=None, format="openai", source="chat.json")
     >>> c.head, [m["content"] for m in c.path()]
     ('a', ['hi', 'hello'])

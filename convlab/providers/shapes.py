@@ -41,7 +41,7 @@ PART_CHARS = 2_000
 
 
 @dataclass
-class Call:
+class ToolCall:
     """A tool call: its ``id``, ``name`` and ``arguments`` (the JSON text, as Chat Completions carries it)."""
 
     id: str
@@ -65,7 +65,7 @@ class Said:
 
     role: str
     parts: list[dict[str, Any]] = field(default_factory=list)
-    calls: list[Call] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
     results: list[tuple[str, Any, bool]] = field(default_factory=list)
     name: str | None = None
     plain: bool = False  # its content was one string
@@ -96,7 +96,7 @@ def _said(m: Mapping[str, Any]) -> Said:
             cid = str(call.get("id"))
             if cid not in seen:
                 seen.add(cid)
-                said.calls.append(Call(cid, str(fn.get("name") or call.get("name") or "tool"), _arguments(fn.get("arguments"))))
+                said.calls.append(ToolCall(cid, str(fn.get("name") or call.get("name") or "tool"), _arguments(fn.get("arguments"))))
     for part in ([{"type": "text", "text": content}] if isinstance(content, str) and content else
                  content if isinstance(content, list) else ()):
         if not isinstance(part, Mapping):
@@ -107,7 +107,7 @@ def _said(m: Mapping[str, Any]) -> Said:
             cid = str(part.get("id"))
             if cid not in seen:
                 seen.add(cid)
-                said.calls.append(Call(cid, str(part.get("name") or "tool"), _arguments(part.get("input"))))
+                said.calls.append(ToolCall(cid, str(part.get("name") or "tool"), _arguments(part.get("input"))))
         elif part.get("type") == "tool_result" and role == "user":
             said.results.append((str(part.get("tool_use_id")), part.get("content"), bool(part.get("is_error"))))
         else:

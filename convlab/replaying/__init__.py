@@ -11,9 +11,9 @@ The path a log takes, one module each (each imported by name:
 - ``model``: ``ReplayLLM``, the model the replay's Session calls (the logged
   replies; what each call read);
 - ``driver``: ``Replayer`` runs a plan through a ``Session`` and records one
-  ``Call`` per model call; ``replay`` is the one-call way;
-- ``result``: ``Replay``, what a replay returns, and its records (``Call``,
-  ``SummaryCall``, ``Limit``);
+  ``ModelCall`` per model call; ``replay`` is the one-call way;
+- ``result``: ``Replay``, what a replay returns, and its records (``ModelCall``,
+  ``SummaryCall``, ``ContextLimit``);
 - ``cost``: what each call costs (``fit``, ``Pricing``, ``price``), from
   ``prompt_cache`` (what a provider reads from its cache) and ``prices``
   (genai-prices' dollars);

@@ -38,7 +38,7 @@ dollars lean high, if anything).
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -47,7 +47,7 @@ from ..tree import input_tokens
 from .plan import ExactCounts, Plan
 from .prices import Prices
 from .prompt_cache import PromptCache, default_rule, rule
-from .result import Call, SummaryCall
+from .result import ModelCall, SummaryCall
 
 if TYPE_CHECKING:
     from ..engine import Session
@@ -196,13 +196,14 @@ class Pricing:
 class _PathBlocks(Sequence):
     """A call's blocks as ``predict`` reads them, from the end only as far as it must: the warm part,
     the hidden prompt, then the path root -> ``head`` of the session's tree (one block per message,
-    ``ratio`` times its exact count), walked up from the head as it is read."""
+    ``ratio`` times its exact count), walked up from the head (``up``: the tree's ``ancestors``) only as
+    far as it is read."""
 
     def __init__(self, head_blocks: list[tuple[Any, int]], head: str | None, depth: int,
-                 parent_of: Callable[[str], str | None], tokens_of: Callable[[str], int], under: tuple[str, str]):
-        self._front, self._head, self._depth = head_blocks, head, depth
-        self._parent_of, self._tokens_of, self._under = parent_of, tokens_of, under
-        self._at, self._node = len(head_blocks) + depth - 1, head
+                 up: Callable[[str | None], Iterator[str]], tokens_of: Callable[[str], int], under: tuple[str, str]):
+        self._front, self._depth, self._tokens_of, self._under = head_blocks, depth, tokens_of, under
+        self._up = up(head)
+        self._read: list[str] = []  # the path's ids read so far, the head first
 
     def __len__(self) -> int:
         return len(self._front) + self._depth
@@ -214,40 +215,21 @@ class _PathBlocks(Sequence):
             return self._front[i]
         if not 0 <= i < len(self):
             raise IndexError(i)
-        if i > self._at:  # read again from the end (predict reads downwards; anything else starts over)
-            self._at, self._node = len(self) - 1, self._head
-        node = self._node
-        while self._at > i:
-            assert node is not None  # a block under the head's: its message has a parent
-            node, self._at = self._parent_of(node), self._at - 1
-        self._node = node
-        assert node is not None  # a block of the path is a message
+        k = len(self) - 1 - i  # how far above the head
+        while len(self._read) <= k:
+            self._read.append(next(self._up))
+        node = self._read[k]
         return ((*self._under, node), self._tokens_of(node))
 
 
-def price(calls: Sequence[Call], summary_calls: Sequence[SummaryCall], session: Session, p: Plan, counts: ExactCounts,
-          the_fit: Fit, pricing: Pricing) -> tuple[list[Call], list[SummaryCall]]:
+def price(calls: Sequence[ModelCall], summary_calls: Sequence[SummaryCall], session: Session, p: Plan, counts: ExactCounts,
+          the_fit: Fit, pricing: Pricing) -> tuple[list[ModelCall], list[SummaryCall]]:
     """A replay's ``calls`` and ``summary_calls``, priced: new records, each call with its ``cached``,
     ``cache_write``, ``logged_cached``, ``output`` and ``usd`` (None without a model), each summary call
     with its ``usd``. A call the provider refused as too long reads nothing, writes nothing to the cache
     and costs nothing (0 each, $0)."""
-    nodes = session.tree.nodes
-    depth: dict[str, int] = {}
+    nodes, tree = session.tree.nodes, session.message_tree
     exact: dict[str, int] = {}
-
-    def parent_of(sid: str) -> str | None:
-        return nodes[sid]["parent"]
-
-    def depth_of(sid: str | None) -> int:
-        chain = []
-        while sid is not None and sid not in depth:
-            chain.append(sid)
-            sid = nodes[sid]["parent"]
-        d = 0 if sid is None else depth[sid]
-        for s in reversed(chain):
-            d += 1
-            depth[s] = d
-        return d
 
     def exact_of(sid: str) -> int:
         n = exact.get(sid)
@@ -262,7 +244,7 @@ def price(calls: Sequence[Call], summary_calls: Sequence[SummaryCall], session: 
     caches: dict[str | None, PromptCache] = {}
     warmed: set[tuple[str | None, str]] = set()
     prices = pricing.prices(pricing.model)
-    out: list[Call] = []
+    out: list[ModelCall] = []
     for c in calls:
         if c.refused:  # refused as too long: the provider read nothing, cached nothing, billed nothing
             out.append(replace(c, cached=0, cache_write=0, logged_cached=None, output=0, usd=None if prices is None else 0.0))
@@ -280,7 +262,7 @@ def price(calls: Sequence[Call], summary_calls: Sequence[SummaryCall], session: 
         def tokens_of(sid: str, r: float = ratio) -> int:
             return round(r * exact_of(sid))
 
-        blocks = _PathBlocks(front, c.head, depth_of(c.head), parent_of, tokens_of, (root, model))
+        blocks = _PathBlocks(front, c.head, 0 if c.head is None else tree.depth(c.head), tree.ancestors, tokens_of, (root, model))
         got = cache.call(c.time, blocks, model)
         cached = min(got["cached"], c.read)
         cache_write = min(got["cache_write"], c.read - cached)
@@ -293,14 +275,14 @@ def price(calls: Sequence[Call], summary_calls: Sequence[SummaryCall], session: 
     return out, summaries
 
 
-def _logged_cached(p: Plan, call: Call) -> int | None:
+def _logged_cached(p: Plan, call: ModelCall) -> int | None:
     node = p.nodes.get(str(call.reply))
     usage = node.get("usage") if node is not None else None
     read = usage.get("cache_read_input_tokens") if isinstance(usage, Mapping) else None
     return read if isinstance(read, int) and not isinstance(read, bool) else None
 
 
-def _output(p: Plan, call: Call, counts: ExactCounts) -> int:
+def _output(p: Plan, call: ModelCall, counts: ExactCounts) -> int:
     """The logged reply's output tokens, else the exact count of its text."""
     node = p.nodes.get(str(call.reply))
     if node is None:

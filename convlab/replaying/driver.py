@@ -79,7 +79,7 @@ from .cost import Pricing
 from .model import ReplayLLM, Summarize
 from .options import Options, check_worker, options_of, takes_options
 from .plan import ExactCounts, Plan, PlannedTurn, plan
-from .result import Call, Limit, LogCompaction, Replay, SummaryCall
+from .result import ContextLimit, LogCompaction, ModelCall, Replay, SummaryCall
 
 __all__ = ["replay", "Replayer", "EMPTY_SUMMARY"]
 
@@ -131,7 +131,7 @@ class _IdMap(dict):
 
 @dataclass(frozen=True)
 class _Started:
-    """The engine's side of a model call, when it started (the first half of a ``Call``)."""
+    """The engine's side of a model call, when it started (the first half of a ``ModelCall``)."""
 
     call_id: str
     count: int
@@ -150,9 +150,9 @@ class _Record:
     map: _IdMap = field(default_factory=_IdMap)  # imported id -> session id (where the log goes on)
     stale: list[str] = field(default_factory=list)  # imported ids of the logged replies that no longer apply
     lost: list[str] = field(default_factory=list)  # imported ids of the logged replies never given (their turn ended first)
-    calls: list[Call] = field(default_factory=list)  # one per model call (not summary calls)
+    calls: list[ModelCall] = field(default_factory=list)  # one per model call (not summary calls)
     summary_calls: list[SummaryCall] = field(default_factory=list)
-    limits: list[Limit] = field(default_factory=list)  # context.limit decisions, with what answering them did
+    limits: list[ContextLimit] = field(default_factory=list)  # context.limit decisions, with what answering them did
     compactions: list[LogCompaction] = field(default_factory=list)  # the log's own, as replayed
     consulted: list[tuple] = field(default_factory=list)  # (turn, kind, *data): see Replayer
 
@@ -175,7 +175,7 @@ _NOT_FORKED = ("decision.requested", "decision.answered")
 class Replayer:
     """Runs a ``Plan`` through a new ``Session`` (``worker="manual"``).
 
-    It records one ``Call`` per model call, built in one place (``_on_event``,
+    It records one ``ModelCall`` per model call, built in one place (``_on_event``,
     when the call ends): the engine's side, taken when the call started (its
     count, whether it was the turn's first call, how long the session had
     been idle), and the model's (``ReplayLLM.last``: what it read, exactly
@@ -326,7 +326,7 @@ class Replayer:
         if started is None or read is None:
             return
         limit, self._held = self._held, None
-        rec.calls.append(Call(**vars(started), **read._asdict(), limit=limit))
+        rec.calls.append(ModelCall(**vars(started), **read._asdict(), limit=limit))
         rec.consulted.append((self.turn, "read", read.read, read.refused))
 
     def _limited(self, ev: Mapping[str, Any]) -> None:
@@ -335,7 +335,7 @@ class Replayer:
         rec = self.record
         overflow = ev["reason"] == "overflow"
         index = len(rec.limits)
-        limit = Limit(ev["reason"], ev["strategy"], ev["tokens"], len(rec.calls) + (0 if overflow else 1),
+        limit = ContextLimit(ev["reason"], ev["strategy"], ev["tokens"], len(rec.calls) + (0 if overflow else 1),
                       self._turn_calls == 0, self.session.idle_for, None if self.worker is None else repr(self.worker))
         rec.limits.append(limit)
         if overflow:

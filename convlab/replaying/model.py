@@ -35,7 +35,7 @@ _REPLY_KEYS = ("tool_calls", "name", "metadata")
 Summarize: TypeAlias = Callable[[Mapping[str, Any], int, bool], dict[str, Any] | None]
 
 class Read(NamedTuple):
-    """What one call read, as the model saw it (its half of a ``result.Call``; ``ReplayLLM`` documents
+    """What one call read, as the model saw it (its half of a ``result.ModelCall``; ``ReplayLLM`` documents
     each rule): ``reply`` (the logged reply's id), ``applies``, ``read``, ``exact``, ``overhead``,
     ``logged``, ``refused``, ``whole``."""
 
@@ -143,7 +143,7 @@ class ReplayLLM:
     applies, else ``exact + overhead``), ``exact``, ``overhead``, ``logged``,
     ``refused``, ``whole``), and the latest summary call's ``last_summary``
     (a ``result.SummaryCall``); whoever drives it records them (a replay's
-    ``Replayer`` makes each a ``result.Call``). Between calls it holds only
+    ``Replayer`` makes each a ``result.ModelCall``). Between calls it holds only
     where it stands: the next reply, how many it gave (``given``), the
     overhead later calls carry, ``stand_ins`` (the summaries the stand-in
     wrote although ``summarize`` was asked) and the log's compactions

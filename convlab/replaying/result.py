@@ -1,11 +1,11 @@
 """What a replay returns: ``Replay``, and its records, one per thing that happened.
 
-- ``Call``: one model call, everything about it in one record: what the
+- ``ModelCall``: one model call, everything about it in one record: what the
   engine counted when it started, what the provider read and answered (the
   logged reply, the logged usage), and, once priced (``cost.price``), what the
   prompt cache read and wrote and the dollars;
 - ``SummaryCall``: one summary call (what it read, what it wrote, who wrote it);
-- ``Limit``: one ``context.limit`` the engine raised, and what answering it did;
+- ``ContextLimit``: one ``context.limit`` the engine raised, and what answering it did;
 - ``LogCompaction``: one compaction the log itself holds, as the replay made it.
 
 Each is built once, where it happens (``driver.Replayer``), and never changed:
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 if TYPE_CHECKING:
     from ..engine import Session
 
-__all__ = ["Replay", "Call", "SummaryCall", "Limit", "LogCompaction", "Figures"]
+__all__ = ["Replay", "ModelCall", "SummaryCall", "ContextLimit", "LogCompaction", "Figures"]
 
 
 @functools.cache
@@ -57,7 +57,7 @@ class _Record(Mapping[str, Any]):
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
-class Call(_Record):
+class ModelCall(_Record):
     """One model call of a replay (summary calls are ``SummaryCall``s).
 
     When it started, the engine's side: ``call_id``, ``count`` (the engine's
@@ -130,7 +130,7 @@ class SummaryCall(_Record):
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
-class Limit(_Record):
+class ContextLimit(_Record):
     """One ``context.limit``: ``reason`` (full, idle, overflow), ``strategy``, ``tokens`` (the count),
     ``call`` (1-based index of the call it holds: the one that runs after it, or for an overflow the one
     the provider refused), ``first_call`` and ``idle_for`` (as the call's), ``worker`` (the repr of the
@@ -182,21 +182,21 @@ class Replay:
     - ``lost``: imported ids of the logged replies never given: their turn
       ended before them (it failed: the provider refused a call as too long
       and nothing made room; or a worker ended it). Also in ``stale``;
-    - ``calls``: one ``Call`` per model call made (summary calls not included;
+    - ``calls``: one ``ModelCall`` per model call made (summary calls not included;
       a call the provider refused as too long is one, ``refused``, and so is
       the same call run again after room was made; ``answered()`` leaves the
       refused ones out); priced when the replay was (``replay(...,
       model=...)``, or a log whose own model has a cache rule);
     - ``summary_calls``: one ``SummaryCall`` per summary call;
-    - ``limits``: one ``Limit`` per ``context.limit``;
+    - ``limits``: one ``ContextLimit`` per ``context.limit``;
     - ``compactions``: one ``LogCompaction`` per compaction the log itself holds.
     """
 
     session: Session
     map: dict[str, str]
     stale: list[str]
-    calls: list[Call]
-    limits: list[Limit]
+    calls: list[ModelCall]
+    limits: list[ContextLimit]
     conversation_id: str = ""
     lost: list[str] = field(default_factory=list)
     compactions: list[LogCompaction] = field(default_factory=list)
@@ -208,7 +208,7 @@ class Replay:
         return (f"Replay(conversation={self.conversation_id!r}, calls={len(self.calls)}, "
                 f"limits={len(self.limits)}, stale={len(self.stale)}, head={self.session.head!r})")
 
-    def answered(self) -> list[Call]:
+    def answered(self) -> list[ModelCall]:
         """The model calls the provider answered (``calls`` less the ones it refused as too long): the
         calls every figure of a sweep's row sums. A refused call reads nothing and costs nothing."""
         return [c for c in self.calls if not c.refused]

@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..replaying.result import Call, Figures, Replay, SummaryCall
+from ..replaying.result import Figures, ModelCall, Replay, SummaryCall
 from .retention import facts_kept
 
 __all__ = ["measures", "cost_measures"]
@@ -71,13 +71,13 @@ def cost_measures(replay: Replay, baseline: Mapping[str, Figures] | None = None)
     return _costs(replay, answered, summaries, lost, _read(answered, summaries, lost))
 
 
-def _summed(replay: Replay, baseline: Mapping[str, Figures] | None) -> tuple[list[Call], list[SummaryCall], list[Figures]]:
+def _summed(replay: Replay, baseline: Mapping[str, Figures] | None) -> tuple[list[ModelCall], list[SummaryCall], list[Figures]]:
     """The calls a row sums: the answered model calls, the answered summary calls, the lost calls' figures."""
     lost = [baseline[r] for r in replay.lost if r in baseline] if baseline is not None else []
     return replay.answered(), [s for s in replay.summary_calls if not s.refused], lost
 
 
-def _read(answered: Sequence[Call], summaries: Sequence[SummaryCall], lost: Sequence[Figures]) -> int:
+def _read(answered: Sequence[ModelCall], summaries: Sequence[SummaryCall], lost: Sequence[Figures]) -> int:
     return sum(c.read for c in answered) + sum(s.read for s in summaries) + sum(f.read for f in lost)
 
 
@@ -105,7 +105,7 @@ def _events(replay: Replay, answered: int, counts: list[int]) -> dict[str, Any]:
     }
 
 
-def _costs(replay: Replay, answered: Sequence[Call], summaries: Sequence[SummaryCall], lost: Sequence[Figures],
+def _costs(replay: Replay, answered: Sequence[ModelCall], summaries: Sequence[SummaryCall], lost: Sequence[Figures],
            read: int) -> dict[str, Any]:
     priced = [c for c in answered if c.priced]
     if not priced and not lost:  # not priced, or no model call at all (a priced replay of no call costs its summaries)

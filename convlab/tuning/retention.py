@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine import SUMMARY_PREFIX
 from ..replaying.options import check_probes, renamed
-from ..replaying.result import Limit, Replay
+from ..replaying.result import ContextLimit, Replay
 from ..replaying.summaries import SummaryFolder
 from ..tokens import content_chars, content_text, estimate
 from .facts import KINDS, Fact, facts_of, holds, message_text, normal
@@ -183,7 +183,7 @@ def _compaction(replay: Replay, ev: Mapping[str, Any], first: Mapping[str, Any] 
         summary = content_text(first["content"]).removeprefix(SUMMARY_PREFIX)
     if first is not None and first["id"] in logs:
         return Rewrite(logs[first["id"]], "log", None, summary, "log" if summary is not None else None, replay.session, ends)
-    x: Limit | None = replay.limits[limit] if 0 <= limit < len(replay.limits) else None
+    x: ContextLimit | None = replay.limits[limit] if 0 <= limit < len(replay.limits) else None
     by = None
     if summary is not None:
         made = replay.summary_calls[summary_call] if summary_call is not None and summary_call < len(replay.summary_calls) else None

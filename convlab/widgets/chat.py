@@ -26,7 +26,7 @@ import anywidget
 import ipywidgets as w
 import traitlets
 
-from .. import brief, readable
+from ..text import brief, readable
 from . import intents
 from .live import INTERVAL, Live, hold, kinds
 from .source import REPLAY_HINT, Given, source_of
@@ -247,11 +247,7 @@ class ChatView(Live, w.VBox):
     def _follow_path(self) -> bool:
         """Bring the path up to the head: walk up from it to the path drawn before. True if it changed."""
         tree = self.source.message_tree  # (never the networkx graph: built, it grows with every message)
-        new = []
-        cur = self.source.head
-        while cur is not None and cur not in self._pos:
-            new.append(cur)
-            cur = tree.parent(cur)
+        new, cur = tree.up_to(self.source.head, self._pos.__contains__)
         keep = 0 if cur is None else self._pos[cur] + 1
         if keep == len(self._path_ids) and not new:
             return False

@@ -14,7 +14,8 @@ from typing import Any
 
 import ipywidgets as w
 
-from .. import kept, readable
+from ..context import kept
+from ..text import readable
 from . import intents
 from .chat import STYLE, esc, role_badge
 from .live import INTERVAL, Live, close_inside, hold, kinds

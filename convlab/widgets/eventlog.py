@@ -21,7 +21,7 @@ from typing import Any
 import ipywidgets as w
 from ipywidgets.widgets.widget_string import HTMLStyle
 
-from .. import Session
+from ..engine import Session
 from .chat import STYLE, esc
 from .live import INTERVAL, Live
 from .source import Given, source_of

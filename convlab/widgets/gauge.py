@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING
 
 import ipywidgets as w
 
-from .. import count_tokens
+from ..tokens import count_tokens
 from .chat import STYLE, esc
 from .live import INTERVAL, Live, kinds
 from .source import REPLAY_HINT, Given, source_of
 
 if TYPE_CHECKING:
-    from .. import ContextConfig
+    from ..context import ContextConfig
 
 __all__ = ["ContextGauge", "gauge_marks"]
 
@@ -101,11 +101,7 @@ class ContextGauge(Live, w.VBox):
         """Exact tokens root -> ``head``: from the nearest message counted before, down."""
         known = self._exact_at
         tree = self.source.message_tree
-        todo = []
-        cur = head
-        while cur is not None and cur not in known:
-            todo.append(cur)
-            cur = tree.parent(cur)
+        todo, cur = tree.up_to(head, known.__contains__)
         total = 0 if cur is None else known[cur]
         for nid in reversed(todo):
             total += count_tokens([tree.node(nid)])

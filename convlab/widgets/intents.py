@@ -41,11 +41,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .. import Refused, newest_leaf
+from ..errors import Refused
+from ..tree import ancestors, newest_leaf
 from .source import REPLAY_HINT, ReadOnly, Source
 
 if TYPE_CHECKING:
-    from .. import Session
+    from ..engine import Session
 
 __all__ = [
     "agent_of", "look_target", "look", "continue_from", "edit", "regenerate", "siblings",
@@ -102,10 +103,7 @@ def look_target(session: Source, node_id: str) -> str | None:
     if isinstance(session, ReadOnly):
         return leaf
     nodes = session.tree.nodes
-    cur: str | None = leaf
-    while cur is not None and nodes[cur]["role"] != "assistant":
-        cur = nodes[cur]["parent"]
-    return cur
+    return next((n for n in ancestors(nodes, leaf) if nodes[n]["role"] == "assistant"), None)
 
 
 def _turn(session: Session, turn_id: str | None) -> Mapping[str, Any] | None:

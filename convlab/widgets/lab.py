@@ -17,7 +17,8 @@ from typing import Any
 
 import ipywidgets as w
 
-from .. import LogError, Session
+from ..engine import Session
+from ..errors import LogError
 from . import intents
 from .chat import STYLE, ChatView, esc
 from .decisions import DecisionPanel

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 from ipywidgets import Widget
 
-from .. import Session
+from ..engine import Session
 from .source import Source, shown
 
 __all__ = ["Redraw", "INTERVAL", "RATIO", "DECAY", "SLOWEST", "QUIET", "ENDS", "hold", "flush", "register",

@@ -16,11 +16,12 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from .. import Conversation, Session
+from ..conversation import Conversation
+from ..engine import Session
 from ..tree import Tree
 
 if TYPE_CHECKING:
-    from .. import Replay
+    from ..replaying.result import Replay
 
 __all__ = ["ReadOnly", "source_of", "shown", "REPLAY_HINT", "Source", "Given"]
 

@@ -35,7 +35,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from .. import brief
+from ..text import brief
 from ..tree import lane_child, newest_leaves, path_to
 from . import intents
 from .live import INTERVAL, Live, hold, kinds
@@ -358,11 +358,7 @@ class TreeView(Live, anywidget.AnyWidget):
             return None
         new = set(added)
         tree = self.source.message_tree
-        chain = []
-        cur = head
-        while cur in new:
-            chain.append(cur)
-            cur = tree.parent(cur)
+        chain, cur = tree.up_to(head, lambda n: n not in new)
         below = None if self._tail is _EMPTY else self._tail
         if len(chain) != len(new) or cur != below:
             return None
