@@ -505,8 +505,10 @@ def _say_cost(cost: SummaryCost, dry_run: bool) -> str:
         return line
     refused = (f"; {cost.refused} of them refused as too long for the summarizer (the engine shortened each, at most "
                f"three times, then ran the held call as it was)") if cost.refused else ""
+    unkept = (f"; {cost.unkept} of the calls made could not be kept in the cache (its folder cannot be written: used in "
+              f"this run, made again by the next)") if cost.unkept else ""
     return (f"summaries: {_plural(cost.calls, 'call')} made ({cost.input_tokens:,} input tokens), "
-            f"{cost.cached} from the cache ({cost.cached_input_tokens:,} input tokens){refused}")
+            f"{cost.cached} from the cache ({cost.cached_input_tokens:,} input tokens){refused}{unkept}")
 
 
 def _say_failed(cost: SummaryCost) -> str:

@@ -516,6 +516,27 @@ def test_tune_summarizer_dry_run_then_a_run_then_nothing_to_pay(long_log, tmp_pa
     assert "summaries: 5 calls made" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("kind", ["read-only", "full"])
+def test_tune_on_a_cache_that_cannot_be_written_keeps_every_summary_and_says_so(kind, long_log, tmp_path, monkeypatch, capsys):
+    """Issue 40 (1): "With the summary cache on a read-only folder, or a full disk ... The row reads 0 summaries ...
+    stderr says 'summaries: 0 calls made', and the exit status is 0": the rows are those of a writable cache, the
+    line counts what was called and what could not be kept, and one warning names the folder and why."""
+    from ci_support import tmpfs
+
+    assert main([*long_log, "--summarizer", "echo", "--rows", "--width", "200"]) == 0
+    writable = capsys.readouterr().out
+    with tmpfs(tmp_path / "disk", "64k", read_only=kind == "read-only", full=kind == "full") as disk:
+        monkeypatch.setenv("XDG_CACHE_HOME", str(disk))
+        assert main([*long_log, "--summarizer", "echo", "--rows", "--width", "200"]) == 0
+    out, err = capsys.readouterr()
+    assert out == writable
+    folder = disk / "convlab" / "summaries"
+    assert "convlab: 1 CacheWarning while tuning:" in err and f"the cache folder {folder} cannot be written (" in err
+    assert ("Read-only file system" if kind == "read-only" else "No space left on device") in err
+    assert ("convlab: summaries: 5 calls made (" in err and "0 from the cache" in err
+            and "; 5 of the calls made could not be kept in the cache" in err)
+
+
 @pytest.mark.parametrize("extra, message", [
     (["--dry-run"], "--dry-run goes with --summarizer"),
     (["--no-cache"], "--no-cache goes with --summarizer"),

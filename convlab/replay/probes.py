@@ -91,12 +91,15 @@ class JudgeCost:
     cache), ``input_tokens`` they read (the provider's usage; in a dry run the exact o200k_base count of
     what each would send), ``cached`` answered by the cache; ``estimated``: in a dry run, calls counted on
     a stand-in (an answer call for a question not written yet); grades needed are not known before the
-    answers, so a dry run counts only those whose answers the cache holds."""
+    answers, so a dry run counts only those whose answers the cache holds. ``unkept``: calls among
+    ``calls`` whose answer the cache's folder could not keep (read-only, full: a ``CacheWarning`` says
+    which and why), used all the same and made again by a later run."""
 
     calls: int
     input_tokens: int
     cached: int
     estimated: int = 0
+    unkept: int = 0
 
     def __add__(self, other: JudgeCost) -> JudgeCost:
         """Two sweeps' judge costs together (``tune`` with ``presets.AUTO`` runs one per agent)."""
@@ -113,7 +116,7 @@ class Judge:
     >>> from convlab.providers import EchoLLM
     >>> j = Judge(EchoLLM(), cache=False)
     >>> j.complete({"messages": [{"role": "user", "content": "hi"}]})["content"], j.window, j.cost()
-    ('echo: hi', 128000, JudgeCost(calls=1, input_tokens=1, cached=0, estimated=0))
+    ('echo: hi', 128000, JudgeCost(calls=1, input_tokens=1, cached=0, estimated=0, unkept=0))
     """
 
     def __init__(self, provider: providers.Provider, cache: SummaryFolder = None, *, window: int | None = None,
@@ -152,7 +155,7 @@ class Judge:
 
     def cost(self) -> JudgeCost:
         c = self._calls.cost()
-        return JudgeCost(calls=c.calls, input_tokens=c.input_tokens, cached=c.cached, estimated=c.estimated)
+        return JudgeCost(calls=c.calls, input_tokens=c.input_tokens, cached=c.cached, estimated=c.estimated, unkept=c.unkept)
 
 
 def judge_for(judge: providers.Provider | Judge, cache: SummaryFolder = None, *, dry_run: bool = False) -> Judge:

@@ -555,7 +555,7 @@ def tune_cost(
     >>> t.head = "a2"
     >>> base = '[agent.bot.context]\\n[[agent.bot.context.strategy]]\\nuse = "summarize"\\nover_tokens = 300'
     >>> tune_cost([Conversation(t, id="c")], base, summarizer=EchoLLM(), cache=False, progress=False)
-    SummaryCost(calls=1, input_tokens=429, cached=0, cached_input_tokens=0, estimated=0, failed=0, refused=0)
+    SummaryCost(calls=1, input_tokens=429, cached=0, cached_input_tokens=0, estimated=0, failed=0, refused=0, unkept=0)
     """
     if any(isinstance(c, Auto) for c in _as_list(configs)):  # presets.AUTO: each group of logs with its agent's preset
         options = {k: v for k, v in locals().items() if k not in ("conversations", "configs")}
