@@ -190,13 +190,17 @@ class Relayed:
 
 # -- the questions ------------------------------------------------------------------
 def _first_json(text: str) -> Any:
-    """The first JSON array or object in ``text`` (None: there is none)."""
+    """The first JSON array or object in ``text`` (None: there is none). The text is a model's, untrusted: a
+    value nested deeper than Python's JSON reader follows is a failed call (``ProviderError``), never a crash."""
     decoder = json.JSONDecoder()
     for m in re.finditer(r"[\[{]", text):
         try:
             return decoder.raw_decode(text, m.start())[0]
         except ValueError:
             continue
+        except RecursionError:
+            raise ProviderError("failed", f"the judge's reply nests deeper than Python's JSON reader follows (from "
+                                          f"character {m.start():,}); it is not read") from None
     return None
 
 
@@ -204,7 +208,8 @@ def questions_from(reply_text: str, span_text: str, n: int) -> list[tuple[str, s
     """The question/answer pairs of a judge's reply, checked: the first JSON array or object in it
     (an object is one pair, or holds the list of them), each pair's ``question`` and ``answer``
     non-empty strings and the answer stated by ``span_text`` (normal forms, ``convlab.facts.holds``);
-    the first ``n``, each question once. None when the reply holds no JSON (asked again once).
+    the first ``n``, each question once. None when the reply holds no JSON (asked again once); a reply
+    nested deeper than JSON can be read is a ``ProviderError`` (a failed probe, said in its note).
 
     >>> questions_from('Sure: [{"question": "Who?", "answer": "Ada"}, {"question": "When?", "answer": "May"}]', "Ask Ada.", 5)
     [('Who?', 'Ada')]
