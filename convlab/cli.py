@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import re
 import shutil
@@ -138,6 +139,12 @@ def _add_show(sub: argparse._SubParsersAction[_Parser]) -> None:
     show.set_defaults(run=_show)
 
 
+#: The most configs ``convlab tune`` sweeps unless ``--max-configs`` says more.
+MAX_CONFIGS = 1_000
+#: A grid of this many configs or more is a long run: its size is said on stderr before the sweep starts.
+SAY_CONFIGS = 100
+
+
 def _add_tune(sub: argparse._SubParsersAction[_Parser]) -> None:
     tune = sub.add_parser(
         "tune", help="replay logs under context configs: one row per (conversation, config), then the configs ranked",
@@ -191,8 +198,13 @@ def _add_tune(sub: argparse._SubParsersAction[_Parser]) -> None:
                            "auto: the preset of the agent that wrote each log, at the window its log records")
     tune.add_argument("--window", type=_tokens, metavar="TOKENS",
                       help="with --preset: the model's context window every preset fires against (e.g. 128000)")
+    tune.add_argument("--max-configs", type=_job_count, default=MAX_CONFIGS, metavar="N",
+                      help=f"refuse a grid of more configs than this before any work (default {MAX_CONFIGS:,}: every "
+                           f"conversation is replayed under each config, and the ranking lists them all); a grid of "
+                           f"{SAY_CONFIGS:,} configs or more is said on stderr before the sweep starts")
     _add_reading_options(tune)
     tune.set_defaults(run=_tune)
+
 
 
 def _add_search(sub: argparse._SubParsersAction[_Parser]) -> None:
@@ -545,6 +557,11 @@ def _example_sweeps() -> str:
     return f"a reset after idle_secs, else a summary past window - 16000, over the grid {_say_grid(grid)}"
 
 
+def _grid_size(grid: dict[str, list[Any]]) -> str:
+    """How many values each key of a grid sweeps: ``window: 100 values x strategy[0].idle_secs: 50 values``."""
+    return " x ".join(f"{k}: {_plural(len(v), 'value')}" for k, v in grid.items())
+
+
 def _say_grid(grid: dict[str, list[Any]]) -> str:
     """A grid as --grid takes it: ``window=64000,128000 x strategy[0].idle_secs=600,3600``."""
     return " x ".join(f"{k}={','.join(map(str, v))}" for k, v in grid.items())
@@ -593,6 +610,11 @@ def _check_sweep(args: argparse.Namespace, name: str, text: str, notes: _Notes) 
     except ConfigError as err:
         raise _in_config(name, err) from None
     where = "--grid" if args.grid else f"{name}: convlab.tune.grid"
+    size = math.prod(len(v) for v in grid.values()) if grid else 1
+    if size > args.max_configs:  # before the configs are made: a grid of millions is refused at once
+        raise _Usage(f"{where} makes {size:,} configs ({_grid_size(grid)}), more than --max-configs {args.max_configs:,}: "
+                     f"every conversation is replayed under each config, and the ranking lists them all; sweep fewer "
+                     f"values, or give --max-configs {size} to run them")
     try:
         columns = list(convlab.tune([], text, grid=grid or None, agent=args.agent, progress=False,  # no conversation:
                                     summary_size=args.summary_size, overhead=args.overhead).columns)  # checks only
@@ -692,6 +714,10 @@ def _tune(args: argparse.Namespace, out: TextIO, notes: _Notes) -> None:
         raise _Usage(f"--value {args.value} is in dollars: give --model (e.g. --model claude-sonnet-4-5), or another "
                      f"--value (e.g. tokens_read)")
     convs = _read(args.paths, args, notes)
+    size = math.prod(len(v) for v in grid.values()) if grid else len(configs) if isinstance(configs, list) else 1
+    if size >= SAY_CONFIGS:  # a long run: what it is, before it starts
+        notes.say(f"sweeping {size:,} configs{f' ({_grid_size(grid)})' if grid else ''} over "
+                  f"{_plural(len(convs), 'conversation')}: {size * len(convs):,} replays")
     sweep = dict(grid=grid or None, agent=args.agent, progress=None if _progress(args) else False, jobs=args.jobs,
                  summarizer=summarizer, cache=False if args.no_cache else None, summary_size=args.summary_size,
                  overhead=args.overhead)

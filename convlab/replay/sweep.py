@@ -147,7 +147,7 @@ class _SharedReplay:
     says: list[Any]  # what config says at each of replayer.record.consulted
     start: int  # the turn it forked at from its parent (0: it ran from the start)
     row: dict[str, Any]
-    children: list[_SharedReplay]
+    children: dict[int, list[_SharedReplay]]  # by the point each first said something else at (``differs``)
 
     @classmethod
     def made(cls, replayer: Replayer, start: int, parent: _SharedReplay | None = None,
@@ -158,41 +158,52 @@ class _SharedReplay:
         setup, consulted = Setup(replayer.config, replayer.worker), replayer.record.consulted
         n = replayer.starts[start].consulted if parent is not None else 0
         says = (parent.says[:n] if parent is not None else []) + [_says(setup, p) for p in consulted[n:]]
-        return cls(replayer, setup, says, start, (result or replayer.result()).measures(baseline), [])
+        return cls(replayer, setup, says, start, (result or replayer.result()).measures(baseline), {})
 
     def differs(self, config: Setup, from_turn: int) -> int | None:
-        """The turn where ``config`` first says something else than this run's setup,
-        looking from turn ``from_turn`` on (before it they agree); None if never."""
+        """The point (an index of ``replayer.record.consulted``) where ``config`` first says
+        something else than this run's setup, looking from turn ``from_turn`` on (before it
+        they agree); None if never. Its turn: ``turn_at``."""
         points = self.replayer.record.consulted
         i = self.replayer.starts[from_turn].consulted if from_turn in self.replayer.starts else 0
         says = self.says
         for k in range(i, len(points)):
             if _says(config, points[k]) != says[k]:
-                return points[k][0]
+                return k
         return None
+
+    def turn_at(self, point: int) -> int:
+        """The turn of one of its points (``differs``)."""
+        return self.replayer.record.consulted[point][0]
 
 
 def _closest(root: _SharedReplay, config: Setup) -> tuple[_SharedReplay, int | None]:
     """The run ``config`` shares the most with: the one where it first says
-    something else latest (None: it says the same everywhere), and that turn.
+    something else latest, and that point (None: it says the same everywhere).
 
-    A config that leaves a run ``R`` in turn ``k`` leaves every child of ``R``
-    that forked earlier or later than ``k`` by then too; only children forked
-    in turn ``k`` itself can go on further with it."""
-    best, best_turn = root, root.differs(config, 0)
-    todo = [(root, best_turn)]
-    while todo and best_turn is not None:
-        run, turn = todo.pop()
-        for child in run.children:
-            if child.start != turn:
-                continue
+    A config that leaves a run ``R`` at point ``p`` leaves every child of ``R``
+    that left ``R`` at another point by then too (before ``p`` the config says
+    what ``R`` says, at ``p`` that child does); only the children that left
+    ``R`` at ``p`` itself can go on further with it. So each run's children are
+    kept by that point, and a config looks at those alone: a grid of thousands
+    of configs that leave the baseline in the same turn compares each with a
+    few, not with every one before it."""
+    best, best_at = root, root.differs(config, 0)
+    if best_at is None:
+        return root, None
+    best_turn = root.turn_at(best_at)
+    todo = [(root, best_at)]
+    while todo:
+        run, at = todo.pop()
+        turn = run.turn_at(at)
+        for child in run.children.get(at, ()):
             t = child.differs(config, turn)
             if t is None:
                 return child, None
-            if t > best_turn:
-                best, best_turn = child, t
+            if child.turn_at(t) > best_turn:
+                best, best_at, best_turn = child, t, child.turn_at(t)
             todo.append((child, t))
-    return best, best_turn
+    return best, best_at
 
 
 @dataclass
@@ -265,12 +276,13 @@ def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, Setup]], age
                             **({} if judge is None else {"retained": retained(r.result(), judge, probes)})}))
         return out
     # the forks hang on a root of this call's own: a shared baseline (a worker's) keeps none of them alive
-    root, out, made = dataclasses.replace(base.root, children=[]), [], []
+    root, out, made = dataclasses.replace(base.root, children={}), [], []
     for j, cfg in configs:
-        run, turn = _closest(root, cfg)
-        if turn is not None:
+        run, at = _closest(root, cfg)
+        if at is not None:
+            turn = run.turn_at(at)
             child = _SharedReplay.made(run.replayer.fork(turn, cfg.config, cfg.worker).run(turn), turn, run, base.figures)
-            run.children.append(child)
+            run.children.setdefault(at, []).append(child)
             made.append(child.replayer)
             run = child
         out.append((j, {**run.row, **base.carried, **probed(run.replayer)}))
