@@ -229,19 +229,18 @@ def annotate(calls: list[dict[str, Any]], summary_calls: list[dict[str, Any]], s
     """Give each of a replay's ``calls`` its ``cached``, ``cache_write``, ``logged_cached``, ``output``
     and ``usd`` (None without a model), and each summary call its ``usd``, in place. A call the provider
     refused as too long reads nothing, writes nothing to the cache and costs nothing (0 each, $0)."""
-    graph = session.tree
-    nodes = graph.nodes
+    tree = session.message_tree  # (its networkx graph is never built in a replay)
     depth: dict[str, int] = {}
     exact: dict[str, int] = {}
 
     def parent_of(sid: str) -> str | None:
-        return nodes[sid]["parent"]
+        return tree.parent(sid)
 
     def depth_of(sid: str | None) -> int:
         chain = []
         while sid is not None and sid not in depth:
             chain.append(sid)
-            sid = nodes[sid]["parent"]
+            sid = tree.parent(sid)
         d = 0 if sid is None else depth[sid]
         for s in reversed(chain):
             d += 1
@@ -251,9 +250,9 @@ def annotate(calls: list[dict[str, Any]], summary_calls: list[dict[str, Any]], s
     def exact_of(sid: str) -> int:
         n = exact.get(sid)
         if n is None:
-            node = nodes[sid]
+            node = tree.node(sid)
             orig = node.get("copied_from")
-            n = exact_of(orig) if orig in nodes else counts.tokens(content_text(node["content"]))
+            n = exact_of(orig) if isinstance(orig, str) and orig in tree else counts.tokens(content_text(node["content"]))
             exact[sid] = n
         return n
 
