@@ -413,7 +413,7 @@ WIRES = [OpenAIWire(), AnthropicWire()]
 class Loopback:
     """A real HTTP server on 127.0.0.1 (a free port, a thread of its own) that answers every POST with
     ``answer(path, body, headers) -> (status, body)`` (a dict as JSON, or bytes as they are), keeping each
-    request's path, body and headers in ``requests``. ``url`` is its base URL (``.../v1``); use it in a
+    request's path, body and headers (their names in lower case) in ``requests``. ``url`` is its base URL (``.../v1``); use it in a
     ``with`` block, which stops it."""
 
     def __init__(self, answer: Any) -> None:
@@ -425,8 +425,9 @@ class Loopback:
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"null")
-                requests.append((self.path, body, dict(self.headers)))
-                status, out = answer(self.path, body, dict(self.headers))
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                requests.append((self.path, body, headers))
+                status, out = answer(self.path, body, headers)
                 raw = out if isinstance(out, bytes) else json.dumps(out).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
