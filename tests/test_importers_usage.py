@@ -43,7 +43,8 @@ def test_the_rule_names_the_field_for_every_bad_kind(kind):
 # -- every importer goes through it ---------------------------------------------------------------
 
 #: The names the agents' logs give a count of tokens (the poisoned fields).
-COUNTS = re.compile(r"(?i)(tokens$|^tokens(in|out)$|^input$|^output$|^cached$|^cache(read|write)s?$|^thoughts$|^prompt$|^completion$)")
+COUNTS = re.compile(r"(?i)(tokens$|^tokens(in|out)$|^tokencount$|^input$|^output$|^cached$|^cache(read|write)s?$|^thoughts$|^prompt$|"
+                    r"^completion$)")
 POISON = -1_000_000
 
 
@@ -104,6 +105,7 @@ def made(kind: str, tmp: Path) -> Path:
 
 
 FORMATS = ["real:claude_code/short.jsonl", "real:claude_code/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl.gz",
+           "real:openwebui/webui-goldwater.owi.json", "real:librechat/librechat-tree.json",
            "agents:codex/codex.jsonl", "agents:gemini_cli/gemini.jsonl", "agents:gemini_cli/test_conversation_gemini.json",
            "agents:pi/large-session.jsonl", "agents:copilot_cli/copilot.jsonl", "cline", "managed_agents", "session_log"]
 
