@@ -227,11 +227,12 @@ def test_a_sweep_on_an_unwritable_cache_holds_the_same_summaries_as_on_a_writabl
     assert (lost.calls, lost.unkept, lost.failed) == (made.calls, made.calls, 0) and made.unkept == 0
 
 
-def test_the_judge_cache_that_cannot_be_written_loses_no_answer(tmp_path):
+@pytest.mark.parametrize("kind", ["read-only", "full"])
+def test_the_judge_cache_that_cannot_be_written_loses_no_answer(kind, tmp_path):
     from convlab.replay.probes import Judge
 
     llm = EchoLLM()
-    with _unwritable("full", tmp_path) as disk, pytest.warns(convlab.CacheWarning) as said:
+    with _unwritable(kind, tmp_path) as disk, pytest.warns(convlab.CacheWarning) as said:
         j = Judge(llm, cache=disk / "judge")
         assert j.complete({"messages": [{"role": "user", "content": "hi " * 2000}]})["content"].startswith("echo: hi")
         assert j.complete({"messages": [{"role": "user", "content": "hi " * 2000}]}) is not None
