@@ -142,7 +142,10 @@ def read_lines(source: str | os.PathLike | BinaryIO, *, repair: bool = False) ->
 
 
 def parse_event(raw: bytes) -> dict[str, Any]:
-    event = json.loads(raw)
+    try:
+        event = json.loads(raw)
+    except RecursionError:  # a line is untrusted: nested past what json's reader follows is no event (a ValueError)
+        raise ValueError("nested deeper than Python's JSON reader follows") from None
     if not isinstance(event, dict) or not isinstance(event.get("type"), str):
         raise ValueError("not an event object with a type")
     return event
