@@ -13,6 +13,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 from .errors import (
+    CacheWarning as CacheWarning,
     CallCancelled as CallCancelled,
     ConfigError as ConfigError,
     LogError as LogError,
@@ -108,7 +109,7 @@ _LAZY = {
 
 # built from _LAZY so that each lazy name is written once (tests/test_package.py pins the list)
 __all__ = sorted(  # noqa: PLE0605
-    ["CallCancelled", "ConfigError", "LogError", "LogWarning", "PriceError", "ProviderError", "ReadError", "ReadWarning", "Refused", "SummaryWarning",
+    ["CacheWarning", "CallCancelled", "ConfigError", "LogError", "LogWarning", "PriceError", "ProviderError", "ReadError", "ReadWarning", "Refused", "SummaryWarning",
      "TokenizerError", "TuneWarning", *_LAZY]
 )
 

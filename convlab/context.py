@@ -249,12 +249,19 @@ def parse_context(table: object, where: str = "context") -> ContextConfig:
 def toml_document(source: TomlSource) -> Mapping[str, Any]:
     """The parsed TOML document of a config: ``source`` is TOML text, a path to a
     ``.toml`` file, or the parsed document itself (returned as is). Errors are
-    ``ConfigError`` naming the file or ``config``.
+    ``ConfigError`` naming the file or ``config``; a value nested deeper than
+    ``jsondata.MAX_DEPTH`` levels (what copies and prints a config recurses) is
+    one naming its key.
 
     >>> toml_document('[agent.bot.context]\\nwindow = 20000')
     {'agent': {'bot': {'context': {'window': 20000}}}}
+    >>> toml_document('[agent.bot.context]\\nwindow = ' + '[' * 500 + ']' * 500)
+    Traceback (most recent call last):
+    ...
+    convlab.errors.ConfigError: agent.bot.context.window: nests deeper than 100 levels (a config nests a few)
     """
     if isinstance(source, Mapping):
+        _check_depth(source)
         return source
     if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source and source.strip().endswith(".toml")):
         path = Path(source)
@@ -275,9 +282,62 @@ def toml_document(source: TomlSource) -> Mapping[str, Any]:
 
 def _parse_toml(text: str, name: str) -> Mapping[str, Any]:
     try:
-        return tomllib.loads(text)
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(name, f"is not valid TOML: {err}") from err
+    except RecursionError:  # Python's TOML reader recurses: a value a few hundred levels deep is past it
+        raise ConfigError(_deep_key(text) or name, _TOO_DEEP) from None
+    _check_depth(doc)
+    return doc
+
+
+_TOO_DEEP = f"nests deeper than {jsondata.MAX_DEPTH} levels (a config nests a few)"
+
+
+def _check_depth(doc: Mapping[str, Any]) -> None:
+    """A ``ConfigError`` naming the key of a value nested deeper than ``jsondata.MAX_DEPTH`` (walked
+    without recursion: the deep value is refused before anything recursive reads it)."""
+    todo: list[tuple[object, str, int]] = [(doc, "", 0)]
+    while todo:
+        value, at, depth = todo.pop()
+        if not isinstance(value, (Mapping, list)):
+            continue
+        if depth > jsondata.MAX_DEPTH:
+            raise ConfigError(at or "config", _TOO_DEEP)
+        if isinstance(value, Mapping):  # a table's keys name the place (the first few); a list's items stay at its key
+            todo.extend((v, f"{at}.{k}" if at else str(k), depth + 1) if depth < 8 else (v, at, depth + 1)
+                        for k, v in value.items())
+        else:
+            todo.extend((v, at, depth + 1) for v in value)
+
+
+def _deep_key(text: str) -> str | None:
+    """The dotted key whose value nests deeper than ``jsondata.MAX_DEPTH`` in TOML text Python's reader could
+    not follow, read line by line (the table a header opens, the key before ``=``, brackets and braces outside
+    strings counted); None when it cannot tell."""
+    table, key, depth = "", "", 0
+    for line in text.splitlines():
+        stripped = line.strip()
+        if depth == 0 and stripped.startswith("["):
+            table = stripped.strip("[] \t").split("]", 1)[0].strip()
+            continue
+        if depth == 0 and "=" in stripped:
+            key = stripped.split("=", 1)[0].strip().strip("\"'")
+        quote = ""
+        for c in line:
+            if quote:
+                quote = "" if c == quote else quote
+            elif c in "\"'":
+                quote = c
+            elif c == "#":
+                break
+            elif c in "[{":
+                depth += 1
+                if depth > jsondata.MAX_DEPTH:
+                    return ".".join(p for p in (table, key) if p) or None
+            elif c in "]}":
+                depth = max(0, depth - 1)
+    return None
 
 
 def _tables(doc: Mapping[str, Any], prefix: str = "") -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["CallCancelled", "Refused", "ConfigError", "LogError", "LogWarning", "PriceError", "ProviderError", "ReadError", "ReadWarning", "SummaryWarning",
+__all__ = ["CacheWarning", "CallCancelled", "Refused", "ConfigError", "LogError", "LogWarning", "PriceError", "ProviderError", "ReadError", "ReadWarning", "SummaryWarning",
            "TokenizerError", "TuneWarning"]
 
 
@@ -94,6 +94,22 @@ class ReadWarning(UserWarning):
 class SummaryWarning(UserWarning):
     """A summarizer failed summary calls of a replay or a sweep: those replays went on
     without the summary, as the engine does when no summary can be made."""
+
+
+class CacheWarning(UserWarning):
+    """A cache folder (a summarizer's, a judge's) that cannot be written: the replies the model made are used
+    all the same, but not kept, so a later run asks for them again. ``folder``: the folder; ``reason``: what
+    the system said (read-only, no space left, ...). Warned once per cache.
+
+    >>> w = CacheWarning("cannot write", folder="/ro/summaries", reason="Read-only file system")
+    >>> w.folder, w.reason
+    ('/ro/summaries', 'Read-only file system')
+    """
+
+    def __init__(self, message: str = "", *, folder: str = "", reason: str = "") -> None:
+        super().__init__(message)
+        self.folder = folder
+        self.reason = reason
 
 
 class TuneWarning(UserWarning):

@@ -13,7 +13,7 @@ from typing import Any
 
 from . import jsondata
 from .errors import ProviderError, Refused
-from .tree import MESSAGE_KEYS, ROLES
+from .tree import MESSAGE_KEYS, ROLES, usage_problem
 
 __all__ = ["validate", "validate_message", "validate_actions", "reply_from", "INPUT_TYPES", "ACTION_TYPES"]
 
@@ -168,7 +168,8 @@ def validate_actions(actions: object) -> list[dict[str, Any]]:
 def reply_from(result: object) -> dict[str, Any]:
     """A provider's reply, checked and copied once: ``{"content", "usage"}`` plus any of
     ``name``, ``tool_calls``, ``metadata``. A reply of another shape is a failed call
-    (``ProviderError("failed")``) that says what is wrong.
+    (``ProviderError("failed")``) that says what is wrong; a usage whose counts no provider
+    could report (``tree.usage_problem``) is left out (the reply counts as having none).
 
     >>> reply_from({"content": "hi", "usage": {"input_tokens": 3}, "tool_calls": [{"id": "c1"}]})
     {'content': 'hi', 'usage': {'input_tokens': 3}, 'tool_calls': [{'id': 'c1'}]}
@@ -181,6 +182,8 @@ def reply_from(result: object) -> dict[str, Any]:
     usage = result.get("usage") or {}
     if not isinstance(usage, Mapping):
         raise ProviderError("failed", f"the provider's reply.usage must be an object, got {type(usage).__name__}")
+    if usage_problem(usage) is not None:  # counts no provider reports (negative, past any window): the reply has no usage
+        usage = {}
     try:
         reply = validate_message({"role": "assistant", **{k: v for k, v in result.items() if k != "usage"}}, "reply")
     except Refused as err:

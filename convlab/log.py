@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO
 
 from .errors import LogError, LogWarning
-from .tree import Tree
+from .tree import Tree, usage_problem
 
 __all__ = ["LogWriter", "read_lines", "parse_event", "event_at", "read_tree", "TREE_EVENTS", "apply_tree_event"]
 
@@ -142,7 +142,10 @@ def read_lines(source: str | os.PathLike | BinaryIO, *, repair: bool = False) ->
 
 
 def parse_event(raw: bytes) -> dict[str, Any]:
-    event = json.loads(raw)
+    try:
+        event = json.loads(raw)
+    except RecursionError:  # a line is untrusted: nested past what json's reader follows is no event (a ValueError)
+        raise ValueError("nested deeper than Python's JSON reader follows") from None
     if not isinstance(event, dict) or not isinstance(event.get("type"), str):
         raise ValueError("not an event object with a type")
     return event
@@ -199,7 +202,9 @@ def read_tree(source: str | os.PathLike | BinaryIO) -> tuple[Tree, str | None]:
     """The message tree a session log records, and its agent: what an importer needs of a log,
     read without a Session (the tree's events, in order; a torn last line dropped with a
     ``LogWarning``; a line that is not an event, or does not fit the tree, a ``LogError``
-    naming it). The same tree as ``Session.load(source).tree``.
+    naming it). The same tree as ``Session.load(source).tree``, but for a usage no provider could
+    report (``tree.usage_problem``): left out of its message, with a ``LogWarning`` naming the line,
+    the message and the field, as the importers leave it out of any log.
 
     >>> import io, json
     >>> lines = [{"type": "session.started", "agent": "bot"},
@@ -219,6 +224,8 @@ def read_tree(source: str | os.PathLike | BinaryIO) -> tuple[Tree, str | None]:
             agent, seen_start = ev.get("agent"), True
         if t not in TREE_EVENTS:
             continue
+        if t == "message.new":
+            ev = _sound_usage(ev, name, item[0])
         try:
             apply_tree_event(tree, ev)
         except (KeyError, TypeError, ValueError, AttributeError) as err:
@@ -226,3 +233,18 @@ def read_tree(source: str | os.PathLike | BinaryIO) -> tuple[Tree, str | None]:
     if not seen_start:
         raise LogError(f"{name}: the log is empty", line=1)
     return tree, agent
+
+
+def _sound_usage(ev: dict[str, Any], name: str, line: int) -> dict[str, Any]:
+    """A ``message.new`` whose message reports a usage no provider could (``tree.usage_problem``) without it, with a
+    ``LogWarning`` naming the file, the line, the message and the field: the message counts as having no usage,
+    as an importer reads such a usage in any other log."""
+    msg = ev.get("message")
+    usage = msg.get("usage") if isinstance(msg, dict) else None
+    why = None if usage is None else usage_problem(usage)
+    if why is None:
+        return ev
+    assert isinstance(msg, dict), "a usage was read from the message"
+    warnings.warn(f"{name}: line {line}: message {msg.get('id')!r}: {why}; its usage left out (the message counts as "
+                  "having none)", LogWarning, stacklevel=3)
+    return {**ev, "message": {**msg, "usage": None}}

@@ -21,6 +21,7 @@ id index and one parent check per message: it never walks the tree.
 This module knows nothing of turns, decisions or the engine.
 """
 
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NotRequired, TypedDict, cast, overload
 
@@ -41,6 +42,8 @@ __all__ = [
     "MESSAGE_KEYS",
     "ViewError",
     "input_tokens",
+    "usage_problem",
+    "MAX_USAGE",
     "new_node",
     "message_of",
     "newest_leaf",
@@ -120,6 +123,65 @@ def input_tokens(usage: Mapping[str, Any] | None) -> int | None:
     if not any(k in usage for k in keys):
         return None
     return sum(int(usage.get(k) or 0) for k in keys)
+
+
+#: More tokens than any model reads or writes in one call (the largest windows hold a few million): a
+#: usage reporting more is no provider's.
+MAX_USAGE = 100_000_000
+
+
+def usage_problem(usage: object) -> str | None:
+    """Why ``usage`` is no usage a provider could report, naming the field; None when it could be.
+
+    A usage is an object whose token counts (its keys ending in ``_tokens``, and
+    Ollama's ``prompt_eval_count`` and ``eval_count``) are each left out, None, or
+    an integer from 0 to ``MAX_USAGE``. Other keys (a cost, a service tier, nested
+    details) are not counts and are not read. The importers and the session log
+    leave a usage with a problem out of its message, saying this.
+
+    >>> usage_problem({"input_tokens": 12, "output_tokens": 3, "service_tier": "standard", "cost": 0.25}) is None
+    True
+    >>> usage_problem({"input_tokens": 12.5})
+    'usage.input_tokens is 12.5, not an integer'
+    >>> usage_problem({"input_tokens": 12, "cache_read_input_tokens": -1000000})
+    'usage.cache_read_input_tokens is -1000000: a count of tokens is never negative'
+    >>> usage_problem({"input_tokens": 10**30})
+    'usage.input_tokens is 1e+30: more tokens than any model reads or writes in a call (100,000,000)'
+    >>> usage_problem([3, 4])
+    'usage is a list, not an object of token counts'
+    """
+    if not isinstance(usage, Mapping):
+        return f"usage is a {type(usage).__name__}, not an object of token counts"
+    for key, value in usage.items():
+        if not (isinstance(key, str) and (key.endswith("_tokens") or key in ("prompt_eval_count", "eval_count"))):
+            continue
+        why = _count_problem(value)
+        if why is not None:
+            return f"usage.{key} {why}"
+    return None
+
+
+def _count_problem(value: object) -> str | None:
+    """Why one token count is none a provider reports (None: it is one, or it is not given)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        shown = repr(value) if isinstance(value, (bool, str)) and len(repr(value)) <= 40 else f"a {type(value).__name__}"
+        return f"is {shown}, not a number"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"is {value}, not a number"
+    if isinstance(value, float) or abs(value) < 10**15:
+        shown = f"{value:.3g}" if isinstance(value, float) else str(value)
+    else:  # an integer of any length: its sign and how many digits (str() refuses past 4,300 of them)
+        digits = f"an integer of about {int(value.bit_length() * math.log10(2)) + 1:,} digits"
+        shown = f"{value:.3g}" if value.bit_length() <= 1000 else f"a negative {digits[3:]}" if value < 0 else digits
+    if value < 0:
+        return f"is {shown}: a count of tokens is never negative"
+    if value > MAX_USAGE:
+        return f"is {shown}: more tokens than any model reads or writes in a call ({MAX_USAGE:,})"
+    if isinstance(value, float):
+        return f"is {value!r}, not an integer"
+    return None
 
 
 def new_node(fields: Mapping[str, Any], **recorded: Any) -> Node:

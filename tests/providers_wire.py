@@ -408,3 +408,44 @@ class AnthropicWire(Wire):
 
 
 WIRES = [OpenAIWire(), AnthropicWire()]
+
+
+class Loopback:
+    """A real HTTP server on 127.0.0.1 (a free port, a thread of its own) that answers every POST with
+    ``answer(path, body, headers) -> (status, body)`` (a dict as JSON, or bytes as they are), keeping each
+    request's path, body and headers (their names in lower case) in ``requests``. ``url`` is its base URL (``.../v1``); use it in a
+    ``with`` block, which stops it."""
+
+    def __init__(self, answer: Any) -> None:
+        import http.server
+        import threading
+
+        requests = self.requests = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"null")
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                requests.append((self.path, body, headers))
+                status, out = answer(self.path, body, headers)
+                raw = out if isinstance(out, bytes) else json.dumps(out).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> Loopback:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()

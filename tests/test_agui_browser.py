@@ -323,6 +323,62 @@ def test_a_reply_cut_at_the_token_limit_is_marked_on_the_page(chromium, tmp_path
     chromium.run(_cut, tmp_path)
 
 
+#: Far past n_ctx=512 alone: the model cannot read it, even after a summary of what came before.
+TOO_LONG = " ".join(f"Note {i}: the crate on shelf {i} holds {i * 3} jars of honey and {i * 5} candles." for i in range(60))
+
+
+def _too_long(browser, tmp: Path) -> None:
+    try:
+        llm = convlab.LocalChat(n_ctx=512, params={"max_completion_tokens": 6})
+        llm.start()
+    except (ImportError, ValueError, convlab.ProviderError) as err:
+        from ci_support import cannot_run
+
+        cannot_run(f"the local model cannot start: {err}")
+    try:
+        with served(tmp, llm=llm) as (app, server):
+            page = Page(browser, server.url + "?thread=long")
+            page.send("Say hi.")
+            page.send(TOO_LONG)
+            page.send("And then?")  # refused the same way: the page says why, and what to do
+            status = page.js("() => document.querySelector('#cc-status').textContent")
+            assert status.startswith("Refused: the provider refused call ") and \
+                "Edit that message (shorter), or branch before it" in status, status
+            assert page.js("() => document.querySelector('#cc-status').classList.contains('cc-error')")
+            s = app.session("long")
+            matches(page, s)
+            notes = page.js("() => [...document.querySelectorAll('#cc-chat .cc-msg')].map(e => "
+                            "[e.dataset.id, e.querySelector('.cc-too-long')?.textContent ?? null])")
+            marked = [(mid, note) for mid, note in notes if note is not None]
+            assert len(marked) == 1, notes
+            mid, note = marked[0]
+            assert convlab.content_text(s.message_tree.node(mid)["content"]) == TOO_LONG
+            assert note.startswith("Too long for the model (about ") and "its context holds 512)" in note
+            assert note.endswith("Edit it (shorter), or branch before it: edit an earlier message, or switch to another branch.")
+            assert page.page.locator(".cc-too-long").is_visible()
+            # the way on: Edit on that message, a shorter one, and the model answers
+            page.page.locator(f'.cc-msg[data-id="{mid}"] button', has_text="Edit").click()
+            page.page.fill(".cc-edit textarea", "Honey: how many jars?")
+            page.act(lambda: page.page.get_by_role("button", name="Save and send").click())
+            assert s.turns[-1]["status"] == "completed" and s.path()[-2]["content"] == "Honey: how many jars?"
+            matches(page, s)
+            assert page.js("() => document.querySelectorAll('.cc-too-long').length") == 0
+            assert page.js("() => document.querySelector('#cc-status').textContent") == ""
+            assert not page.errors, page.report()
+            page.close()
+    finally:
+        llm.close()
+
+
+@pytest.mark.localmodel
+def test_a_message_past_the_models_context_says_on_the_page_how_to_go_on(chromium, tmp_path):
+    """Issue 40 (5): "After a message longer than the local model's context, the served thread refuses every later
+    message ... until the user edits that message ... Say what to do (edit or branch before it), in the error and
+    on the chat page": a real local model (n_ctx=512), the refusal on the status line, the message marked, and an
+    edit of it goes on."""
+    chromium.run(_too_long, tmp_path)
+
+
 def test_hostile_content_is_shown_as_text_and_runs_nothing(chromium, tmp_path):
     """"All message text is inserted as text, never as HTML": <img onerror>, <script> and a thread id with
     markup show as text; no element is made from them and nothing runs."""

@@ -519,6 +519,27 @@ def test_tune_summarizer_dry_run_then_a_run_then_nothing_to_pay(long_log, tmp_pa
     assert "summaries: 5 calls made" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("kind", ["read-only", "full"])
+def test_tune_on_a_cache_that_cannot_be_written_keeps_every_summary_and_says_so(kind, long_log, tmp_path, monkeypatch, capsys):
+    """Issue 40 (1): "With the summary cache on a read-only folder, or a full disk ... The row reads 0 summaries ...
+    stderr says 'summaries: 0 calls made', and the exit status is 0": the rows are those of a writable cache, the
+    line counts what was called and what could not be kept, and one warning names the folder and why."""
+    from ci_support import tmpfs
+
+    assert main([*long_log, "--summarizer", "echo", "--rows", "--width", "200"]) == 0
+    writable = capsys.readouterr().out
+    with tmpfs(tmp_path / "disk", "64k", read_only=kind == "read-only", full=kind == "full") as disk:
+        monkeypatch.setenv("XDG_CACHE_HOME", str(disk))
+        assert main([*long_log, "--summarizer", "echo", "--rows", "--width", "200"]) == 0
+    out, err = capsys.readouterr()
+    assert out == writable
+    folder = disk / "convlab" / "summaries"
+    assert "convlab: 1 CacheWarning while tuning:" in err and f"the cache folder {folder} cannot be written (" in err
+    assert ("Read-only file system" if kind == "read-only" else "No space left on device") in err
+    assert ("convlab: summaries: 5 calls made (" in err and "0 from the cache" in err
+            and "; 5 of the calls made could not be kept in the cache" in err)
+
+
 @pytest.mark.parametrize("extra, message", [
     (["--dry-run"], "--dry-run goes with --summarizer"),
     (["--no-cache"], "--no-cache goes with --summarizer"),
@@ -979,3 +1000,27 @@ def test_the_readmes_preset_example_shows_a_difference_on_the_real_session(capsy
     assert main(argv) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "no config fired on these logs: every row is the log as it was (the engine's largest count was" in out
+
+
+def test_tune_says_how_many_configs_a_long_grid_makes_and_refuses_one_past_the_bound(session_log, capsys):
+    """Issue 40 (3): "A 10,000-config grid on a 39 kB log is neither refused nor bounded ... say on stderr how many
+    configs a grid makes before a long run starts": past --max-configs (default 1,000) the grid is refused before any
+    work, saying how to run it; from 100 configs, the size is said before the sweep."""
+    from convlab.cli.tune import MAX_CONFIGS, SAY_CONFIGS
+
+    windows = ",".join(str(20_000 + 100 * i) for i in range(50))
+    idle = ",".join(str(60 * (i + 1)) for i in range(30))
+    argv = ["tune", str(session_log), "--grid", f"window={windows}", "--grid", f"strategy[0].idle_secs={idle}", "--no-progress"]
+    assert MAX_CONFIGS == 1_000 and SAY_CONFIGS == 100
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == ("convlab: --grid makes 1,500 configs (window: 50 values x strategy[0].idle_secs: 30 values), "
+                                 "more than --max-configs 1,000: every conversation is replayed under each config, and the "
+                                 "ranking lists them all; sweep fewer values, or give --max-configs 1500 to run them\n")
+    assert main([*argv, "--max-configs", "1500", "--width", "100"]) == 0
+    out, err = capsys.readouterr()
+    assert err.startswith("convlab: sweeping 1,500 configs (window: 50 values x strategy[0].idle_secs: 30 values) over 1\n"
+                          "  conversation: 1,500 replays\n")
+    assert out.count("\n") > 1_500  # the ranking: every config
+    small = ["tune", str(session_log), "--grid", "window=20000,30000", "--no-progress"]
+    assert main(small) == 0 and "sweeping" not in capsys.readouterr().err  # a short run: nothing more said

@@ -164,3 +164,62 @@ def test_applies_says_what_it_takes():
 
     with pytest.raises(TypeError, match=r"applies takes a ContextConfig \(load_config\(\.\.\.\)\[agent\]\), got dict"):
         applies({"window": 200000}, 10, first_call=True, idle_for=None)
+
+
+# -- issue 40 (3): a config nested hundreds deep is a ConfigError naming the key, never a RecursionError ----------
+
+DEEP = 500
+DEEP_CONFIGS = {
+    "agent.bot.context.window": "[agent.bot.context]\nwindow = " + "[" * DEEP + "1" + "]" * DEEP + "\n",
+    "agent.bot.context.extra": "[agent.bot.context]\nwindow = 64000\nextra = " + "{a=" * DEEP + "1" + "}" * DEEP + "\n",
+    "agent.bot.context.strategy.prompt": "[agent.bot.context]\nwindow = 64000\n[[agent.bot.context.strategy]]\n"
+                                         "use = 'summarize'\nprompt = " + "[" * DEEP + "]" * DEEP + "\n",
+    "convlab.tune.grid.window": "[agent.bot.context]\nwindow = 64000\n[convlab.tune.grid]\nwindow = " + "[" * DEEP + "]" * DEEP + "\n",
+}
+
+
+@pytest.mark.parametrize("key", DEEP_CONFIGS)
+def test_a_config_nested_hundreds_deep_is_a_config_error_naming_the_key(key, tmp_path):
+    text = DEEP_CONFIGS[key]
+    assert len(text.encode()) < 2600  # a file of a kilobyte or two, as the red team's
+    path = tmp_path / "deep.toml"
+    path.write_text(text)
+    for source in (text, path, str(path)):
+        with pytest.raises(ConfigError) as err:
+            load_config(source, agent="bot")
+        assert err.value.key == key and "nests deeper than 100 levels" in str(err.value)
+    with pytest.raises(ConfigError, match=rf"^{key}: nests deeper"):
+        convlab.Session(config=text)
+
+
+@pytest.mark.parametrize("depth, fails", [(90, False), (101, True), (3000, True)])
+def test_a_parsed_document_nested_deep_is_refused_before_anything_reads_it(depth, fails):
+    """Another table of the document (the config reads only its agent's, but copies and prints all of it)."""
+    doc = {"agent": {"bot": {"context": {"window": 64000, "strategy": [{"use": "summarize", "prompt": "x"}]}}}, "notes": {}}
+    inner = doc["notes"]
+    for _ in range(depth - 1):
+        inner["note"] = {}
+        inner = inner["note"]
+    if not fails:
+        assert load_config(doc, agent="bot")["bot"].window == 64000
+        return
+    for make in (lambda: load_config(doc, agent="bot"), lambda: convlab.Session(config=doc),
+                 lambda: convlab.config_grid(doc, {"window": [64000]}, agent="bot")):
+        with pytest.raises(ConfigError, match=r"^notes\.note\.note.*: nests deeper than 100 levels"):
+            make()
+
+
+@pytest.mark.parametrize("command", ["tune", "search", "serve"])
+def test_the_commands_refuse_a_deep_config_in_one_line(command, tmp_path, capsys):
+    from convlab.cli import main
+
+    cfg = tmp_path / "deep.toml"
+    cfg.write_text(DEEP_CONFIGS["agent.bot.context.window"])
+    log = tmp_path / "s.jsonl"
+    convlab.Session(log=log).submit({"type": "client.message", "agent_id": "bot", "message": {"role": "user", "content": "hi"}})
+    argv = {"tune": ["tune", str(log), "--config", str(cfg)], "search": ["search", str(log), "--base", str(cfg), "--objective", "tokens_read"],
+            "serve": ["serve", "--log-dir", str(tmp_path / "logs"), "--config", str(cfg), "--port", "0"]}[command]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "agent.bot.context.window: nests deeper than 100 levels" in err
+    assert "internal error" not in err and "RecursionError" not in err

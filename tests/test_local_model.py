@@ -126,6 +126,46 @@ def test_too_long_overflows_the_model_summarizes_and_the_call_runs_once_more(llm
     assert started[-1]["call_id"] == failed["call_id"]  # the same call, once more
 
 
+#: Far past n_ctx=512 alone (about 1,260 o200k tokens): the model cannot read it, even after a summary of what came before.
+TOO_LONG = " ".join(f"Note {i}: the crate on shelf {i} holds {i * 3} jars of honey and {i * 5} candles." for i in range(60))
+
+
+def test_a_served_thread_past_the_models_context_says_how_to_go_on(llm, tmp_path):
+    """Issue 40 (5): "After a message longer than the local model's context, the served thread refuses every later
+    message ... until the user edits that message, and the error does not say so": the run's error says what to do
+    (edit it, or branch before it) and names the message in its metadata; the thread's snapshot marks it for the
+    page; an edit before it goes on."""
+    from agui_support import m, run, served, snapshot
+
+    with served(tmp_path / "logs", llm=llm) as (app, server):
+        history = [m("u1", "Say hi.")]
+        history.append(reply_of(run(server.url, "t", history)))
+        errors = []
+        for later in (m("u2", TOO_LONG), m("u3", "And then?")):  # the long message, then one after it
+            history.append(later)
+            events = run(server.url, "t", history)
+            assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "turn_failed", events[-1]
+            errors.append(events[-1])
+        for error in errors:  # each time: why, and what to do, in the text and in the fields
+            stuck = error["metadata"]["too_long"]
+            assert error["message"].startswith("the provider refused call ") and "as too long again: " in error["message"]
+            assert ("Edit that message (shorter), or branch before it: edit an earlier message, or switch to another "
+                    "branch.") in error["message"] and "(its context holds 512 tokens)" in error["message"]
+            assert '"Note 0: the crate on shelf 0 holds 0 jars of honey and 0..."' in error["message"]
+            assert stuck["window"] == 512 and stuck["tokens"] > 1000 and stuck["text"] in error["message"]
+        snap = snapshot(server.url, "t")
+        marked = snap["too_long"]
+        nodes = {n["id"]: n for n in snap["nodes"]}
+        assert marked["message"] in snap["path"] and nodes[marked["message"]]["content"] == TOO_LONG
+        assert marked == errors[-1]["metadata"]["too_long"]
+        # what the page's Edit does: the path above that message, and the message made shorter
+        above = [nodes[i] for i in snap["path"][:snap["path"].index(marked["message"])]]
+        view = [{"id": n["id"], "role": n["role"], "content": n["content"]} for n in above] + [m("u4", "Honey: how many jars?")]
+        events = run(server.url, "t", view)
+        assert events[-1]["type"] == "RUN_FINISHED" and events[-1]["outcome"] == {"type": "success"}
+        assert snapshot(server.url, "t")["too_long"] is None
+
+
 def test_replay_and_tune_summarize_with_the_local_model_once_then_from_the_cache(llm, tmp_path):
     log = tmp_path / "chat.jsonl"
     s = convlab.Session(log=log)  # EchoLLM writes the replies; the local model writes the summaries

@@ -117,3 +117,14 @@ def test_read_tree_is_the_tree_session_load_rebuilds_without_a_session(tmp_path)
         read_tree(io.BytesIO(b'{"type": "message.new", "message": {}}\n'))
     with pytest.raises(convlab.LogError, match="the log is empty"):
         read_tree(io.BytesIO(b""))
+
+
+def test_a_line_nested_thousands_deep_is_a_log_error_naming_it(tmp_path):
+    """Issue 40 (3): untrusted JSON is damage, never a crash: a session log line nested 5,000 deep."""
+    path = tmp_path / "deep.jsonl"
+    path.write_text(json.dumps({"type": "session.started", "agent": "bot", "seq": 1, "time": 0}) + "\n"
+                    + '{"type": "note", "x": ' + "[" * 5000 + "]" * 5000 + "}\n"
+                    + json.dumps({"type": "note", "seq": 3, "time": 0}) + "\n")
+    with pytest.raises(LogError, match="line 2 is not a valid event: nested deeper than Python's JSON reader") as err:
+        convlab.Session.load(path, append=False)
+    assert err.value.line == 2

@@ -21,7 +21,7 @@ import convlab
 PACKAGE = Path(convlab.__file__).parent
 
 PUBLIC = [
-    "AnthropicChat", "OpenAIChat", "LocalChat", "provider", "CallCancelled",
+    "AnthropicChat", "OpenAIChat", "LocalChat", "provider", "CacheWarning", "CallCancelled",
     "input_tokens",
     "ChatView", "ConfigError", "ContextConfig", "ContextGauge", "Conversation", "DecisionPanel", "EchoLLM", "EventLog", "Lab",
     "LogError", "LogWarning", "PriceError", "ProviderError", "ReadError", "ReadWarning", "Refused", "Replay", "ReplayLLM", "ScriptedLLM",

@@ -253,3 +253,19 @@ def test_one_message_longer_than_the_judge_window_is_cut_to_it_in_tokens():
     for text in ("a3f9" * 2000, "漢字仮名交じり文" * 600, "word " * 3000):
         [kept] = _newest([{"role": "user", "content": text}], 200)
         assert 0 < count_tokens(kept["content"]) <= 196 and text.endswith(kept["content"])
+
+
+@pytest.mark.parametrize("reply, at", [("[" * 3000 + "]" * 3000, 0), ("Here: " + '{"q": ' * 3000 + "1" + "}" * 3000, 6),
+                                       ('[{"question": "x", "answer": ' + "[" * 5000, 0)])
+def test_a_judge_reply_nested_thousands_deep_is_a_failed_probe_said_in_its_note(reply, at):
+    """Issue 40 (3): "A judge's reply nested 3,000 deep makes convlab.retention(r, judge=...) raise RecursionError
+    (probes._first_json catches only ValueError): a model's reply is untrusted text; it is a failed probe, said in
+    probe_note"."""
+    llm, j = judge(questions=reply)
+    r = replay(conv(turns(4)), config("reset", 1500))
+    df = retention(r, judge=j, probes=2)
+    assert len(df) == len(compactions(r)) > 0
+    note = (f"the judge failed: the judge's reply nests deeper than Python's JSON reader follows (from character {at}); "
+            "it is not read")
+    assert df["probe_note"].tolist() == [note] * len(df)
+    assert (df["probes"] == 0).all() and df["retained"].isna().all()

@@ -3,10 +3,13 @@ what misleads (issue 15 part 3)."""
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import convlab
 from convlab.tuning.ranking import RANK_COLUMNS, config_label, grid_keys, short_keys
@@ -206,3 +209,80 @@ def test_on_real_sessions_the_config_ranked_first_breaks_no_turn_and_every_row_a
             ranked = convlab.rank(df, by=by)
         assert ranked.iloc[0]["failed_turns"] == 0 and (ranked["failed_turns"] == 0).all()
         assert set(ranked.attrs["left_out"]) == set(failed["config"])
+
+
+# -- issue 40 (3): a grid of thousands of configs is ranked in n log n -----------------------------------------
+
+
+def _dominated_pairwise(saved, rewrites, i):
+    """The Pareto rule as it reads, every pair compared (the reference)."""
+    s, r = saved[i], rewrites[i]
+    return math.isnan(s) or any(j != i and not math.isnan(t) and t >= s and q <= r and (t > s or q < r)
+                                for j, (t, q) in enumerate(zip(saved, rewrites, strict=True)))
+
+
+@given(st.lists(st.tuples(st.one_of(st.sampled_from([0.0, 0.25, 0.5, -0.1, float("nan")]), st.floats(-1, 1)),
+                          st.integers(0, 6)), max_size=40))
+def test_the_pareto_front_in_one_sort_is_the_pairwise_rule(points):
+    import pandas as pd
+
+    from convlab.tuning.ranking import _undominated
+
+    saved, rewrites = [p[0] for p in points], [p[1] for p in points]
+    assert _undominated(pd.Series(saved, dtype=float), pd.Series(rewrites)) == \
+        [not _dominated_pairwise(saved, rewrites, i) for i in range(len(points))]
+
+
+def _grid_frame(n_configs, n_conversations=3):
+    """A tune frame of ``n_configs`` configs over ``n_conversations`` conversations, every fourth config firing at
+    most calls with a threshold below the hidden prompt (a warning each), every tenth breaking a turn."""
+    import pandas as pd
+
+    rows = []
+    for j in range(n_configs):
+        for c in range(n_conversations):
+            fires = j % 4 == 0
+            rows.append({"conversation": f"c{c}", "source": f"c{c}.jsonl", "config": j, "window": 20000 + 100 * j,
+                         "strategies": "summarize", "threshold": 4000 + 100 * j, "calls": 40, "limits_full": 30 if fires else j % 3,
+                         "limits_idle": 0, "limits_overflow": 0, "summaries": 30 if fires else j % 3, "resets": 0,
+                         "stale": j % 5, "tokens_read": 10_000 + (j * 7919) % 5000, "baseline_tokens_read": 15_000,
+                         "failed_turns": int(j % 10 == 9), "lost_calls": 2 * int(j % 10 == 9), "overhead": 30_000,
+                         "overhead_calls": 40})
+    return pd.DataFrame(rows)
+
+
+def test_ranking_a_grid_grows_linearly_in_work_not_with_its_square(monkeypatch):
+    """Issue 40 (3): "1,000 configs take 7 s, 3,000 take 49 s (quadratic), 10,000 did not finish in 400 s": the
+    ranking reads each config's rows once. Counted, not timed: the rows a config's warning and breakage are
+    worked out from, over the grid, grow with the grid (a scan per config made them grow with its square)."""
+    import pandas as pd
+
+    from convlab.tuning import ranking
+
+    seen = []
+    for name in ("_warning", "_breaks"):
+        original = getattr(ranking, name)
+
+        def counting(config, *args, _original=original):
+            rows = args[-1]
+            seen.append(len(rows))
+            return _original(config, *args)
+        monkeypatch.setattr(ranking, name, counting)
+    scans = []
+    original_eq = pd.Series.__eq__
+
+    def eq(self, other):
+        if self.name == "config":
+            scans.append(len(self))
+        return original_eq(self, other)
+    monkeypatch.setattr(pd.Series, "__eq__", eq)
+    work = {}
+    for n in (200, 800):
+        seen.clear(), scans.clear()
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            ranked = ranking.rank(_grid_frame(n))
+        work[n] = sum(seen) + sum(scans)
+        assert len(ranked) == n - n // 10 and len(ranked.attrs["left_out"]) == n // 10
+        assert all(len(str(w.message)) < 2000 for w in said), "a warning names a few configs and says how many more"
+    assert work[800] <= 4 * work[200] * 1.1, work  # four times the configs: four times the work, not sixteen

@@ -6,13 +6,15 @@ import json
 import multiprocessing
 import threading
 import time
+import warnings
 
 import pytest
 
 import convlab
+from ci_support import tmpfs
 from convlab.providers import EchoLLM
-from convlab.replaying.summaries import Summaries, default_folder, model_of, request_key
 from convlab.replaying.options import Options
+from convlab.replaying.summaries import Summaries, answerer, default_folder, model_of, request_key
 
 
 def request(text, prompt="Summarize.", model=None, ids=True):
@@ -175,3 +177,121 @@ def test_what_the_summary_options_take():
     with pytest.raises(TypeError, match="cache must be a folder"):
         Options(summarizer=EchoLLM(), summary_cache=True)
     assert Options(summarizer=EchoLLM(), summary_cache=False).summaries().folder is None
+
+
+
+# -- issue 40 (1): a cache that cannot be written never throws a written summary away ---------------------------
+
+
+def _unwritable(kind, tmp_path):
+    """A cache folder on a real read-only tmpfs, or on a full one."""
+    return tmpfs(tmp_path / "disk", "64k", read_only=kind == "read-only", full=kind == "full")
+
+
+@pytest.mark.parametrize("kind", ["read-only", "full"])
+@pytest.mark.parametrize("where", ["the disk itself", "a folder not made yet"])
+def test_a_cache_that_cannot_be_written_loses_no_summary_and_says_so_once(kind, where, tmp_path):
+    llm = EchoLLM()
+    with _unwritable(kind, tmp_path) as disk:
+        folder = disk if where == "the disk itself" else disk / "convlab" / "summaries"
+        s = Summaries(llm, folder)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            first = s.complete(request("one two three " * 300))  # more than the tmpfs page left, on a full disk
+            second = s.complete(request("four five six " * 300))
+            again = s.complete(request("one two three " * 300))  # from memory: no call
+        said = [w.message for w in caught if issubclass(w.category, convlab.CacheWarning)]
+        assert first["content"].startswith("Summary of 1 messages.") and again == first and second != first
+        assert llm.calls == 2
+        cost = s.cost()
+        assert (cost.calls, cost.failed, cost.unkept, cost.cached) == (2, 0, 2, 0)
+        assert cost.input_tokens > 0
+        assert len(said) == 1, [str(w) for w in said]  # once, however many entries it could not keep
+        assert said[0].folder == str(folder) and str(folder) in str(said[0])
+        expected = "Read-only file system" if kind == "read-only" else "No space left on device"
+        assert said[0].reason == expected and expected in str(said[0])
+        assert [p.name for p in disk.rglob("*") if p.is_file()] == (["filler"] if kind == "full" else [])  # no torn entry
+
+
+def test_a_sweep_on_an_unwritable_cache_holds_the_same_summaries_as_on_a_writable_one(tmp_path):
+    from test_tuning import claude_code_lines
+
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join(claude_code_lines(8, chars=3000)))
+    [c] = convlab.read(path, progress=False)
+    cfg = "[agent.bot.context]\n[[agent.bot.context.strategy]]\nuse = 'summarize'\nover_tokens = 2000\n"
+    writable = convlab.tune([c], cfg, progress=False, summarizer=EchoLLM(), summary_cache=tmp_path / "ok")
+    with _unwritable("read-only", tmp_path) as disk, pytest.warns(convlab.CacheWarning, match="cannot be written"):
+        unwritable = convlab.tune([c], cfg, progress=False, summarizer=EchoLLM(), summary_cache=disk)
+    columns = ["summaries", "summary_tokens", "tokens_read", "saved", "stale", "failed_turns"]
+    assert writable["summaries"].iloc[0] > 0
+    assert unwritable[columns].values.tolist() == writable[columns].values.tolist()
+    made, lost = writable.attrs["summary_cost"], unwritable.attrs["summary_cost"]
+    assert (lost.calls, lost.unkept, lost.failed) == (made.calls, made.calls, 0) and made.unkept == 0
+
+
+@pytest.mark.parametrize("kind", ["read-only", "full"])
+def test_the_judge_cache_that_cannot_be_written_loses_no_answer(kind, tmp_path):
+    from convlab.tuning.probes import Judge
+
+    llm = EchoLLM()
+    with _unwritable(kind, tmp_path) as disk, pytest.warns(convlab.CacheWarning) as said:
+        j = Judge(llm, cache=disk / "judge")
+        assert j.complete({"messages": [{"role": "user", "content": "hi " * 2000}]})["content"].startswith("echo: hi")
+        assert j.complete({"messages": [{"role": "user", "content": "hi " * 2000}]}) is not None
+    assert llm.calls == 1 and j.cost().calls == 1 and j.cost().unkept == 1
+    assert [w.message.folder for w in said] == [str(disk / "judge")]
+
+
+def test_the_key_holds_the_server_its_params_and_its_context(tmp_path, monkeypatch):
+    """Issue 40 (1): "after OPENAI_BASE_URL changed, cached too_long refusals from the first server answered for the
+    second": two real servers on loopback, one that refuses as too long and one that answers."""
+    from providers_wire import LLAMACPP_TOO_LONG, Loopback, openai_completion
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0000000000000000")
+    with Loopback(lambda path, body, headers: (400, LLAMACPP_TOO_LONG)) as small, \
+            Loopback(lambda path, body, headers: (200, openai_completion("the summary"))) as large:
+        monkeypatch.setenv("OPENAI_BASE_URL", small.url)
+        with pytest.raises(convlab.ProviderError, match="exceeds the available context size"):
+            Summaries(convlab.provider("openai:gpt-4.1-mini"), tmp_path).complete(request("long text"))
+        monkeypatch.setenv("OPENAI_BASE_URL", large.url)
+        s = Summaries(convlab.provider("openai:gpt-4.1-mini"), tmp_path)
+        assert s.complete(request("long text"))["content"] == "the summary"
+        assert (len(small.requests), len(large.requests), s.cost().calls, s.cost().cached) == (1, 1, 1, 0)
+        # the same server again: the cache answers
+        again = Summaries(convlab.provider("openai:gpt-4.1-mini"), tmp_path)
+        assert again.complete(request("long text"))["content"] == "the summary" and len(large.requests) == 1
+        # other params (temperature, max tokens) change the answer: another key
+        hot = Summaries(convlab.OpenAIChat("gpt-4.1-mini", params={"temperature": 1.0}), tmp_path)
+        hot.complete(request("long text"))
+        assert len(large.requests) == 2 and large.requests[-1][1]["temperature"] == 1.0
+    assert answerer(EchoLLM(window=100)) != answerer(EchoLLM(window=200))
+    key = "sk-proj-" + "k" * 40
+    said = answerer(convlab.OpenAIChat("m", api_key=key, base_url=f"http://me:{key}@127.0.0.1:9/v1?key={key}"))
+    assert said == {"server": "http://127.0.0.1:9/v1"}  # the public part of the URL: no credential in a key or an entry
+
+
+@pytest.mark.parametrize("damage", ["nested 2,000 deep", "a reply nested 150 deep", "a message that is a list",
+                                    "a usage no provider reports", "not an object", "another key"])
+def test_a_damaged_cache_entry_is_made_again_never_a_crash(damage, tmp_path):
+    """Issue 40 (3): "A cache entry nested 2,000 deep was an internal error in one run: read every cache entry as
+    untrusted too (made again when damaged)"."""
+    llm = EchoLLM()
+    made = Summaries(llm, tmp_path).complete(request("x y"))
+    (entry,) = tmp_path.rglob("*.json")
+    good = json.loads(entry.read_text())
+    deep = lambda n: "[" * n + "]" * n  # noqa: E731
+    text = {"nested 2,000 deep": '{"key": "%s", "reply": %s}' % (good["key"], deep(2000)),
+            "a reply nested 150 deep": json.dumps({**good, "reply": {"content": json.loads(deep(150)), "usage": {}}}),
+            "a message that is a list": json.dumps({"key": good["key"], "error": "too_long", "message": json.loads(deep(50))}),
+            "a usage no provider reports": json.dumps({**good, "reply": {**good["reply"], "usage": {"input_tokens": -10**9}}}),
+            "not an object": deep(3000),
+            "another key": json.dumps({**good, "key": "0" * 64})}[damage]
+    entry.write_text(text)
+    s = Summaries(llm, tmp_path)
+    reply = s.complete(request("x y"))
+    if damage == "a usage no provider reports":  # the entry is whole, its usage is not: used, without the usage
+        assert llm.calls == 1 and reply["content"] == made["content"] and reply["usage"] == {}
+        return
+    assert llm.calls == 2 and reply == made and s.cost().cached == 0
+    assert json.loads(entry.read_text()) == good  # made again, and written whole

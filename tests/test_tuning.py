@@ -423,7 +423,7 @@ def test_one_conversation_on_two_jobs_replays_its_baseline_once_here(tmp_path, m
 
     if "fork" not in multiprocessing.get_all_start_methods():
         pytest.skip("the workers see the baseline and the spies only through fork")
-    real_run, real_rows = sweep._Baseline.run.__func__, sweep.rows
+    real_run, real_rows = sweep.Baseline.run.__func__, sweep.rows
 
     def run(cls, *args, **kwargs):
         (tmp_path / f"base-{os.getpid()}-{len(list(tmp_path.glob('base-*')))}").touch()
@@ -436,7 +436,7 @@ def test_one_conversation_on_two_jobs_replays_its_baseline_once_here(tmp_path, m
 
     axes = {"strategy[1].over_tokens": [3000, 5000, 100000], "strategy[0].idle_secs": [400, 10**6]}  # 100000, 10**6: never fires
     serial = tune(CONVS[1], BASE, grid=axes, progress=False, jobs=1)
-    monkeypatch.setattr(sweep._Baseline, "run", classmethod(run))
+    monkeypatch.setattr(sweep.Baseline, "run", classmethod(run))
     monkeypatch.setattr(sweep, "rows", spy)
     parallel = tune(CONVS[1], BASE, grid=axes, progress=False, jobs=2)
     pd.testing.assert_frame_equal(parallel, serial)

@@ -298,11 +298,12 @@ class RunEvents:
         self._add(RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, outcome=result,
                                    usage=self._usage_list(), timestamp=self._now()))
 
-    def failed(self, message: str, code: str) -> None:
-        """End with ``RUN_ERROR`` after what the run sent so far."""
+    def failed(self, message: str, code: str, metadata: Mapping[str, Any] | None = None) -> None:
+        """End with ``RUN_ERROR`` after what the run sent so far (``metadata``: what a program reads of it)."""
         self._close_text(self._now())
         self.sync()
-        self._add(RunErrorEvent(message=message, code=code, usage=self._usage_list(), timestamp=self._now()))
+        self._add(RunErrorEvent(message=message, code=code, usage=self._usage_list(), timestamp=self._now(),
+                                metadata=dict(metadata) if metadata else None))
 
     def refused(self, message: str, code: str, metadata: Mapping[str, Any] | None = None) -> None:
         """The run was refused before it began: ``RUN_ERROR`` alone (nothing was written)."""

@@ -71,7 +71,7 @@ from .events import RunEvents, refusal, snapshot_run
 from .gate import BODY_TIMEOUT, Gate, Guard, Rejected, error, read_json
 from .interrupts import ResumeError, actions_for
 from .messages import from_agui, to_agui
-from .threads import ServedRun, ServedThread, Unreadable
+from .threads import ServedRun, ServedThread, Unreadable, too_long
 from .views import UNANSWERED, brings_input, continued, fill_gaps, steers
 
 __all__ = ["AGUIApp", "app", "check_thread_id", "MAX_BODY", "LOCK_NAME", "NAME_MAX", "LOG_FULL", "LOG_DAMAGED"]
@@ -528,7 +528,11 @@ class AGUIApp:
         elif turn["status"] == "cancelled":
             run.started.finished("cancelled")
         else:
-            run.started.failed(turn.get("error") or f"turn {run.turn} failed", "turn_failed")
+            error, stuck = turn.get("error") or f"turn {run.turn} failed", too_long(s)
+            if stuck is None:
+                run.started.failed(error, "turn_failed")
+            else:  # refused as too long after making room: say how the thread goes on (the page marks the message)
+                run.started.failed(f"{error}: {stuck['text']}", "turn_failed", {"too_long": stuck})
         run.done = True
 
 

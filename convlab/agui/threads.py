@@ -27,15 +27,17 @@ from typing import Any, Protocol
 from ag_ui.core import RunAgentInput
 from ag_ui.encoder import EventEncoder
 
-from ..context import ContextConfig
+from ..context import ContextConfig, kept
 from ..engine import Session, WorkerLike
 from ..errors import CallCancelled, LogError
 from ..providers import Provider, StreamingProvider, can_stream, cut_at_limit, secrets_of
+from ..text import brief
+from ..tokens import count_tokens
 from ..tree import lane_from, newest_leaves, nodes_in_order, path_to
 from .events import RunEvents
 from .interrupts import interrupt_of
 
-__all__ = ["AppSettings", "ServedThread", "ServedRun", "Unreadable", "served_llm"]
+__all__ = ["AppSettings", "ServedThread", "ServedRun", "Unreadable", "served_llm", "too_long"]
 
 
 class AppSettings(Protocol):
@@ -323,7 +325,8 @@ class ServedThread:
                 self.load()
         with self.view:
             s = self.session
-            return {"thread": self.id, **s.snapshot(), **paths_of(s), "running": s.running, "interrupt": self.interrupt()}
+            return {"thread": self.id, **s.snapshot(), **paths_of(s), "running": s.running, "interrupt": self.interrupt(),
+                    "too_long": too_long(s)}
 
     def on_event(self, event: Mapping[str, Any]) -> None:
         run = self.current
@@ -343,6 +346,47 @@ class ServedThread:
             return None
         seq = next(e["seq"] for e in reversed(s.events) if e["type"] == "decision.requested")
         return interrupt_of(s.pending, seq)
+
+
+def too_long(session: Session) -> dict[str, Any] | None:
+    """How the thread can go on when its last turn failed because the model refused the path as too long even
+    after the engine made room (nothing happened since): every later message on that path is refused the same
+    way, until the person edits the message that is too long, or branches before it. ``message``: the longest
+    message of the input the model must answer (``convlab.kept``; its id on the path, which the page marks: after
+    the engine made room, a copy the summary kept, ``copied_from`` naming the one sent), ``tokens`` about how many
+    it holds (o200k_base), ``window`` the model's context when the provider says it (``n_ctx``), and ``text``
+    what to do, said in the run's error and on the page. None otherwise.
+    """
+    turns = session.turns
+    events = session.events
+    if not turns or turns[-1]["status"] != "failed" or not events or events[-1]["type"] != "turn.failed":
+        return None
+    failed = None
+    for ev in reversed(events):  # the last turn's own events, from its end back to its start
+        if ev.get("turn_id") != turns[-1]["id"] or ev["type"] == "turn.started":
+            break
+        if ev["type"] == "llm.failed":
+            failed = ev
+            break
+    if failed is None or failed.get("error") != "too_long":
+        return None
+    path = session.path()
+    asked = kept(reversed(path)) or path
+    if not asked:
+        return None
+    sizes = {m["id"]: count_tokens([m]) for m in asked if m["role"] == "user"} or \
+        {m["id"]: count_tokens([m]) for m in asked}
+    message = max(sizes, key=lambda mid: sizes[mid])
+    windows = [getattr(getattr(p, "provider", p), "n_ctx", None) for p in session.llms.values()]
+    window = next((w for w in windows if isinstance(w, int) and not isinstance(w, bool)), None)
+    holds = f" (its context holds {window:,} tokens)" if window else ""
+    start = brief(session.message_tree.node(message)["content"])
+    quoted = start if len(start) <= 60 else start[:57].rstrip() + "..."
+    text = (f"the model cannot read this path even after making room: the message \"{quoted}\" (about "
+            f"{sizes[message]:,} tokens) is too long for it{holds}, and every message after it on this path is refused "
+            f"the same way. Edit that message (shorter), or branch before it: edit an earlier message, or switch to "
+            f"another branch.")
+    return {"message": message, "tokens": sizes[message], "window": window, "text": text}
 
 
 def paths_of(session: Session) -> dict[str, Any]:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import textwrap
 from pathlib import Path
@@ -35,6 +36,12 @@ if TYPE_CHECKING:
     from .arguments import Parser
 
     Config = str | Preset | Auto  # one of tune's configs: TOML text, a preset, AUTO
+
+#: The most configs ``convlab tune`` sweeps unless ``--max-configs`` says more.
+MAX_CONFIGS = 1_000
+#: A grid of this many configs or more is a long run: its size is said on stderr before the sweep starts.
+SAY_CONFIGS = 100
+
 
 def add(sub: argparse._SubParsersAction[Parser]) -> None:
     tune = sub.add_parser(
@@ -91,6 +98,10 @@ def add(sub: argparse._SubParsersAction[Parser]) -> None:
                            "auto: the preset of the agent that wrote each log, at the window its log records")
     tune.add_argument("--window", type=tokens, metavar="TOKENS",
                       help="with --preset: the model's context window every preset fires against (e.g. 128000)")
+    tune.add_argument("--max-configs", type=job_count, default=MAX_CONFIGS, metavar="N",
+                      help=f"refuse a grid of more configs than this before any work (default {MAX_CONFIGS:,}: every "
+                           f"conversation is replayed under each config, and the ranking lists them all); a grid of "
+                           f"{SAY_CONFIGS:,} configs or more is said on stderr before the sweep starts")
     add_reading_options(tune)
     tune.set_defaults(run=run)
 
@@ -173,8 +184,10 @@ def _say_cost(cost: SummaryCost, dry_run: bool) -> str:
         return line
     refused = (f"; {cost.refused} of them refused as too long for the summarizer (the engine shortened each, at most "
                f"three times, then ran the held call as it was)") if cost.refused else ""
+    unkept = (f"; {cost.unkept} of the calls made could not be kept in the cache (its folder cannot be written: used in "
+              f"this run, made again by the next)") if cost.unkept else ""
     return (f"summaries: {plural(cost.calls, 'call')} made ({cost.input_tokens:,} input tokens), "
-            f"{cost.cached} from the cache ({cost.cached_input_tokens:,} input tokens){refused}")
+            f"{cost.cached} from the cache ({cost.cached_input_tokens:,} input tokens){refused}{unkept}")
 
 
 def _say_failed(cost: SummaryCost) -> str:
@@ -211,6 +224,11 @@ def _example_sweeps() -> str:
     return f"a reset after idle_secs, else a summary past window - 16000, over the grid {_say_grid(grid)}"
 
 
+def _grid_size(grid: dict[str, list[Any]]) -> str:
+    """How many values each key of a grid sweeps: ``window: 100 values x strategy[0].idle_secs: 50 values``."""
+    return " x ".join(f"{k}: {plural(len(v), 'value')}" for k, v in grid.items())
+
+
 def _say_grid(grid: dict[str, list[Any]]) -> str:
     """A grid as --grid takes it: ``window=64000,128000 x strategy[0].idle_secs=600,3600``."""
     return " x ".join(f"{k}={','.join(map(str, v))}" for k, v in grid.items())
@@ -235,6 +253,11 @@ def _check_sweep(args: argparse.Namespace, name: str, text: str, notes: Notes) -
     except ConfigError as err:
         raise in_config(name, err) from None
     where = "--grid" if args.grid else f"{name}: convlab.tune.grid"
+    size = math.prod(len(v) for v in grid.values()) if grid else 1
+    if size > args.max_configs:  # before the configs are made: a grid of millions is refused at once
+        raise Usage(f"{where} makes {size:,} configs ({_grid_size(grid)}), more than --max-configs {args.max_configs:,}: "
+                    f"every conversation is replayed under each config, and the ranking lists them all; sweep fewer "
+                    f"values, or give --max-configs {size} to run them")
     try:
         columns = list(tune([], text, _options(args), grid=grid or None, progress=False).columns)  # no conversation: checks only
     except ConfigError as err:
@@ -313,6 +336,10 @@ def run(args: argparse.Namespace, out: TextIO, notes: Notes) -> None:
         raise Usage(f"--value {args.value} is in dollars: give --model (e.g. --model claude-sonnet-4-5), or another "
                      f"--value (e.g. tokens_read)")
     convs = read_logs(args.paths, args, notes)
+    size = math.prod(len(v) for v in grid.values()) if grid else len(configs) if isinstance(configs, list) else 1
+    if size >= SAY_CONFIGS:  # a long run: what it is, before it starts
+        notes.say(f"sweeping {size:,} configs{f' ({_grid_size(grid)})' if grid else ''} over "
+                  f"{plural(len(convs), 'conversation')}: {size * len(convs):,} replays")
     chosen = _options(args, summarizer)
     sweep = dict(grid=grid or None, progress=None if progress(args) else False, jobs=args.jobs)
     if args.dry_run:  # what the summaries would cost, no table

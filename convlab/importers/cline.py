@@ -45,7 +45,7 @@ from typing import Any
 
 from ..conversation import Conversation
 from .documents import Document, NotJSON, parse_bytes
-from .records import ImportedMessage, Problems, conversation, to_time
+from .records import ImportedMessage, Problems, conversation, logged_counts, to_time
 
 NAME = "cline"
 HISTORY = "api_conversation_history.json"
@@ -119,10 +119,6 @@ def _sibling(folder: Path | None, name: str) -> list[Any] | None:
     return items if doc.kind == "array" else None
 
 
-def _count(v: object) -> int | None:
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and abs(v) < 2**63 else None
-
-
 def _info(row: Mapping[str, Any]) -> Mapping[str, Any]:
     """An ``api_req_started`` row's ``ClineApiReqInfo``."""
     try:
@@ -133,9 +129,8 @@ def _info(row: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _ui_usage(info: Mapping[str, Any]) -> dict[str, Any]:
-    usage: dict[str, Any] = {"input_tokens": _count(info.get("tokensIn")) or 0, "output_tokens": _count(info.get("tokensOut")) or 0,
-                             "cache_read_input_tokens": _count(info.get("cacheReads")) or 0,
-                             "cache_creation_input_tokens": _count(info.get("cacheWrites")) or 0}
+    usage, _sound = logged_counts(info, {"input_tokens": "tokensIn", "output_tokens": "tokensOut",  # as written: build checks
+                                         "cache_read_input_tokens": "cacheReads", "cache_creation_input_tokens": "cacheWrites"})
     if isinstance(info.get("cost"), (int, float)) and not isinstance(info.get("cost"), bool):
         usage["cost"] = info["cost"]
     return usage
@@ -143,16 +138,17 @@ def _ui_usage(info: Mapping[str, Any]) -> dict[str, Any]:
 
 def _usage_rows(ui: list[Any]) -> list[Mapping[str, Any]]:
     """The ``api_req_started`` rows that carry a call's usage (``tokensIn``), in order."""
-    return [r for r in ui if _ui_row(r) and r.get("say") == "api_req_started" and _count(_info(r).get("tokensIn")) is not None]
+    return [r for r in ui if _ui_row(r) and r.get("say") == "api_req_started" and _info(r).get("tokensIn") is not None]
 
 
 def _metrics(m: Mapping[str, Any]) -> dict[str, Any] | None:
     tokens = m.get("metrics", {}).get("tokens") if isinstance(m.get("metrics"), Mapping) else None
-    if not isinstance(tokens, Mapping) or _count(tokens.get("prompt")) is None:
+    if not isinstance(tokens, Mapping) or tokens.get("prompt") is None:
         return None
-    prompt, cached = _count(tokens.get("prompt")) or 0, min(_count(tokens.get("cached")) or 0, _count(tokens.get("prompt")) or 0)
-    usage: dict[str, Any] = {"input_tokens": prompt - cached, "cache_read_input_tokens": cached,
-                             "output_tokens": _count(tokens.get("completion")) or 0}
+    usage, sound = logged_counts(tokens, {"input_tokens": "prompt", "cache_read_input_tokens": "cached", "output_tokens": "completion"})
+    if sound:  # the uncached input apart from the cached; counts no provider reports as written, for build to say
+        cached = min(usage["cache_read_input_tokens"], usage["input_tokens"])
+        usage.update(input_tokens=usage["input_tokens"] - cached, cache_read_input_tokens=cached)
     cost = m["metrics"].get("cost")
     if isinstance(cost, (int, float)) and not isinstance(cost, bool):
         usage["cost"] = cost
@@ -228,7 +224,7 @@ def _from_ui(rows: list[Any], source: str, task: str) -> Conversation:
             last = nid
         elif kind == "api_req_started":
             info = _info(r)
-            if _count(info.get("tokensIn")) is None:
+            if info.get("tokensIn") is None:
                 continue
             reply, call = {"role": "assistant", "content": [], "time": time, "usage": _ui_usage(info)}, None
             records.append(ImportedMessage(nid, last, reply))

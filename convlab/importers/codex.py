@@ -57,7 +57,7 @@ from typing import Any
 from ..conversation import KEPT, Conversation
 from ..tokens import content_text
 from .documents import Document
-from .records import ImportedMessage, Problems, as_text, conversation, kept_copy, summary_root, to_time
+from .records import ImportedMessage, Problems, as_text, conversation, kept_copy, logged_counts, summary_root, to_time
 
 NAME = "codex"
 _ROW_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
@@ -114,18 +114,15 @@ def _same(text: str) -> str:
     return f"redacted {found.group(1)}" if found else text.strip()
 
 
-def _count(v: object) -> int:
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and abs(v) < 2**63 else 0
-
-
 def _usage(last: Mapping[str, Any]) -> dict[str, Any]:
-    """``last_token_usage`` as a node's usage: the uncached input apart from the cached (their sum is the input)."""
-    total = max(0, _count(last.get("input_tokens")))
-    cached = min(max(0, _count(last.get("cached_input_tokens"))), total)
-    usage = {"input_tokens": total - cached, "cache_read_input_tokens": cached, "output_tokens": max(0, _count(last.get("output_tokens")))}
-    for key in ("reasoning_output_tokens", "total_tokens"):
-        if key in last:
-            usage[key] = _count(last.get(key))
+    """``last_token_usage`` as a node's usage: the uncached input apart from the cached (their sum is the input);
+    counts no provider reports kept as they are, for ``records.build`` to leave out and say."""
+    more = {key: key for key in ("reasoning_output_tokens", "total_tokens") if key in last}
+    usage, sound = logged_counts(last, {"input_tokens": "input_tokens", "cache_read_input_tokens": "cached_input_tokens",
+                                        "output_tokens": "output_tokens", **more})
+    if sound:
+        cached = min(usage["cache_read_input_tokens"], usage["input_tokens"])
+        usage.update(input_tokens=usage["input_tokens"] - cached, cache_read_input_tokens=cached)
     return usage
 
 

@@ -45,6 +45,7 @@ from pathlib import PurePath
 from typing import Any
 
 from ..conversation import Conversation
+from ..tree import usage_problem
 from .documents import Document
 from .records import ImportedMessage, Problems, as_text, conversation, kept_copy, summary_root, to_time
 
@@ -172,7 +173,7 @@ class _Events:
         model = data.get("model") if isinstance(data.get("model"), str) else self.model
         if model and model not in self.models:
             self.models.append(model)
-        out = _count(data.get("outputTokens"))
+        out = data.get("outputTokens")  # as written: records.build leaves out a count no provider reports, and says it
         meta = {k: v for k, v in {"model": model, "message_id": data.get("messageId"), "request_id": data.get("requestId")}.items()
                 if v is not None}
         node: dict[str, Any] = {"role": "assistant", "content": parts, "time": time, "metadata": meta,
@@ -189,9 +190,9 @@ class _Events:
         usage = dict(reply.node.get("usage") or {})
         for ours, theirs in (("input_tokens", "inputTokens"), ("cache_read_input_tokens", "cacheReadTokens"),
                              ("cache_creation_input_tokens", "cacheWriteTokens"), ("output_tokens", "outputTokens")):
-            if _count(data.get(theirs)) is not None:
-                usage[ours] = _count(data.get(theirs))
-        if "input_tokens" in usage:  # Copilot's inputTokens counts the cached input: keep only the rest apart
+            if data.get(theirs) is not None:
+                usage[ours] = data[theirs]  # as written: records.build leaves out a count no provider reports
+        if "input_tokens" in usage and usage_problem(usage) is None:  # Copilot's inputTokens counts the cached input: keep only the rest apart
             usage["input_tokens"] = max(0, usage["input_tokens"] - usage.get("cache_read_input_tokens", 0)
                                         - usage.get("cache_creation_input_tokens", 0))
         reply.node["usage"] = usage

@@ -55,7 +55,7 @@ from typing import Any
 
 from ..conversation import Conversation
 from .documents import Document
-from .records import ImportedMessage, Problems, as_text, conversation, to_time
+from .records import ImportedMessage, Problems, as_text, conversation, logged_counts, to_time
 
 NAME = "gemini_cli"
 _TYPES = {"user", "gemini", "info", "error", "warning"}
@@ -167,20 +167,17 @@ def _text(content: object) -> str:
     return found if isinstance(found, str) else ""
 
 
-def _count(v: object) -> int:
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and abs(v) < 2**63 else 0
-
-
 def _usage(tokens: object) -> dict[str, Any] | None:
+    """A message's ``tokens`` as a node's usage: the uncached input apart from the cached, the thoughts in the
+    output; counts no provider reports kept as they are, for ``records.build`` to leave out and say."""
     if not isinstance(tokens, Mapping) or "input" not in tokens:
         return None
-    total = max(0, _count(tokens.get("input")))
-    cached = min(max(0, _count(tokens.get("cached"))), total)
-    thoughts = max(0, _count(tokens.get("thoughts")))
-    usage = {"input_tokens": total - cached, "cache_read_input_tokens": cached,
-             "output_tokens": max(0, _count(tokens.get("output"))) + thoughts, "thoughts_tokens": thoughts}
-    if "tool" in tokens:
-        usage["tool_tokens"] = _count(tokens.get("tool"))
+    usage, sound = logged_counts(tokens, {"input_tokens": "input", "cache_read_input_tokens": "cached", "output_tokens": "output",
+                                          "thoughts_tokens": "thoughts", **({"tool_tokens": "tool"} if "tool" in tokens else {})})
+    if sound:
+        cached = min(usage["cache_read_input_tokens"], usage["input_tokens"])
+        usage.update(input_tokens=usage["input_tokens"] - cached, cache_read_input_tokens=cached,
+                     output_tokens=usage["output_tokens"] + usage["thoughts_tokens"])
     return usage
 
 

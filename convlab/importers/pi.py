@@ -44,7 +44,16 @@ from typing import Any
 
 from ..conversation import Conversation
 from .documents import Document
-from .records import ImportedMessage, Problems, conversation, kept_copy, summary_root, text_or_parts, to_time
+from .records import (
+    ImportedMessage,
+    Problems,
+    conversation,
+    kept_copy,
+    logged_counts,
+    summary_root,
+    text_or_parts,
+    to_time,
+)
 
 NAME = "pi"
 _ENTRIES = {"message", "model_change", "thinking_level_change", "compaction", "branch_summary", "custom",
@@ -91,17 +100,13 @@ def bash_text(m: Mapping[str, Any]) -> str:
     return text
 
 
-def _count(v: object) -> int:
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and abs(v) < 2**63 else 0
-
-
 def _usage(m: Mapping[str, Any]) -> dict[str, Any] | None:
     """An assistant message's usage (None: none reported, as on a reply aborted before the provider answered)."""
     raw = m.get("usage")
     if not isinstance(raw, Mapping):
-        return None
-    usage = {"input_tokens": _count(raw.get("input")), "cache_read_input_tokens": _count(raw.get("cacheRead")),
-             "cache_creation_input_tokens": _count(raw.get("cacheWrite")), "output_tokens": _count(raw.get("output"))}
+        return raw  # None, or what no provider reports: records.build says it
+    usage, _sound = logged_counts(raw, {"input_tokens": "input", "cache_read_input_tokens": "cacheRead",  # as written: build checks
+                                        "cache_creation_input_tokens": "cacheWrite", "output_tokens": "output"})
     if m.get("stopReason") in ("aborted", "error") and not any(usage.values()):
         return None
     cost = raw.get("cost")

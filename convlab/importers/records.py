@@ -42,7 +42,7 @@ from typing import Any
 from .. import jsondata
 from ..conversation import LOST_PARENT, Conversation
 from ..errors import ReadError, ReadWarning
-from ..tree import MESSAGE_KEYS, Tree, newest_leaf
+from ..tree import MESSAGE_KEYS, Tree, newest_leaf, usage_problem
 
 __all__ = [
     "ImportedMessage",
@@ -65,6 +65,7 @@ __all__ = [
     "to_time",
     "text_or_parts",
     "usage_of",
+    "logged_counts",
     "summary_root",
     "kept_copy",
     "as_text",
@@ -206,38 +207,47 @@ def _is_text(part: object) -> bool:
     return isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str)
 
 
-def _is_count(v: object) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def usage_of(raw: object) -> dict[str, Any] | None:
+def usage_of(raw: object) -> Any:  # Any: a usage no provider reports comes back as the log wrote it, for build to say
     """A provider's usage as a node's ``usage``: ``input_tokens``/``output_tokens`` (+ cache fields).
 
     Anthropic names are kept; OpenAI (``prompt_tokens``/``completion_tokens``)
     and Ollama (``prompt_eval_count``/``eval_count``) names are mapped, the
-    originals kept beside them.
+    originals kept beside them. None: no usage. A count (or a usage that is no
+    object) is taken as the log wrote it, never repaired here: ``build`` leaves
+    out a usage no provider could report, and says which field
+    (``tree.usage_problem``).
+
+    >>> usage_of({"prompt_tokens": 9, "completion_tokens": 2, "cached_tokens": None})
+    {'prompt_tokens': 9, 'completion_tokens': 2, 'input_tokens': 9, 'output_tokens': 2}
+    >>> usage_of({"input_tokens": -5}), usage_of(-5), usage_of(None)
+    ({'input_tokens': -5}, -5, None)
     """
     if not isinstance(raw, Mapping):
-        return None
-    usage = {k: v for k, v in raw.items() if isinstance(v, (int, float, str, bool, type(None), dict, list))}
-    if "input_tokens" not in usage:
-        for name in ("prompt_tokens", "prompt_eval_count"):
-            if _is_count(raw.get(name)):
-                usage["input_tokens"] = int(raw[name])
-                break
-    if "output_tokens" not in usage:
-        for name in ("completion_tokens", "eval_count"):
-            if _is_count(raw.get(name)):
-                usage["output_tokens"] = int(raw[name])
-                break
-    numeric = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-    for k in numeric:
-        v = usage.get(k)
-        if k in usage and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)):
-            usage.pop(k)
-    if "input_tokens" not in usage and "output_tokens" not in usage:
+        return raw
+    usage = {k: v for k, v in raw.items() if v is not None}  # a count given as null is no count
+    for ours, names in (("input_tokens", ("prompt_tokens", "prompt_eval_count")),
+                        ("output_tokens", ("completion_tokens", "eval_count"))):
+        found = next((name for name in names if name in usage), None)
+        if ours not in usage and found is not None:
+            usage[ours] = usage[found]
+    if "input_tokens" not in usage and "output_tokens" not in usage and usage_problem(usage) is None:
         return None
     return usage
+
+
+def logged_counts(raw: Mapping[str, Any], names: Mapping[str, str]) -> tuple[dict[str, Any], bool]:
+    """The token counts a format names its own way (``names``: the node's name -> the log's), under the node's
+    names as the log wrote them (0 when not given), and whether each is a count a provider could report
+    (``tree.usage_problem``). A format computes with them (the uncached input as the input less the cached)
+    only then; else it keeps them as they are, and ``build`` leaves that usage out, saying which field.
+
+    >>> logged_counts({"input": 9, "cacheRead": None}, {"input_tokens": "input", "cache_read_input_tokens": "cacheRead"})
+    ({'input_tokens': 9, 'cache_read_input_tokens': 0}, True)
+    >>> logged_counts({"input": -9}, {"input_tokens": "input"})
+    ({'input_tokens': -9}, False)
+    """
+    usage = {ours: 0 if raw.get(theirs) is None else raw[theirs] for ours, theirs in names.items()}
+    return usage, usage_problem(usage) is None
 
 
 def as_text(value: object) -> str:
@@ -305,6 +315,7 @@ def build(records: list[ImportedMessage], problems: Problems) -> Tree:
     by_id: dict[str, ImportedMessage] = {}
     order: list[ImportedMessage] = []
     for r in records:
+        _check_usage(r, problems)
         _repair_text(r, problems)
         if r.id in by_id:
             problems.left_out(r.id, "id used twice; the later message left out")
@@ -366,6 +377,17 @@ def build(records: list[ImportedMessage], problems: Problems) -> Tree:
                 add_with_waiting(rec)
 
     return tree
+
+
+def _check_usage(r: ImportedMessage, problems: Problems) -> None:
+    """A usage no provider could report (``tree.usage_problem``: a negative count, a float, one past any window,
+    text) is left out of its message, and said: the message counts as having no usage, so nothing downstream
+    (the count, the cache model, the prices) ever reads it."""
+    usage = r.node.get("usage")
+    why = None if usage is None else usage_problem(usage)
+    if why is not None:
+        problems.add(r.id, f"{why}; its usage left out (the message counts as having none)")
+        r.node["usage"] = None
 
 
 def _repair_text(r: ImportedMessage, problems: Problems) -> None:

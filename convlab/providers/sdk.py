@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import ProviderError
 
-__all__ = ["SDKChat", "redact", "public_url", "SECRET_MIN"]
+__all__ = ["SDKChat", "redact", "public_url", "SECRET_MIN", "PIECE_MIN"]
 
 #: the SDK's synchronous client (``openai.OpenAI``, ``anthropic.Anthropic``)
 Client = TypeVar("Client")
@@ -38,10 +38,16 @@ _ASSIGNLIKE = re.compile(r"(?i)\b(x-api-key|api[-_]?key|auth[-_]?token|password)
 #: ``"EMPTY"``): replacing it would mangle every text it occurs in (``chatcmpl***abc``)
 SECRET_MIN = 8
 
+#: a run of this many characters of a secret, or more, is a piece of it: redacted wherever it
+#: appears (a server that echoes the key without its ``sk-proj-`` prefix, or cut in two)
+PIECE_MIN = 12
+
 
 def redact(text: str, secrets: list[str]) -> str:
-    """``text`` with every secret of ``SECRET_MIN`` characters or more, and anything
-    shaped like an API key or a credential header's value, replaced by ``***``.
+    """``text`` with every secret of ``SECRET_MIN`` characters or more, every run of
+    ``PIECE_MIN`` characters or more of a secret (a piece of it, case-sensitive, wherever
+    it appears), and anything shaped like an API key or a credential header's value,
+    replaced by ``***``.
 
     >>> redact("Incorrect API key provided: sk-proj-****wxyz. Key sk-abcdef123456 used", ["sk-abcdef123456"])
     'Incorrect API key provided: ***. Key *** used'
@@ -49,13 +55,41 @@ def redact(text: str, secrets: list[str]) -> str:
     'no choices in chatcmpl-abc'
     >>> redact("headers={'Authorization': 'Bearer abc.def-ghi_jkl', 'x-api-key': 'k3y-value'}", [])
     "headers={'Authorization': 'Bearer ***', 'x-api-key': '***'}"
+    >>> redact("key Zq8R2mX4vN7pL1 and wK9sT3yB6c0123 (invalid)", ["sk-proj-Zq8R2mX4vN7pL1wK9sT3yB6c0123"])
+    'key *** and *** (invalid)'
     """
     for secret in secrets:
         if len(secret) >= SECRET_MIN:
             text = text.replace(secret, "***")
+    for secret in secrets:
+        if len(secret) >= PIECE_MIN:
+            text = _without_pieces(text, secret)
     text = _HEADERLIKE.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
     text = _ASSIGNLIKE.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
     return _KEYLIKE.sub("***", text)
+
+
+def _without_pieces(text: str, secret: str) -> str:
+    """``text`` with every run of ``PIECE_MIN`` characters or more of ``secret`` replaced by ``***``: each
+    ``PIECE_MIN``-character piece of the secret is found where it occurs (``str.find``), and the runs the
+    found pieces make, overlapping or side by side, go whole."""
+    spans = []
+    for piece in {secret[i:i + PIECE_MIN] for i in range(len(secret) - PIECE_MIN + 1)}:
+        at = text.find(piece)
+        while at != -1:
+            spans.append((at, at + PIECE_MIN))
+            at = text.find(piece, at + 1)
+    if not spans:
+        return text
+    spans.sort()
+    out, kept_to, run_start, run_end = [], 0, spans[0][0], spans[0][1]
+    for start, end in [*spans[1:], (len(text) + 1, len(text) + 1)]:
+        if start <= run_end:
+            run_end = max(run_end, end)
+            continue
+        out += [text[kept_to:run_start], "***"]
+        kept_to, run_start, run_end = run_end, start, end
+    return "".join(out) + text[kept_to:]
 
 
 def public_url(url: object) -> str:
@@ -183,7 +217,7 @@ class SDKChat(Generic[Client]):
 
     def __repr__(self) -> str:
         url = getattr(self.client, "base_url", None)
-        where = f", base_url={public_url(url)!r}" if url is not None else ""
+        where = f", base_url={redact(public_url(url), self.secrets())!r}" if url is not None else ""
         return f"{type(self).__name__}({self.model!r}{where})"
 
     def __getstate__(self) -> Any:

@@ -228,15 +228,15 @@ def price(calls: Sequence[ModelCall], summary_calls: Sequence[SummaryCall], sess
     ``cache_write``, ``logged_cached``, ``output`` and ``usd`` (None without a model), each summary call
     with its ``usd``. A call the provider refused as too long reads nothing, writes nothing to the cache
     and costs nothing (0 each, $0)."""
-    nodes, tree = session.tree.nodes, session.message_tree
+    tree = session.message_tree  # (its networkx graph is never built in a replay)
     exact: dict[str, int] = {}
 
     def exact_of(sid: str) -> int:
         n = exact.get(sid)
         if n is None:
-            node = nodes[sid]
+            node = tree.node(sid)
             orig = node.get("copied_from")
-            n = exact_of(orig) if orig in nodes else counts.tokens(content_text(node["content"]))
+            n = exact_of(orig) if isinstance(orig, str) and orig in tree else counts.tokens(content_text(node["content"]))
             exact[sid] = n
         return n
 

@@ -357,7 +357,7 @@ class Replayer:
     def _message(self, nid: str) -> Message:
         """A logged node as a client sends it: with its id unless the session cannot take it
         (an id of the engine's own form, or one it already has)."""
-        return message_of(self.plan.nodes[nid], with_id=not _ENGINE_ID.match(nid) and nid not in self.session.tree)
+        return message_of(self.plan.nodes[nid], with_id=not _ENGINE_ID.match(nid) and nid not in self.session.message_tree)
 
     def _advance_to(self, time: float | None) -> None:
         if time is not None and time > self.session.clock:
@@ -430,7 +430,7 @@ class Replayer:
         s = self.session
         parent = self._sid(turn.parent)
         msgs = [self._message(n) for n in turn.nodes]
-        if parent == s.head and (parent is not None or len(s.tree) == 0):
+        if parent == s.head and (parent is not None or len(s.message_tree) == 0):
             created = self._submit({"type": "client.message", "message": msgs[0]} if len(msgs) == 1
                                    else {"type": "client.append", "messages": msgs})
         else:
@@ -521,7 +521,7 @@ class Replayer:
             events = self._during(functools.partial(s.decide, answer))
             made = _made_by_replace(events)
             if made:
-                first = s.tree.nodes[made[0]]
+                first = s.message_tree.node(made[0])
                 length = None
                 if first["kind"] == "summary":  # how long the summary is, in exact tokens
                     length = self.counts.tokens(content_text(first["content"]).removeprefix(SUMMARY_PREFIX))
@@ -549,10 +549,10 @@ class Replayer:
     def _remap(self, old_head: str | None, made: list[str]) -> None:
         """After a strategy's context.replace the log goes on from the new history:
         a kept message's original now stands for its copy, the old head for the new head."""
-        graph = self.session.tree
+        tree = self.session.message_tree  # (its networkx graph is never built in a replay)
         back = {sid: imp for imp, sid in self.record.map.items()}
         for m in made:
-            orig = graph.nodes[m].get("copied_from")
+            orig = tree.node(m).get("copied_from")
             if orig in back:
                 self.record.map[back[orig]] = m
         if old_head in back:

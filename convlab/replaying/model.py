@@ -276,7 +276,7 @@ class ReplayLLM:
         n = self._exact.get(sid)
         if n is None:
             assert self._session is not None  # only a bound model counts by the session's ids
-            node = self._session.tree.nodes[sid]
+            node = self._session.message_tree.node(sid)  # the Tree, not its networkx graph (never built in a replay)
             n = self._exact_of(node["copied_from"]) if node.get("copied_from") else self._tokens(content_text(node["content"]))
             self._exact[sid] = n
         return n
@@ -288,7 +288,7 @@ class ReplayLLM:
         """The exact count of ``messages`` (o200k_base): by the bound session's ids where it has them."""
         if self._session is None and self.counts is None:
             return count_tokens(list(messages))
-        tree = self._session.tree if self._session is not None else ()
+        tree = self._session.message_tree if self._session is not None else ()
         total = 0
         for m in messages:
             mid = m.get("id")
@@ -305,7 +305,8 @@ class ReplayLLM:
             return True if self.applies is None else bool(self.applies(request))
         messages = request.get("messages") or []
         first = messages[0].get("id") if messages else None
-        node = self._session.tree.nodes.get(first) if first is not None else None
+        tree = self._session.message_tree
+        node = tree.node(first) if first is not None and first in tree else None
         return node is None or node["replaces"] is None or first in self._logs
 
     def _carried(self) -> int:

@@ -11,13 +11,21 @@ ask at the same moment (from threads, or from worker processes through
 their calling process, ``convlab.tune``).
 
 A request's key is the model (the provider's class and model name, or the
-strategy's ``model``), the prompt (the request's last message) and the exact
-input (every message before it: role, content and the message keys, without
-ids: the same history replayed twice gets new ids). An entry is one JSON file
-written to a temporary name and renamed into place, so a reader never sees a
-half-written one and concurrent writers of the same entry leave one whole
-file; an entry that cannot be read is made again. A refusal as too long is
+strategy's ``model``), what else of the provider changes its answer
+(``answerer``: the server it calls, the public part of its base URL; the
+parameters every call sends, temperature, max tokens; the context it answers
+within), the prompt (the request's last message) and the exact input (every
+message before it: role, content and the message keys, without ids: the same
+history replayed twice gets new ids). An entry is one JSON file written to a
+temporary name and renamed into place, so a reader never sees a half-written
+one and concurrent writers of the same entry leave one whole file. An entry is
+read as untrusted: one that cannot be read, is not whole, or nests deeper than
+JSON data may (``jsondata.MAX_DEPTH``) is made again. A refusal as too long is
 kept too (the same input is refused again); a failed call is not.
+
+A folder that cannot be written (read-only, a full disk) costs nothing the
+model returned: the reply is used all the same, counted as not kept
+(``SummaryCost.unkept``), and one ``CacheWarning`` names the folder and why.
 
 The cache's folder: ``summary_cache=`` (a path), or ``$XDG_CACHE_HOME/convlab/summaries``
 (default ``~/.cache/convlab/summaries``); ``summary_cache=False`` keeps summaries in
@@ -39,10 +47,11 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from .. import inputs, jsondata, providers
-from ..errors import ProviderError, SummaryWarning
+from ..errors import CacheWarning, ProviderError, SummaryWarning
+from ..providers.sdk import public_url
 from ..tree import MESSAGE_KEYS, input_tokens
 
-__all__ = ["Summaries", "SummaryCost", "default_folder", "model_of", "request_key",
+__all__ = ["Summaries", "SummaryCost", "default_folder", "model_of", "answerer", "request_key",
            "SummaryFolder"]
 
 
@@ -71,13 +80,42 @@ def model_of(provider: object, request: Mapping[str, Any]) -> str:
     return f"{name}:{model}" if model else name
 
 
-def request_key(model: str, request: Mapping[str, Any]) -> str:
-    """The cache key of a summary request: sha256 of the model, the prompt (the last
-    message) and the exact input before it, ids left out.
+def answerer(provider: object) -> dict[str, Any]:
+    """What of ``provider`` beside its model changes its answer, for the cache key: the server it calls
+    (``server``: the public part of its client's base URL, ``providers.sdk.public_url``; a server that
+    answered ``too_long`` says nothing of another), the parameters every call sends (``params``:
+    temperature, max tokens, ...), and the context it answers within (``n_ctx``, ``window``). A local
+    model's own server (a free port each run) is none of them: its model and ``n_ctx`` are.
+
+    >>> from convlab.providers import EchoLLM
+    >>> answerer(EchoLLM()), answerer(EchoLLM(window=500))
+    ({}, {'window': 500})
+    """
+    out: dict[str, Any] = {}
+    client = vars(provider).get("client") if hasattr(provider, "__dict__") else None  # an SDK's client, never one a property makes
+    url = getattr(client, "base_url", None)
+    if url is not None:
+        out["server"] = public_url(url)
+    params = getattr(provider, "params", None)
+    if isinstance(params, Mapping) and params:
+        out["params"] = json.loads(json.dumps(dict(params), sort_keys=True, default=repr))
+    for name in ("n_ctx", "window"):
+        value = getattr(provider, name, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            out[name] = value
+    return out
+
+
+def request_key(model: str, request: Mapping[str, Any], answering: Mapping[str, Any] | None = None) -> str:
+    """The cache key of a summary request: sha256 of the model, what else of the provider changes
+    its answer (``answering``, ``answerer``'s), the prompt (the last message) and the exact input
+    before it, ids left out.
 
     >>> a = {"messages": [{"id": "e1", "role": "user", "content": "hi"}, {"role": "user", "content": "Summarize."}]}
     >>> b = {"messages": [{"id": "e9", "role": "user", "content": "hi"}, {"role": "user", "content": "Summarize."}]}
     >>> request_key("EchoLLM", a) == request_key("EchoLLM", b) != request_key("Other", a)
+    True
+    >>> request_key("OpenAIChat:m", a, {"server": "http://one/v1"}) != request_key("OpenAIChat:m", a, {"server": "http://two/v1"})
     True
     """
     messages = list(request.get("messages") or [])
@@ -87,6 +125,8 @@ def request_key(model: str, request: Mapping[str, Any]) -> str:
         "prompt": prompt.get("content"),
         "input": [{k: m[k] for k in ("role", "content", *MESSAGE_KEYS) if m.get(k) is not None} for m in before],
     }
+    if answering:  # left out when empty: the keys of a provider with nothing more to say stay as they were
+        body["answerer"] = dict(answering)
     raw = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
@@ -111,7 +151,10 @@ class SummaryCost:
     ``refused``: the calls among ``calls`` (and ``cached``) the provider
     refused as too long (the summarizer's context is smaller than what it
     was asked to summarize: the engine shortens it, at most three times, then
-    runs the held call as it was).
+    runs the held call as it was). ``unkept``: the calls among ``calls`` whose
+    answer the cache's folder could not keep (read-only, full: a
+    ``CacheWarning`` says which and why): used all the same, made again by a
+    later run.
     """
 
     calls: int
@@ -122,6 +165,7 @@ class SummaryCost:
     failed: int = 0
     error: str = field(default="", repr=False)
     refused: int = 0
+    unkept: int = 0
 
     @property
     def exact(self) -> bool:
@@ -133,7 +177,8 @@ class SummaryCost:
         the first error said."""
         return SummaryCost(self.calls + other.calls, self.input_tokens + other.input_tokens, self.cached + other.cached,
                            self.cached_input_tokens + other.cached_input_tokens, self.estimated + other.estimated,
-                           self.failed + other.failed, self.error or other.error, self.refused + other.refused)
+                           self.failed + other.failed, self.error or other.error, self.refused + other.refused,
+                           self.unkept + other.unkept)
 
 
 class Summaries:
@@ -156,7 +201,7 @@ class Summaries:
     'Summary of 1 messages.\\nuser: hi'
     >>> again = Summaries(llm, s.folder)  # a second sweep: from the disk
     >>> _ = again.complete(request); llm.calls, again.cost()
-    (1, SummaryCost(calls=0, input_tokens=0, cached=1, cached_input_tokens=4, estimated=0, failed=0, refused=0))
+    (1, SummaryCost(calls=0, input_tokens=0, cached=1, cached_input_tokens=4, estimated=0, failed=0, refused=0, unkept=0))
     """
 
     def __init__(self, provider: providers.Provider, folder: str | os.PathLike | None):
@@ -164,6 +209,7 @@ class Summaries:
             raise TypeError(f"a summarizer is a provider (with complete(request)), got {provider!r}")
         self.provider = provider
         self.folder = Path(folder).expanduser() if folder is not None else None
+        self._answering = answerer(provider)  # what else of the provider changes its answer: in every key
         self._lock = threading.Lock()
         self._known: dict[str, dict[str, Any]] = {}  # key -> entry
         self._asked: dict[str, Future] = {}  # key -> the call in flight
@@ -171,6 +217,8 @@ class Summaries:
         self._from_disk: dict[str, int] = {}  # key -> input tokens when it was made, per entry the disk answered
         self._needed: dict[str, list] = {}  # estimate: key -> [tokens, guessed], per call a real run would make
         self._failed: dict[str, str] = {}  # key -> what the provider said, per call that failed
+        self._unkept: set[str] = set()  # the keys of entries made that the folder could not keep
+        self._unwritable = ""  # why the folder cannot be written (said once, by a CacheWarning)
 
     def __repr__(self) -> str:
         return f"Summaries({self.provider!r}, folder={None if self.folder is None else str(self.folder)!r})"
@@ -186,6 +234,7 @@ class Summaries:
                 failed=len(self._failed),
                 error=next(iter(self._failed.values()), ""),
                 refused=sum(1 for key in (*self._made, *self._from_disk) if self._known.get(key, {}).get("error") == "too_long"),
+                unkept=len(self._unkept),
             )
 
     def warn_failed(self, stacklevel: int = 3) -> None:
@@ -205,15 +254,18 @@ class Summaries:
         return self.folder / key[:2] / f"{key}.json"
 
     def _read(self, key: str) -> dict[str, Any] | None:
-        """The entry on disk, checked, or None (not there, or not whole: made again)."""
+        """The entry on disk, checked as untrusted, or None (not there, not whole, not an entry, nested
+        deeper than JSON data may: made again)."""
         if self.folder is None:
             return None
         try:
             with open(self._path(key), encoding="utf-8") as f:
                 entry = json.load(f)
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # RecursionError: json's reader, on an entry nested thousands deep
             return None
         if not isinstance(entry, dict) or entry.get("key") != key or not ("reply" in entry or entry.get("error") == "too_long"):
+            return None
+        if not isinstance(entry.get("message", ""), str):
             return None
         if "reply" in entry:
             try:
@@ -221,6 +273,25 @@ class Summaries:
             except ProviderError:
                 return None
         return entry
+
+    def _keep(self, key: str, entry: dict[str, Any]) -> None:
+        """The entry onto the disk. A folder that cannot be written (read-only, full) loses nothing the model
+        returned: the entry is used from memory all the same, counted as not kept, and one ``CacheWarning``
+        names the folder and why."""
+        if self.folder is None:
+            return
+        try:
+            self._write(key, entry)
+        except OSError as err:
+            reason = err.strerror or str(err) or type(err).__name__
+            with self._lock:
+                self._unkept.add(key)
+                first, self._unwritable = not self._unwritable, self._unwritable or reason
+            if first:
+                warnings.warn(CacheWarning(
+                    f"the cache folder {self.folder} cannot be written ({reason}): the replies {self.provider!r} makes are "
+                    "used in this run but not kept, so a later run asks for them again (give the cache a folder that "
+                    "can be written: cache=..., or XDG_CACHE_HOME)", folder=str(self.folder), reason=reason), stacklevel=2)
 
     def _write(self, key: str, entry: dict[str, Any]) -> None:
         if self.folder is None:
@@ -255,7 +326,7 @@ class Summaries:
     # -- what a replay asks --------------------------------------------------
     def complete(self, request: Mapping[str, Any]) -> dict[str, Any]:
         model = model_of(self.provider, request)
-        key = request_key(model, request)
+        key = request_key(model, request, self._answering)
         mine: Future[dict[str, Any]] | None = None
         with self._lock:
             entry = self._known.get(key)
@@ -281,7 +352,7 @@ class Summaries:
         """The cached reply to ``request``, or None (a real run would call: counted,
         with ``tokens``, its input's exact count; ``guessed``: the input holds a
         stand-in for an earlier summary). Spends nothing."""
-        key = request_key(model_of(self.provider, request), request)
+        key = request_key(model_of(self.provider, request), request, self._answering)
         entry = self._remembered(key)
         if entry is not None:
             return _answer(entry)
@@ -301,10 +372,10 @@ class Summaries:
             entry: dict[str, Any] = {"key": key, "model": model, "error": "too_long", "message": str(err)}
         else:
             entry = {"key": key, "model": model, "reply": reply}
-        self._write(key, entry)
-        with self._lock:
+        with self._lock:  # the model's answer is this run's from here, whatever the disk does
             self._known[key] = entry
             self._made[key] = _read_tokens(entry)
+        self._keep(key, entry)
         return entry
 
 

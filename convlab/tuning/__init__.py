@@ -5,8 +5,9 @@ Everything here reads replays (``convlab.replaying``); nothing in
 ``from convlab.tuning import presets``, or ``convlab.tuning.presets`` after
 ``import convlab``; the package defines no other name):
 
-- ``sweep``: many configs of many logs as a tree of shared replays (``tune``,
-  ``tune_cost``): one row per (conversation, config);
+- ``sweep``: many configs of many logs (``tune``, ``tune_cost``): one row per
+  (conversation, config);
+- ``forks``: one log under many configs, as a tree of shared replays (``rows``);
 - ``measures``: a row's figures, read from a ``Replay`` (what every figure sums);
 - ``workers``: where a sweep runs (this process, worker processes, dask);
 - ``grid``: grids of configs (``config_grid``) and the shipped example;
@@ -25,7 +26,7 @@ the package has another name so that nothing shadows it.
 import importlib as _importlib
 
 #: the modules, imported on first attribute access (``convlab.tuning.sweep`` after ``import convlab``)
-_MODULES = ('sweep', 'workers', 'grid', 'compact', 'presets', 'retention', 'facts', 'probes', 'ranking', 'search', 'plots')
+_MODULES = ('sweep', 'forks', 'workers', 'grid', 'compact', 'presets', 'retention', 'facts', 'probes', 'ranking', 'search', 'plots')
 
 
 def __getattr__(name: str):

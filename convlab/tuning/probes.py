@@ -91,12 +91,15 @@ class JudgeCost:
     cache), ``input_tokens`` they read (the provider's usage; in a dry run the exact o200k_base count of
     what each would send), ``cached`` answered by the cache; ``estimated``: in a dry run, calls counted on
     a stand-in (an answer call for a question not written yet); grades needed are not known before the
-    answers, so a dry run counts only those whose answers the cache holds."""
+    answers, so a dry run counts only those whose answers the cache holds. ``unkept``: calls among
+    ``calls`` whose answer the cache's folder could not keep (read-only, full: a ``CacheWarning`` says
+    which and why), used all the same and made again by a later run."""
 
     calls: int
     input_tokens: int
     cached: int
     estimated: int = 0
+    unkept: int = 0
 
     def __add__(self, other: JudgeCost) -> JudgeCost:
         """Two sweeps' judge costs together (``tune`` with ``presets.AUTO`` runs one per agent)."""
@@ -113,7 +116,7 @@ class Judge:
     >>> from convlab.providers import EchoLLM
     >>> j = Judge(EchoLLM(), cache=False)
     >>> j.complete({"messages": [{"role": "user", "content": "hi"}]})["content"], j.window, j.cost()
-    ('echo: hi', 128000, JudgeCost(calls=1, input_tokens=1, cached=0, estimated=0))
+    ('echo: hi', 128000, JudgeCost(calls=1, input_tokens=1, cached=0, estimated=0, unkept=0))
     """
 
     def __init__(self, provider: providers.Provider, cache: SummaryFolder = None, *, window: int | None = None,
@@ -145,7 +148,7 @@ class Judge:
 
     def cost(self) -> JudgeCost:
         c = self._calls.cost()
-        return JudgeCost(calls=c.calls, input_tokens=c.input_tokens, cached=c.cached, estimated=c.estimated)
+        return JudgeCost(calls=c.calls, input_tokens=c.input_tokens, cached=c.cached, estimated=c.estimated, unkept=c.unkept)
 
 
 def judge_for(judge: providers.Provider | Judge, cache: SummaryFolder = None, *, dry_run: bool = False) -> Judge:
@@ -173,13 +176,17 @@ class Relayed:
 
 # -- the questions ------------------------------------------------------------------
 def _first_json(text: str) -> Any:
-    """The first JSON array or object in ``text`` (None: there is none)."""
+    """The first JSON array or object in ``text`` (None: there is none). The text is a model's, untrusted: a
+    value nested deeper than Python's JSON reader follows is a failed call (``ProviderError``), never a crash."""
     decoder = json.JSONDecoder()
     for m in re.finditer(r"[\[{]", text):
         try:
             return decoder.raw_decode(text, m.start())[0]
         except ValueError:
             continue
+        except RecursionError:
+            raise ProviderError("failed", f"the judge's reply nests deeper than Python's JSON reader follows (from "
+                                          f"character {m.start():,}); it is not read") from None
     return None
 
 
@@ -187,7 +194,8 @@ def questions_from(reply_text: str, span_text: str, n: int) -> list[tuple[str, s
     """The question/answer pairs of a judge's reply, checked: the first JSON array or object in it
     (an object is one pair, or holds the list of them), each pair's ``question`` and ``answer``
     non-empty strings and the answer stated by ``span_text`` (normal forms, ``convlab.tuning.facts.holds``);
-    the first ``n``, each question once. None when the reply holds no JSON (asked again once).
+    the first ``n``, each question once. None when the reply holds no JSON (asked again once); a reply
+    nested deeper than JSON can be read is a ``ProviderError`` (a failed probe, said in its note).
 
     >>> questions_from('Sure: [{"question": "Who?", "answer": "Ada"}, {"question": "When?", "answer": "May"}]', "Ask Ada.", 5)
     [('Who?', 'Ada')]

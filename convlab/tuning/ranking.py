@@ -311,8 +311,9 @@ def rank(df: pd.DataFrame, by: str = "tokens", *, min_retained: float | None = N
         measure = "saved_usd"
     rewrites = out["summaries"] + out["resets"]
     works = ~out["config"].isin(list(broken))
-    out["pareto"] = [bool(works.iloc[i]) and _undominated(out[measure].where(works), rewrites, i) for i in range(len(out))]
-    out["warning"] = [_warning(row, rows[rows["config"] == row["config"]]) for _, row in out.iterrows()]
+    out["pareto"] = _undominated(out[measure].where(works), rewrites)
+    by_config = dict(iter(rows.groupby("config", sort=False)))  # each config's rows, found once (not a scan per config)
+    out["warning"] = [_warning(row, by_config[row["config"]]) for row in _records(out)]
     out = out.assign(_rewrites=rewrites, _broken=~works, _front=~out["pareto"], _saved=-out[measure].fillna(-math.inf))
     out = out.sort_values(["_broken", "_front", "_saved", "_rewrites", "stale", "config"], kind="stable")
     extra = (["usd", "baseline_usd", "usd_saved", "saved_usd"] if by == "usd" else []) + list(floors)
@@ -324,22 +325,34 @@ def rank(df: pd.DataFrame, by: str = "tokens", *, min_retained: float | None = N
     out.attrs["failed"] = failed
     out.attrs["broken"] = broken
     if broken and not failed:
-        labels = {int(r["config"]): r for _, r in whole.drop_duplicates("config").iterrows()}
+        labels = {int(r["config"]): r for r in _records(whole.drop_duplicates("config"))}
         shown = "; ".join(f"{config_label(labels[c], keys) if c in labels else f'config {c}'}: {why}"
                           for c, why in sorted(broken.items())[:3])
         more = f"; and {len(broken) - 3} more" if len(broken) > 3 else ""
         warnings.warn(TuneWarning(f"{_count(len(broken), 'config')} left out of the ranking, because a config that breaks turns "
                                   f"is no answer: {shown}{more} (rank(df, failed=True) ranks them last)",
                                   {c: broken[c] for c in broken}), stacklevel=2)
-    said: dict[str, list[Any]] = {}  # one warning per reason, naming every config it holds for
-    for _, row in out.iterrows():
+    said: dict[str, list[Any]] = {}  # one warning per reason, naming the configs it holds for (the first SHOWN)
+    for row in _records(out[["config", *keys, "window", "worker", "warning"]]):
         if row["warning"]:
             said.setdefault(row["warning"], []).append(row)
     for text, configs in said.items():
+        numbers = sorted(int(r["config"]) for r in configs)
+        more = f" and {len(numbers) - SHOWN:,} more (ranked.warning says which)" if len(numbers) > SHOWN else ""
         who = (config_label(configs[0], keys) if len(configs) == 1
-               else "configs " + ", ".join(str(int(r["config"])) for r in sorted(configs, key=lambda r: r["config"])))
+               else "configs " + ", ".join(map(str, numbers[:SHOWN])) + more)
         warnings.warn(f"{who}: {text}", TuneWarning, stacklevel=2)
     return out
+
+
+#: How many configs a warning names before it says how many more (a grid of thousands would list them all).
+SHOWN = 50
+
+
+def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """A frame's rows as dicts: read in one pass (``iterrows`` makes a Series a row, a cost that a grid of
+    thousands of configs feels)."""
+    return [{str(k): v for k, v in r.items()} for r in df.to_dict("records")]
 
 
 def _floors(df: pd.DataFrame, given: Mapping[str, object]) -> dict[str, float]:
@@ -372,19 +385,30 @@ def _floored(df: pd.DataFrame, floors: Mapping[str, float]) -> tuple[pd.DataFram
     return df[~df["config"].isin(list(left_out))], left_out
 
 
-def _undominated(saved: pd.Series, rewrites: pd.Series, i: int) -> bool:
-    """No other config saves at least as much with at most as many rewrites, and does better on one."""
-    s, r = saved.iloc[i], rewrites.iloc[i]
-    if math.isnan(s):
-        return False
-    for j in range(len(saved)):
-        t, q = saved.iloc[j], rewrites.iloc[j]
-        if j != i and not math.isnan(t) and t >= s and q <= r and (t > s or q < r):
-            return False
-    return True
+def _undominated(saved: pd.Series, rewrites: pd.Series) -> list[bool]:
+    """For each config, whether no other saves at least as much with at most as many rewrites, and does
+    better on one (NaN saved: never). In one sort, not a comparison of every pair: a config is dominated
+    when one with fewer rewrites saves at least as much (the best saved below its rewrites), or one with
+    as many saves more (the best saved at its rewrites).
+
+    >>> import pandas as pd
+    >>> _undominated(pd.Series([0.5, 0.4, 0.5, 0.6, float("nan")]), pd.Series([1, 1, 1, 3, 0]))
+    [True, False, True, True, False]
+    """
+    values = list(zip(saved.tolist(), rewrites.tolist(), strict=True))
+    counted = sorted((r, s) for s, r in values if not math.isnan(s))
+    best_at: dict[Any, float] = {}  # rewrites -> the most saved at exactly that many
+    best_below: dict[Any, float] = {}  # rewrites -> the most saved with fewer
+    most = -math.inf
+    for k, (r, s) in enumerate(counted):
+        if k == 0 or r != counted[k - 1][0]:
+            best_below[r] = most
+        best_at[r] = max(best_at.get(r, -math.inf), s)
+        most = max(most, s)
+    return [not math.isnan(s) and best_below[r] < s and best_at[r] <= s for s, r in values]
 
 
-def _warning(config: pd.Series, rows: pd.DataFrame) -> str:
+def _warning(config: Mapping[str, Any], rows: pd.DataFrame) -> str:
     """Why a config's figures mislead (see ``rank``), "" when nothing does."""
     import pandas as pd
 
@@ -393,8 +417,8 @@ def _warning(config: pd.Series, rows: pd.DataFrame) -> str:
     if config["limits"] * 2 > logged:
         said.append(f"fires at most model calls: {config['limits']:,} context limits in {logged:,} calls")
     threshold = config["threshold"]
-    if not pd.isna(threshold):
-        below = rows[(rows["overhead"] > threshold) & (rows["limits_full"] > 0)]
+    if not pd.isna(threshold):  # (the rows' arrays compared: a grid of thousands of configs asks this of each)
+        below = rows[(rows["overhead"].to_numpy(dtype=float, na_value=math.nan) > threshold) & (rows["limits_full"].to_numpy() > 0)]
         if len(below):
             window = config["window"]
             by_window = not pd.isna(window) and threshold == ContextConfig(window=int(window)).limit
@@ -425,15 +449,17 @@ def _breaks(failed_turns: int, lost_calls: int, rows: pd.DataFrame) -> str:
 def _broken(df: pd.DataFrame) -> dict[int, str]:
     """The configs of a tune frame that broke turns (failed turns or lost calls), each with how."""
     sums = df.groupby("config", sort=True)[["failed_turns", "lost_calls"]].sum()
+    hit = sums[(sums["failed_turns"] > 0) | (sums["lost_calls"] > 0)]
+    rows = dict(iter(df[df["config"].isin(hit.index)].groupby("config", sort=False)))  # once, not a scan per config
     out = {}
-    for config, row in zip(sums.index, sums.to_dict("records"), strict=True):
-        how = _breaks(int(row["failed_turns"]), int(row["lost_calls"]), df[df["config"] == config])
+    for config, row in zip(hit.index, hit.to_dict("records"), strict=True):
+        how = _breaks(int(row["failed_turns"]), int(row["lost_calls"]), rows[config])
         if how:
             out[int(config)] = how
     return out
 
 
-def _hidden(row: pd.Series) -> str:
+def _hidden(row: Mapping[str, Any]) -> str:
     """`` (30,000 tokens, measured at 180 calls)``: a conversation's hidden prompt and what it rests on."""
     import pandas as pd
 
@@ -443,9 +469,10 @@ def _hidden(row: pd.Series) -> str:
     return f" ({int(row['overhead']):,} tokens{rests})"
 
 
-def _which(rows: pd.DataFrame, detail: Callable[[pd.Series], str] = lambda r: "") -> str:
+def _which(rows: pd.DataFrame, detail: Callable[[Mapping[str, Any]], str] = lambda r: "") -> str:
     """The conversations of ``rows`` named, the first three: ``c (detail)`` or ``3 conversations: a; b; c; and 2 more``."""
-    shown = "; ".join(f"{r['conversation']}{detail(r)}" for _, r in rows.head(3).iterrows())
+    read = [c for c in ("conversation", "overhead", "overhead_calls") if c in rows.columns]  # what a detail reads
+    shown = "; ".join(f"{r['conversation']}{detail(r)}" for r in _records(rows[read][:3]))
     more = f"; and {len(rows) - 3} more" if len(rows) > 3 else ""
     return shown if len(rows) == 1 else f"{len(rows)} conversations: {shown}{more}"
 

@@ -4,18 +4,8 @@ Why it is fast: what does not depend on the config is done once per sweep
 or per conversation, and a replay is shared by every config that would make
 it. The plan of each conversation is made once and every message text is
 tokenized once for the whole sweep (one tokenizer batch; with worker
-processes, one per conversation, in the worker). Per conversation the first
-replay has no config: the log as it was. Every replay records the
-points where it consulted its config (``Replayer.record.consulted``: which strategy
-applies before a call, whether a read passes the window, which strategy
-makes room after an overflow). A config that says the same as a replay's
-config at all of them makes the same replay, so it shares its row at no
-engine cost. Any other config first says something else in some turn ``k``
-of the replay it agrees with longest, and until ``k`` starts the two are
-the same replay, event for event: it forks from there (``Replayer.fork``),
-so the stretch it shares with that replay, itself maybe a fork, is never
-replayed again. The replays of a sweep form a tree, each fork starting
-where its config leaves its parent's.
+processes, one per conversation, in the worker). A conversation's replays
+under many configs share what they can: ``forks``.
 
 Conversations go to worker processes, one per core by default, or to a
 dask.distributed cluster. With fewer conversations than cores (one long
@@ -29,7 +19,6 @@ wherever they run, so every way gives the same frame, row for row.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import itertools
 import operator
@@ -38,20 +27,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from ..context import ContextConfig, Strategy, TomlSource, applies, coerce, toml_document
+from ..context import ContextConfig, TomlSource, coerce, toml_document
 from ..conversation import Conversation
-from ..replaying.driver import Replayer
 from ..replaying.model import Summarize
 from ..replaying.options import Options, check_worker, options_of, takes_options
 from ..replaying.plan import ExactCounts, Plan, plan
-from ..replaying.result import Figures, Replay
 from ..replaying.summaries import Summaries, SummaryCost
 from . import workers
+from .forks import Baseline, Setup, rows
 from .grid import config_grid, example_config, grid_table
-from .measures import measures
 from .presets import Auto, Preset, by_agent
-from .probes import JUDGE_KEY, Asking, Judge, judge_for
-from .retention import retained
+from .probes import JUDGE_KEY, Judge, judge_for
 
 if TYPE_CHECKING:
     import distributed
@@ -105,178 +91,6 @@ COLUMNS = (
     "err_usage_mean",
     "err_usage_p95",
 )
-
-
-# ----------------------------------------------------------------------
-# one conversation under many configs: replays that share what they can
-# ----------------------------------------------------------------------
-@dataclass(frozen=True)
-class Setup:
-    """What one config of a sweep replays under: the context ``config`` (when a
-    ``context.limit`` is raised) and the ``worker`` that answers it (None: the
-    engine's proposal; see ``convlab.replay``)."""
-
-    config: ContextConfig
-    worker: Worker | None = None
-
-
-def _strategy_key(strategy: Strategy) -> tuple:
-    return (strategy.use, strategy.prompt, strategy.llm, strategy.model)
-
-
-def _says(setup: Setup, point: tuple) -> Any:
-    """What ``setup`` says at a point where a replay consulted its config (``Replayer.record.consulted``):
-    at a limit raised, which strategy and which worker answer it."""
-    config, kind = setup.config, point[1]
-    if kind == "limit":
-        limit = applies(config, point[2], first_call=point[3], idle_for=point[4])
-        return None if limit is None else (limit.reason, _strategy_key(limit.strategy), setup.worker)
-    if kind == "read":
-        return config.window is not None and point[2] > config.window
-    return _strategy_key(config.summarize_strategy())  # overflow
-
-
-@dataclass
-class _SharedReplay:
-    """One replay of a sweep: the configs that say what its config says at every
-    point it consulted it share it (and its row); a config that first says
-    something else in turn ``k`` forks from it there."""
-
-    replayer: Replayer
-    setup: Setup
-    says: list[Any]  # what config says at each of replayer.record.consulted
-    start: int  # the turn it forked at from its parent (0: it ran from the start)
-    row: dict[str, Any]
-    children: list[_SharedReplay]
-
-    @classmethod
-    def made(cls, replayer: Replayer, start: int, parent: _SharedReplay | None = None,
-             baseline: Mapping[str, Figures] | None = None, result: Replay | None = None) -> _SharedReplay:
-        """The run of a finished replay; forked at ``start`` from ``parent``, whose
-        config says the same before that turn (so what it said is not asked again).
-        Its row counts the calls it lost at their ``baseline`` figures (``measures.measures``)."""
-        setup, consulted = Setup(replayer.config, replayer.worker), replayer.record.consulted
-        n = replayer.starts[start].consulted if parent is not None else 0
-        says = (parent.says[:n] if parent is not None else []) + [_says(setup, p) for p in consulted[n:]]
-        return cls(replayer, setup, says, start, measures(result or replayer.result(), baseline), [])
-
-    def differs(self, config: Setup, from_turn: int) -> int | None:
-        """The turn where ``config`` first says something else than this run's setup,
-        looking from turn ``from_turn`` on (before it they agree); None if never."""
-        points = self.replayer.record.consulted
-        i = self.replayer.starts[from_turn].consulted if from_turn in self.replayer.starts else 0
-        says = self.says
-        for k in range(i, len(points)):
-            if _says(config, points[k]) != says[k]:
-                return points[k][0]
-        return None
-
-
-def _closest(root: _SharedReplay, config: Setup) -> tuple[_SharedReplay, int | None]:
-    """The run ``config`` shares the most with: the one where it first says
-    something else latest (None: it says the same everywhere), and that turn.
-
-    A config that leaves a run ``R`` in turn ``k`` leaves every child of ``R``
-    that forked earlier or later than ``k`` by then too; only children forked
-    in turn ``k`` itself can go on further with it."""
-    best, best_turn = root, root.differs(config, 0)
-    todo = [(root, best_turn)]
-    while todo and best_turn is not None:
-        run, turn = todo.pop()
-        for child in run.children:
-            if child.start != turn:
-                continue
-            t = child.differs(config, turn)
-            if t is None:
-                return child, None
-            if t > best_turn:
-                best, best_turn = child, t
-            todo.append((child, t))
-    return best, best_turn
-
-
-@dataclass
-class _Baseline:
-    """A conversation's baseline replay (no config: nothing fires, the log as it was), run once:
-    the ``root`` its configs share or fork from, and what every row of it carries from it (its tokens
-    read and dollars, and the hidden overhead: ``given``, else the log's, ``Replay.hidden_overhead``,
-    with the number of calls it rests on)."""
-
-    root: _SharedReplay
-    carried: dict[str, Any]
-    figures: dict[str, Figures]  # what each of its calls read and cost: what another config's lost calls count at
-
-    @classmethod
-    def run(cls, p: Plan, counts: ExactCounts, agent: str, *, summarize: Summarize | None = None,
-            knobs: Mapping[str, Any] = {}) -> _Baseline:
-        base = Replayer(p, None, counts=counts, agent=agent, summarize=summarize, **knobs).run()
-        result = base.result()
-        root = _SharedReplay.made(base, 0, result=result)
-        return cls(root, _carried(result, root.row, knobs.get("overhead")), result.figures())
-
-    def leaves(self, setup: Setup) -> tuple[int, Any] | None:
-        """Where ``setup`` first says something else than the baseline: the turn, and what it
-        says there (configs that agree on both can share what follows); None if never."""
-        root, points = self.root, self.root.replayer.record.consulted
-        for k, point in enumerate(points):
-            says = _says(setup, point)
-            if says != root.says[k]:
-                return point[0], (k, says)
-        return None
-
-
-def _carried(base: Replay, row: Mapping[str, Any], given: int | None) -> dict[str, Any]:
-    hidden = {"overhead": given, "overhead_calls": None} if given is not None else base.hidden_overhead()
-    return {"baseline_tokens_read": row["tokens_read"], "baseline_usd": row["usd"], **hidden}
-
-
-def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, Setup]], agent: str, *,
-         share: bool = True, summarize: Summarize | None = None, knobs: Mapping[str, Any] = {},
-         base: _Baseline | None = None, judge: Asking | None = None, probes: int = 5) -> list[tuple[int, dict[str, Any]]]:
-    """The measures of one conversation under each ``(index, setup)``.
-
-    The first replay has no config (nothing fires: the log as it was): the
-    baseline every row is measured against (``base``, when it was run
-    already). Each config shares the replay it says the same as at every
-    point that replay consulted its config, or forks from the replay it
-    agrees with longest, at the start of the turn where they first differ.
-    ``share=False`` replays every config from the start (what the sharing
-    must equal). ``knobs`` are the cost model's (``Replayer``'s
-    ``summary_size`` and ``overhead``). With ``judge`` (a ``Judge``, or in a
-    worker process a ``Relayed`` one), each replay's ``retained`` is probed
-    once, before it is closed (``convlab.tuning.retention.retained``).
-    """
-    if base is None:
-        base = _Baseline.run(p, counts, agent, summarize=summarize, knobs=knobs)
-    judged: dict[int, dict[str, Any]] = {}  # id of a replayer -> its retained, probed once however many configs share it
-
-    def probed(replayer: Replayer) -> dict[str, Any]:
-        if judge is None:
-            return {}
-        if id(replayer) not in judged:
-            judged[id(replayer)] = {"retained": retained(replayer.result(), judge, probes)}
-        return judged[id(replayer)]
-
-    if not share:
-        out = []
-        for j, cfg in configs:
-            r = Replayer(p, cfg.config, counts=counts, agent=agent, summarize=summarize, worker=cfg.worker, **knobs).run()
-            out.append((j, {**measures(r.result(), base.figures), **base.carried,
-                            **({} if judge is None else {"retained": retained(r.result(), judge, probes)})}))
-        return out
-    # the forks hang on a root of this call's own: a shared baseline (a worker's) keeps none of them alive
-    root, out, made = dataclasses.replace(base.root, children=[]), [], []
-    for j, cfg in configs:
-        run, turn = _closest(root, cfg)
-        if turn is not None:
-            child = _SharedReplay.made(run.replayer.fork(turn, cfg.config, cfg.worker).run(turn), turn, run, base.figures)
-            run.children.append(child)
-            made.append(child.replayer)
-            run = child
-        out.append((j, {**run.row, **base.carried, **probed(run.replayer)}))
-    for r in made:
-        r.close()  # freed with this call's tree, not left to the collector
-    return out
 
 
 # ----------------------------------------------------------------------
@@ -541,7 +355,7 @@ def tune_cost(
     >>> t.head = "a2"
     >>> base = '[agent.bot.context]\\n[[agent.bot.context.strategy]]\\nuse = "summarize"\\nover_tokens = 300'
     >>> tune_cost([Conversation(t, id="c")], base, summarizer=EchoLLM(), summary_cache=False, progress=False)
-    SummaryCost(calls=1, input_tokens=429, cached=0, cached_input_tokens=0, estimated=0, failed=0, refused=0)
+    SummaryCost(calls=1, input_tokens=429, cached=0, cached_input_tokens=0, estimated=0, failed=0, refused=0, unkept=0)
     """
     chosen = options_of(options, knobs, "tune_cost")
     if any(isinstance(c, Auto) for c in _as_list(configs)):  # presets.AUTO: each group of logs with its agent's preset
@@ -713,18 +527,18 @@ def _schedule(sweep: _Sweep, ask: Summarize | None) -> dict[tuple[int, int], dic
 
 
 def _along_forks(plans: list[Plan], counts: ExactCounts, configs: list[Setup], agent: str, knobs: Mapping[str, Any],
-                 jobs: int, done: workers.Done) -> tuple[dict[int, _Baseline], list[tuple[int, list[int]]]]:
+                 jobs: int, done: workers.Done) -> tuple[dict[int, Baseline], list[tuple[int, list[int]]]]:
     """The units of a sweep of fewer conversations than jobs, cut along the fork tree: each
     conversation's baseline is replayed here, once (worker processes forked after it start with
     it), and the configs that never leave it are its rows at once (``done``). The others go in
     families, one per (turn, what they say there) where they first leave the baseline: a family
     shares what follows, two families never do. The longest (the earliest to leave) go first, and
     the largest are halved while there are fewer units than jobs."""
-    bases: dict[int, _Baseline] = {}
+    bases: dict[int, Baseline] = {}
     units: list[tuple[int, list[int], int]] = []  # (conversation, configs, turns left)
     for i, p in enumerate(plans):
         with workers.collector_paused(collect=False):  # as in a worker; the baseline lives on, nothing to collect
-            base = bases[i] = _Baseline.run(p, counts, agent, knobs=knobs)
+            base = bases[i] = Baseline.run(p, counts, agent, knobs=knobs)
         families: list[tuple[tuple[int, Any], list[int]]] = []  # what a config says need not hash (a worker)
         same = []
         for j, cfg in enumerate(configs):

@@ -42,7 +42,7 @@ __all__ = ["jobs_for", "units", "run_processes", "run_dask", "collector_paused",
 
 #: What a unit of work gives back: ``(config index, measures)`` per config of one conversation.
 Measured = list[tuple[int, dict[str, Any]]]
-#: The sweep's ``rows(plan, counts, setups, agent, *, summarize=, knobs=)``: what every unit runs (a setup: ``sweep.Setup``).
+#: The sweep's ``rows(plan, counts, setups, agent, *, summarize=, knobs=)``: what every unit runs (a setup: ``forks.Setup``).
 Rows = Callable[..., Measured]
 #: Told each unit's result as it comes: ``done(conversation index, measured)``.
 Done = Callable[[int, Measured], None]

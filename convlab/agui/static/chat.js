@@ -32,6 +32,8 @@ const state = {
   /** @type {string[]} */ path: [], // ids root -> head (the server's)
   /** @type {Object<string, string[]>} */ lanes: {}, // sibling id -> its lane (the server's)
   /** @type {Set<string>} */ cut: new Set(), // replies that stopped at the token limit (the server says which)
+  /** @type {{message: string, tokens: number, window: number|null}|null} */
+  tooLong: null, // the message the model cannot read, when the last turn failed on it (the server says which)
   interrupt: null,
   running: null, // the AbortController of the run in flight
   editing: null, // the id of the message being edited
@@ -82,6 +84,7 @@ function setTree(snapshot) {
   state.path = snapshot ? snapshot.path : [];
   state.lanes = snapshot ? snapshot.lanes : {};
   state.cut = new Set(snapshot ? snapshot.cut || [] : []);
+  state.tooLong = snapshot ? snapshot.too_long || null : null;
   state.interrupt = snapshot ? snapshot.interrupt : null;
 }
 
@@ -152,6 +155,7 @@ function bubble(node, mode = "tree") {
   if (state.cut.has(node.id)) {
     box.append(el("div", "cc-cut", "Cut at the token limit: the model stopped when its reply reached the most tokens it may write."));
   }
+  if (mode === "tree" && state.tooLong && state.tooLong.message === node.id) box.append(el("div", "cc-too-long", tooLongNote(state.tooLong)));
   if (mode === "live") box.classList.add("cc-streaming");
   if (mode !== "tree") return box;
   if (state.editing === node.id) {
@@ -188,6 +192,13 @@ function bubble(node, mode = "tree") {
   }
   if (controls.childElementCount) box.append(controls);
   return box;
+}
+
+/** What to do about a message the model cannot read (the server's figures: about how many tokens, its context). */
+export function tooLongNote(tooLong) {
+  const holds = tooLong.window ? `; its context holds ${tooLong.window.toLocaleString("en")}` : "";
+  return `Too long for the model (about ${tooLong.tokens.toLocaleString("en")} tokens${holds}): every message after it on ` +
+    "this path is refused. Edit it (shorter), or branch before it: edit an earlier message, or switch to another branch.";
 }
 
 function editor(node) {
@@ -475,6 +486,6 @@ $("cc-threads").addEventListener("change", (e) => { location.href = pageUrl(e.ta
 $("cc-new").addEventListener("click", () => { location.href = pageUrl(newThreadId()); });
 
 if (!params.get("thread")) history.replaceState(null, "", pageUrl(state.thread));
-window.convlabChat = { state, activePath, switchPath, contentText }; // for tests: what the page holds
+window.convlabChat = { state, activePath, switchPath, contentText, tooLongNote }; // for tests: what the page holds
 if (await loadThreads()) await load();
 else draw();
