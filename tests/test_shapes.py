@@ -57,17 +57,24 @@ ANTHROPIC_BLOCKS = {"user": {"text", "image", "document", "tool_result"},
 
 
 def valid_anthropic(system: object, messages: list[dict]) -> None:
-    """The Messages API's rules: user and assistant only; no empty text block; thinking only signed; every tool_use
+    """The Messages API's rules: at least one message, user and assistant only; no text block of whitespace alone
+    ("text content blocks must contain non-whitespace text"), no empty message; thinking only signed; every tool_use
     answered by a tool_result in the next user message, every tool_result answering the tool_use before it; a tool
-    input a JSON object."""
-    assert system is None or isinstance(system, str) or all(b["type"] == "text" for b in system)
+    input a JSON object; a failed result not empty; a last assistant turn not ending in whitespace."""
+    assert system is None or (isinstance(system, str) and system.strip()) or all(b["type"] == "text" and b["text"].strip() for b in system)
+    assert messages, "the API refuses a request with no message"
+    if messages[-1]["role"] == "assistant":
+        last = messages[-1]["content"]
+        last = last if isinstance(last, str) else last[-1].get("text", "x")
+        assert last == last.rstrip(), "final assistant content cannot end with trailing whitespace"
     pending: set[str] = set()
     for m in messages:
         assert m["role"] in ("user", "assistant"), m
         blocks = [{"type": "text", "text": m["content"]}] if isinstance(m["content"], str) else m["content"]
         assert blocks and {b["type"] for b in blocks} <= ANTHROPIC_BLOCKS[m["role"]], m
         for b in blocks:
-            assert b["type"] != "text" or b["text"], m
+            assert b["type"] != "text" or b["text"].strip(), m
+            assert b["type"] != "tool_result" or not b.get("is_error") or b["content"], m
             assert b["type"] != "thinking" or b.get("signature"), m
         if m["role"] == "assistant":
             assert not pending, f"tool_use with no tool_result after it: {pending}"
@@ -105,8 +112,51 @@ def test_a_real_claude_code_session_in_every_apis_own_shape(name):
             assert m["content"][:200] in said
 
 
+@pytest.mark.realdata
+def test_a_real_reply_s_whitespace_text_block_never_reaches_anthropic():
+    """The real Claude Code session's reply carries a text block of "\\n\\n" between its thinking and its call, which
+    the Messages API refuses with a 400 ("text content blocks must contain non-whitespace text"): it is left out, and
+    the rest of the reply (its text, its call) goes as it came."""
+    require()
+    [c] = [c for c in convlab.read(REAL / "claude_code/tool_heavy.jsonl") if "agent-" not in c.id]
+    path = [{k: v for k, v in m.items() if k in ("role", "content", "tool_calls", "tool_call_id", "name")} for m in c.path()]
+    blank = [m for m in path if isinstance(m["content"], list)
+             and any(p.get("type") == "text" and p.get("text") and not p["text"].strip() for p in m["content"])]
+    assert blank, "the real session no longer has the whitespace text block this test is about"
+    _system, msgs = anthropic_messages(path)
+    valid_anthropic(_system, msgs)
+    sent = [b for m in msgs if isinstance(m["content"], list) for b in m["content"]]
+    for m in blank:
+        for p in m["content"]:
+            if p.get("type") == "text" and p["text"].strip():
+                assert any(b.get("text") == p["text"] for b in sent)
+            if p.get("type") == "tool_use":
+                assert any(b.get("id") == p["id"] for b in sent)
+
+
+def test_a_message_that_says_nothing_keeps_the_request_valid():
+    """Whitespace alone says nothing to any API: left out of the Messages API's request, except the last message,
+    the turn the model answers (``EMPTY``); a failed call's empty result says so; a final assistant turn loses its
+    trailing whitespace; Chat Completions sends no whitespace part either."""
+    from convlab.providers.shapes import EMPTY, NO_OUTPUT
+
+    system, msgs = anthropic_messages([{"role": "system", "content": " \n"}, {"role": "user", "content": "hi"},
+                                       {"role": "assistant", "content": [{"type": "text", "text": "\n\n"}]},
+                                       {"role": "user", "content": "\n"}])
+    assert system is None and msgs == [{"role": "user", "content": "hi"}, {"role": "user", "content": EMPTY}]
+    _, msgs = anthropic_messages([{"role": "user", "content": "go"},
+                                  {"role": "assistant", "content": "", "tool_calls": [{"id": "t1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                                  {"role": "tool", "tool_call_id": "t1", "content": " ", "is_error": True},
+                                  {"role": "assistant", "content": [{"type": "text", "text": "Done. \n"}, {"type": "text", "text": " "}]}])
+    assert msgs[2]["content"][0]["content"] == NO_OUTPUT
+    assert msgs[-1] == {"role": "assistant", "content": [{"type": "text", "text": "Done."}]}
+    out = openai_messages([{"role": "user", "content": [{"type": "text", "text": "\n\n"}, {"type": "text", "text": "hi"}]}])
+    assert out == [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+
+
 PART = st.one_of(
     st.builds(lambda t: {"type": "text", "text": t}, st.text(max_size=20)),
+    st.builds(lambda t: {"type": "text", "text": t}, st.text(" \n\t", max_size=3)),
     st.builds(lambda s: {"type": "thinking", "thinking": "hm", **({"signature": s} if s else {})}, st.sampled_from(["", "sig"])),
     st.just({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}}),
     st.just({"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}),
@@ -119,7 +169,9 @@ PART = st.one_of(
 MESSAGE = st.one_of(
     st.builds(lambda r, c: {"role": r, "content": c}, st.sampled_from(["system", "user", "assistant"]),
               st.one_of(st.text(max_size=20), st.lists(PART, max_size=4))),
-    st.builds(lambda i, c: {"role": "tool", "tool_call_id": f"t{i}", "content": c}, st.integers(0, 3), st.text(max_size=10)),
+    st.builds(lambda r, c: {"role": r, "content": c}, st.sampled_from(["system", "user", "assistant"]), st.text(" \n", max_size=3)),
+    st.builds(lambda i, c, e: {"role": "tool", "tool_call_id": f"t{i}", "content": c, **({"is_error": True} if e else {})},
+              st.integers(0, 3), st.one_of(st.text(max_size=10), st.text(" \n", max_size=2)), st.booleans()),
     st.builds(lambda i, a: {"role": "assistant", "content": "", "tool_calls": [{"id": f"t{i}", "type": "function",
                                                                                   "function": {"name": "f", "arguments": a}}]},
               st.integers(0, 3), st.one_of(st.just('{"x": 1}'), st.just("{not json"), st.just({"x": 1}), st.just("[1]"))),

@@ -97,12 +97,12 @@ def _said(m: Mapping[str, Any]) -> Said:
             if cid not in seen:
                 seen.add(cid)
                 said.calls.append(ToolCall(cid, str(fn.get("name") or call.get("name") or "tool"), _arguments(fn.get("arguments"))))
-    for part in ([{"type": "text", "text": content}] if isinstance(content, str) and content else
+    for part in ([{"type": "text", "text": content}] if isinstance(content, str) and content.strip() else
                  content if isinstance(content, list) else ()):
         if not isinstance(part, Mapping):
             said.parts.append({"type": "text", "text": str(part)})
-        elif part.get("type") == "text" and not part.get("text"):
-            continue  # says nothing (and the Messages API refuses an empty text block)
+        elif part.get("type") == "text" and not str(part.get("text") or "").strip():
+            continue  # says nothing (and the Messages API refuses a text block of whitespace: "\n\n" between thinking and a call)
         elif part.get("type") == "tool_use" and role == "assistant":
             cid = str(part.get("id"))
             if cid not in seen:
@@ -325,7 +325,7 @@ def _anthropic_part(part: Mapping[str, Any], role: str) -> dict[str, Any] | None
     kind = part.get("type")
     if kind == "text":
         text = str(part.get("text") or "")
-        return {**part, "text": text} if text else None
+        return {**part, "text": text} if text.strip() else None  # the API refuses a text block of whitespace
     if kind == "thinking":
         return dict(part) if role == "assistant" and part.get("signature") else None  # the API takes only its own, signed
     if kind == "redacted_thinking":
@@ -344,13 +344,21 @@ def _anthropic_part(part: Mapping[str, Any], role: str) -> dict[str, Any] | None
                 "citations", "search_result") and role == "assistant":
         return dict(part)  # the API's own blocks, as it gave them
     said = _text_of(part)
-    return {"type": "text", "text": said} if said else None
+    return {"type": "text", "text": said} if said and said.strip() else None
+
+
+#: A failed tool call's result that said nothing: the API refuses an empty ``tool_result`` with ``is_error``.
+NO_OUTPUT = "[the tool failed with no output]"
+
+#: What a message that says nothing is sent as when it is the last one, the turn the model answers (leaving it
+#: out would end the request on the assistant's turn, or leave no message at all, which the API refuses).
+EMPTY = "[an empty message]"
 
 
 def _result(body: object) -> str | list[dict[str, Any]]:
-    """A tool result's content as ``tool_result`` takes it: text, or text and image blocks."""
+    """A tool result's content as ``tool_result`` takes it: text, or text and image blocks ("" for whitespace)."""
     if isinstance(body, str) or body is None:
-        return body or ""
+        return body if body and body.strip() else ""
     parts = body if isinstance(body, (list, tuple)) else [body]
     blocks = [b for b in (_anthropic_part(p, "user") if isinstance(p, Mapping) else {"type": "text", "text": str(p)}
                           for p in parts) if b is not None and b.get("type") in ("text", "image", "document")]
@@ -368,7 +376,13 @@ def anthropic_messages(messages: Iterable[Mapping[str, Any]]) -> tuple[Any, list
     - a tool call (``tool_calls``, or a ``tool_use`` part: once per id) is a ``tool_use`` block (JSON
       arguments parsed back into ``input``), its result a ``tool_result`` block; consecutive results share
       one user turn; a call or a result whose other half the request does not hold is said in text (``read``);
-    - ids, ``name`` and ``metadata`` have no place in this API and stay in convlab; an empty message is left out.
+    - ids, ``name`` and ``metadata`` have no place in this API and stay in convlab;
+    - the API refuses a text block of whitespace alone ("text content blocks must contain non-whitespace
+      text": a Claude Code reply's ``"\\n\\n"`` between its thinking and its call), an empty message, an empty
+      ``tool_result`` marked ``is_error`` and a last assistant message ending in whitespace: such a text block
+      is left out (a system of whitespace too), a message left with nothing is left out, except the last one,
+      which is sent as ``EMPTY`` (the model answers it), a failed call's empty result says ``NO_OUTPUT``, and the
+      last text of a request that ends on the assistant's turn loses its trailing whitespace.
 
     >>> system, msgs = anthropic_messages([
     ...     {"id": "s", "role": "system", "content": "Be brief."},
@@ -387,6 +401,7 @@ def anthropic_messages(messages: Iterable[Mapping[str, Any]]) -> tuple[Any, list
     system_given: list[Any] = []
     out: list[dict[str, Any]] = []
     previous_result = False
+    last: Said | None = None  # the last message, when it was left out for saying nothing
     for s in read(messages):
         if s.role == "system":
             system_given.append(s.parts[0]["text"] if len(s.parts) == 1 and s.parts[0].get("type") == "text" else s.parts)
@@ -394,10 +409,11 @@ def anthropic_messages(messages: Iterable[Mapping[str, Any]]) -> tuple[Any, list
             previous_result = False
             continue
         role = "assistant" if s.role == "assistant" else "user"
-        results = [{"type": "tool_result", "tool_use_id": cid, "content": _result(body), **({"is_error": True} if error else {})}
-                   for cid, body, error in s.results]
+        results = [{"type": "tool_result", "tool_use_id": cid, "content": _result(body) or (NO_OUTPUT if error else ""),
+                    **({"is_error": True} if error else {})} for cid, body, error in s.results]
         blocks = [b for b in (_anthropic_part(p, role) for p in s.parts) if b is not None]
         blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.input()} for c in s.calls]
+        last = None if results or blocks else s
         if results:
             if previous_result:
                 out[-1]["content"].extend(results)
@@ -413,6 +429,19 @@ def anthropic_messages(messages: Iterable[Mapping[str, Any]]) -> tuple[Any, list
             continue
         simple = s.plain and not s.calls and len(blocks) == 1 and set(blocks[0]) == {"type", "text"}
         out.append({"role": role, "content": blocks[0]["text"] if simple else blocks})
+    if (last is not None and last.role != "assistant") or not out:  # the turn the model answers said nothing
+        out.append({"role": "user", "content": EMPTY})
+    elif out[-1]["role"] == "assistant":  # the request ends on the assistant's turn: no trailing whitespace
+        _trim_end(out[-1])
     if len(system_given) == 1 and isinstance(system_given[0], str):
-        return system_given[0], out
+        return (system_given[0] if system_given[0].strip() else None), out
     return system or None, out
+
+
+def _trim_end(message: dict[str, Any]) -> None:
+    """``message`` without trailing whitespace in its last text block (the API refuses it in a final assistant
+    turn; every text block has more than whitespace, so none is emptied)."""
+    if isinstance(message["content"], str):
+        message["content"] = message["content"].rstrip()
+    elif message["content"][-1].get("type") == "text":
+        message["content"][-1] = {**message["content"][-1], "text": message["content"][-1]["text"].rstrip()}
