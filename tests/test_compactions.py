@@ -151,3 +151,40 @@ def test_a_conversation_given_for_a_replay_is_a_clear_error():
         with pytest.raises(TypeError, match=r"retention scores a Replay .*got a (Conversation: replay it first|list)"):
             call()
     assert retention(replay(c)).empty  # its replay: no compaction, no row
+
+
+CODEX_ROLLOUT = "codex/rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl"
+
+
+@pytest.mark.realdata
+def test_facts_kept_is_unknown_where_nothing_was_measured():
+    """A real Codex session that compacted itself once (call 185): a config's ``facts_kept`` scores only what the
+    config compacted and a model then read. Where every turn failed (window 17,000: no call answered) or the config
+    compacted nothing of its own (no strategy: only the log's compaction), it is NaN, unknown: it was 0.156 and
+    0.040 (the log's own compaction's score, the same whatever the config) before."""
+    from agentdata import AGENTS, require as require_agents
+
+    from convlab.tuning.grid import config_grid, example_config
+    from convlab.tuning.retention import facts_kept
+
+    require_agents()
+    [c] = convlab.read(AGENTS / CODEX_ROLLOUT, progress=False)
+    example = example_config().read_text(encoding="utf-8")
+    failing = replay(c, config_grid(example, {"window": [17_000]})[0])
+    assert not failing.answered() and any(x.source == "log" for x in compactions(failing))
+    assert math.isnan(facts_kept(failing)) and math.isnan(measures(failing)["facts_kept"])
+    plain = replay(c)  # no strategy: the log's own compaction alone
+    assert [x.source for x in compactions(plain)] == ["log"] and 0 < retention(plain)["facts_kept"].iloc[0] < 1
+    assert math.isnan(facts_kept(plain))
+    from convlab.tuning import retention as module
+
+    working = replay(c, config_grid(example, {"window": [64_000]})[0])
+    own = module.scored(working)
+    assert own and all(x.source == "strategy" and x.summary_by != "stand-in" for x in own)  # its resets
+    assert facts_kept(working) == pytest.approx(sum(x.facts_kept() for x in own) / len(own))
+    df = tune([c], example, grid={"window": [17_000, 64_000]}, progress=False, jobs=1)
+    by = df.set_index("window")["facts_kept"]
+    assert math.isnan(by[17_000]) and by[64_000] == pytest.approx(facts_kept(working))
+    from convlab.tuning.ranking import totals
+
+    assert math.isnan(totals(df).set_index("window").loc[17_000, "facts_kept"])  # unknown over the corpus too, never 0

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.figure import Figure
@@ -89,6 +91,20 @@ def test_sweep_heatmap_writes_the_cost_under_each_value():
     assert _inside(fig)
     with pytest.raises(KeyError, match="no column 'resets'"):
         plots.sweep_heatmap(df, "idle", "window", cost="resets")
+
+
+def test_sweep_heatmap_shows_an_unknown_value_as_unknown_never_0():
+    """``facts_kept`` is NaN where a config measured nothing: its cell says so, it is not summed to 0 (pandas' sum of
+    NaN) and takes no colour, so no unknown looks like the worst or the best."""
+    df = pd.DataFrame({"window": [64000, 64000, 128000, 128000] * 2, "idle": [60, 600, 60, 600] * 2,
+                       "facts_kept": [0.25, float("nan"), 0.5, 0.75, 0.25, float("nan"), float("nan"), 0.75]})
+    fig = plots.sweep_heatmap(df, "idle", "window", "facts_kept")
+    ax = fig.axes[0]
+    grid = ax.images[0].get_array()
+    assert grid[0, 0] == 0.5 and grid[1, 0] == 0.5 and grid[1, 1] == 1.5
+    assert bool(np.ma.getmaskarray(grid)[0, 1]) or math.isnan(float(grid.data[0, 1]))  # no value drawn
+    texts = [t.get_text() for t in ax.texts]
+    assert "facts_kept: unknown\n(nothing to measure)" in texts and "0" not in texts
 
 
 def test_importing_and_plotting_leaves_pyplot_and_the_backend_alone():

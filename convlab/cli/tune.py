@@ -66,8 +66,8 @@ def add(sub: argparse._SubParsersAction[Parser]) -> None:
                            "usage does not answer; default: measured from the log")
     tune.add_argument("--out", metavar="results.csv|.parquet", help="write the table, every column")
     tune.add_argument("--plot", metavar="out.png",
-                      help="write a plot: a heatmap over the first two grid keys (each cell: --value, and under it the "
-                           "rewrites, summaries + resets, that bought it), else the count per call of the longest "
+                      help="write a plot: a heatmap over the first two grid keys (each cell: --value over every conversation, "
+                           "as the ranking adds it up, and under it the rewrites, summaries + resets, that bought it), else the count per call of the longest "
                            "conversation; and the trade-off (tokens saved against summaries + resets, the Pareto configs "
                            "marked) beside it, in out-pareto.png")
     tune.add_argument("--value", default="tokens_read", help="the column the heatmap shows (default tokens_read)")
@@ -395,8 +395,11 @@ def _plot(args: argparse.Namespace, df: pd.DataFrame, ranked: pd.DataFrame, grid
 
     keys = list(grid)
     with notes.watch("plotting"):
-        if len(keys) >= 2:
-            fig = plots.sweep_heatmap(df.assign(rewrites=df["summaries"] + df["resets"]), keys[1], keys[0], args.value,
+        if len(keys) >= 2:  # each cell one config over every conversation, as the ranking reads it (a share not summed)
+            from ..tuning.ranking import totals
+
+            data = totals(df).reset_index()
+            fig = plots.sweep_heatmap(data.assign(rewrites=data["summaries"] + data["resets"]), keys[1], keys[0], args.value,
                                       cost="rewrites")
         else:  # the count per call of the longest conversation, under the config the ranking puts first
             from ..tuning.ranking import config_label

@@ -183,7 +183,9 @@ def sweep_heatmap(df: pd.DataFrame, x: str, y: str, value: str = "tokens_read", 
     figure's suptitle, default ``"<value> by <y> and <x>"``, ``"<value> and
     <cost> by ..."`` with a cost) wraps to its width. A cell whose configs
     made turns fail (the frame's ``failed_turns``) is hatched and says how
-    many, and the title says so: its value is no answer.
+    many, and the title says so: its value is no answer. A cell whose value is
+    NaN in every row (``facts_kept`` where nothing was measured) is unknown:
+    grey, and says so, never 0 (a sum of unknowns stays unknown).
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"window": [64000, 64000, 128000, 128000], "strategy[0].idle_secs": [60, 600, 60, 600],
@@ -197,12 +199,12 @@ def sweep_heatmap(df: pd.DataFrame, x: str, y: str, value: str = "tokens_read", 
     for col in (x, y, value, *([cost] if cost is not None else [])):
         if col not in df.columns:
             raise KeyError(f"the frame has no column {col!r} (columns: {', '.join(map(str, df.columns))})")
-    table = df.pivot_table(index=y, columns=x, values=value, aggfunc=agg)  # type: ignore[arg-type]  # pandas checks agg's name
+    table = df.pivot_table(index=y, columns=x, values=value, aggfunc=_keeping_nan(agg), dropna=False)
     data = table.to_numpy(dtype=float)
     cells = list(_cells(data))
     labels = {ij: _cell_label(v) for ij, v in cells}
     if cost is not None:
-        costs = df.pivot_table(index=y, columns=x, values=cost, aggfunc=agg).reindex(  # type: ignore[arg-type]  # as above
+        costs = df.pivot_table(index=y, columns=x, values=cost, aggfunc=_keeping_nan(agg), dropna=False).reindex(
             index=table.index, columns=table.columns)
         for (i, j), c in _cells(costs.to_numpy(dtype=float)):
             if (i, j) in labels:
@@ -237,6 +239,7 @@ def sweep_heatmap(df: pd.DataFrame, x: str, y: str, value: str = "tokens_read", 
                                    edgecolor="tab:red", lw=0))
             light = False
         ax.text(j, i, labels[i, j], ha="center", va="center", fontsize="small", color="white" if light else "black")
+    _mark_unknown(ax, df, x, y, value, table)
     bar = fig.colorbar(image, ax=ax, label=f"{value} ({agg})", format=FuncFormatter(_compact))
     bar.ax.tick_params(labelsize="small")
     if broken:
@@ -244,6 +247,29 @@ def sweep_heatmap(df: pd.DataFrame, x: str, y: str, value: str = "tokens_read", 
                              "(no answer, whatever the value)", width - 0.4)
     fig.suptitle(text)
     return fig
+
+
+def _mark_unknown(ax: Axes, df: pd.DataFrame, x: str, y: str, value: str, table: pd.DataFrame) -> None:
+    """Grey the heatmap's cells that hold configs but no value (NaN in every row: ``facts_kept`` where nothing was
+    measured), each saying so: unknown, never 0."""
+    from matplotlib.patches import Rectangle
+
+    data = table.to_numpy(dtype=float)
+    rows = df.pivot_table(index=y, columns=x, values=value, aggfunc="size", dropna=False).reindex(
+        index=table.index, columns=table.columns).to_numpy(dtype=float)
+    for i in range(data.shape[0]):
+        for j in range(data.shape[1]):
+            if math.isnan(data[i, j]) and rows[i, j] > 0:
+                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=True, facecolor="0.92", lw=0))
+                ax.text(j, i, f"{value}: unknown\n(nothing to measure)", ha="center", va="center", fontsize="small",
+                        color="0.3")
+
+
+def _keeping_nan(agg: str) -> Any:
+    """``agg`` as pivot_table takes it, a sum of unknown values staying unknown (pandas sums NaN to 0)."""
+    if agg == "sum":
+        return lambda values: values.sum(min_count=1)
+    return agg
 
 
 def _failed_cells(df: pd.DataFrame, x: str, y: str, table: pd.DataFrame, labels: dict[tuple[int, int], str]) -> set[tuple[int, int]]:

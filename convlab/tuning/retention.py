@@ -18,6 +18,10 @@ fact):
   if any, and every kept message, as text; 1.0 when nothing was dropped, NaN
   when what was dropped states no fact.
 
+A sweep's ``facts_kept`` (and ``retained``) is a mean over the compactions
+the config made that a model then read (``scored``): never the log's own,
+never a stand-in summary; NaN (unknown) when none counts.
+
 So a reset keeps what the kept tail happens to repeat (0 when it repeats
 nothing), a replace that keeps every message keeps 1, ``clear_tool_results``
 keeps exactly the facts of the cleared results that the rest of the history
@@ -47,7 +51,7 @@ if TYPE_CHECKING:
     from ..engine import Session
     from ..providers import Provider
 
-__all__ = ["Rewrite", "compactions", "retention", "retention_cost", "facts_kept", "retained", "RETENTION_COLUMNS",
+__all__ = ["Rewrite", "compactions", "retention", "retention_cost", "facts_kept", "retained", "scored", "RETENTION_COLUMNS",
            "PROBE_COLUMNS", "LOST_SHOWN"]
 
 #: The columns of ``retention``'s frame, in order.
@@ -315,22 +319,47 @@ def retention_cost(replay: Replay, judge: Provider | Judge, probes: int = 5, jud
 
 
 def retained(replay: Replay, judge: Asking, probes: int = 5) -> float:
-    """The mean ``retained`` over ``replay``'s compactions (``retention`` with ``judge``: a ``Judge``, or in
-    a sweep's worker process a ``Relayed`` one), stand-in
-    summaries left out (and not probed: their score says nothing of a model) and NaN scores too: a
-    sweep's ``retained``; NaN when none counts."""
-    return _mean(probe(c.dropped(), c.old, c.new, judge, probes).retained for c in _scored(replay))
+    """The mean ``retained`` over the compactions of ``replay`` that count (``scored``; only those are probed),
+    with ``judge`` (a ``Judge``, or in a sweep's worker process a ``Relayed`` one), NaN scores left out: a
+    sweep's ``retained``; NaN (unknown) when none counts."""
+    return _mean(probe(c.dropped(), c.old, c.new, judge, probes).retained for c in scored(replay))
 
 
 def facts_kept(replay: Replay) -> float:
-    """The mean ``facts_kept`` over ``replay``'s compactions, stand-in summaries left out (their score
-    says nothing of a model) and NaN scores too: a sweep's ``facts_kept``; NaN when none counts."""
-    return _mean(c.facts_kept() for c in _scored(replay))
+    """The mean ``facts_kept`` over the compactions of ``replay`` that count (``scored``), NaN scores left out:
+    a sweep's ``facts_kept``; NaN (unknown, never 0) when none counts: nothing to measure.
+
+    >>> from convlab.tree import Tree
+    >>> from convlab.conversation import Conversation
+    >>> from convlab.replaying.driver import replay as run
+    >>> t = Tree()
+    >>> _ = t.add({"id": "u1", "role": "user", "content": "deploy to /srv/app at 12:30"}, None)
+    >>> _ = t.add({"id": "a1", "role": "assistant", "content": "done"}, "u1")
+    >>> _ = t.add({"id": "s", "role": "user", "content": "Deployed /srv/app.", "kind": "summary", "replaces": "a1"}, None)
+    >>> _ = t.add({"id": "a2", "role": "assistant", "content": "ok"}, "s")
+    >>> t.head = "a2"
+    >>> r = run(Conversation(t, id="c"))
+    >>> [(c.source, c.facts_kept()) for c in compactions(r)], facts_kept(r)  # the log's own: not the config's doing
+    ([('log', 0.5)], nan)
+    """
+    return _mean(c.facts_kept() for c in scored(replay))
 
 
-def _scored(replay: Replay) -> list[Rewrite]:
-    """The compactions a sweep's means count: every one but a stand-in summary's."""
-    return [c for c in compactions(replay) if c.summary_by != "stand-in"]
+def scored(replay: Replay) -> list[Rewrite]:
+    """The compactions a sweep's ``facts_kept`` and ``retained`` count: the ones the config made (a strategy's
+    or its worker's) that a model then read, each
+
+    - not the log's own (``source == "log"``: the log compacted there under every config, and in the
+      baseline, so its score says nothing of this config; ``retention`` still lists it);
+    - not a stand-in summary (the replay wrote it with no summarizer: its score says nothing of a model);
+    - followed by an answered call: the model call it made room for (``call``) was not refused as too long
+      (a compaction no model read kept nothing for anyone; a row whose turns all failed answered none).
+
+    None counts (NaN): the config compacted nothing, or only with stand-in summaries, or no model read it.
+    """
+    calls = replay.calls
+    return [c for c in compactions(replay) if c.source != "log" and c.summary_by != "stand-in"
+            and 0 < c.call <= len(calls) and not calls[c.call - 1].refused]
 
 
 def _mean(scores: Iterable[float]) -> float:

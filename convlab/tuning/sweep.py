@@ -193,15 +193,23 @@ def tune(
     summarizes often can with a cache); NaN without a model. ``model``,
     ``prompt_cache`` and ``prompt_cache_ttl`` are the same for every
     config; ``convlab.rank(df, by="usd")`` ranks by dollars. ``facts_kept``:
-    the mean, over the replay's compactions, of the share of the facts each
-    dropped that the new context still states (``convlab.retention``), its
-    stand-in summaries left out; NaN when none counts. ``retained``: with
+    the mean, over the compactions the config made and a model then read,
+    of the share of the facts each dropped that the new context still
+    states (``convlab.retention``; which count: ``retention.scored``): the
+    log's own compactions are left out (the log made them under every
+    config, and in the baseline), and so are stand-in summaries (the
+    replay wrote them: they say nothing of a model) and a compaction whose
+    next model call was refused as too long (no model read what it kept).
+    NaN, unknown, never 0, when none counts: nothing to measure (the
+    config compacted nothing of its own, or only with stand-in summaries,
+    or every turn failed and no call was answered); ``rank``, ``search``
+    and the plots read NaN as unknown (left out by a floor or a
+    constraint, an empty cell or point). ``retained``: with
     ``judge`` (a provider, e.g. ``convlab.LocalChat()``, or a
-    ``convlab.tuning.probes.Judge``), the mean
-    over the replay's compactions of ``convlab.retention``'s ``retained``
+    ``convlab.tuning.probes.Judge``), the mean over the same compactions
+    (the only ones probed) of ``convlab.retention``'s ``retained``
     (``probes`` questions about what each dropped, asked with the full and
-    the compacted history), stand-in summaries left out (and not probed);
-    NaN when none counts; only with a judge, after ``facts_kept``. The judge's calls are made
+    the compacted history); NaN when none counts; only with a judge, after ``facts_kept``. The judge's calls are made
     from this process only, as summary calls are (worker processes send
     each request here), and cached on disk (``judge_cache``; by default
     ``$XDG_CACHE_HOME/convlab/judge``):
