@@ -3,6 +3,7 @@ sources give; they fire in a Session and replay a real Claude Code session."""
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 from realdata import require
 
@@ -161,11 +162,15 @@ def test_tune_with_auto_picks_the_preset_of_the_agent_that_wrote_each_log():
             _own("gemini_cli/gemini.jsonl"), _own("pi/large-session.jsonl")]
     df = convlab.tune(logs, ["[agent.bot.context]", convlab.tuning.presets.AUTO], progress=False, jobs=1)
     auto = df[df["config"] == 1].set_index("conversation")
-    assert auto.loc[logs[0].id, ["preset", "window"]].tolist() == ["codex", 258_400]
-    assert auto.loc[logs[1].id, ["preset", "window"]].tolist() == ["gemini-cli", 1_000_000]
-    assert auto.loc[logs[2].id, ["preset", "window"]].tolist() == ["pi", 200_000]  # its last model: claude-sonnet-4-5
+    assert auto.loc[logs[0].id, ["preset", "window"]].tolist() == ["auto: codex", 258_400]
+    assert auto.loc[logs[1].id, ["preset", "window"]].tolist() == ["auto: gemini-cli", 1_000_000]
+    assert auto.loc[logs[2].id, ["preset", "window"]].tolist() == ["auto: pi", 200_000]  # its last model: claude-sonnet-4-5
     assert set(df["conversation"]) == {c.id for c in logs} and len(df) == 6
-    with pytest.raises(convlab.ConfigError, match=r"presets\.auto: conversation '96ef38f0.*' \(copilot_cli\) was written by no agent"):
+    # over the corpus no one preset or window ran: the ranking's label says so, and names no one log's window
+    ranked = convlab.rank(df).set_index("config")
+    assert ranked.loc[1, "preset"] == "auto: each log its agent's preset" and pd.isna(ranked.loc[1, "window"])
+    with pytest.raises(convlab.ConfigError, match=r"presets\.auto: conversation '96ef38f0.*' was written by copilot_cli, "
+                                                  r"an agent no preset models \(the presets model claude_code, codex"):
         convlab.tune([_own("copilot_cli/copilot.jsonl")], convlab.tuning.presets.AUTO, progress=False)
     with pytest.raises(convlab.ConfigError, match="'auto' is the preset of the agent that wrote each log"):
         convlab.presets("auto")
@@ -180,6 +185,31 @@ def test_convlab_tune_preset_auto_on_a_codex_session(capsys):
     path = agents() / "codex" / "rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl"
     assert main(["tune", str(path), "--preset", "auto", "--width", "100"]) == 0
     out = capsys.readouterr().out
-    assert " codex " in out and "258400" in out
+    assert " auto: codex " in out and "258400" in out  # one log: its preset and window, truly
     assert main(["tune", str(agents() / "copilot_cli" / "copilot.jsonl"), "--preset", "auto"]) == 2
-    assert "presets.auto: conversation '96ef38f0" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--preset auto: no log here has a preset for its agent" in err and "written by copilot_cli" in err
+    assert "e.g. --preset claude-code,codex" in err
+
+
+@pytest.mark.realdata
+def test_convlab_tune_preset_auto_on_the_agents_folder_labels_the_ranking_truly_and_leaves_copilot_out(capsys):
+    """The shared agents' folder: Codex logs at 200,000 and 258,400, Gemini CLI at 1,000,000, pi at 200,000, and two
+    Copilot CLI logs no preset models. The ranking's row was labelled "codex window 200000", one group's preset, and
+    the Copilot logs refused the whole folder: now the row says each log ran its agent's preset, the rows say which,
+    and the Copilot logs are left out, each named on stderr with why."""
+    from agentdata import require as agents
+
+    from convlab.cli import main
+
+    assert main(["tune", str(agents()), "--preset", "auto", "--width", "200", "--rows"]) == 0
+    captured = capsys.readouterr()
+    ranking, rows = captured.out.split("\n\n", 1)
+    [row] = [line for line in ranking.splitlines() if line.strip().startswith("1 ")]
+    assert "auto: each log its agent's preset" in row and "codex" not in row and "200000" not in row
+    assert "ranked over 7 conversations" in " ".join(ranking.split())
+    assert all(f"auto: {name}" in rows for name in ("codex", "gemini-cli", "pi")) and "258400" in rows
+    err = " ".join(captured.err.split())
+    assert "--preset auto: left out 2 logs whose agent no preset models" in err
+    assert "96ef38f0-9d09-45c3-8124-6448c36090ed (copilot_cli, " in err and "copilot_cli/copilot.jsonl" in err
+    assert "no agent a preset is of" not in err

@@ -300,6 +300,29 @@ def _with_presets(args: argparse.Namespace, text: str, notes: Notes) -> list[Con
     return ([text] if args.config else []) + presets
 
 
+def _auto(configs: list[Config]) -> bool:
+    from ..tuning.presets import Auto
+
+    return any(isinstance(c, Auto) for c in configs)
+
+
+def _with_a_preset(convs: list[Any], notes: Notes) -> list[Any]:
+    """--preset auto: the logs written by an agent a preset models; each other log is left out, named on stderr
+    with why (a Copilot CLI session: no preset models its agent), and none left is a ``Usage``."""
+    from ..tuning.presets import AGENTS, MODELLED, no_preset
+
+    kept = [c for c in convs if str(c.format) in AGENTS]
+    left = [c for c in convs if str(c.format) not in AGENTS]
+    if left and not kept:
+        raise Usage(f"--preset auto: no log here has a preset for its agent ({plural(len(left), 'log')}; the first "
+                    f"{no_preset(left[0])}): name the presets to sweep them with, e.g. --preset claude-code,codex")
+    if left:
+        named = "; ".join(f"{c.id} ({c.format}, {c.source})" for c in left)
+        notes.say(f"--preset auto: left out {plural(len(left), 'log')} whose agent no preset models ({MODELLED}): "
+                  f"{named}. To sweep them too, name the presets (--preset claude-code,codex,...): each runs on every log")
+    return kept
+
+
 def _left_out(warning: Warning | str) -> bool:
     """A warning about the configs the ranking left out: the ranking's table says it (also under -q)."""
     return bool(getattr(warning, "left_out", None))
@@ -336,6 +359,8 @@ def run(args: argparse.Namespace, out: TextIO, notes: Notes) -> None:
         raise Usage(f"--value {args.value} is in dollars: give --model (e.g. --model claude-sonnet-4-5), or another "
                      f"--value (e.g. tokens_read)")
     convs = read_logs(args.paths, args, notes)
+    if isinstance(configs, list) and _auto(configs):  # each log its agent's preset: a log with none is left out
+        convs = _with_a_preset(convs, notes)
     size = math.prod(len(v) for v in grid.values()) if grid else len(configs) if isinstance(configs, list) else 1
     if size >= SAY_CONFIGS:  # a long run: what it is, before it starts
         notes.say(f"sweeping {size:,} configs{f' ({_grid_size(grid)})' if grid else ''} over "

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ..conversation import Conversation
 
 __all__ = ["presets", "Preset", "NAMES", "claude_code", "codex", "gemini_cli", "pi", "AUTO", "Auto", "AGENTS", "for_log",
-           "window_of", "by_agent"]
+           "window_of", "by_agent", "no_preset", "MODELLED", "AUTO_ROW", "AUTO_LABEL"]
 
 
 class Preset(NamedTuple):
@@ -186,6 +186,26 @@ class Auto(NamedTuple):
 #: Each log's own agent's preset, among ``convlab.tune``'s configs (``convlab tune --preset auto``).
 AUTO = Auto()
 
+#: The ``preset`` a tune frame gives ``AUTO``'s rows: ``"auto: codex"``, each row the preset its log's agent ran.
+AUTO_ROW = "auto: {}"
+#: ``AUTO``'s ``preset`` over a corpus whose logs ran different presets (``ranking.totals``): no one preset ran.
+AUTO_LABEL = "auto: each log its agent's preset"
+
+
+def no_preset(conversation: Conversation) -> str:
+    """Why ``AUTO`` has no preset for ``conversation``: the agent that wrote it, and the agents presets model.
+
+    >>> from convlab.tree import Tree
+    >>> from convlab.conversation import Conversation
+    >>> no_preset(Conversation(Tree(), id="c", format="copilot_cli"))
+    'written by copilot_cli, an agent no preset models (the presets model claude_code, codex, gemini_cli and pi)'
+    """
+    return f"written by {conversation.format or 'an unknown agent'}, an agent no preset models ({MODELLED})"
+
+
+#: The agents the presets model, said where a log's agent is not one of them.
+MODELLED = f"the presets model {', '.join(list(AGENTS)[:-1])} and {list(AGENTS)[-1]}"
+
 
 def presets(name: str | Sequence[str] = "all", window: int | None = None) -> list[Preset]:
     """The presets named (one of ``NAMES``, a comma-separated list, a list, or
@@ -274,8 +294,8 @@ def by_agent(conversations: Sequence[Conversation], configs: Sequence[_C]) -> li
     for c in conversations:
         preset = for_log(c)
         if preset is None:
-            raise ConfigError("presets.auto", f"conversation {c.id!r} ({c.format}) was written by no agent a preset is "
-                                              f"of ({', '.join(AGENTS)}): name the presets to use instead")
+            raise ConfigError("presets.auto", f"conversation {c.id!r} was {no_preset(c)}: leave it out, or name the "
+                                              f"presets to sweep it with (convlab.presets('codex'), ...)")
         window = preset.config.window
         assert window is not None, "a preset has a window"
         groups.setdefault((preset.name, window), ([], preset))[0].append(c)

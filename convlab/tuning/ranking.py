@@ -124,7 +124,10 @@ def totals(df: pd.DataFrame) -> pd.DataFrame:
       conversations (a bound on the corpus's 95th percentile), ``first_limit_call`` the earliest;
     - ``overhead`` and the ``*_mean`` errors are means weighted by each conversation's model calls;
     - scores (``facts_kept``, ``retained``) are means over the conversations that have one;
-    - the config's labels (``window``, ``strategies``, grid keys, ...) are its first row's.
+    - the config's labels (``window``, ``strategies``, grid keys, ...) are its first row's, where its rows
+      agree; where they differ (``presets.AUTO``: each log ran its own agent's preset, at its own window) a
+      label is missing (NA), never one row's, but for ``preset``: ``"auto: each log its agent's preset"``
+      (``presets.AUTO_LABEL``).
 
     What ``rank``, ``convlab.search`` (its objective and constraints) and the plots read, so the number a
     person reads for a config is the one its ``tune`` rows add up to.
@@ -171,8 +174,33 @@ def totals(df: pd.DataFrame) -> pd.DataFrame:
     for c in ("conversation", "source"):
         if c in out.columns:
             out = out.drop(columns=c)
+    out = _labels_that_hold(out, df)
     if "conversation" in present:
         out.insert(0, "conversations", groups.size())
+    return out
+
+
+#: How ``totals`` makes each column: what is not named here is a label (``_labels_that_hold``).
+_MADE = (*SUMMED, *LARGEST, *EARLIEST, *PER_CALL, *SCORES, "saved", "cached_share", "conversations")
+
+
+def _labels_that_hold(out: pd.DataFrame, df: pd.DataFrame) -> pd.DataFrame:
+    """``out`` (``df``'s configs) with each label that a config's rows do not share made missing (``preset``:
+    ``AUTO_LABEL``)."""
+    import pandas as pd
+
+    from .presets import AUTO_LABEL
+
+    labels = [c for c in out.columns if c not in _MADE]
+    if not labels:
+        return out
+    differ = df.groupby("config", sort=True)[labels].nunique(dropna=False) > 1
+    for c in labels:
+        mixed = differ[c].reindex(out.index, fill_value=False).astype(bool)
+        if mixed.any():
+            out[c] = out[c].astype(object).where(~mixed, AUTO_LABEL if c == "preset" else pd.NA)
+            if c in ("window", "threshold"):
+                out[c] = out[c].astype("Int64")
     return out
 
 
@@ -416,11 +444,13 @@ def _warning(config: Mapping[str, Any], rows: pd.DataFrame) -> str:
     logged = int(config["calls"]) + int(config.get("lost_calls", 0) or 0)  # the calls of the log, made or not
     if config["limits"] * 2 > logged:
         said.append(f"fires at most model calls: {config['limits']:,} context limits in {logged:,} calls")
-    threshold = config["threshold"]
-    if not pd.isna(threshold):  # (the rows' arrays compared: a grid of thousands of configs asks this of each)
-        below = rows[(rows["overhead"].to_numpy(dtype=float, na_value=math.nan) > threshold) & (rows["limits_full"].to_numpy() > 0)]
+    # each row against its own threshold (presets.AUTO: each log its own preset's); the rows' arrays compared: a grid
+    # of thousands of configs asks this of each
+    thresholds = rows["threshold"].to_numpy(dtype=float, na_value=math.nan)
+    if not pd.isna(thresholds).all():
+        below = rows[(rows["overhead"].to_numpy(dtype=float, na_value=math.nan) > thresholds) & (rows["limits_full"].to_numpy() > 0)]
         if len(below):
-            window = config["window"]
+            threshold, window = below["threshold"].iloc[0], below["window"].iloc[0]
             by_window = not pd.isna(window) and threshold == ContextConfig(window=int(window)).limit
             what = f"window - {MARGIN} =" if by_window else "over_tokens ="
             which = _which(below, _hidden)

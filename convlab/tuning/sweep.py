@@ -36,7 +36,7 @@ from ..replaying.summaries import Summaries, SummaryCost
 from . import workers
 from .forks import Baseline, Setup, rows
 from .grid import config_grid, example_config, grid_table
-from .presets import Auto, Preset, by_agent
+from .presets import AUTO_ROW, Auto, Preset, by_agent
 from .probes import JUDGE_KEY, Judge, judge_for
 
 if TYPE_CHECKING:
@@ -140,7 +140,13 @@ def tune(
     own worker, and the frame a ``preset`` column naming each;
     ``convlab.tuning.presets.AUTO`` is the preset of the agent that wrote each log, at
     the window its log records (``presets.for_log``): the conversations are
-    swept in groups, one per agent, their rows one group after the other.
+    swept in groups, one per agent, their rows one group after the other,
+    each row's ``preset`` the one its log ran (``"auto: codex"``) and its
+    ``window`` that log's; over the corpus (``rank``) a config whose rows ran
+    different presets or windows is labelled ``"auto: each log its agent's
+    preset"`` with no one window (``ranking.totals``). A log no preset is of
+    (a Copilot CLI session) is a ``ConfigError`` naming it: leave it out, as
+    ``convlab tune --preset auto`` does, saying so.
 
     Columns: ``conversation`` (its id), ``source`` (the file it was read
     from: ``Conversation.source``), ``config`` (index into the configs), the
@@ -315,11 +321,19 @@ def tune(
 def _by_agent(conversations: list[Conversation], configs: list[Any],
               sweep: Callable[[list[Conversation], list[Any]], pd.DataFrame]) -> pd.DataFrame:
     """``tune`` with ``presets.AUTO`` among the configs: one sweep per group of conversations that share an agent's
-    preset at one window (``presets.by_agent``), ``AUTO`` that preset (its ``preset`` column names it); the frames
-    one after the other, their summary and judge costs added up."""
+    preset at one window (``presets.by_agent``), ``AUTO`` that preset (its ``preset`` column says so:
+    ``"auto: codex"``, ``presets.AUTO_ROW``); the frames one after the other, their summary and judge costs added up."""
     import pandas as pd
 
-    frames = [sweep(convs, resolved) for convs, resolved in by_agent(conversations, configs)]
+    auto = [j for j, c in enumerate(configs) if isinstance(c, Auto)]
+    frames = []
+    for convs, resolved in by_agent(conversations, configs):
+        frame = sweep(convs, resolved)
+        for j in auto:
+            preset = resolved[j]
+            assert isinstance(preset, Preset)  # by_agent put its agent's preset in AUTO's place
+            frame.loc[frame["config"] == j, "preset"] = AUTO_ROW.format(preset.name)
+        frames.append(frame)
     df = pd.concat(frames, ignore_index=True)
     for key in ("summary_cost", "judge_cost"):
         costs = [f.attrs[key] for f in frames if key in f.attrs]
