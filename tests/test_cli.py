@@ -1024,3 +1024,41 @@ def test_tune_says_how_many_configs_a_long_grid_makes_and_refuses_one_past_the_b
     assert out.count("\n") > 1_500  # the ranking: every config
     small = ["tune", str(session_log), "--grid", "window=20000,30000", "--no-progress"]
     assert main(small) == 0 and "sweeping" not in capsys.readouterr().err  # a short run: nothing more said
+
+
+@pytest.mark.realdata
+def test_rows_and_the_failed_ranking_mark_a_config_that_breaks_turns(capsys):
+    """The shared Codex logs at window 30,000: 26 turns fail and 108 logged calls are never made, yet --rows showed
+    that config's saved (57% on one log) with no column saying its turns failed. Now --rows has ``failed`` and
+    ``lost`` beside ``saved``, and the --failed ranking marks the config FAILS (ranked last, off the front)."""
+    from agentdata import require as agents
+
+    folder = agents() / "codex"
+    assert main(["tune", str(folder), "--grid", "window=30000,64000", "--rows", "--failed", "--width", "160",
+                 "--no-progress"]) == 0
+    ranking, rows = capsys.readouterr().out.split("\n\n", 1)
+    head, *ranked = [line.split() for line in ranking.splitlines() if line.split()[:1] in (["rank"], ["1"], ["2"])]
+    assert head[-1] == "fails" and [r[head.index("window")] for r in ranked] == ["64000", "30000"]
+    assert ranked[1][-1] == "FAILS" and ranked[0][-1] != "FAILS" and ranked[1][head.index("failed_turns")] == "26"
+    assert "fails = the config makes turns fail" in " ".join(ranking.split())
+    head, *table = [line.split() for line in rows.splitlines() if line.strip()]
+    assert {"failed", "lost"} <= set(head) and head.index("failed") == head.index("saved") + 1
+    [broken] = [r for r in table if r[0].startswith("019c8a59") and r[head.index("window")] == "30000"]
+    assert (broken[head.index("saved")], broken[head.index("failed")], broken[head.index("lost")]) == ("57%", "25", "102")
+    assert all(r[head.index("failed")] == "0" for r in table if r[head.index("window")] == "64000")
+
+
+@pytest.mark.realdata
+def test_a_share_that_rounds_to_zero_is_0_percent_never_minus_0(capsys):
+    """The real pi session under its own preset reads a few tokens more than the log did (its summary call): saved
+    is -0.00002, which the ranking printed as "-0%"."""
+    from agentdata import require as agents
+
+    from convlab.cli.figures import percent
+
+    assert [percent(v) for v in (-0.00002, -0.004, 0.0, 0.004, -0.006, 0.44)] == ["0%", "0%", "0%", "0%", "-1%", "44%"]
+    assert main(["tune", str(agents() / "pi" / "before-compaction.jsonl"), "--preset", "auto", "--no-progress",
+                 "--width", "120"]) == 0
+    out = capsys.readouterr().out
+    [row] = [line.split() for line in out.splitlines() if line.split()[:1] == ["1"]]
+    assert next(t for t in row if t.endswith("%")) == "0%" and "-0%" not in out

@@ -332,3 +332,25 @@ def test_without_optuna_the_error_names_the_extra(monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "optuna", None)  # what a missing package imports as
     with pytest.raises(ImportError, match=r"convlab\[search\]"):
         convlab.search(CONVS, GRID, base=BASE, objective="calls", jobs=1, progress=False)
+
+
+@pytest.mark.realdata
+def test_cli_with_failed_marks_a_config_that_breaks_turns_as_the_best_or_among_the_closest(tmp_path, capsys):
+    """The shared Codex logs around a window of 26,000: every trial makes 26 turns fail. With --failed such a config
+    may win, and the closest-trials listing showed them with only the constraint they missed: both now say that the
+    config breaks turns (as the best, a TOML comment under it, which no -q hides)."""
+    from agentdata import require as agents
+
+    base = tmp_path / "base.toml"
+    base.write_text('[agent.bot.context]\nwindow = 26000\n[[agent.bot.context.strategy]]\nuse = "summarize"\n')
+    common = ["search", str(agents() / "codex"), "--base", str(base), "--objective", "tokens_read", "--trials", "3",
+              "--jobs", "1", "--no-progress", "--failed"]
+    assert main([*common, "--constraint", "saved >= 0.9"]) == 3
+    closest = capsys.readouterr().err.splitlines()[1:]
+    assert closest and all(re.search(r"missed saved 0\.\d+, needs >= 0\.9; and it breaks turns: \d+ turns failed, "
+                                     r"\d+ logged calls never made$", line) for line in closest), closest
+    assert main([*common, "-q"]) == 0
+    out = capsys.readouterr().out
+    assert convlab.load_config(out)["bot"].window < 26000
+    assert re.search(r"^# it breaks turns: \d+ turns failed, \d+ logged calls never made over 3 conversations: --failed "
+                     r"let it win", out, flags=re.M)

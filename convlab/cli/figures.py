@@ -65,7 +65,34 @@ def conversation_names(df: pd.DataFrame) -> list[str]:
 
 
 def percent(v: float) -> str:
-    return f"{v:.0%}"
+    """A share as a whole percentage; one that rounds to zero is ``0%``, never ``-0%``.
+
+    >>> percent(0.44), percent(-0.0001), percent(-0.006), percent(float("nan"))
+    ('44%', '0%', '-1%', 'nan%')
+    """
+    shown = f"{v:.0%}"
+    return "0%" if shown == "-0%" else shown
+
+
+def broke(failed_turns: object, lost_calls: object) -> str:
+    """How a config (or a row) broke turns, for a listing that must not pass it off as an answer; "" when it did not.
+
+    >>> broke(26, 108), broke(0, 3), broke(0, 0)
+    ('it breaks turns: 26 turns failed, 108 logged calls never made', 'it breaks turns: 3 logged calls never made', '')
+    """
+    failed, lost = _whole(failed_turns), _whole(lost_calls)
+    said = ([f"{failed:,} turn{'s' if failed != 1 else ''} failed"] if failed else []) + \
+        ([f"{lost:,} logged call{'s' if lost != 1 else ''} never made"] if lost else [])
+    return f"it breaks turns: {', '.join(said)}" if said else ""
+
+
+def _whole(v: object) -> int:
+    """A count from a frame's cell (NaN or missing: 0)."""
+    try:
+        f = float(v)  # type: ignore[arg-type]  # a frame's cell: a number, NaN, None or NA
+    except (TypeError, ValueError):
+        return 0
+    return 0 if f != f else int(f)
 
 
 #: Columns in dollars, and shares, as ``figure`` shows them.

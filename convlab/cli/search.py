@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from ..tuning.grid import EXAMPLE
 from .arguments import add_reading_options, check_pricing, in_config, job_count, read_config
-from .figures import SCOPE, figure
+from .figures import SCOPE, broke, figure
 from .notes import Failed, Notes, Usage, plural, progress, read_logs
 
 if TYPE_CHECKING:
@@ -23,7 +23,8 @@ def add(sub: argparse._SubParsersAction[Parser]) -> None:
                     "conversation costs together; saved: the share of the tokens the logs read). A config that makes "
                     "turns fail never wins (--failed lets it). Prints the best config as TOML for "
                     "[agent.<id>.context]; one line on stderr says its value, over how many conversations, and how "
-                    "many trials met the constraints; when none did, the closest trials and what each missed (exit 3).")
+                    "many trials met the constraints; when none did, the closest trials and what each missed (exit 3). "
+                    "With --failed, a config that makes turns fail is marked so, as the best or among the closest.")
     search.add_argument("paths", nargs="+", metavar="FILE_OR_DIR")
     search.add_argument("--base", dest="config", metavar="CFG.toml",
                         help=f"the base context config the space is around (default: the example {EXAMPLE})")
@@ -79,9 +80,16 @@ def run(args: argparse.Namespace, out: TextIO, notes: Notes) -> None:
         keys = [k for k in space if k != "window"]
         for _, row in found.closest(3).iterrows():
             values = ", ".join(f"{k.rsplit('.', 1)[-1]}={row[k]}" for k in ["window", *keys] if k in row.index)
+            breaks = broke(row["failed_turns"], row["lost_calls"])  # --failed: not a missed constraint, still no answer
+            said = "failed_turns" in row["missed"] or "lost_calls" in row["missed"]  # the default: a missed constraint
+            missed = row["missed"] + (f"; and {breaks}" if breaks and not said else "")
             lines.append(f"  trial {int(row['trial'])} ({values}): {column} = {figure(column, row['value'])} {scope}; "
-                         f"missed {row['missed']}")
+                         f"missed {missed}")
         raise Failed("\n".join(lines))
     out.write(found.toml())
+    best = found.frame[found.frame["trial"] == found.best_trial].iloc[0]
+    breaks = broke(best["failed_turns"], best["lost_calls"])
+    if breaks:  # --failed let it win: said where the config is, whatever -q says
+        out.write(f"# {breaks} {scope}: --failed let it win; a config that breaks turns is no answer as it is\n")
     notes.say(f"best {column} = {figure(column, found.best_value)} {scope} ({SCOPE.get(column, 'the config over every conversation')}; "
               f"trial {found.best_trial}); {found.feasible} of {plural(len(found.frame), 'trial')} feasible")

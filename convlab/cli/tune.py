@@ -23,7 +23,7 @@ from .arguments import (
     tokens,
     width,
 )
-from .figures import DOLLARS, conversation_names, dollars, percent, terminal_width, where
+from .figures import DOLLARS, broke, conversation_names, dollars, percent, terminal_width, where
 from .notes import Failed, Notes, Usage, plural, progress, read_logs
 
 if TYPE_CHECKING:
@@ -461,6 +461,9 @@ def _rows_table(df: pd.DataFrame, keys: list[str], width: int, summarizer: bool)
         Column("calls", list(df["calls"]), optional=1),
         Column("tokens_read", list(df["tokens_read"]), short="read", short_fmt=compact),
         Column("saved", list(df["saved"]), fmt=percent),
+        # a row that lost calls to failed turns says so beside its saving: those calls count at the log's figure
+        *([Column("failed_turns", list(df["failed_turns"]), short="failed")] if df["failed_turns"].any() else []),
+        *([Column("lost_calls", list(df["lost_calls"]), short="lost")] if df["lost_calls"].any() else []),
         *([Column("usd", list(df["usd"]), fmt=dollars), Column("cached_share", list(df["cached_share"]), short="cached",
                                                                 fmt=percent, optional=2)] if df["usd"].notna().any() else []),
         Column("summaries", list(df["summaries"]), short="summ"),
@@ -493,6 +496,10 @@ def _ranking_table(ranked: pd.DataFrame, keys: list[str], conversations: int, wi
                   "dollars (saved$) with as few summaries + resets")
     else:
         intro += "; pareto = no config saves as many tokens (saved) with as few summaries + resets"
+    fails = [bool(broke(f, n)) for f, n in zip(ranked["failed_turns"], ranked["lost_calls"], strict=True)]
+    if any(fails):  # --failed: ranked last, and marked
+        intro += ("; fails = the config makes turns fail (its saving counts each call it never made at the log's "
+                  "own): no answer, ranked last")
     cols = [
         Column("rank", list(ranked.index)),
         Column("config", list(ranked["config"]), short="cfg"),
@@ -509,6 +516,7 @@ def _ranking_table(ranked: pd.DataFrame, keys: list[str], conversations: int, wi
         *([Column("failed_turns", list(ranked["failed_turns"]), short="failed")] if ranked["failed_turns"].any() else []),
         *([Column("lost_calls", list(ranked["lost_calls"]), short="lost")] if ranked["lost_calls"].any() else []),
         Column("pareto", ["yes" if p else "" for p in ranked["pareto"]], number=False),
+        *([Column("fails", ["FAILS" if f else "" for f in fails], number=False)] if any(fails) else []),
     ]
     lines = textwrap.wrap(intro, width) + (fit_table(cols, width) if len(ranked) else ["(no config to rank)"])
     left_out: dict[int, str] = ranked.attrs.get("left_out") or {}
