@@ -4,6 +4,7 @@ no silent mistakes (warnings and skips on stderr, config and output checks befor
 from __future__ import annotations
 
 import gzip
+import re
 import json
 from pathlib import Path
 
@@ -1062,3 +1063,55 @@ def test_a_share_that_rounds_to_zero_is_0_percent_never_minus_0(capsys):
     out = capsys.readouterr().out
     [row] = [line.split() for line in out.splitlines() if line.split()[:1] == ["1"]]
     assert next(t for t in row if t.endswith("%")) == "0%" and "-0%" not in out
+
+
+def test_tune_help_says_the_ranking_comes_first_and_the_rows_only_with_rows(capsys):
+    """Issue 34 review: --help said "a table with one row per (conversation, config), then the configs ranked", the
+    order before issue 34; tune prints the ranking first, and the per-row table only with --rows."""
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["tune", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "It prints the configs ranked first" in text and "then, only with --rows, the table of one row per" in text
+    assert "one row per (conversation, config), then the configs ranked" not in text
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--help"])
+    assert "the configs ranked, then with --rows one row per (conversation, config)" in " ".join(capsys.readouterr().out.split())
+
+
+def _suggested(out: str) -> list[tuple[int, int]]:
+    """The windows the no-fire hint suggests, as (from, to)."""
+    return [(int(a.replace(",", "")), int(b.replace(",", ""))) for a, b in
+            re.findall(r"([\d,]+) to ([\d,]+)", " ".join(out.split()))]
+
+
+@pytest.mark.realdata
+def test_the_hint_when_nothing_fires_suggests_only_windows_the_tool_accepts(tmp_path, capsys):
+    """Issue 34 review: on the real short Claude Code session (the engine's largest count: 9 tokens) the hint said
+    "a window below 16,009", though a window of 16,000 or less is refused. It names the windows that are accepted
+    and fire; with presets, each preset's own (Claude Code's refuses a window below 33,001); and on a log where no
+    accepted window would fire, it says so."""
+    from convlab.context import ContextConfig
+    from convlab.tuning.presets import presets
+
+    real = require()
+    assert main(["tune", str(real / "claude_code" / "short.jsonl"), "--no-progress", "-q", "--width", "120"]) == 0
+    out = capsys.readouterr().out
+    assert "largest count was 9 tokens" in out and "16,009" not in out
+    assert _suggested(out) == [(16_001, 16_008)]
+    for w in (16_001, 16_008):
+        assert ContextConfig(window=w).limit < 9  # accepted, and it fires on a count of 9
+    assert main(["tune", str(real / CLAUDE_CODE), "--preset", "all", "--no-progress", "-q", "--width", "120"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    spans = dict(zip(re.findall(r"\(([a-z-]+)\)", out.split("would make it fire")[1]), _suggested(out), strict=True))
+    assert set(spans) == {"claude-code", "codex", "gemini-cli", "pi"} and spans["claude-code"][0] == 33_001
+    largest = int(re.search(r"largest count was ([\d,]+) tokens", out).group(1).replace(",", ""))
+    for name, (low, high) in spans.items():
+        assert presets(name, window=low)[0].config.threshold < largest <= presets(name, window=high + 1)[0].config.threshold
+        with pytest.raises(convlab.ConfigError):
+            presets(name, window=low - 1)  # the least a preset accepts
+    tiny = tmp_path / "hi.jsonl"
+    convlab.Session(log=tiny).submit({"type": "client.message", "agent_id": "bot",
+                                      "message": {"id": "u1", "role": "user", "content": "hi"}})
+    assert main(["tune", str(tiny), "--no-progress", "-q", "--width", "200"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "no window the engine accepts (more than 16,000) and no over_tokens (at least 1) would fire on these logs" in out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -477,3 +478,44 @@ def test_the_heatmap_hatches_the_cells_whose_configs_made_turns_fail():
     assert "hatched: 2 cells whose configs made turns fail" in " ".join(fig.get_suptitle().split())
     clean = plots.sweep_heatmap(df.assign(failed_turns=0), "idle", "window")
     assert not [p for p in clean.axes[0].patches if p.get_hatch()] and "hatched" not in clean.get_suptitle()
+
+
+def _under_legend(fig, xs, ys) -> list:
+    """The points (data coordinates) the axes' legend covers, once the figure is drawn."""
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    box = ax.get_legend().get_window_extent(fig.canvas.get_renderer())
+    return [(x, y) for (x, y), (px, py) in zip(zip(xs, ys), ax.transData.transform(list(zip(xs, ys))))
+            if box.x0 <= px <= box.x1 and box.y0 <= py <= box.y1]
+
+
+@pytest.mark.realdata
+def test_no_legend_covers_a_point_on_a_real_sweep():
+    """The shared Codex logs swept over windows and idle resets, priced: the trade-off's legend (lower right) sat on
+    the config at 214 rewrites and -44% dollars saved. Every sweep plot's legend is beside the axes now, over no point."""
+    import convlab
+    from agentdata import require as agents
+    from convlab.tuning.grid import example_config
+    from convlab.tuning.ranking import totals
+
+    convs = convlab.read(agents() / "codex", progress=False)
+    df = convlab.tune(convs, example_config().read_text(encoding="utf-8"), progress=False, jobs=2, model="claude-sonnet-4-5",
+                      grid={"window": [40000, 64000, 200000], "strategy[0].idle_secs": [600, 3600]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", convlab.TuneWarning)  # configs that fire often or broke turns: drawn all the same
+        ranked = convlab.rank(df, by="usd", failed=True)
+    fig = plots.sweep_pareto(ranked)
+    rewrites = ranked["summaries"] + ranked["resets"]
+    assert (rewrites.max(), ranked["saved_usd"].min()) == (214, pytest.approx(-0.44, abs=0.01))  # the point it covered
+    assert _under_legend(fig, rewrites, ranked["saved_usd"] * 100) == []
+    data = totals(df)
+    fig = plots.sweep_retention(df, failed=True)
+    scored = data[data["facts_kept"].notna()]
+    assert _under_legend(fig, scored["usd"], scored["facts_kept"] * 100) == []
+    r = convlab.replay(max(convs, key=len), "[agent.bot.context]\nwindow = 40000\n[[agent.bot.context.strategy]]\nuse = 'summarize'")
+    fig = plots.count_per_call(r)
+    assert _under_legend(fig, range(1, len(r.calls) + 1), [c.count for c in r.calls]) == []
+    for fig in (plots.sweep_pareto(ranked), plots.sweep_retention(df, failed=True), plots.count_per_call(r)):
+        fig.canvas.draw()
+        ax = fig.axes[0]
+        assert ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1  # beside the plot, not on it

@@ -109,13 +109,18 @@ SCOPE = {**{c: "the sum of every conversation's, as tune's rows add up" for c in
 
 
 def figure(column: str, value: float) -> str:
-    """A figure with its unit: dollars, a share, or a number."""
+    """A figure with its unit: dollars, a share, or a number.
+
+    >>> figure("saved", -0.00002), figure("saved", 0.1234), figure("usd", 8.956), figure("calls", 1234.0)
+    ('0.0%', '12.3%', '$8.96', '1,234')
+    """
     if value != value:
         return "NaN"
     if column in DOLLARS:
         return dollars(value)
     if column in SHARES:
-        return f"{value:.1%}"
+        shown = f"{value:.1%}"
+        return "0.0%" if shown == "-0.0%" else shown  # as percent: a share that rounds to zero has no sign
     return f"{value:,.6g}"
 
 

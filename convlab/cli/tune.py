@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -29,6 +31,7 @@ from .notes import Failed, Notes, Usage, plural, progress, read_logs
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..context import ContextConfig
     from ..providers import Provider
     from ..replaying.options import Options
     from ..replaying.summaries import SummaryCost
@@ -45,11 +48,13 @@ SAY_CONFIGS = 100
 
 def add(sub: argparse._SubParsersAction[Parser]) -> None:
     tune = sub.add_parser(
-        "tune", help="replay logs under context configs: one row per (conversation, config), then the configs ranked",
-        description="Replay chat logs under context configs: a table with one row per (conversation, config), then the "
-                    "configs ranked by the tokens they save against the summaries, resets and stale replies they cost "
-                    "(convlab.tune and convlab.rank). Warnings (a config that fires at most calls, a threshold below "
-                    "the log's hidden prompt) go to stderr.")
+        "tune", help="replay logs under context configs: the configs ranked, then with --rows one row per "
+                     "(conversation, config)",
+        description="Replay chat logs under context configs and rank them (convlab.tune and convlab.rank). It prints "
+                    "the configs ranked first, by the tokens they save (with --model, the dollars) against the summaries, "
+                    "resets and stale replies they cost, and under the ranking the configs it left out and why; then, "
+                    "only with --rows, the table of one row per (conversation, config) (--out writes every column). "
+                    "Warnings (a config that fires at most calls, a threshold below the log's hidden prompt) go to stderr.")
     tune.add_argument("paths", nargs="+", metavar="FILE_OR_DIR")
     tune.add_argument("--config", metavar="CFG.toml",
                       help=f"the (base) context config; its [convlab.tune.grid] table, if any, is the grid without --grid. "
@@ -95,7 +100,8 @@ def add(sub: argparse._SubParsersAction[Parser]) -> None:
     tune.add_argument("--preset", metavar="NAMES",
                       help="the field's auto-compactions beside the config (convlab.presets): claude-code, codex, gemini-cli, pi, "
                            "a comma-separated list or all; at the config's window, or --window (default each peer's); "
-                           "auto: the preset of the agent that wrote each log, at the window its log records")
+                           "auto: the preset of the agent that wrote each log, at the window its log records (a log whose agent no "
+                           "preset models, e.g. Copilot CLI's, is left out, named on stderr)")
     tune.add_argument("--window", type=tokens, metavar="TOKENS",
                       help="with --preset: the model's context window every preset fires against (e.g. 128000)")
     tune.add_argument("--max-configs", type=job_count, default=MAX_CONFIGS, metavar="N",
@@ -385,13 +391,7 @@ def run(args: argparse.Namespace, out: TextIO, notes: Notes) -> None:
         ranked = rank(df, by="usd" if args.model else "tokens", failed=args.failed)
     out.write("\n".join(_ranking_table(ranked, keys, len(convs), width, df)) + "\n")
     if not (df["limits_full"] + df["limits_idle"] + df["limits_overflow"]).any() and len(df):
-        lowest = df["threshold"].dropna().min() if df["threshold"].notna().any() else None
-        below = f", below every config's threshold (the lowest: {int(lowest):,})" if lowest is not None else ""
-        largest = int(df["max_count"].max())
-        out.write("\n".join(textwrap.wrap(
-            f"no config fired on these logs: every row is the log as it was (the engine's largest count was "
-            f"{largest:,} tokens{below}, and no turn waited past an idle_secs); a window below {largest + 16_000:,} "
-            f"(--grid window=..., or --window with --preset), or an over_tokens below {largest:,}, would fire", width)) + "\n")
+        out.write("\n".join(textwrap.wrap(_none_fired(df, args, text, configs), width)) + "\n")
     if args.rows:
         out.write("\n" + "\n".join(_rows_table(df, keys, width, summarizer is not None)) + "\n")
     elif len(df) > len(ranked) + len(ranked.attrs.get("left_out") or {}):  # more rows than configs: say where they are
@@ -408,6 +408,81 @@ def run(args: argparse.Namespace, out: TextIO, notes: Notes) -> None:
     if cost is not None and cost.failed and not cost.calls and not cost.cached:
         raise Failed(f"every summary call failed ({plural(cost.failed, 'call')}): no row holds a summary the "
                       f"summarizer wrote; {_say_failed(cost)}")
+
+
+def _none_fired(df: pd.DataFrame, args: argparse.Namespace, text: str, configs: str | list[Config]) -> str:
+    """What the output says when no config fired: the largest count, and what would fire, only as the command accepts
+    it (a window must be more than 16,000; a preset refuses a window its own threshold does not fit), or that nothing
+    it accepts would."""
+    from ..context import MARGIN, load_config
+    from ..tuning.presets import Preset, presets
+
+    lowest = df["threshold"].dropna().min() if df["threshold"].notna().any() else None
+    below = f", below every config's threshold (the lowest: {int(lowest):,})" if lowest is not None else ""
+    largest = int(df["max_count"].max())
+    said = (f"no config fired on these logs: every row is the log as it was (the engine's largest count was "
+            f"{largest:,} tokens{below}, and no turn waited past an idle_secs)")
+    if args.preset:  # the presets' windows: --window, each preset at the windows it accepts
+        named = [c.name for c in configs if isinstance(c, Preset)] if isinstance(configs, list) else []
+        auto = [str(p).removeprefix("auto: ") for p in df["preset"].dropna() if str(p).startswith("auto: ")]
+        names = list(dict.fromkeys(named + auto))
+
+        def at(name: str) -> Callable[[int], ContextConfig]:
+            return lambda w: presets(name, window=w)[0].config
+
+        spans = [(name, span) for name in names if (span := _firing(largest, at(name))) is not None]
+        if not spans:
+            return f"{said}; no window a preset accepts would make one fire on these logs"
+        return (f"{said}; --preset NAME --window N would make it fire for N from " +
+                ", ".join(f"{a:,} to {b:,} ({name})" for name, (a, b) in spans) +
+                ("" if len(spans) == len(names) else "; no window the others accept would"))
+    if largest <= 1:  # a window is more than 16,000 (window - 16000 at least 1), an over_tokens at least 1
+        return f"{said}; no window the engine accepts (more than 16,000) and no over_tokens (at least 1) would fire on these logs"
+    base = load_config(text, agent=args.agent)[args.agent]
+    span = _firing(largest, lambda w: dataclasses.replace(base, window=w))
+    if span is None:  # no strategy of the config applies by size
+        return (f"{said}; no window would: no strategy of the config applies by size (each waits for idle_secs, or "
+                f"there is none); one without idle_secs would fire at a window from {MARGIN + 1:,} to "
+                f"{largest + MARGIN - 1:,}, or with an over_tokens below {largest:,}")
+    return (f"{said}; a window from {span[0]:,} to {span[1]:,} (--grid window=...), or an over_tokens below "
+            f"{largest:,}, would fire")
+
+
+def _firing(largest: int, make: Callable[[int], ContextConfig]) -> tuple[int, int] | None:
+    """The windows, from the least ``make`` accepts (a ``ConfigError`` refuses one) to the largest, at which the
+    config ``make(window)`` fires on a count of ``largest`` (its threshold below it); None when none does. Both are
+    found by halving: what a window accepts and where it fires only change once as it grows."""
+    from ..context import MARGIN
+    from ..errors import ConfigError
+
+    def accepted(w: int) -> bool:
+        try:
+            make(w)
+        except ConfigError:
+            return False
+        return True
+
+    def fires(w: int) -> bool:
+        threshold = make(w).threshold
+        return threshold is not None and threshold < largest
+
+    low = MARGIN + 1
+    high = max(low, largest + MARGIN)  # window - 16000 reaches the count here; a strategy's over_tokens may not yet
+    while accepted(high) and fires(high) and high < 10**12:  # (a preset's over_tokens grows with its window)
+        high *= 2
+    if not accepted(high):  # what a window accepts only grows with it: none up to high is
+        return None
+    a, b = low, high
+    while a < b:  # the least window accepted
+        m = (a + b) // 2
+        a, b = (a, m) if accepted(m) else (m + 1, b)
+    if not fires(a):
+        return None
+    least, b = a, high
+    while a < b:  # the largest window that fires
+        m = (a + b + 1) // 2
+        a, b = (m, b) if fires(m) else (a, m - 1)
+    return least, a
 
 
 def _plot(args: argparse.Namespace, df: pd.DataFrame, ranked: pd.DataFrame, grid: dict[str, list[Any]], convs: list[Any],
