@@ -365,6 +365,7 @@ def run(args: argparse.Namespace, out: TextIO, notes: Notes) -> None:
         raise Usage(f"--value {args.value} is in dollars: give --model (e.g. --model claude-sonnet-4-5), or another "
                      f"--value (e.g. tokens_read)")
     convs = read_logs(args.paths, args, notes)
+    read = len(convs)
     if isinstance(configs, list) and _auto(configs):  # each log its agent's preset: a log with none is left out
         convs = _with_a_preset(convs, notes)
     size = math.prod(len(v) for v in grid.values()) if grid else len(configs) if isinstance(configs, list) else 1
@@ -389,7 +390,7 @@ def run(args: argparse.Namespace, out: TextIO, notes: Notes) -> None:
             out.write("\n".join(textwrap.wrap(_say_failed(cost), width)) + "\n\n")
     with notes.watch("ranking", said_in_output=_left_out):
         ranked = rank(df, by="usd" if args.model else "tokens", failed=args.failed)
-    out.write("\n".join(_ranking_table(ranked, keys, len(convs), width, df)) + "\n")
+    out.write("\n".join(_ranking_table(ranked, keys, len(convs), width, df, unswept=read - len(convs))) + "\n")
     if not (df["limits_full"] + df["limits_idle"] + df["limits_overflow"]).any() and len(df):
         out.write("\n".join(textwrap.wrap(_none_fired(df, args, text, configs), width)) + "\n")
     if args.rows:
@@ -553,7 +554,7 @@ def _rows_table(df: pd.DataFrame, keys: list[str], width: int, summarizer: bool)
 
 
 def _ranking_table(ranked: pd.DataFrame, keys: list[str], conversations: int, width: int,
-                   df: pd.DataFrame | None = None) -> list[str]:
+                   df: pd.DataFrame | None = None, unswept: int = 0) -> list[str]:
     """The configs ranked (``convlab.rank``), with what the columns mean, fitted to ``width``; then the
     configs it left out and why (``df``, the tune frame, names them), which no ``--quiet`` hides."""
     import textwrap
@@ -563,7 +564,9 @@ def _ranking_table(ranked: pd.DataFrame, keys: list[str], conversations: int, wi
 
     names = short_keys(keys)
     by_usd = ranked.attrs.get("by") == "usd"
-    intro = (f"configs ranked over {plural(conversations, 'conversation')}: saved = tokens read below the same "
+    left = (f" ({plural(unswept, 'more log')} left out of --preset auto: no preset models "
+            f"{'their agents' if unswept > 1 else 'its agent'})") if unswept else ""  # here too: -q hides stderr's notes
+    intro = (f"configs ranked over {plural(conversations, 'conversation')}{left}: saved = tokens read below the same "
              f"conversations replayed with no strategy, each figure summed over them")
     if by_usd:
         intro += ("; ranked by dollars: usd = every call priced (genai-prices) with the prompt cache predicted, "

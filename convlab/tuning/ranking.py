@@ -393,7 +393,8 @@ def _floors(df: pd.DataFrame, given: Mapping[str, object]) -> dict[str, float]:
             raise ValueError(f"rank: min_{column} must be a share from 0 to 1, got {floor!r}")
         if column not in df.columns or df[column].isna().all():
             how = "tune(..., judge=llm)" if column == "retained" else "convlab.tune"
-            has = "has none" if column not in df.columns else "has only NaN there"
+            has = ("has none" if column not in df.columns else "has only NaN there (unknown: no config compacted "
+                   "anything of its own that a model then read, or only with stand-in summaries; give a summarizer)")
             raise ValueError(f"rank(df, min_{column}=...) needs scores in the frame's {column!r} column ({how} makes them); this frame {has}")
         floors[column] = float(floor)
     return floors
