@@ -188,7 +188,7 @@ def test_convlab_tune_preset_auto_on_a_codex_session(capsys):
     assert " auto: codex " in out and "258400" in out  # one log: its preset and window, truly
     assert main(["tune", str(agents() / "copilot_cli" / "copilot.jsonl"), "--preset", "auto"]) == 2
     err = capsys.readouterr().err
-    assert "--preset auto: no log here has a preset for its agent" in err and "written by copilot_cli" in err
+    assert "--preset auto: no conversation here has a preset for its agent" in err and "written by copilot_cli" in err
     assert "e.g. --preset claude-code,codex" in err
 
 
@@ -207,10 +207,10 @@ def test_convlab_tune_preset_auto_on_the_agents_folder_labels_the_ranking_truly_
     ranking, rows = captured.out.split("\n\n", 1)
     [row] = [line for line in ranking.splitlines() if line.strip().startswith("1 ")]
     assert "auto: each log its agent's preset" in row and "codex" not in row and "200000" not in row
-    assert "ranked over 7 conversations (2 more logs left out of --preset auto: no preset models their agents)" in \
+    assert "ranked over 7 conversations (2 more conversations left out of --preset auto: no preset models their agents)" in \
         " ".join(ranking.split())  # in the output too, which -q leaves
     assert all(f"auto: {name}" in rows for name in ("codex", "gemini-cli", "pi")) and "258400" in rows
     err = " ".join(captured.err.split())
-    assert "--preset auto: left out 2 logs whose agent no preset models" in err
+    assert "--preset auto: left out 2 conversations whose agent no preset models" in err and "these: copilot_cli 2)" in err
     assert "96ef38f0-9d09-45c3-8124-6448c36090ed (copilot_cli, " in err and "copilot_cli/copilot.jsonl" in err
     assert "no agent a preset is of" not in err

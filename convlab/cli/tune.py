@@ -8,6 +8,7 @@ import dataclasses
 import math
 import os
 import textwrap
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -320,13 +321,20 @@ def _with_a_preset(convs: list[Any], notes: Notes) -> list[Any]:
     kept = [c for c in convs if str(c.format) in AGENTS]
     left = [c for c in convs if str(c.format) not in AGENTS]
     if left and not kept:
-        raise Usage(f"--preset auto: no log here has a preset for its agent ({plural(len(left), 'log')}; the first "
-                    f"{no_preset(left[0])}): name the presets to sweep them with, e.g. --preset claude-code,codex")
+        raise Usage(f"--preset auto: no conversation here has a preset for its agent ({plural(len(left), 'conversation')}; "
+                    f"the first {no_preset(left[0])}): name the presets to sweep them with, e.g. --preset claude-code,codex")
     if left:
-        named = "; ".join(f"{c.id} ({c.format}, {c.source})" for c in left)
-        notes.say(f"--preset auto: left out {plural(len(left), 'log')} whose agent no preset models ({MODELLED}): "
-                  f"{named}. To sweep them too, name the presets (--preset claude-code,codex,...): each runs on every log")
+        formats = Counter(str(c.format) for c in left)
+        named = "; ".join(f"{c.id} ({c.format}, {c.source})" for c in left[:SHOWN_LEFT])
+        more = f"; and {len(left) - SHOWN_LEFT:,} more" if len(left) > SHOWN_LEFT else ""
+        notes.say(f"--preset auto: left out {plural(len(left), 'conversation')} whose agent no preset models ({MODELLED}; "
+                  f"these: {', '.join(f'{f} {n:,}' for f, n in formats.items())}): {named}{more}. To sweep them too, "
+                  f"name the presets (--preset claude-code,codex,...): each runs on every conversation")
     return kept
+
+
+#: How many conversations --preset auto names when it leaves some out (the rest counted).
+SHOWN_LEFT = 5
 
 
 def _left_out(warning: Warning | str) -> bool:
@@ -564,7 +572,7 @@ def _ranking_table(ranked: pd.DataFrame, keys: list[str], conversations: int, wi
 
     names = short_keys(keys)
     by_usd = ranked.attrs.get("by") == "usd"
-    left = (f" ({plural(unswept, 'more log')} left out of --preset auto: no preset models "
+    left = (f" ({plural(unswept, 'more conversation')} left out of --preset auto: no preset models "
             f"{'their agents' if unswept > 1 else 'its agent'})") if unswept else ""  # here too: -q hides stderr's notes
     intro = (f"configs ranked over {plural(conversations, 'conversation')}{left}: saved = tokens read below the same "
              f"conversations replayed with no strategy, each figure summed over them")
