@@ -405,8 +405,9 @@ def sweep_retention(df: pd.DataFrame, *, kept: str = "facts_kept", cost: str = "
     ``"tokens_read"``) summed over the conversations, against ``kept`` (``"facts_kept"`` or, with a judge,
     ``"retained"``) averaged over them; each config a labelled point (``config_label``). The baseline
     (the log as it was: ``baseline_usd`` or ``baseline_tokens_read``) is the dashed line; ``log``, when
-    given, is what the log's own compaction kept, marked on it. A config with no score (NaN: its
-    compactions were all stand-in summaries, or it made none) is left out, and the title says how many.
+    given, is what the log's own compaction kept, marked on it. A config with no score (NaN, unknown: it
+    compacted nothing of its own that a model read, or only with stand-in summaries; the log's own compaction
+    is not its) is left out, never drawn at 0, and the title says how many.
     So is a config that made turns fail (``failed_turns`` or ``lost_calls``: no answer, whatever it
     costs), unless ``failed=True``: then it is drawn as a red cross, its label saying so. Each config's
     figures are ``convlab.tuning.ranking.totals``'.

@@ -430,7 +430,8 @@ def search(
     minimised; a leading ``-`` maximises it (``"-saved"``, ``"-facts_kept"``). ``constraints`` bound
     measures: ``{"failed_turns": "== 0", "facts_kept": ">= 0.5"}`` or ``["failed_turns == 0"]`` (``OPS``);
     a trial that misses one is infeasible (the sampler is told its constraints, so it steers away) and
-    never wins, and so is one whose objective is NaN (``facts_kept`` where nothing was compacted).
+    never wins, and so is one whose objective is NaN (``facts_kept`` where nothing was measured: the config
+    compacted nothing of its own that a model read); a constraint on a NaN figure is missed, never met.
     The knobs (``options``, or its fields by name: ``model``, ``judge`` for tune's ``retained`` column,
     ``summarizer``, ``worker``, ...) go to every ``tune`` (``convlab.replaying.options.Options``); a
     ``worker`` axis of the space overrides the options' worker.
