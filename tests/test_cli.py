@@ -1025,3 +1025,14 @@ def test_tune_says_how_many_configs_a_long_grid_makes_and_refuses_one_past_the_b
     assert out.count("\n") > 1_500  # the ranking: every config
     small = ["tune", str(session_log), "--grid", "window=20000,30000", "--no-progress"]
     assert main(small) == 0 and "sweeping" not in capsys.readouterr().err  # a short run: nothing more said
+
+
+def test_tune_in_dollars_says_when_no_cache_rule_applies(session_log, capsys):
+    """A newcomer's review: on a Gemini log with --model gemini-..., the header said "with the prompt cache
+    predicted" while convlab has no cache rule for it (every call priced as uncached input). It says so."""
+    assert main(["tune", str(session_log), "--model", "gemini-2.5-flash", "--no-progress", "--width", "200"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "with no prompt cache (convlab has no cache rule for gemini-2.5-flash: every input token at its full price)" in out
+    assert "prompt cache predicted" not in out
+    assert main(["tune", str(session_log), "--model", "claude-sonnet-4-5", "--no-progress", "--width", "200"]) == 0
+    assert "with the prompt cache predicted" in " ".join(capsys.readouterr().out.split())
