@@ -71,8 +71,10 @@ class ModelCall(_Record):
     imported id of the logged reply it gave), ``applies`` (the logged reply
     still answers what the model read), ``read`` (the input tokens: the log's
     usage where it applies, else ``exact + overhead``), ``exact`` (the
-    transcript it read, o200k_base), ``overhead`` (the hidden prompt: observed
-    where the log's usage applies, else carried), ``logged`` (the log's input
+    transcript it read, o200k_base), ``overhead`` (``read - exact``: observed
+    where the log's usage applies, else what the log's fit says a call on this
+    history reads beyond its transcript, ``convlab.replaying.fit``; below 0
+    only for a provider whose tokenizer counts fewer tokens than o200k_base), ``logged`` (the log's input
     tokens, or None), ``refused`` (the provider refused it as too long: it
     read nothing), ``whole`` (the file holds all the history the log's usage
     counts).
