@@ -78,7 +78,7 @@ def test_a_strategys_compaction_is_a_cache_miss_beyond_the_hidden_prompt(replays
     (which survives the compaction), and writes the rest; a config that summarizes reads fewer tokens than the
     log yet writes more to the cache."""
     import convlab
-    from convlab.replaying.cost import fit
+    from convlab.replaying.fit import fit
     from convlab.replaying.plan import ExactCounts, plan
 
     c = next(c for c, _ in replays if c.id == "ae4a77f8-aedd-4bc1-888f-c94edc91af04")

@@ -678,19 +678,20 @@ def test_tune_table_fits_the_width_and_keeps_the_columns_that_matter(width, caps
 
 
 @pytest.mark.realdata
-def test_tune_warns_on_the_real_session_where_over_tokens_40000_fires_67_summaries(tmp_path, capsys):
-    """The issue's real case through the CLI: the long Claude Code session, over_tokens=40000."""
+def test_tune_warns_on_the_real_session_where_over_tokens_is_below_the_hidden_prompt(tmp_path, capsys):
+    """The issue's real case through the CLI: the long Claude Code session, a threshold below its hidden prompt
+    (~30.5k fitted; over_tokens=20000 fires at 215 of 217 calls)."""
     real = require()
     cfg = tmp_path / "cfg.toml"
     cfg.write_text(CONFIG)
-    argv = ["tune", str(real / CLAUDE_CODE), "--config", str(cfg), "--grid", "strategy[1].over_tokens=40000,100000",
+    argv = ["tune", str(real / CLAUDE_CODE), "--config", str(cfg), "--grid", "strategy[1].over_tokens=20000,100000",
             "--no-progress", "--width", "100"]
     assert main(argv) == 0
     out, err = capsys.readouterr()
     assert max(map(len, err.splitlines())) <= 100  # --width holds on stderr too (issue 34 (5))
     err = " ".join(err.split())
-    assert "its threshold (over_tokens = 40,000) is below the hidden prompt of ae4a77f8-aedd-4bc1-888f-c94edc91af04 " \
-           "(42,465 tokens, measured at 217 calls)" in err and "(67 summaries in 217 calls there)" in err
+    assert "its threshold (over_tokens = 20,000) is below the hidden prompt of ae4a77f8-aedd-4bc1-888f-c94edc91af04 " \
+           "(30,526 tokens, measured at 217 calls)" in err and "(215 summaries in 217 calls there)" in err
     assert err.count("config ") == 1  # over_tokens=100000 is above it: nothing to say
 
 
@@ -1025,6 +1026,17 @@ def test_tune_says_how_many_configs_a_long_grid_makes_and_refuses_one_past_the_b
     assert out.count("\n") > 1_500  # the ranking: every config
     small = ["tune", str(session_log), "--grid", "window=20000,30000", "--no-progress"]
     assert main(small) == 0 and "sweeping" not in capsys.readouterr().err  # a short run: nothing more said
+
+
+def test_tune_in_dollars_says_when_no_cache_rule_applies(session_log, capsys):
+    """A newcomer's review: on a Gemini log with --model gemini-..., the header said "with the prompt cache
+    predicted" while convlab has no cache rule for it (every call priced as uncached input). It says so."""
+    assert main(["tune", str(session_log), "--model", "gemini-2.5-flash", "--no-progress", "--width", "200"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "with no prompt cache (convlab has no cache rule for gemini-2.5-flash: every input token at its full price)" in out
+    assert "prompt cache predicted" not in out
+    assert main(["tune", str(session_log), "--model", "claude-sonnet-4-5", "--no-progress", "--width", "200"]) == 0
+    assert "with the prompt cache predicted" in " ".join(capsys.readouterr().out.split())
 
 
 @pytest.mark.realdata

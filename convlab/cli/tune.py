@@ -398,7 +398,8 @@ def run(args: argparse.Namespace, out: TextIO, notes: Notes) -> None:
             out.write("\n".join(textwrap.wrap(_say_failed(cost), width)) + "\n\n")
     with notes.watch("ranking", said_in_output=_left_out):
         ranked = rank(df, by="usd" if args.model else "tokens", failed=args.failed)
-    out.write("\n".join(_ranking_table(ranked, keys, len(convs), width, df, unswept=read - len(convs))) + "\n")
+    out.write("\n".join(_ranking_table(ranked, keys, len(convs), width, df, model=args.model,
+                                       unswept=read - len(convs))) + "\n")
     if not (df["limits_full"] + df["limits_idle"] + df["limits_overflow"]).any() and len(df):
         out.write("\n".join(textwrap.wrap(_none_fired(df, args, text, configs), width)) + "\n")
     if args.rows:
@@ -562,7 +563,7 @@ def _rows_table(df: pd.DataFrame, keys: list[str], width: int, summarizer: bool)
 
 
 def _ranking_table(ranked: pd.DataFrame, keys: list[str], conversations: int, width: int,
-                   df: pd.DataFrame | None = None, unswept: int = 0) -> list[str]:
+                   df: pd.DataFrame | None = None, model: str | None = None, unswept: int = 0) -> list[str]:
     """The configs ranked (``convlab.rank``), with what the columns mean, fitted to ``width``; then the
     configs it left out and why (``df``, the tune frame, names them), which no ``--quiet`` hides."""
     import textwrap
@@ -577,7 +578,11 @@ def _ranking_table(ranked: pd.DataFrame, keys: list[str], conversations: int, wi
     intro = (f"configs ranked over {plural(conversations, 'conversation')}{left}: saved = tokens read below the same "
              f"conversations replayed with no strategy, each figure summed over them")
     if by_usd:
-        intro += ("; ranked by dollars: usd = every call priced (genai-prices) with the prompt cache predicted, "
+        from ..replaying.prompt_cache import default_rule
+
+        cache = ("with the prompt cache predicted" if model is None or default_rule(model) is not None else
+                 f"with no prompt cache (convlab has no cache rule for {model}: every input token at its full price)")
+        intro += (f"; ranked by dollars: usd = every call priced (genai-prices) {cache}, "
                   "saved_usd (saved$) = the share of the dollars below the baseline; pareto = no config saves as many "
                   "dollars (saved$) with as few summaries + resets")
     else:

@@ -6,6 +6,8 @@ The path a log takes, one module each (each imported by name:
 
 - ``plan``: which turn each logged message belongs to (``plan``, ``Plan``,
   ``PlannedTurn``), and ``ExactCounts`` (every text of a sweep tokenized once);
+- ``fit``: what the log's calls read beyond the transcript (``fit``, ``Fit``:
+  the hidden prompt and the tokenizer's ratio), read by ``model`` and ``cost``;
 - ``options``: ``Options``, the knobs a replay takes (the cost model, the
   summarizer and its cache, the prompt cache, the price), checked in one place;
 - ``model``: ``ReplayLLM``, the model the replay's Session calls (the logged
@@ -14,7 +16,7 @@ The path a log takes, one module each (each imported by name:
   ``ModelCall`` per model call; ``replay`` is the one-call way;
 - ``result``: ``Replay``, what a replay returns, and its records (``ModelCall``,
   ``SummaryCall``, ``ContextLimit``);
-- ``cost``: what each call costs (``fit``, ``Pricing``, ``price``), from
+- ``cost``: what each call costs (``Pricing``, ``price``), from
   ``prompt_cache`` (what a provider reads from its cache) and ``prices``
   (genai-prices' dollars);
 - ``summaries``: real summaries behind an on-disk cache.
@@ -38,7 +40,7 @@ Replay(conversation='c', calls=1, limits=0, stale=0, head='e1')
 import importlib as _importlib
 
 #: the modules, imported on first attribute access (``convlab.replaying.plan`` after ``import convlab``)
-_MODULES = ('plan', 'model', 'driver', 'result', 'cost', 'prompt_cache', 'prices', 'summaries')
+_MODULES = ('plan', 'fit', 'model', 'driver', 'result', 'cost', 'prompt_cache', 'prices', 'summaries')
 
 
 def __getattr__(name: str):

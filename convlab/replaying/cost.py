@@ -7,20 +7,15 @@ what that costs. Both need each call's input as the provider counts it, which
 the transcript alone does not say: the hidden prompt (system and tools), the
 provider's tokenizer against o200k_base, and what other sessions left warm in
 the cache. So they are fitted from the log's own calls once per conversation
-(``fit``), the way ``bench/cache_check.py`` checks against the real Claude
-Code sessions (docs/cache.md gives the figures):
-
-- per log root (a compaction starts another) and model (a cache is per model;
-  tokenizers differ), the logged input of each call is fitted as ``hidden +
-  ratio * exact`` (least squares; ``exact`` the o200k_base count of its path);
-  a message then reads ``ratio`` times its exact count, and the hidden prompt
-  is ``hidden``;
-- the first ``warm`` tokens of the hidden prompt are what the first call of
-  each model found cached already (its logged cache read, at most ``hidden``):
-  a replay cannot know what other sessions left in the cache, so that much is
-  taken from the log;
-- a log with no usage gives ``hidden`` the replay's own hidden overhead, a
-  ratio of 1 and nothing warm.
+(``convlab.replaying.fit``: per log root and model, ``hidden + ratio *
+exact``), the fit the replay's model reads a rewritten history with too, the
+way ``bench/cache_check.py`` checks against the real Claude Code sessions
+(docs/cache.md gives the figures). A message reads ``ratio`` times its exact
+count; the first ``warm`` tokens of the hidden prompt are what the first call
+of each model found cached already (its logged cache read, at most
+``hidden``): a replay cannot know what other sessions left in the cache, so
+that much is taken from the log. A log with no usage gives ``hidden`` the
+replay's own hidden overhead, a ratio of 1 and nothing warm.
 
 Each call's blocks are then the warm part, the rest of the hidden prompt (one
 block per log root and model: it survives a compaction, a strategy's or the
@@ -37,13 +32,12 @@ dollars lean high, if anything).
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..tokens import content_text
-from ..tree import input_tokens
+from .fit import Fit
 from .plan import ExactCounts, Plan
 from .prices import Prices
 from .prompt_cache import PromptCache, default_rule, rule
@@ -52,98 +46,7 @@ from .result import ModelCall, SummaryCall
 if TYPE_CHECKING:
     from ..engine import Session
 
-__all__ = ["Pricing", "Fit", "fit", "price"]
-
-
-@dataclass(frozen=True)
-class Fit:
-    """What the log says each call's input is, beyond the transcript: per ``(log root, model)`` the
-    ``hidden`` prompt and the tokenizer's ``ratio``; per model the ``warm`` tokens the first call found
-    cached; the ``root`` and ``model`` of each logged reply; and the default for a call the log has no
-    figures for (``fallback``: the hidden overhead, ratio 1)."""
-
-    segments: Mapping[tuple[str, str], tuple[float, float]]
-    warm: Mapping[str, int]
-    roots: Mapping[str, str]
-    models: Mapping[str, str]
-    fallback: tuple[float, float]
-
-    def of(self, reply: str | None) -> tuple[str, str, float, float, int]:
-        """``(root, model, hidden, ratio, warm)`` for the call answered by the logged ``reply``."""
-        root = self.roots.get(reply, "") if reply is not None else ""
-        model = self.models.get(reply, "") if reply is not None else ""
-        hidden, ratio = self.segments.get((root, model), self.fallback)
-        return root, model, hidden, ratio, min(self.warm.get(model, 0), int(hidden))
-
-
-def _model_of(node: Mapping[str, Any]) -> str:
-    meta = node.get("metadata")
-    model = meta.get("model") if isinstance(meta, Mapping) else None
-    return model if isinstance(model, str) else ""
-
-
-#: the tokenizer ratios a fit may give (provider tokens per o200k_base token); outside them, or with fewer
-#: than ``_MIN_POINTS`` calls, the fit is not trusted and the ratio is 1 (real Claude models: 1.06 to 1.49)
-_RATIOS = (0.8, 2.0)
-_MIN_POINTS = 3
-
-
-def _least_squares(points: list[tuple[int, int]]) -> tuple[float, float]:
-    """``(hidden, ratio)`` with ``total ~ hidden + ratio * exact`` over ``(exact, total)`` points. Too few
-    points, exact counts that do not vary, a ratio outside ``_RATIOS`` or a negative hidden prompt give
-    ratio 1 and the median difference instead."""
-    xs, ys = [x for x, _ in points], [y for _, y in points]
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    var = sum((x - mx) ** 2 for x in xs)
-    ratio = sum((x - mx) * (y - my) for x, y in points) / var if var else 0.0
-    hidden = my - ratio * mx
-    if len(points) < _MIN_POINTS or not _RATIOS[0] <= ratio <= _RATIOS[1] or hidden < 0:
-        return float(max(0, statistics.median_low([y - x for x, y in points]))), 1.0
-    return hidden, ratio
-
-
-def fit(p: Plan, counts: ExactCounts, overhead: int = 0) -> Fit:
-    """The log's figures for ``p``'s calls (see the module), in one pass over its nodes.
-
-    >>> from convlab.tree import Tree
-    >>> from convlab.conversation import Conversation
-    >>> from convlab.replaying.plan import plan
-    >>> t = Tree()
-    >>> _ = t.add({"id": "u1", "role": "user", "content": "hi " * 100}, None)
-    >>> _ = t.add({"id": "a1", "role": "assistant", "content": "ok", "metadata": {"model": "m"},
-    ...            "usage": {"input_tokens": 10, "cache_read_input_tokens": 500, "cache_creation_input_tokens": 1700}}, "u1")
-    >>> t.head = "a1"
-    >>> f = fit(plan(Conversation(t, id="c")), ExactCounts())
-    >>> f.of("a1")  # one call: hidden is the 2,210 logged less the 101 exact; the first call found 500 warm
-    ('u1', 'm', 2109.0, 1.0, 500)
-    """
-    nodes = p.nodes
-    exact_to: dict[str, int] = {}
-    roots: dict[str, str] = {}
-    models: dict[str, str] = {}
-    points: dict[tuple[str, str], list[tuple[int, int]]] = {}
-    warm: dict[str, int] = {}
-    first_read: dict[str, int] = {}
-    for nid, node in nodes.items():  # creation order: a parent before its children
-        parent = node.get("parent")
-        roots[nid] = roots.get(str(parent), nid) if parent is not None else nid
-        exact_to[nid] = (exact_to.get(parent, 0) if parent is not None else 0) + counts.tokens(content_text(node.get("content")))
-        if node.get("role") != "assistant":
-            continue
-        model = models[nid] = _model_of(node)
-        usage = node.get("usage")
-        total = input_tokens(usage)
-        if total is None:
-            continue
-        points.setdefault((roots[nid], model), []).append((exact_to.get(parent, 0) if parent is not None else 0, total))
-        read = usage.get("cache_read_input_tokens") if isinstance(usage, Mapping) else None
-        if model not in first_read and isinstance(read, int) and not isinstance(read, bool):
-            first_read[model] = read
-    segments = {k: _least_squares(v) for k, v in points.items()}
-    for (_root, model), (hidden, _ratio) in segments.items():
-        if model in first_read and model not in warm:
-            warm[model] = first_read[model] if first_read[model] <= hidden else 0
-    return Fit(segments, warm, roots, models, (float(overhead), 1.0))
+__all__ = ["Pricing", "price"]
 
 
 @dataclass
@@ -158,7 +61,6 @@ class Pricing:
     ttl: Any = "5m"
     summarizer_model: str | None = None
     _prices: dict[str | None, Prices | None] = field(default_factory=dict, repr=False, compare=False)
-    _fits: dict[int, tuple[Plan, Fit]] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.model is not None and not isinstance(self.model, str):
@@ -176,21 +78,13 @@ class Pricing:
             self._prices[model] = None if model is None else Prices(model, cache_ttl=self.ttl)
         return self._prices[model]
 
-    def fit_for(self, p: Plan, counts: ExactCounts, overhead: int = 0) -> Fit:
-        """``fit(p, counts, overhead)``, made once per plan."""
-        key = id(p)
-        got = self._fits.get(key)
-        if got is None or got[0] is not p:
-            got = self._fits[key] = (p, fit(p, counts, overhead))
-        return got[1]
-
     def rule_for(self, logged_model: str) -> str | None:
         if self.rule != "auto":
             return self.rule
         return default_rule(self.model) if self.model is not None else default_rule(logged_model or None)
 
     def __getstate__(self) -> dict[str, Any]:  # worker processes look the prices up again
-        return {k: v for k, v in self.__dict__.items() if k not in ("_prices", "_fits")} | {"_prices": {}, "_fits": {}}
+        return {k: v for k, v in self.__dict__.items() if k != "_prices"} | {"_prices": {}}
 
 
 class _PathBlocks(Sequence):

@@ -76,6 +76,7 @@ from ..tokens import content_text
 from ..tree import Message, message_of
 from . import cost
 from .cost import Pricing
+from .fit import fit
 from .model import ReplayLLM, Summarize
 from .options import Options, check_worker, options_of, takes_options
 from .plan import ExactCounts, Plan, PlannedTurn, plan
@@ -378,7 +379,7 @@ class Replayer:
         rec = self.record
         calls, summary_calls = list(rec.calls), list(rec.summary_calls)
         if self.pricing is not None:
-            fitted = self.pricing.fit_for(self.plan, self.counts, self.llm.overhead or 0)
+            fitted = (self.llm.fit() or fit(self.plan, self.counts)).given(self.llm.overhead or 0)
             calls, summary_calls = cost.price(calls, summary_calls, self.session, self.plan, self.counts, fitted, self.pricing)
         return Replay(
             session=self.session,
@@ -391,6 +392,7 @@ class Replayer:
             compactions=list(rec.compactions),
             summary_calls=summary_calls,
             priced=self.pricing is not None and self.pricing.model is not None,
+            fit=self.llm.fit(),
         )
 
     def _recorded(self, act: Callable[[], Any]) -> list[str]:

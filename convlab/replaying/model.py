@@ -16,6 +16,7 @@ from ..errors import ProviderError
 from ..providers.fakes import checked_replies, stand_in, summarized
 from ..tokens import content_text, count_tokens
 from ..tree import PathView, input_tokens
+from .fit import Fit, fit
 from .options import check_overhead, check_summary_size
 from .plan import ExactCounts, Plan
 from .result import SummaryCall
@@ -80,19 +81,23 @@ class ReplayLLM:
     - The hidden overhead is what a provider reads beyond the transcript (a
       system prompt and tool definitions no log line holds, and its own
       tokenizer's surplus over ``count``): at a call whose logged usage
-      applies, ``max(0, logged input - count(messages))``, observed; at any
-      other call, the overhead of the most recent earlier call whose logged
-      usage applied and whose history is whole, 0
-      when there is none (a log with no usage at all). A reply marked
-      ``"whole": False`` answered a history the file lost part of (a parent
-      not in the file): the logged input counts messages the transcript no
-      longer holds, so its observed overhead is carried on only while no call
-      with a whole history has been seen (``carry_whole`` says which it is).
-      Not the logged call a stale reply stands in for:
-      that call read the log's longer history, and its overhead grows with
-      it. The overhead carried past a rewrite still holds the tokenizer's
-      surplus on the history the rewrite shortened, so the usage of a stale
-      reply leans high rather than low.
+      applies, ``max(0, logged input - count(messages))``, observed. A call
+      the log's usage does not answer, in a replay of a plan (``for_plan``),
+      reads what the log's own calls say a call on that history reads:
+      ``hidden + ratio * count(messages)`` for the log root and model of the
+      reply it stands in for (``fit()``, ``convlab.replaying.fit``; the cost
+      model prices the same figure, block by block), and its overhead is
+      that less the exact count. Not the logged call's overhead: that call
+      read the log's longer history, and the tokenizer's surplus grows with
+      it (on a real Claude Code session on Haiku, ratio 1.49, the surplus
+      on the history a summary dropped is ~16k tokens a call). Where the log
+      gave that root and model no figures (a log with no usage; a model of
+      replies alone), the overhead of the most recent earlier call whose
+      logged usage applied and whose history is whole, 0 when there is none.
+      A reply marked ``"whole": False`` answered a history the file lost part
+      of (a parent not in the file): the logged input counts messages the
+      transcript no longer holds, so its observed overhead is carried on only
+      while no call with a whole history has been seen.
     - ``overhead`` (a whole number of tokens) is the hidden overhead given
       instead: every call the log's usage does not answer reads ``exact +
       overhead`` (a log with no usage at all: every call). A call whose
@@ -197,6 +202,7 @@ class ReplayLLM:
         self._logs: list[str] = []  # the log's own compactions recorded (their summaries' session ids), in order
         self.last: Read | None = None
         self.last_summary: SummaryCall | None = None
+        self._fit: list[Any] = [None, None]  # [the plan, its Fit once made]: shared by this model's copies (``until``)
 
     @classmethod
     def for_plan(cls, plan: Plan, window: int | None, **kwargs: Any) -> ReplayLLM:
@@ -207,7 +213,18 @@ class ReplayLLM:
             keys = {k: node[k] for k in _REPLY_KEYS if node.get(k) is not None}
             replies.append({"id": nid, "content": node["content"], "usage": node.get("usage"), "time": node.get("time"),
                             "whole": nid not in plan.lost, **keys})
-        return cls(replies, window, **kwargs)
+        model = cls(replies, window, **kwargs)
+        model._fit[0] = plan
+        return model
+
+    def fit(self) -> Fit | None:
+        """The log's fit of what its calls read beyond the transcript (``convlab.replaying.fit``),
+        made once for the plan this model replays and shared by its copies; None for a model made
+        from replies alone."""
+        plan, made = self._fit
+        if made is None and plan is not None:
+            made = self._fit[1] = fit(plan, self.counts if self.counts is not None else ExactCounts())
+        return made
 
     def __repr__(self) -> str:
         return f"ReplayLLM({self.given}/{len(self.replies)} replies used)"
@@ -355,8 +372,13 @@ class ReplayLLM:
             overhead = max(0, logged - exact)
             read = logged
         else:
-            overhead = self._carried()
-            read = exact + overhead
+            fitted = self.fit() if self.overhead is None else None
+            read_as = fitted.reads(reply.get("id"), exact) if fitted is not None else None
+            if read_as is not None:  # what the log's own calls say a call on this history reads
+                read, overhead = read_as, read_as - exact
+            else:
+                overhead = self._carried()
+                read = exact + overhead
         carry = self._carry(overhead, observed, whole)
         refused = self.window is not None and read > self.window and (whole or not applies)
         self.last = Read(reply.get("id"), applies, read, exact, overhead, logged, refused, whole)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from ..engine import Session
+    from .fit import Fit
 
 __all__ = ["Replay", "ModelCall", "SummaryCall", "ContextLimit", "LogCompaction", "Figures"]
 
@@ -70,8 +71,10 @@ class ModelCall(_Record):
     imported id of the logged reply it gave), ``applies`` (the logged reply
     still answers what the model read), ``read`` (the input tokens: the log's
     usage where it applies, else ``exact + overhead``), ``exact`` (the
-    transcript it read, o200k_base), ``overhead`` (the hidden prompt: observed
-    where the log's usage applies, else carried), ``logged`` (the log's input
+    transcript it read, o200k_base), ``overhead`` (``read - exact``: observed
+    where the log's usage applies, else what the log's fit says a call on this
+    history reads beyond its transcript, ``convlab.replaying.fit``; below 0
+    only for a provider whose tokenizer counts fewer tokens than o200k_base), ``logged`` (the log's input
     tokens, or None), ``refused`` (the provider refused it as too long: it
     read nothing), ``whole`` (the file holds all the history the log's usage
     counts).
@@ -203,6 +206,8 @@ class Replay:
     summary_calls: list[SummaryCall] = field(default_factory=list)
     #: whether its calls carry dollars (a model was given)
     priced: bool = False
+    #: what the log says its calls read beyond the transcript (``convlab.replaying.fit``); None: not known
+    fit: Fit | None = None
 
     def __repr__(self) -> str:
         return (f"Replay(conversation={self.conversation_id!r}, calls={len(self.calls)}, "
@@ -233,10 +238,12 @@ class Replay:
 
     def hidden_overhead(self) -> dict[str, int]:
         """The hidden prompt the log shows, as a sweep's ``overhead`` and ``overhead_calls``: the
-        median, over the calls whose logged usage applies and whose history is whole, of the logged
-        input less the exact count of the transcript, and how many calls that is. Only when no such
-        call has a whole history (a parent the file lost is above each), the median over those calls,
-        which leans high (their usage counts messages the file no longer holds), and 0 calls; 0 and 0
+        fitted ``hidden`` of the log's calls (``Fit.hidden_prompt``: per log root and model, the
+        logged input as ``hidden + ratio * exact``, weighted by calls, over the histories the file
+        holds whole) and how many calls it rests on. Not the logged input less the exact count: that
+        holds the provider's tokenizer surplus too, which grows with the history (42k against a
+        fitted 26k on a real Claude Code session on Haiku). Without a fit, the median of that
+        difference over the calls whose logged usage applies and whose history is whole; 0 and 0
         when the log has no usage.
 
         >>> from convlab.tree import Tree
@@ -249,6 +256,9 @@ class Replay:
         >>> replay(Conversation(t, id="c")).hidden_overhead()  # 9 logged, 1 exact ("hi")
         {'overhead': 8, 'overhead_calls': 1}
         """
+        fitted = self.fit.hidden_prompt() if self.fit is not None else None
+        if fitted is not None:
+            return {"overhead": fitted[0], "overhead_calls": fitted[1]}
         observed = [c for c in self.calls if c.applies and c.logged is not None]
         whole = [c.overhead for c in observed if c.whole]
         rests_on = whole or [c.overhead for c in observed]  # the calls whose usage counts lost messages, only if no other

@@ -18,6 +18,7 @@ worker), so every way gives the same frame, row for row.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -163,7 +164,9 @@ class Baseline:
 
 def _carried(base: Replay, row: Mapping[str, Any], given: int | None) -> dict[str, Any]:
     hidden = {"overhead": given, "overhead_calls": None} if given is not None else base.hidden_overhead()
-    return {"baseline_tokens_read": row["tokens_read"], "baseline_usd": row["usd"], **hidden}
+    growth = base.fit.growth() if base.fit is not None else None
+    return {"baseline_tokens_read": row["tokens_read"], "baseline_usd": row["usd"], **hidden,
+            "usage_growth": math.nan if growth is None else growth}
 
 
 def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, Setup]], agent: str, *,

@@ -370,7 +370,29 @@ def rank(df: pd.DataFrame, by: str = "tokens", *, min_retained: float | None = N
         who = (config_label(configs[0], keys) if len(configs) == 1
                else "configs " + ", ".join(map(str, numbers[:SHOWN])) + more)
         warnings.warn(f"{who}: {text}", TuneWarning, stacklevel=2)
+    guessed = _guessed(whole)
+    if guessed:
+        warnings.warn(TuneWarning(guessed), stacklevel=2)
     return out
+
+
+#: above this many tokens of logged input per transcript token, a log reads content its file does not hold
+GROWTH = 2.0
+
+
+def _guessed(df: pd.DataFrame) -> str:
+    """What a ranking says of the conversations whose usage grows faster than their transcript
+    (``usage_growth`` above ``GROWTH``) where some config rewrote the history (``stale`` calls)."""
+    if "usage_growth" not in df.columns:  # a frame from before the column
+        return ""
+    hit = df[(df["usage_growth"] > GROWTH) & (df["stale"] > 0)].drop_duplicates("conversation")
+    if hit.empty:
+        return ""
+    shown = "; ".join(f"{r['conversation']} ({r['usage_growth']:.1f})" for r in _records(hit[["conversation", "usage_growth"]][:3]))
+    more = f"; and {len(hit) - 3} more" if len(hit) > 3 else ""
+    return (f"the logged input grows by more than {GROWTH:g} tokens per transcript token (a provider's own tokenizer gives 1 to "
+            f"1.5) in {shown}{more}: the log reads content its file does not hold (encrypted reasoning, images), so what a "
+            "call reads after a strategy rewrote the history is a guess: every config's figures there that rewrote it are unreliable")
 
 
 #: How many configs a warning names before it says how many more (a grid of thousands would list them all).

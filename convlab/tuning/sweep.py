@@ -76,6 +76,7 @@ COLUMNS = (
     "saved",
     "overhead",
     "overhead_calls",
+    "usage_growth",
     "cached",
     "cache_write",
     "logged_cached",
@@ -172,14 +173,19 @@ def tune(
     / baseline_tokens_read``: the share of the baseline's tokens this config
     did not read; negative when its summary calls read more than it saved;
     NaN when the baseline read nothing); ``overhead`` (the
-    conversation's hidden prompt: the median, over the baseline's calls
-    whose logged usage applies and whose history is whole, of the logged
-    input minus the exact count of the transcript, 0 for a log with no
-    usage; the ``overhead`` given, when given) and ``overhead_calls`` (how
-    many calls that estimate rests on; NA when given; 0 when the log has
-    no usage, or no call whose history is whole: then the estimate comes
-    from the calls whose history the file lost part of, a parent not in the
-    file, and leans high); and the count's error in
+    conversation's hidden prompt: the log's calls fitted as ``hidden +
+    ratio * exact``, per log root and model, its ``hidden``
+    (``convlab.replaying.fit``), 0 for a log with no usage; the ``overhead``
+    given, when given) and ``overhead_calls`` (how many calls that estimate
+    rests on; NA when given; 0 when the log has no usage, or no call whose
+    history is whole: then the estimate comes from the calls whose history
+    the file lost part of, a parent not in the file, and leans high);
+    ``usage_growth`` (how many tokens the logged input grows by per
+    transcript token: about 1 to 1.5, the provider's tokenizer against
+    o200k_base; above 2 the log reads content its file does not hold, such
+    as a Codex rollout's encrypted reasoning, so what a call on a history a
+    strategy rewrote reads is a guess and ``convlab.rank`` says so; NaN on
+    fewer than 3 calls with usage); and the count's error in
     tokens (count minus reference, per model call, summary calls not
     included): ``err_exact_*`` against the exact o200k_base count of the
     transcript the model read (every call; it holds no hidden prompt, so on
