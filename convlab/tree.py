@@ -538,6 +538,9 @@ class Tree:
         # the running exact count (exact_count): per node counted, the tokens root -> it, and by what
         self._exact: dict[str, int] = {}
         self._exact_by: Any = None
+        #: The labels people put on messages (id -> text, in the order they were set): marks on the tree,
+        #: not content, so a label never changes what a model reads. ``set_label`` changes them.
+        self.labels: dict[str, str] = {}
 
     @property
     def graph(self) -> nx.DiGraph:
@@ -771,6 +774,22 @@ class Tree:
         head = self.head if head is None else head
         near = None if head is None else self._store.near(head)
         return {} if near is None else jsondata.copy(self._store.state(near))
+
+    def set_label(self, node_id: str, text: str | None) -> None:
+        """Put ``text`` on a recorded message as its label (one a message; a new one replaces it), or take
+        its label off (``None``). What a session logs as ``label.set`` and ``label.removed``.
+
+        >>> t = Tree(); _ = t.add({"id": "u1", "role": "user", "content": "hi"}, None)
+        >>> t.set_label("u1", "start"); t.labels
+        {'u1': 'start'}
+        >>> t.set_label("u1", None); t.labels
+        {}
+        """
+        if node_id not in self:
+            raise KeyError(node_id)
+        self.labels.pop(node_id, None)
+        if text is not None:
+            self.labels[node_id] = text
 
     # -- whole tree ----------------------------------------------------
     def nodes_in_order(self) -> list[dict[str, Any]]:
