@@ -32,8 +32,9 @@ with ids ``L<line>``.
   ``custom_message`` is a user message.
 - ``model_change``, ``thinking_level_change``, ``custom``, ``label`` and
   ``session_info`` are not messages: links in the chain. Labels are the
-  conversation's ``metadata["labels"]`` (node id -> label), the last
-  ``session_info`` name its title.
+  conversation's labels (``Conversation.labels()``, the tree's; also
+  ``metadata["labels"]``, node id -> label), the last ``session_info`` name
+  its title.
 """
 
 from __future__ import annotations
@@ -208,7 +209,7 @@ class _Session:
         if self.labels:
             meta["labels"] = self.labels
         return conversation(self.records, self.problems, id=self.id, title=self.title, format=NAME, source=self.source,
-                            head=head, metadata=meta)
+                            head=head, metadata=meta, labels=self.labels)
 
     def add(self, rec: ImportedMessage) -> str:
         self.records.append(rec)
