@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports eac
     from .engine import Session as Session, chat_worker as chat_worker
     from .explore.branches import compare as compare
     from .explore.matches import find as find
+    from .explore.writing import write as write
     from .frames import conversations_frame as conversations_frame, frame as frame
 
     # replay: the function, as callers use it (at run time, the package, callable as the function)
@@ -104,6 +105,7 @@ _LAZY = {
     "search": "convlab.tuning.search",
     "find": "convlab.explore.matches",
     "compare": "convlab.explore.branches",
+    "write": "convlab.explore.writing",
     "Lab": "convlab.widgets",
     "TreeView": "convlab.widgets",
     "ChatView": "convlab.widgets",
