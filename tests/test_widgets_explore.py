@@ -1,0 +1,106 @@
+"""The tree view's search box, labels and comparison, headless: intents in, what the browser is sent out."""
+
+from __future__ import annotations
+
+import convlab
+from convlab.tree import Tree
+from convlab.widgets import Lab, TreeView
+
+
+def session():
+    s = convlab.Session()
+    s.submit({"type": "client.message", "agent_id": "bot", "message": {"id": "u1", "role": "user", "content": "weather in NYC?"}})
+    s.submit({"type": "client.message", "agent_id": "bot", "message": {"id": "u2", "role": "user", "content": "and tomorrow?"}})
+    s.submit({"type": "client.messages", "agent_id": "bot", "messages": [{"role": "user", "content": "weather in LA?"}]})
+    return s
+
+
+def rows(tv):
+    return {n["id"]: n for n in tv.data["nodes"]}
+
+
+def test_a_search_marks_its_matches_focuses_the_first_and_steps_round():
+    s = session()
+    tv = TreeView(s)
+    tv._on_msg(tv, {"type": "search", "text": "weather"}, None)
+    assert tv.matches == ["u1", "e1", "e3", "e4"]
+    d = tv.data
+    assert d["query"] == "weather" and d["matches"] == 4 and d["match_at"] == 0 and d["focus"] == "u1"
+    assert {i for i, n in rows(tv).items() if n["match"]} == {"u1", "e1", "e3", "e4"}
+    assert "4 matches" in d["status"]
+    tv._on_msg(tv, {"type": "step", "by": -1}, None)
+    assert tv.data["focus"] == "e4"
+    assert tv.step() == "u1" and tv.step() == "e1"
+    assert s.head == "e4"  # searching never moves the head
+    tv.search(None)
+    assert tv.data["matches"] == 0 and not any(n["match"] for n in tv.data["nodes"])
+
+
+def test_a_match_on_a_hidden_branch_is_shown_when_focused():
+    s = convlab.Session()
+    s.submit({"type": "client.message", "agent_id": "bot", "message": {"id": "u1", "role": "user", "content": "start"}})
+    for k in range(3):
+        s.submit({"type": "client.messages", "agent_id": "bot", "messages": [*s.view("u1")[:1], {"role": "user", "content": f"side {k}"}]})
+    s.submit({"type": "client.messages", "agent_id": "bot", "messages": [{"role": "user", "content": "a new root"}]})
+    tv = TreeView(s, max_depth=0)
+    side = convlab.find(s, "side 0", role="user")["id"].iloc[0]
+    assert side not in rows(tv)  # behind the root's +N marker
+    tv.search("side 0")
+    assert tv.data["focus"] == side and side in rows(tv) and rows(tv)[side]["match"]
+
+
+def test_a_bad_pattern_from_the_browser_is_said_in_the_status_line():
+    tv = TreeView(session())
+    tv._on_msg(tv, {"type": "search", "text": "(", "regex": True}, None)
+    assert "is not a regular expression" in tv.data["status"] and tv.matches == []
+
+
+def test_labels_show_on_their_rows_and_follow_the_session():
+    s = session()
+    tv = TreeView(s)
+    s.label("e1", "NYC")
+    tv.flush()
+    assert rows(tv)["e1"]["label"] == "NYC" and rows(tv)["u1"]["label"] is None
+    s.unlabel("e1")
+    tv.flush()
+    assert rows(tv)["e1"]["label"] is None
+
+
+def test_pick_two_messages_and_the_lab_shows_their_branches_side_by_side():
+    s = session()
+    lab = Lab(s)
+    tv = lab.tree
+    tv._on_msg(tv, {"type": "mark", "id": "e2"}, None)
+    assert tv.data["marked"] == "e2"
+    tv._on_msg(tv, {"type": "compare", "a": "e2", "b": "e4"}, None)
+    assert tv.data["marked"] is None and tv.compared.attrs["ancestor"] is None
+    assert repr(lab.comparison) == "ComparePanel(a='e2', b='e4', steps=4)"
+    html = lab.comparison.html.value
+    assert "e2 ⟷ e4" in html and "edited" in html and "[-NYC?-] {+LA?+}" in html
+    tv._on_msg(tv, {"type": "compare", "a": "e2", "b": "nope"}, None)
+    assert "b: 'nope' is no message" in tv.data["status"]
+    lab.close()
+
+
+def test_untrusted_text_in_the_compare_panel_is_escaped():
+    s = convlab.Session()
+    s.submit({"type": "client.message", "agent_id": "bot", "message": {"id": "u1", "role": "user", "content": "<script>x()</script>"}})
+    s.submit({"type": "client.messages", "agent_id": "bot", "messages": [{"role": "user", "content": "<b>bold</b>"}]})
+    lab = Lab(s)
+    lab.tree.compare("e1", "e3")
+    html = lab.comparison.html.value
+    assert "<script>" not in html and "&lt;script&gt;" in html and "<b>bold" not in html
+    lab.close()
+
+
+def test_a_read_only_conversation_is_searched_and_compared_too():
+    t = Tree()
+    for nid, parent, text in [("u1", None, "hi"), ("a1", "u1", "hello"), ("a2", "u1", "hey there")]:
+        t.add({"id": nid, "role": "user" if nid[0] == "u" else "assistant", "content": text}, parent)
+    t.head = "a1"
+    c = convlab.Conversation(t, id="c")
+    c.label("a2", "the other reply")
+    tv = TreeView(c)
+    assert tv.search("hey")["id"].tolist() == ["a2"]
+    assert rows(tv)["a2"]["match"] and rows(tv)["a2"]["label"] == "the other reply"
+    assert tv.compare("a1", "a2")["change"].tolist() == ["regenerated"]
