@@ -54,9 +54,10 @@ def _depths(nodes: list[dict[str, Any]]) -> dict[str, int]:
     return depth
 
 
-def branches(nodes: list[dict[str, Any]], path: list[str]) -> dict[str, int]:
+def branches(nodes: list[dict[str, Any]], path: list[str], of: Iterable[str] | None = None) -> dict[str, int]:
     """The ``branch`` column of ``frame`` (and of ``convlab.find``), per node of ``nodes`` (in ``seq`` order;
-    ``path``: the active path's ids). Branch index per node: the number of the leaf its lane ends at (the lane rule,
+    ``path``: the active path's ids), or only per node of ``of`` (a search's few matches: each lane is
+    followed down from it alone). Branch index per node: the number of the leaf its lane ends at (the lane rule,
     ``convlab.tree.lane_child``, followed down from it), leaves numbered in a
     depth-first walk, children oldest first."""
     kids: dict[str | None, list[str]] = {}
@@ -73,6 +74,14 @@ def branches(nodes: list[dict[str, Any]], path: list[str]) -> dict[str, int]:
             number[n] = len(number)
     newest = newest_leaves(nodes)
     continues = dict(itertools.pairwise(path))  # a node on the active path -> the next one
+    if of is not None:
+        found: dict[str, int] = {}
+        for start in of:
+            n = start
+            while kids.get(n):
+                n = lane_child(kids[n], newest, continues.get(n))  # type: ignore[assignment]  # kids[n] is not empty
+            found[start] = number[n]
+        return found
     branch: dict[str, int] = {}
     for a in reversed(nodes):  # children before their parents
         n = a["id"]

@@ -44,6 +44,8 @@ def searchable(node: Mapping[str, Any]) -> str:
     'Ça va\\n{"type": "tool_use", "name": "Bash", "input": {"command": "ls é"}}'
     """
     content = node.get("content")
+    if content.__class__ is str and not node.get("tool_calls"):
+        return content
     if isinstance(content, str):
         pieces = [content]
     else:
@@ -171,7 +173,7 @@ def _rows(tree: Tree, found: Matcher | None, roles: set[str] | None, tool: str |
         return []
     path = tree.path_ids() if tree.head is not None else []
     on_path = set(path)
-    branch = branches(nodes, path)
+    branch = branches(nodes, path, of=[node["id"] for node, _ in hits])
     labels = tree.labels
     out = []
     for node, match in hits:
