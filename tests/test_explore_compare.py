@@ -112,3 +112,16 @@ def test_a_real_openassistant_tree_compares_its_sibling_replies(real):  # noqa: 
     df = convlab.compare(c, kids[0], kids[1])
     assert df.attrs["ancestor"] == forks[0] and len(df) == 1
     assert df["change"].iloc[0] in ("edited", "regenerated") and df["diff"].iloc[0]
+
+
+def test_a_branch_that_starts_a_new_history_is_replaced_not_edited():
+    s = convlab.Session(worker="manual")
+    s.submit({"type": "client.message", "agent_id": "bot", "message": {"id": "u1", "role": "user", "content": "one"}})
+    s.decide([{"type": "llm.call"}])
+    s.decide([])
+    s.submit({"type": "client.message", "agent_id": "bot", "message": {"id": "u2", "role": "user", "content": "two"}})
+    s.decide([{"type": "context.replace", "summary": "we said one", "messages": [{"id": "u2", "role": "user", "content": "two"}]},
+              {"type": "llm.call"}])
+    s.decide([])
+    df = convlab.compare(s, "e1", s.head)
+    assert df.attrs["ancestor"] is None and df["change"].iloc[0] == "replaced"

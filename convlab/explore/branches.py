@@ -66,6 +66,8 @@ def _change(step: int, na: dict[str, Any] | None, nb: dict[str, Any] | None, ta:
         return "only a"
     if na is None:
         return "only b"
+    if step == 1 and any(n.get("kind") == "summary" or n.get("replaces") for n in (na, nb)):
+        return "replaced"  # one side starts a new history (a context.replace, a log's compaction): no edit
     if step == 1 and na["role"] == nb["role"]:  # two children of the ancestor: a message sent again, or a reply again
         return "regenerated" if na["role"] == "assistant" else "edited"
     return "same" if ta == tb and na["role"] == nb["role"] else "differs"
@@ -79,7 +81,8 @@ def compare(source: Source, a: str, b: str, *, encoding: str = "o200k_base") -> 
     ``a_text`` (as a person reads it: ``convlab.readable``), ``a_tokens`` (exact, ``encoding``) and the
     same for ``b`` (None where that side has no message at that step); ``change``: ``edited`` (the
     first step, the same role but not an assistant's: a message sent again, changed), ``regenerated``
-    (the first step, two replies of the assistant, whatever their texts), ``same`` (a later step, the same
+    (the first step, two replies of the assistant, whatever their texts), ``replaced`` (the first step, where
+    one side starts a new history: a summary, or the first message of a ``context.replace``), ``same`` (a later step, the same
     role and text), ``differs``,
     ``only a``, ``only b``; ``diff``: ``b_text`` against ``a_text`` word by word (``[-gone-]{+added+}``)
     where both sides have a message and the texts differ.
