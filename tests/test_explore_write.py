@@ -212,3 +212,16 @@ def test_every_real_log_round_trips_in_every_format(tmp_path, name):
                 continue
             back = round_trip(c, fmt, tmp_path)
             assert shape(back.message_tree, fmt) == shape(c.message_tree, fmt), (c.id, fmt)
+
+
+def test_a_written_file_has_the_mode_open_gives_and_pi_starts_when_the_conversation_did(tmp_path):
+    t = Tree()
+    t.add({"id": "u1", "role": "user", "content": "hi", "time": 1_700_000_000.0}, None)
+    t.head = "u1"
+    old = os.umask(0o022)
+    try:
+        path = convlab.write(convlab.Conversation(t, id="c"), tmp_path / "c.jsonl", format="pi")
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644
+    assert json.loads(path.read_text().splitlines()[0])["timestamp"] == "2023-11-14T22:13:20Z"

@@ -152,9 +152,11 @@ def pi_entries(tree: Tree, id: str, title: str | None = None, cwd: str = "") -> 
     >>> [(e["type"], e.get("id"), e.get("parentId")) for e in pi_entries(t, "s1")]
     [('session', 's1', None), ('message', 'u1', None), ('message', 'a1', 'u1'), ('custom', 'convlab.head', 'u1')]
     """
-    yield {"type": "session", "version": 3, "id": id, "timestamp": _iso(0), "cwd": cwd}
+    nodes = tree.nodes_in_order()
+    started = next((t for t in (_iso(n.get("time")) for n in nodes) if t is not None), _iso(0))
+    yield {"type": "session", "version": 3, "id": id, "timestamp": started, "cwd": cwd}
     last: str | None = None
-    for node in tree.nodes_in_order():
+    for node in nodes:
         entry = {"type": "message", "id": node["id"], "parentId": node["parent"], "message": _pi_message(node)}
         stamp = _iso(node.get("time"))
         if stamp is not None:
@@ -322,6 +324,9 @@ def _write_whole(target: Path, items: Iterator[Any], *, jsonl: bool) -> None:
     except OSError as err:
         raise ExploreError(f"path: cannot write in {folder}: {err.strerror or err}") from None
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # as open() would make it (mkstemp makes it private)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             for item in items:
                 f.write(json.dumps(item, ensure_ascii=False, allow_nan=False, separators=(",", ":") if jsonl else None))
