@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import convlab
-from convlab.explore.writing import FORMATS, calls_of
+from convlab.explore.writing import ATIF_VERSION, TREE_FORMATS, calls_of
 from convlab.tree import Tree
 
 from realdata import MISSING, REAL, log_files, require
@@ -109,7 +109,7 @@ def conversations(draw):
     return convlab.Conversation(t, id="gen", title=draw(st.one_of(st.none(), TEXT.filter(str.strip))), format="generated")
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", TREE_FORMATS)
 @settings(max_examples=60)
 @given(c=conversations())
 def test_read_of_write_is_the_same_tree_on_generated_trees(tmp_path_factory, fmt, c):
@@ -207,11 +207,12 @@ def test_every_real_log_round_trips_in_every_format(tmp_path, name):
         convs = convlab.read(REAL / name)
     assert convs
     for c in convs:
-        for fmt in FORMATS:
+        for fmt in TREE_FORMATS:
             if not len(c):
                 continue
             back = round_trip(c, fmt, tmp_path)
             assert shape(back.message_tree, fmt) == shape(c.message_tree, fmt), (c.id, fmt)
+        check_atif(c, tmp_path)
 
 
 def test_a_written_file_has_the_mode_open_gives_and_pi_starts_when_the_conversation_did(tmp_path):
@@ -225,3 +226,51 @@ def test_a_written_file_has_the_mode_open_gives_and_pi_starts_when_the_conversat
         os.umask(old)
     assert path.stat().st_mode & 0o777 == 0o644
     assert json.loads(path.read_text().splitlines()[0])["timestamp"] == "2023-11-14T22:13:20Z"
+
+
+# -- ATIF: written only --------------------------------------------------------------------------------------
+
+
+def check_atif(c, folder: Path) -> dict:
+    """An ATIF trajectory of ``c``'s active path, checked against the schema's rules and against the path."""
+    path = convlab.write(c, folder / "t.trajectory.json", format="atif", overwrite=True)
+    t = json.loads(path.read_text())
+    assert t["schema_version"] == ATIF_VERSION and t["session_id"] == getattr(c, "id", getattr(c, "agent", None)) and t["agent"]["name"]
+    steps = t["steps"]
+    assert [s["step_id"] for s in steps] == list(range(1, len(steps) + 1))
+    assert all(s["source"] in ("user", "agent", "system") and isinstance(s["message"], str) for s in steps)
+    for s in steps:  # every observation answers a call of its own step
+        calls = {call["tool_call_id"] for call in s.get("tool_calls", [])}
+        assert all(isinstance(call["arguments"], dict) for call in s.get("tool_calls", []))
+        assert all(r["source_call_id"] in calls for r in s.get("observation", {}).get("results", [])), s
+    ids = [s["extra"]["message_id"] for s in steps]
+    path_ids = [m["id"] for m in c.path()]
+    assert ids == [i for i in path_ids if i in set(ids)]  # in path order, results folded into their calls' steps
+    assert t["final_metrics"]["total_steps"] == len(steps)
+    return t
+
+
+@settings(max_examples=60)
+@given(c=conversations())
+def test_atif_of_any_path_keeps_the_schemas_rules(tmp_path_factory, c):
+    check_atif(c, tmp_path_factory.mktemp("a"))
+
+
+def test_atif_folds_tool_results_into_the_step_that_called_and_sums_usage(tmp_path):
+    s = convlab.Session(worker="manual")
+    s.submit({"type": "client.message", "agent_id": "bot", "message": {"id": "u1", "role": "user", "content": "list"}})
+    s.decide([{"type": "message.add", "message": {"id": "a1", "role": "assistant", "content": [
+        {"type": "thinking", "thinking": "ls it"}, {"type": "text", "text": "Looking."},
+        {"type": "tool_use", "id": "c1", "name": "Bash", "input": {"command": "ls"}}]}},
+        {"type": "message.add", "message": {"id": "t1", "role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "a.txt"}]}},
+        {"type": "llm.call"}])
+    s.decide([])
+    t = check_atif(s, tmp_path)
+    assert [st["source"] for st in t["steps"]] == ["user", "agent", "agent"]
+    agent = t["steps"][1]
+    assert agent["message"] == "Looking." and agent["reasoning_content"] == "ls it"
+    assert agent["tool_calls"] == [{"tool_call_id": "c1", "function_name": "Bash", "arguments": {"command": "ls"}}]
+    assert agent["observation"] == {"results": [{"source_call_id": "c1", "content": "a.txt"}]}
+    reply = s.path()[-1]
+    assert t["steps"][2]["metrics"]["prompt_tokens"] == reply["usage"]["input_tokens"]
+    assert t["final_metrics"]["total_completion_tokens"] == reply["usage"]["output_tokens"]

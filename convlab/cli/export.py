@@ -15,18 +15,19 @@ if TYPE_CHECKING:
     from .arguments import Parser
 
 #: The file name ending of each format's files.
-ENDINGS = {"convlab": ".jsonl", "pi": ".jsonl", "chatgpt": ".json", "openai": ".json"}
+ENDINGS = {"convlab": ".jsonl", "pi": ".jsonl", "chatgpt": ".json", "openai": ".json", "atif": ".trajectory.json"}
 
 
 def add(sub: argparse._SubParsersAction[Parser]) -> None:
     from ..explore.writing import FORMATS
 
     export = sub.add_parser(
-        "export", help="write a log's conversations out again in another format (pi, chatgpt, convlab, openai)",
+        "export", help="write a log's conversations out again in another format (pi, chatgpt, convlab, openai, atif)",
         description="Write each conversation of a chat log (any format convlab reads) to a file of its own in "
                     "--out, with every branch and the head: pi's session layout (v3), a ChatGPT export with its "
-                    "current_node, convlab's own session log, or the active path as OpenAI chat messages. "
-                    "convlab read (and convlab show) reads each back as the same tree. Prints the files written.")
+                    "current_node, convlab's own session log, the active path as OpenAI chat messages, or the "
+                    "active path as an ATIF trajectory (written only). convlab read (and convlab show) reads each "
+                    "tree format back as the same tree. Prints the files written.")
     export.add_argument("file", metavar="FILE_OR_DIR")
     export.add_argument("--format", choices=FORMATS, default="pi", help="the layout to write (default: pi)")
     export.add_argument("--out", metavar="DIR", required=True, help="the folder to write into (made if missing)")

@@ -13,6 +13,10 @@ gives the same tree back (what each layout can hold: ``KEEPS``).
   placeholder root ``client-created-root`` above the top-level messages. Tool calls ride as ``tool_use``
   parts (an export has no ``tool_calls``); a tool result's ``tool_call_id`` and the labels have no place.
 - ``openai``: the active path as chat messages (``{"id", "title", "messages"}``), each with its id.
+- ``atif``: the active path as a trajectory in Harbor's Agent Trajectory Interchange Format (``ATIF``,
+  ``ATIF_VERSION``): a step per user, system and assistant message (an assistant's thinking as its
+  ``reasoning_content``, its tool calls as ``tool_calls``, its usage as ``metrics``), each tool result the
+  ``observation`` of the step that called it. convlab reads no ATIF back: it is an export, not a tree format.
 
 Each file is written whole to a temporary file beside it, then moved into place: a failure leaves no half
 file. An existing file is refused unless ``overwrite=True``.
@@ -33,14 +37,19 @@ from ..engine import Session
 from ..errors import ExploreError
 from ..importers.pi import SYSTEM_TYPE as PI_SYSTEM
 from ..replaying.result import Replay
-from ..tree import Tree, message_of
+from ..toolcalls import answers
+from ..tree import Tree, input_tokens, message_of
 from .sources import Source, tree_of
 
-__all__ = ["write", "FORMATS", "KEEPS", "pi_entries", "chatgpt_export", "openai_messages", "log_events",
-           "SYSTEM_TYPE", "HEAD_TYPE", "ROOT", "calls_of"]
+__all__ = ["write", "FORMATS", "TREE_FORMATS", "KEEPS", "pi_entries", "chatgpt_export", "openai_messages", "log_events",
+           "SYSTEM_TYPE", "HEAD_TYPE", "ROOT", "calls_of", "atif_trajectory", "ATIF_VERSION"]
 
-#: The formats ``write`` writes.
-FORMATS = ("convlab", "pi", "chatgpt", "openai")
+#: The formats ``write`` writes, and those of them ``convlab.read`` reads back as the same tree.
+FORMATS = ("convlab", "pi", "chatgpt", "openai", "atif")
+TREE_FORMATS = ("convlab", "pi", "chatgpt", "openai")
+
+#: The ATIF schema version ``atif_trajectory`` writes (every field it uses is in it).
+ATIF_VERSION = "ATIF-v1.4"
 
 #: What of a tree each format keeps, read back with ``convlab.read`` (the round trip's promise, tested).
 KEEPS = {
@@ -48,6 +57,7 @@ KEEPS = {
     "pi": "ids, parents, roles, content (text, thinking, tool calls, other parts), tool results' call ids, usage, the head, the labels, the title",
     "chatgpt": "ids, parents, roles, names, content (text, tool calls as tool_use parts, other parts), the head, the title",
     "openai": "the active path: ids, roles, content, names, tool calls, tool results' call ids, usage",
+    "atif": "(written only) the active path as a trajectory: messages, thinking, tool calls and their results, usage",
 }
 
 #: The ``customType`` of a pi ``custom`` message that is a system message (the pi importer's own constant).
@@ -272,14 +282,88 @@ def log_events(tree: Tree, agent: str = "bot") -> Iterator[dict[str, Any]]:
         yield {"seq": seq, "time": time, "type": "head.moved", "from": last, "to": tree.head}
 
 
+# -- ATIF ---------------------------------------------------------------------------------------------------
+
+
+def _text_and_thinking(content: object) -> tuple[str, str]:
+    text, thinking = [], []
+    for p in _parts(content):
+        if isinstance(p, Mapping) and p.get("type") == "text" and isinstance(p.get("text"), str):
+            text.append(p["text"])
+        elif isinstance(p, Mapping) and p.get("type") == "thinking":
+            thinking.append(str(p.get("thinking") or ""))
+        elif isinstance(p, Mapping) and p.get("type") == "tool_result":
+            body = p.get("content")
+            text.append(body if isinstance(body, str) else json.dumps(body, ensure_ascii=False))
+        elif not (isinstance(p, Mapping) and p.get("type") == "tool_use"):
+            text.append(json.dumps(p, ensure_ascii=False))
+    return "\n".join(text), "\n".join(thinking)
+
+
+def atif_trajectory(tree: Tree, id: str, agent: str = "convlab", model: str | None = None) -> dict[str, Any]:
+    """The active path of ``tree`` as an ATIF trajectory (Harbor's Agent Trajectory Interchange Format).
+
+    >>> t = Tree()
+    >>> _ = t.add({"id": "u1", "role": "user", "content": "list files"}, None)
+    >>> _ = t.add({"id": "a1", "role": "assistant", "content": "", "usage": {"input_tokens": 9, "output_tokens": 4},
+    ...            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]}, "u1")
+    >>> _ = t.add({"id": "t1", "role": "tool", "tool_call_id": "c1", "content": "a.txt"}, "a1"); t.head = "t1"
+    >>> steps = atif_trajectory(t, "s1")["steps"]
+    >>> [(s["step_id"], s["source"]) for s in steps], steps[1]["observation"], steps[1]["metrics"]
+    ([(1, 'user'), (2, 'agent')], {'results': [{'source_call_id': 'c1', 'content': 'a.txt'}]}, {'prompt_tokens': 9, 'completion_tokens': 4})
+    """
+    steps: list[dict[str, Any]] = []
+    caller: dict[str, dict[str, Any]] = {}  # tool call id -> the step that made it
+    totals = {"total_prompt_tokens": 0, "total_completion_tokens": 0, "total_cached_tokens": 0}
+    for node in tree.path():
+        called = answers(node)
+        text, thinking = _text_and_thinking(node.get("content"))
+        if called and all(c in caller for c in called):  # a tool result: the observation of the step that called it
+            for c in called:
+                results = caller[c].setdefault("observation", {"results": []})["results"]
+                results.append({"source_call_id": c, "content": text})
+            continue
+        source = {"user": "user", "system": "system", "tool": "system"}.get(node["role"], "agent")  # a result whose call is not on the path: said by the system
+        step: dict[str, Any] = {"step_id": len(steps) + 1, "source": source, "message": text}
+        stamp = _iso(node.get("time"))
+        if stamp is not None:
+            step["timestamp"] = stamp
+        meta: Mapping[str, Any] = node["metadata"] if isinstance(node.get("metadata"), Mapping) else {}
+        if source == "agent":
+            if isinstance(meta.get("model"), str):
+                step["model_name"] = meta["model"]
+            if thinking:
+                step["reasoning_content"] = thinking
+            calls: list[dict[str, Any]] = [{"tool_call_id": i, "function_name": n, "arguments": a if isinstance(a, dict) else {"input": a}}
+                                           for i, n, a in calls_of(node)]
+            if calls:
+                step["tool_calls"] = calls
+                caller.update((c["tool_call_id"], step) for c in calls)
+            usage = node.get("usage")
+            if isinstance(usage, Mapping):
+                metrics: dict[str, int] = {"prompt_tokens": input_tokens(usage) or 0, "completion_tokens": int(usage.get("output_tokens") or 0)}
+                if usage.get("cache_read_input_tokens"):
+                    metrics["cached_tokens"] = int(usage["cache_read_input_tokens"])
+                step["metrics"] = metrics
+                totals["total_prompt_tokens"] += metrics["prompt_tokens"]
+                totals["total_completion_tokens"] += metrics["completion_tokens"]
+                totals["total_cached_tokens"] += metrics.get("cached_tokens", 0)
+        step["extra"] = {"message_id": node["id"]}
+        steps.append(step)
+    return {"schema_version": ATIF_VERSION, "session_id": id,
+            "agent": {"name": agent, "version": "convlab", **({"model_name": model} if model else {})},
+            "steps": steps, "final_metrics": {**totals, "total_steps": len(steps)}}
+
+
 # -- write --------------------------------------------------------------------------------------------------
 
 
 def write(source: Source, path: str | os.PathLike, format: str = "convlab", *, overwrite: bool = False) -> Path:
     """Write the whole tree of ``source`` (a Session, a Conversation, a Replay) to ``path`` in ``format``:
     ``"convlab"`` (the session log), ``"pi"`` (pi's session layout v3), ``"chatgpt"`` (a ChatGPT export with
-    ``current_node``) or ``"openai"`` (the active path as chat messages). ``convlab.read(path)`` gives the
-    same tree back, as far as the format holds it (``KEEPS``). Returns the path written.
+    ``current_node``), ``"openai"`` (the active path as chat messages) or ``"atif"`` (the active path as an ATIF
+    trajectory, written only). ``convlab.read(path)`` gives the same tree back, as far as the format holds it
+    (``KEEPS``). Returns the path written.
 
     An existing file is refused (``overwrite=True`` replaces it); a format convlab does not write, or a path
     that cannot be written, is an ``ExploreError`` naming it. Nothing is left half written.
@@ -311,6 +395,11 @@ def write(source: Source, path: str | os.PathLike, format: str = "convlab", *, o
         lines = iter(events)
     elif format == "pi":
         lines = pi_entries(tree, cid, title, str(meta.get("cwd") or ""))
+    elif format == "atif":
+        models: list[Any] = meta["models"] if isinstance(meta.get("models"), list) else []
+        model = meta.get("model") if isinstance(meta.get("model"), str) else next((m for m in models if isinstance(m, str)), None)
+        agent = source.format if isinstance(source, Conversation) and source.format else "convlab"
+        lines = iter([atif_trajectory(tree, cid, agent, model)])
     else:
         lines = iter([chatgpt_export(tree, cid, title) if format == "chatgpt" else openai_messages(tree, cid, title)])
     _write_whole(target, lines, jsonl=format in ("convlab", "pi"))
