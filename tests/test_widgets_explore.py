@@ -104,3 +104,45 @@ def test_a_read_only_conversation_is_searched_and_compared_too():
     assert tv.search("hey")["id"].tolist() == ["a2"]
     assert rows(tv)["a2"]["match"] and rows(tv)["a2"]["label"] == "the other reply"
     assert tv.compare("a1", "a2")["change"].tolist() == ["regenerated"]
+
+
+def test_summarize_from_here_is_proposed_in_the_decision_panel_edited_and_run_only_when_accepted():
+    s = convlab.Session(worker="manual")
+    for q in ("one", "two"):
+        s.submit({"type": "client.message", "agent_id": "bot", "message": {"role": "user", "content": q}})
+        s.decide([{"type": "llm.call"}])
+        s.decide([])
+    lab = Lab(s)
+    s.submit({"type": "client.message", "agent_id": "bot", "message": {"id": "q3", "role": "user", "content": "three?"}})
+    lab.flush()
+    n = len(s.events)
+    first, reply = [m["id"] for m in s.path()[:2]]
+    lab.tree._on_msg(lab.tree, {"type": "summarize", "id": reply}, None)
+    panel = lab.decisions
+    assert len(s.events) == n and panel.proposal is not None  # proposed: nothing changed
+    assert "accept_summary" in panel.buttons and panel.summary.value.startswith("Summary of 3 messages.")
+    panel.summary.value = "one and two, answered"
+    panel.buttons["accept_summary"].click()
+    path = s.path()
+    assert [m["content"] for m in path][-3:] == ["The earlier conversation was summarized:\n\none and two, answered", "three?", "echo: three?"]
+    assert path[0]["copied_from"] == first and len(path) == 4 and panel.proposal is None
+    lab.close()
+
+
+def test_summarize_from_a_message_off_the_path_says_why_in_the_panel():
+    s = convlab.Session(worker="manual")
+    s.submit({"type": "client.message", "agent_id": "bot", "message": {"id": "u1", "role": "user", "content": "a"}})
+    s.decide([{"type": "llm.call"}])
+    s.decide([])
+    s.submit({"type": "client.messages", "agent_id": "bot", "messages": [{"role": "user", "content": "b"}]})
+    lab = Lab(s)
+    lab.tree.summarize_from("u1")
+    lab.flush()
+    assert "start: u1 is not on the active path" in lab.decisions.status and lab.decisions.proposal is None
+    lab.close()
+
+
+def test_a_tree_view_alone_says_summarize_needs_a_lab():
+    tv = TreeView(session())
+    tv.summarize_from("u1")
+    assert "show this session in a Lab" in tv.data["status"]

@@ -18,7 +18,7 @@ from typing import Any
 import ipywidgets as w
 
 from ..engine import Session
-from ..errors import LogError
+from ..errors import LogError, Refused
 from . import intents
 from .chat import STYLE, ChatView, esc
 from .comparison import ComparePanel
@@ -80,6 +80,7 @@ class Lab(w.VBox):
                 below: list[w.Widget] = []
             else:
                 self.decisions = DecisionPanel(source, interval=interval)
+                self.tree.on_summarize(self.summarize_from)
                 self.events = EventLog(source, interval=interval)
                 title = w.HTML(f'<span class="clw-title" style="font-size:15px">convlab</span> '
                                f'<span class="clw-muted">· agent {esc(intents.agent_of(source))}</span>')
@@ -94,6 +95,20 @@ class Lab(w.VBox):
         except BaseException:
             self.close()
             raise
+
+    def summarize_from(self, node_id: str) -> None:
+        """Propose, in the decision panel, a summary from ``node_id`` to the message before the input a turn
+        waits on (or to the head): ``Session.summarize``, editable there, run only when accepted."""
+        s, panel = self.session, self.decisions
+        if s is None or panel is None:
+            return
+        path = [m["id"] for m in s.path()]
+        end = path[-2] if len(path) > 1 and s.decision is not None and s.decision.get("type") == "turn.start" else None
+        try:
+            panel.propose(s.summarize(node_id, end))
+        except Refused as err:
+            panel.status = str(err)
+            panel.refresh()
 
     def _parts(self) -> list[Any]:
         parts = (getattr(self, name, None) for name in ("tree", "chat", "gauge", "decisions", "events"))

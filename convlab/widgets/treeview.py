@@ -314,6 +314,7 @@ class TreeView(Live, anywidget.AnyWidget):
             self.marked: str | None = None
             self.compared: pd.DataFrame | None = None
             self._on_compare: list[Callable[[pd.DataFrame], None]] = []
+            self._on_summarize: list[Callable[[str], None]] = []
         except BaseException:
             self.close()
             raise
@@ -474,7 +475,7 @@ class TreeView(Live, anywidget.AnyWidget):
             self.continue_from(nid)
         elif kind == "toggle" and (nid is None or isinstance(nid, str)):
             self.toggle(nid)
-        elif kind in ("search", "step", "mark", "compare"):
+        elif kind in ("search", "step", "mark", "compare", "summarize"):
             self._explore_intent(kind, content)
         elif kind == "sync":
             self.flush()
@@ -594,6 +595,19 @@ class TreeView(Live, anywidget.AnyWidget):
         self.refresh()
         return df
 
+    def summarize_from(self, node_id: str) -> None:
+        """"Summarize from here": tell every function given to ``on_summarize`` (the Lab's decision panel, which
+        proposes ``Session.summarize``); a view with none says so."""
+        if not self._on_summarize:
+            self._show_error("summarize from here: show this session in a Lab (its decision panel proposes the summary)")
+            return
+        for fn in list(self._on_summarize):
+            fn(node_id)
+
+    def on_summarize(self, fn: Callable[[str], None]) -> None:
+        """Call ``fn(node_id)`` when the person asks to summarize from a message."""
+        self._on_summarize.append(fn)
+
     def on_compare(self, fn: Callable[[pd.DataFrame], None]) -> None:
         """Call ``fn(frame)`` after every comparison made in this view."""
         self._on_compare.append(fn)
@@ -609,6 +623,8 @@ class TreeView(Live, anywidget.AnyWidget):
                 self.mark(content.get("id"))
             elif kind == "compare" and isinstance(content.get("a"), str) and isinstance(content.get("b"), str):
                 self.compare(content["a"], content["b"])
+            elif kind == "summarize" and isinstance(content.get("id"), str):
+                self.summarize_from(content["id"])
         except ExploreError as err:
             self._show_error(str(err))
 

@@ -112,3 +112,41 @@ def test_search_a_real_openassistant_tree_read_only(lab_page, lab_server):
     page.mouse.move(5, 5)
     lab_page.screenshot(page.locator(".cl-tree").first, "tree-explore-oasst.png")
     assert not lab_page.errors, lab_page.report()
+
+
+MANUAL = '''
+import convlab
+s = convlab.Session(worker="manual")
+for q in ("Plan a trip to Lisbon.", "Three days, under 900 EUR."):
+    s.submit({"type": "client.message", "agent_id": "bot", "message": {"role": "user", "content": q}})
+    s.decide([{"type": "llm.call"}])
+    s.decide([])
+s.submit({"type": "client.message", "agent_id": "bot", "message": {"id": "q3", "role": "user", "content": "What did we settle?"}})
+reply = s.path()[1]["id"]
+'''
+
+
+def test_summarize_from_here_is_proposed_edited_and_accepted_in_the_decision_panel(lab_page, lab_server):
+    nb = lab_server.write_notebook("summarize.ipynb", [MANUAL, SHOW])
+    lab_page.open_notebook(nb)
+    page = lab_page.page
+    kernel = lab_server.kernel(nb)
+    reply = kernel.value("reply")
+    # select without a click (a click looks at the branch: it would move the head off the waiting input)
+    kernel.value(f"lab.tree.__setattr__('selected', {reply!r}) or lab.tree.refresh()")
+    page.wait_for_function("(r) => document.querySelector('.cl-tree .cl-selected').textContent === 'selected ' + r", arg=reply, timeout=10000)
+    events = kernel.value("len(s.events)")
+    page.click(".cl-tree .cl-summarize")
+    kernel.wait_for("lab.decisions.proposal is not None", lambda v: v is True)
+    assert kernel.value("len(s.events)") == events  # proposed: nothing written
+    box = page.locator(".cl-decisions textarea")
+    box.wait_for(timeout=10000)
+    box.fill("A trip to Lisbon: three days, under 900 EUR.")
+    page.mouse.move(5, 5)
+    lab_page.screenshot(page.locator(".cl-lab").first, "lab-summarize-proposed.png")
+    page.get_by_role("button", name="Accept proposed and call the model").click()
+    kernel.wait_for("any(e['type'] == 'context.replaced' for e in s.events)", lambda v: v is True)
+    texts = kernel.value("[m['content'] for m in s.path()]")
+    assert "The earlier conversation was summarized:\n\nA trip to Lisbon: three days, under 900 EUR." in texts
+    assert texts[-2] == "What did we settle?"
+    assert not lab_page.errors, lab_page.report()

@@ -281,7 +281,10 @@ function render({ model, el }) {
   const pick = html("button", "cl-compare", "Pick to compare");
   pick.type = "button";
   pick.title = "Pick the selected message, then select another and compare their branches";
-  bar.append(info, sel, cont, pick, status);
+  const sum = html("button", "cl-summarize", "Summarize from here");
+  sum.type = "button";
+  sum.title = "Propose a summary from the selected message in the decision panel (nothing changes until you accept it)";
+  bar.append(info, sel, cont, pick, sum, status);
   const finder = html("div", "cl-find");
   const box = /** @type {HTMLInputElement} */ (html("input", "cl-find-box"));
   box.type = "search";
@@ -385,6 +388,9 @@ function render({ model, el }) {
   });
   prev.addEventListener("click", () => model.send({ type: "step", by: -1 }));
   next.addEventListener("click", () => model.send({ type: "step", by: 1 }));
+  sum.addEventListener("click", () => {
+    if (data && data.selected) send("summarize", data.selected);
+  });
   pick.addEventListener("click", () => {
     const act = data ? compareAction(data).intent : null;
     if (act) model.send(act);
@@ -524,6 +530,8 @@ function render({ model, el }) {
     sel.textContent = data.selected ? `selected ${data.selected}` : "click a message to look at its branch";
     cont.disabled = !data.selected;
     cont.style.display = data.readonly ? "none" : "";
+    sum.disabled = !data.selected;
+    sum.style.display = data.readonly ? "none" : "";
     status.textContent = data.status || "";
     count.textContent = matchCount(data);
     prev.disabled = next.disabled = !data.matches;
