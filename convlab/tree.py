@@ -598,6 +598,14 @@ class Tree:
             passed.append(n)
         return passed, None
 
+    def fork(self, a: str, b: str) -> tuple[str | None, list[str], list[str]]:
+        """Where the paths to ``a`` and ``b`` part: their last shared message (None: only the root), and each
+        path's ids below it (what comparing two branches and merging one back read). ``t.fork("a1", "u2")``
+        on u1 -> a1, u1 -> a2 -> u2 is ``('u1', ['a1'], ['a2', 'u2'])``."""
+        pa, pb = self.path_ids(a), self.path_ids(b)
+        shared = next((k for k, (x, y) in enumerate(zip(pa, pb, strict=False)) if x != y), min(len(pa), len(pb)))
+        return (pa[shared - 1] if shared else None), pa[shared:], pb[shared:]
+
     def path_ids(self, head: str | None = None) -> list[str]:
         ids = list(self.ancestors(self.head if head is None else head))
         ids.reverse()
@@ -776,15 +784,8 @@ class Tree:
         return {} if near is None else jsondata.copy(self._store.state(near))
 
     def set_label(self, node_id: str, text: str | None) -> None:
-        """Put ``text`` on a recorded message as its label (one a message; a new one replaces it), or take
-        its label off (``None``). What a session logs as ``label.set`` and ``label.removed``.
-
-        >>> t = Tree(); _ = t.add({"id": "u1", "role": "user", "content": "hi"}, None)
-        >>> t.set_label("u1", "start"); t.labels
-        {'u1': 'start'}
-        >>> t.set_label("u1", None); t.labels
-        {}
-        """
+        """Put ``text`` on a recorded message as its label (one a message: a new one replaces it), or take it off
+        (``None``): what a session logs as ``label.set`` and ``label.removed``."""
         if node_id not in self:
             raise KeyError(node_id)
         self.labels.pop(node_id, None)

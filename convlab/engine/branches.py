@@ -120,15 +120,11 @@ class Branches(Intake):
         target = self.head if into is None else self._recorded(into, "into")
         if target is None:
             raise Refused(400, "into: the session has no messages to merge into")
-        to_target, to_leaf = self._tree.path_ids(target), self._tree.path_ids(leaf)
-        shared = 0
-        while shared < min(len(to_target), len(to_leaf)) and to_target[shared] == to_leaf[shared]:
-            shared += 1
-        delta = to_leaf[shared:]
+        ancestor, _, delta = self._tree.fork(target, leaf)
         if not delta:
             raise Refused(400, f"leaf: {leaf} is on the path to {target}: its branch has nothing to merge")
-        provenance = {"leaf": leaf, "ancestor": to_target[shared - 1] if shared else None}
-        for nid in to_target:
+        provenance = {"leaf": leaf, "ancestor": ancestor}
+        for nid in self._tree.path_ids(target):
             meta = self._tree.node(nid).get("metadata")
             if isinstance(meta, Mapping) and meta.get("merged_from") == provenance:
                 return receipt(200, self._tree.node(nid).get("turn_id"), duplicate=True)

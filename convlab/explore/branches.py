@@ -10,7 +10,6 @@ model would read at the next call.
 from __future__ import annotations
 
 import difflib
-import itertools
 from typing import TYPE_CHECKING, Any
 
 from ..text import readable
@@ -48,7 +47,7 @@ def word_diff(a: str, b: str) -> str:
 
 def common_ancestor(tree: Tree, a: str, b: str) -> tuple[str | None, list[str], list[str]]:
     """The last message the paths to ``a`` and ``b`` share (None: they share none, only the root), and what each
-    path holds below it.
+    path holds below it (``Tree.fork``, the one rule merge reads too).
 
     >>> t = Tree()
     >>> for nid, parent in [("u1", None), ("a1", "u1"), ("a2", "u1"), ("u2", "a2")]:
@@ -56,9 +55,7 @@ def common_ancestor(tree: Tree, a: str, b: str) -> tuple[str | None, list[str], 
     >>> common_ancestor(t, "a1", "u2")
     ('u1', ['a1'], ['a2', 'u2'])
     """
-    pa, pb = tree.path_ids(a), tree.path_ids(b)
-    shared = sum(1 for _ in itertools.takewhile(lambda pair: pair[0] == pair[1], zip(pa, pb, strict=False)))
-    return (pa[shared - 1] if shared else None), pa[shared:], pb[shared:]
+    return tree.fork(a, b)
 
 
 def _change(step: int, na: dict[str, Any] | None, nb: dict[str, Any] | None, ta: str, tb: str) -> str:
