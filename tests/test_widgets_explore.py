@@ -146,3 +146,49 @@ def test_a_tree_view_alone_says_summarize_needs_a_lab():
     tv = TreeView(session())
     tv.summarize_from("u1")
     assert "show this session in a Lab" in tv.data["status"]
+
+
+JS_TEST = r"""
+import test from "node:test";
+import assert from "node:assert/strict";
+import * as tv from "MODULE";
+
+const base = { selected: null, marked: null, query: "", matches: 0, match_at: null };
+
+test("the search counter says where the focus is", () => {
+  assert.equal(tv.matchCount(base), "");
+  assert.equal(tv.matchCount({ ...base, query: "x" }), "no match");
+  assert.equal(tv.matchCount({ ...base, query: "x", matches: 7, match_at: 2 }), "3 / 7");
+});
+
+test("the compare button picks, then compares two different messages", () => {
+  assert.equal(tv.compareAction(base).intent, null);
+  assert.deepEqual(tv.compareAction({ ...base, selected: "a1" }).intent, { type: "mark", id: "a1" });
+  const waiting = tv.compareAction({ ...base, selected: "a1", marked: "a1" });
+  assert.deepEqual(waiting.intent, { type: "mark", id: null });
+  assert.ok(waiting.text.startsWith("Picked a1"));
+  const go = tv.compareAction({ ...base, selected: "b2", marked: "a1" });
+  assert.deepEqual(go.intent, { type: "compare", a: "a1", b: "b2" });
+  assert.equal(go.text, "Compare with a1");
+});
+"""
+
+
+def test_the_search_and_compare_buttons_pure_functions_under_node(tmp_path):
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    import convlab.widgets
+
+    node = shutil.which("node")
+    if node is None:
+        import pytest
+
+        pytest.skip("node is not installed")
+    module = Path(convlab.widgets.__file__).parent / "static" / "treeview.js"
+    test_file = tmp_path / "explore.test.mjs"
+    test_file.write_text(JS_TEST.replace("MODULE", module.as_uri()))
+    proc = subprocess.run([node, "--test", str(test_file)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "# pass 2" in proc.stdout and "# fail 0" in proc.stdout, proc.stdout
