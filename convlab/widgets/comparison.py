@@ -34,7 +34,7 @@ def _cell(role: object, text: object) -> str:
 
 class ComparePanel(w.VBox):
     """Two branches side by side: the summary line, then one row per step below their common ancestor
-    (each side's role and text, what changed, the word diff).
+    (each side's role and text, what changed, the word diff). Hidden until the first comparison.
 
     >>> import convlab
     >>> s = convlab.Session()
@@ -48,7 +48,7 @@ class ComparePanel(w.VBox):
         self.frame: pd.DataFrame | None = None
         self.html = w.HTML('<span class="clw-muted">Pick a message in the tree ("Pick to compare"), select another, '
                            'and compare their branches here.</span>')
-        super().__init__([self.html])
+        super().__init__([self.html], layout=w.Layout(display="none"))  # shown with the first comparison
         self.add_class("clw-box")
         self.add_class("cl-compare-panel")
 
@@ -68,6 +68,7 @@ class ComparePanel(w.VBox):
                  f'<tr><th>step</th><th>{esc(a["leaf"])}</th><th>{esc(b["leaf"])}</th><th>change</th></tr>'
                  + "".join(rows) + "</table>") if rows else '<div class="clw-muted">the same message: nothing to compare</div>'
         self.html.value = head + table
+        self.layout.display = ""
 
     def close(self) -> None:
         close_inside(self)  # its HTML, layouts and styles
