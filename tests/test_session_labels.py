@@ -137,7 +137,7 @@ def test_a_conversation_is_labelled_in_memory():
     assert c.labels() == {"u1": "start"}
     c.unlabel("u1")
     assert c.labels() == {}
-    with pytest.raises(KeyError):
+    with pytest.raises(convlab.ExploreError, match="node: 'nope' is no message of conversation 'c'"):
         c.label("nope", "x")
-    with pytest.raises(ValueError):
+    with pytest.raises(convlab.ExploreError, match="label: a non-empty text"):
         c.label("u1", "")
