@@ -410,10 +410,10 @@ class TreeView(Live, anywidget.AnyWidget):
             sets[old] = {**self._rows[old], "head": False}
         links = list(self._links)
         shown = ChainMap(sets, self._rows)  # (live: sees the rows this loop sets)
-        first = self._meta["rows"]
+        first, marks = self._meta["rows"], self._marks()
         for k, nid in enumerate(chain):
             a = tree.node(nid)
-            sets[nid] = _row(a, first + k, 0, True, nid == head, self._status, self._marks())
+            sets[nid] = _row(a, first + k, 0, True, nid == head, self._status, marks)
             if a.get("turn_id"):
                 self._turn_rows[a["turn_id"]] = (*self._turn_rows.get(a["turn_id"], ()), nid)
             if a.get("copied_from") is not None or a.get("replaces") is not None:
