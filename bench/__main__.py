@@ -19,7 +19,7 @@ import time
 import traceback
 from pathlib import Path
 
-from . import agui, chatgpt_export, count, lab, logs, match, scaling, sweep, throughput, treeview
+from . import agui, chatgpt_export, count, explore, lab, logs, match, scaling, sweep, throughput, treeview
 from .harness import Row, log, machine, table
 
 #: (key, runner) in the order of the table
@@ -42,13 +42,14 @@ ROWS = [
     ("tune-scale", scaling.run_tune),
     ("tune-usd", sweep.run_usd),
     ("retention", sweep.run_retention),
+    ("find", explore.run),
 ]
 
 GOALS = {"match": (1.5, "<="), "count": (1.0, "<="), "load": (3, "<="), "tokens": (0.9, ">="), "sweep": (3, "<="),
          "lazy": (0.1, "<="), "peer": (100, ">="), "treeview": (12, "<="), "export": (2.5, "<="), "export_memory": (3, "<="),
          "agui": (1.0, ">="), "lab": (2, "<="), "lab-growth": (lab.GROWTH_GOAL, "<="),
          "drive": (1.3, "<="), "replay": (1.3, "<="), "tune-scale": (4, "<="), "tune-usd": (1.3, "<="),
-         "retention": (1.5, "<=")}
+         "retention": (1.5, "<="), "find": (3, "<=")}
 
 
 def main(argv: list[str] | None = None) -> dict:

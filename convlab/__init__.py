@@ -16,6 +16,7 @@ from .errors import (
     CacheWarning as CacheWarning,
     CallCancelled as CallCancelled,
     ConfigError as ConfigError,
+    ExploreError as ExploreError,
     LogError as LogError,
     LogWarning as LogWarning,
     PriceError as PriceError,
@@ -32,6 +33,9 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports eac
     from .context import ContextConfig as ContextConfig, Strategy as Strategy, kept as kept, load_config as load_config
     from .conversation import Conversation as Conversation
     from .engine import Session as Session, chat_worker as chat_worker
+    from .explore.branches import compare as compare
+    from .explore.matches import find as find
+    from .explore.writing import write as write
     from .frames import conversations_frame as conversations_frame, frame as frame
 
     # replay: the function, as callers use it (at run time, the package, callable as the function)
@@ -99,6 +103,9 @@ _LAZY = {
     "retention": "convlab.tuning.retention",
     "retention_cost": "convlab.tuning.retention",
     "search": "convlab.tuning.search",
+    "find": "convlab.explore.matches",
+    "compare": "convlab.explore.branches",
+    "write": "convlab.explore.writing",
     "Lab": "convlab.widgets",
     "TreeView": "convlab.widgets",
     "ChatView": "convlab.widgets",
@@ -109,7 +116,7 @@ _LAZY = {
 
 # built from _LAZY so that each lazy name is written once (tests/test_package.py pins the list)
 __all__ = sorted(  # noqa: PLE0605
-    ["CacheWarning", "CallCancelled", "ConfigError", "LogError", "LogWarning", "PriceError", "ProviderError", "ReadError", "ReadWarning", "Refused", "SummaryWarning",
+    ["CacheWarning", "CallCancelled", "ConfigError", "ExploreError", "LogError", "LogWarning", "PriceError", "ProviderError", "ReadError", "ReadWarning", "Refused", "SummaryWarning",
      "TokenizerError", "TuneWarning", *_LAZY]
 )
 
@@ -117,7 +124,8 @@ __all__ = sorted(  # noqa: PLE0605
 #: public modules, imported on first attribute access (``convlab.compact.sliding_window(...)``,
 #: ``convlab.tuning.presets.AUTO``); ``cache`` is ``prompt_cache``'s earlier name
 _MODULES = {"replaying": "convlab.replaying", "tuning": "convlab.tuning", "compact": "convlab.tuning.compact", "prompt_cache": "convlab.replaying.prompt_cache",
-            "cache": "convlab.replaying.prompt_cache", "prices": "convlab.replaying.prices"}
+            "cache": "convlab.replaying.prompt_cache", "prices": "convlab.replaying.prices",
+            "explore": "convlab.explore"}
 
 def __getattr__(name: str):
     if name in _MODULES:

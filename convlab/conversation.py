@@ -12,6 +12,7 @@ from typing import Any
 
 import networkx as nx
 
+from .errors import ExploreError
 from .tree import Message, Tree
 
 __all__ = ["Conversation", "LOST_PARENT", "NO_CALL", "LOG_ROWS", "KEPT"]
@@ -132,6 +133,35 @@ class Conversation:
         if node_id not in self._tree:
             raise KeyError(f"conversation {self.id!r} has no node {node_id!r}")
         self._tree.head = node_id
+
+    def labels(self) -> dict[str, str]:
+        """The labels on the conversation's messages, ``{id: text}`` (a log's own, as pi's ``label`` entries, and
+        any set since), in the order they were set (a copy)."""
+        return dict(self._tree.labels)
+
+    def label(self, node_id: str, text: str) -> None:
+        """Label a message (in memory, as ``checkout`` moves the head: a log is only read). A Session records
+        its labels in its log (``Session.label``); ``convlab.write`` writes a conversation's out with it. An
+        unknown node or an empty text: ``convlab.ExploreError``.
+
+        >>> from convlab.tree import Tree
+        >>> t = Tree(); _ = t.add({"id": "u1", "role": "user", "content": "hi"}, None)
+        >>> c = Conversation(t, id="c"); c.label("u1", "start"); c.labels()
+        {'u1': 'start'}
+        """
+        self._labelled(node_id)
+        if not isinstance(text, str) or not text.strip():
+            raise ExploreError(f"label: a non-empty text was expected, got {text!r}")
+        self._tree.set_label(node_id, text)
+
+    def unlabel(self, node_id: str) -> None:
+        """Take the label off a message (in memory)."""
+        self._tree.set_label(self._labelled(node_id), None)
+
+    def _labelled(self, node_id: object) -> str:
+        if not isinstance(node_id, str) or node_id not in self._tree:
+            raise ExploreError(f"node: {node_id!r} is no message of conversation {self.id!r}")
+        return node_id
 
     def tokens(self) -> int:
         """The count of docs/protocol.md 5.1 for the path to the head (the log's usage where it has it)."""

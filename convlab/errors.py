@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["CacheWarning", "CallCancelled", "Refused", "ConfigError", "LogError", "LogWarning", "PriceError", "ProviderError", "ReadError", "ReadWarning", "SummaryWarning",
+__all__ = ["CacheWarning", "CallCancelled", "Refused", "ConfigError", "ExploreError", "LogError", "LogWarning", "PriceError", "ProviderError", "ReadError", "ReadWarning", "SummaryWarning",
            "TokenizerError", "TuneWarning"]
 
 
@@ -68,6 +68,12 @@ class CallCancelled(Exception):
     cancels the running turn (``turn.cancelled`` with this text as its
     ``reason``) and records nothing of the call; any other exception out of a
     provider fails the call instead (``ProviderError("failed")``)."""
+
+
+class ExploreError(ValueError):
+    """What ``find``, ``compare`` or ``write`` cannot do with what it was given: a source that is no tree, a node
+    id the tree does not hold, a pattern that is no regular expression, a format convlab does not write, a path
+    that cannot be written. The message names the argument at fault."""
 
 
 class ReadError(ValueError):

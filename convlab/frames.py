@@ -20,7 +20,7 @@ from .tree import input_tokens, lane_child, newest_leaves, nodes_in_order
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["frame", "conversations_frame", "FRAME_COLUMNS", "CONVERSATION_COLUMNS"]
+__all__ = ["frame", "conversations_frame", "branches", "FRAME_COLUMNS", "CONVERSATION_COLUMNS"]
 
 #: The columns of ``frame``, in order.
 FRAME_COLUMNS = (
@@ -54,8 +54,10 @@ def _depths(nodes: list[dict[str, Any]]) -> dict[str, int]:
     return depth
 
 
-def _branches(nodes: list[dict[str, Any]], path: list[str]) -> dict[str, int]:
-    """Branch index per node: the number of the leaf its lane ends at (the lane rule,
+def branches(nodes: list[dict[str, Any]], path: list[str], of: Iterable[str] | None = None) -> dict[str, int]:
+    """The ``branch`` column of ``frame`` (and of ``convlab.find``), per node of ``nodes`` (in ``seq`` order;
+    ``path``: the active path's ids), or only per node of ``of`` (a search's few matches: each lane is
+    followed down from it alone). Branch index per node: the number of the leaf its lane ends at (the lane rule,
     ``convlab.tree.lane_child``, followed down from it), leaves numbered in a
     depth-first walk, children oldest first."""
     kids: dict[str | None, list[str]] = {}
@@ -72,6 +74,14 @@ def _branches(nodes: list[dict[str, Any]], path: list[str]) -> dict[str, int]:
             number[n] = len(number)
     newest = newest_leaves(nodes)
     continues = dict(itertools.pairwise(path))  # a node on the active path -> the next one
+    if of is not None:
+        found: dict[str, int] = {}
+        for start in of:
+            n = start
+            while kids.get(n):
+                n = lane_child(kids[n], newest, continues.get(n))  # type: ignore[assignment]  # kids[n] is not empty
+            found[start] = number[n]
+        return found
     branch: dict[str, int] = {}
     for a in reversed(nodes):  # children before their parents
         n = a["id"]
@@ -136,7 +146,7 @@ def frame(conversation: HasTree, encoding: str = "o200k_base") -> pd.DataFrame:
     nodes = nodes_in_order(graph)
     depth = _depths(nodes)
     path = [n["id"] for n in conversation.path()]
-    branch = _branches(nodes, path)
+    branch = branches(nodes, path)
     on_path = set(path)
     turns: dict[str, int] = {}
     for a in nodes:

@@ -168,15 +168,17 @@ def event_at(name: str, item: tuple[int, int, bytes]) -> dict[str, Any]:
         raise LogError(f"{name}: line {number} is not a valid event: {err}", line=number) from None
 
 
-#: The events that change a log's tree (the rest are turns, decisions and calls).
-TREE_EVENTS = ("message.new", "head.moved", "state.changed")
+#: The events that change a log's tree (the rest are turns, decisions and calls). ``label.set`` and
+#: ``label.removed`` are convlab's own (docs/wire.md): marks a person puts on messages, never read by a model.
+TREE_EVENTS = ("message.new", "head.moved", "state.changed", "label.set", "label.removed")
 
 
 def apply_tree_event(tree: Tree, ev: Mapping[str, Any]) -> None:
     """Change ``tree`` by one tree event (``TREE_EVENTS``): the one place that says what each
     does, for a live session's reducer and for ``read_tree`` alike. ``message.new`` records
     the message under its parent and moves the head to it; ``head.moved`` moves the head;
-    ``state.changed`` sets a node's worker state. An event that does not fit the tree raises
+    ``state.changed`` sets a node's worker state; ``label.set`` puts a label on a node and
+    ``label.removed`` takes it off (``Tree.set_label``). An event that does not fit the tree raises
     what the tree raises (``KeyError``, ``ValueError``, ...); any other event, a ``ValueError``.
 
     >>> t = Tree()
@@ -194,6 +196,12 @@ def apply_tree_event(tree: Tree, ev: Mapping[str, Any]) -> None:
         tree.head = ev["to"]
     elif t == "state.changed":
         tree.set_state(ev["node"], ev["state"])
+    elif t == "label.set":
+        if not isinstance(ev["label"], str):
+            raise ValueError(f"a label is text, not {type(ev['label']).__name__}")
+        tree.set_label(ev["node"], ev["label"])
+    elif t == "label.removed":
+        tree.set_label(ev["node"], None)
     else:
         raise ValueError(f"{t!r} is not a tree event (one of {', '.join(TREE_EVENTS)})")
 

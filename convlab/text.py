@@ -262,8 +262,9 @@ def _id_length(ids: Iterable[Any]) -> int:
 class _Labels:
     """How one tree's messages are named on a row: short ids, role, tags, and the body text."""
 
-    def __init__(self, graph: nx.DiGraph) -> None:
+    def __init__(self, graph: nx.DiGraph, marks: Mapping[str, str] | None = None) -> None:
         self.nodes = graph.nodes
+        self.marks = marks or {}  # a person's labels on messages (Tree.labels)
         self.k = _id_length(graph.nodes)
         self.tools: dict[str, str] = {}  # tool call id -> tool name
         for _, a in graph.nodes(data=True):
@@ -288,6 +289,8 @@ class _Labels:
             tags_.append(f"(copy of {self.id(a['copied_from'])})")
         if a.get("replaces"):
             tags_.append(f"(replaces {self.id(a['replaces'])})")
+        if nid in self.marks:
+            tags_.append(f"[label: {fit(_clean(self.marks[nid]), 40)}]")
         tags_.extend(tags)
         return f"{self.id(nid)} {_clean(str(a.get('role')))}{(' ' + ' '.join(tags_)) if tags_ else ''}:"
 
@@ -325,7 +328,7 @@ def _line(start: str, body: str, tail: str, width: int) -> str:
 _HEAD = "  ◀ head"
 
 
-def render_tree(graph: nx.DiGraph, head: str | None = None, width: int = 88) -> str:
+def render_tree(graph: nx.DiGraph, head: str | None = None, width: int = 88, labels: Mapping[str, str] | None = None) -> str:
     """The tree as text that reads like ``git log --graph``, oldest first.
 
     The active path (root -> ``head``, marked ``●``) is one straight column;
@@ -333,7 +336,8 @@ def render_tree(graph: nx.DiGraph, head: str | None = None, width: int = 88) -> 
     one column to the right (``├─``) just above the child that continues, so
     text is indented only by how deeply branches nest. ``◀ head`` marks the
     head; summaries, copies (``copy of``) and ``replaces`` links are spelled
-    out; ids are cut, as git cuts hashes, to the shortest prefix (at least
+    out, and so are ``labels`` (id -> text: ``Tree.labels``, ``[label: ...]``,
+    at most 40 cells of it); ids are cut, as git cuts hashes, to the shortest prefix (at least
     8 characters) that keeps them apart. No line is wider than ``width``
     cells (at least 20).
 
@@ -343,9 +347,9 @@ def render_tree(graph: nx.DiGraph, head: str | None = None, width: int = 88) -> 
     ...                                 ("u2", "a1", "user", "and tomorrow?"), ("e1", "u1", "user", "weather in LA instead"),
     ...                                 ("e2", "e1", "assistant", "Warm.")]:
     ...     _ = t.add({"id": mid, "role": role, "content": text}, parent)
-    >>> print(render_tree(t.graph, head="e2", width=60))
+    >>> print(render_tree(t.graph, head="e2", width=60, labels={"a1": "NYC"}))
     ● u1 user: weather in NYC?
-    ├─○ a1 assistant: Sunny.
+    ├─○ a1 assistant [label: NYC]: Sunny.
     │ ○ u2 user: and tomorrow?
     ● e1 user: weather in LA instead
     ● e2 assistant: Warm.  ◀ head
@@ -353,7 +357,7 @@ def render_tree(graph: nx.DiGraph, head: str | None = None, width: int = 88) -> 
     _check(graph, head, width, "render_tree")
     if not graph:
         return "(empty tree)"
-    labels = _Labels(graph)
+    names = _Labels(graph, labels)
     seq = _seq(graph)
     path = path_to(graph.nodes, head)
     on_path = set(path)
@@ -385,16 +389,16 @@ def render_tree(graph: nx.DiGraph, head: str | None = None, width: int = 88) -> 
         if fork:
             graph_part += "├─" if lines else "┌─"
         mark = "●" if nid in on_path else "○"
-        lines.append(_line(f"{graph_part}{mark} {labels.head(nid)}", labels.body(nid), _HEAD if nid == head else "", width))
+        lines.append(_line(f"{graph_part}{mark} {names.head(nid)}", names.body(nid), _HEAD if nid == head else "", width))
         push_children(nid, lane)
     return "\n".join(lines)
 
 
-def render_path(graph: nx.DiGraph, head: str | None = None, width: int = 88) -> str:
+def render_path(graph: nx.DiGraph, head: str | None = None, width: int = 88, labels: Mapping[str, str] | None = None) -> str:
     """Only the active path (root -> ``head``), one message a line, as ``render_tree`` draws it.
 
     Where other branches leave the path, ``(+N branches)`` says how many
-    (``(+N other roots)`` at the first message, after a compaction).
+    (``(+N other roots)`` at the first message, after a compaction); ``labels`` as ``render_tree`` shows them.
 
     >>> from convlab.tree import Tree
     >>> t = Tree()
@@ -411,7 +415,7 @@ def render_path(graph: nx.DiGraph, head: str | None = None, width: int = 88) -> 
     path = path_to(graph.nodes, head)
     if not path:
         return "(no active path: the head is at the root)"
-    labels = _Labels(graph)
+    names = _Labels(graph, labels)
     lines = []
     for i, nid in enumerate(path):
         nxt = path[i + 1] if i + 1 < len(path) else None
@@ -422,7 +426,7 @@ def render_path(graph: nx.DiGraph, head: str | None = None, width: int = 88) -> 
         others = sum(1 for k in graph.successors(nid) if k != nxt)
         if others:
             tags.append(f"(+{others} branch{'es' if others > 1 else ''})")
-        lines.append(_line(f"● {labels.head(nid, *tags)}", labels.body(nid), _HEAD if nid == head else "", width))
+        lines.append(_line(f"● {names.head(nid, *tags)}", names.body(nid), _HEAD if nid == head else "", width))
     return "\n".join(lines)
 
 

@@ -538,6 +538,9 @@ class Tree:
         # the running exact count (exact_count): per node counted, the tokens root -> it, and by what
         self._exact: dict[str, int] = {}
         self._exact_by: Any = None
+        #: The labels people put on messages (id -> text, in the order they were set): marks on the tree,
+        #: not content, so a label never changes what a model reads. ``set_label`` changes them.
+        self.labels: dict[str, str] = {}
 
     @property
     def graph(self) -> nx.DiGraph:
@@ -594,6 +597,14 @@ class Tree:
                 return passed, n
             passed.append(n)
         return passed, None
+
+    def fork(self, a: str, b: str) -> tuple[str | None, list[str], list[str]]:
+        """Where the paths to ``a`` and ``b`` part: their last shared message (None: only the root), and each
+        path's ids below it (what comparing two branches and merging one back read). ``t.fork("a1", "u2")``
+        on u1 -> a1, u1 -> a2 -> u2 is ``('u1', ['a1'], ['a2', 'u2'])``."""
+        pa, pb = self.path_ids(a), self.path_ids(b)
+        shared = next((k for k, (x, y) in enumerate(zip(pa, pb, strict=False)) if x != y), min(len(pa), len(pb)))
+        return (pa[shared - 1] if shared else None), pa[shared:], pb[shared:]
 
     def path_ids(self, head: str | None = None) -> list[str]:
         ids = list(self.ancestors(self.head if head is None else head))
@@ -771,6 +782,15 @@ class Tree:
         head = self.head if head is None else head
         near = None if head is None else self._store.near(head)
         return {} if near is None else jsondata.copy(self._store.state(near))
+
+    def set_label(self, node_id: str, text: str | None) -> None:
+        """Put ``text`` on a recorded message as its label (one a message: a new one replaces it), or take it off
+        (``None``): what a session logs as ``label.set`` and ``label.removed``."""
+        if node_id not in self:
+            raise KeyError(node_id)
+        self.labels.pop(node_id, None)
+        if text is not None:
+            self.labels[node_id] = text
 
     # -- whole tree ----------------------------------------------------
     def nodes_in_order(self) -> list[dict[str, Any]]:

@@ -87,6 +87,8 @@ EVENT_FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         ("context.limited", ("reason", "strategy", "tokens", "window", "call_id", "llm", "model"), ()),
         ("context.replaced", ("from", "to"), ()),
         ("context.kept", ("call_id",), ()),
+        ("label.set", ("node", "label"), ()),
+        ("label.removed", ("node",), ()),
     ]
 }
 

@@ -1,5 +1,5 @@
-"""Notebook 03 runs on whatever logs are there, under strict nbval either way; notebook 07 needs the
-real logs (it skips without them, except in CI).
+"""Notebook 03 runs on whatever logs are there, under strict nbval either way; notebooks 07 and 08 need the
+real logs (they skip without them, except in CI).
 
 With the real logs (``$CONVLAB_REAL_LOGS``, else ``../shared/data/real``; the
 rule of ``tests/realdata.py``) its committed outputs are compared. Without them
@@ -34,7 +34,7 @@ def in_ci() -> bool:
 
 #: Notebooks that need the real logs and have no generated stand-in: without them (and not in CI,
 #: where they fail) their cells skip, saying how to get the logs.
-REAL_ONLY = ("07-what-the-model-still-knows.ipynb",)
+REAL_ONLY = ("07-what-the-model-still-knows.ipynb", "08-explore-a-tree.ipynb")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -70,7 +70,7 @@ def test_show_prints_the_tree_with_head_branch_points_and_summaries(session_log,
     [
         (["show", "nope.json"], "convlab: nope.json: no such file or folder\n"),
         (["tune", "nope.json", "--config", "nope.toml"], "convlab: --config nope.toml: no such file\n"),
-        ([], "convlab: give a command: show, tune, search or serve (convlab --help)\n"),
+        ([], "convlab: give a command: show, tune, search, serve or export (convlab --help)\n"),
         (["frobnicate"], None),
         (["show", "x.json", "--width", "5"], "convlab: argument --width: must be a whole number of at least 20, got '5'\n"),
         (["show", "x.json", "--width", "wide"], "convlab: argument --width: must be a whole number of at least 20, got 'wide'\n"),

@@ -62,6 +62,8 @@ def every_event_session():
     s.decide([{"type": "turn.end"}])  # kept
     s.submit(message(m("u8", "one more")))
     receipts.append(s.submit(interrupt()))
+    s.label("u1", "first")  # convlab's own events
+    s.unlabel("u1")
     return s, receipts
 
 

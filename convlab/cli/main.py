@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import search, serve, show, tune
+from . import export, search, serve, show, tune
 from .arguments import Parser
 from .notes import Encoded, Failed, Notes, Usage
 
@@ -24,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     """
     p = Parser(prog="convlab", description="Understand and tune branching LLM conversations.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for command in (show, tune, search, serve):
+    for command in (show, tune, search, serve, export):
         command.add(sub)
     p.commands = dict(sub.choices)  # what _unrecognized looks options up in
     return p
@@ -85,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if extras:
             raise Usage(_unrecognized(parser, args.command, extras))
         if args.command is None:
-            raise Usage("give a command: show, tune, search or serve (convlab --help)")
+            raise Usage("give a command: show, tune, search, serve or export (convlab --help)")
         run: Callable[[argparse.Namespace, Any, Notes], None] = args.run
         run(args, out, Notes(err, args.quiet, getattr(args, "width", None)))
     except SystemExit as e:  # --help

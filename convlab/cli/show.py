@@ -54,4 +54,4 @@ def run(args: argparse.Namespace, out: TextIO, notes: Notes) -> None:
                 f"(read from {rows:,} message rows of the log: a reply written over several rows, one per content "
                 f"block, is one message, and the log's forks between its rows are none here; a row of several tool results is "
                 f"one message each)", width)) + "\n")
-        out.write(render(c.tree, c.head, width) + "\n")
+        out.write(render(c.tree, c.head, width, labels=c.labels()) + "\n")

@@ -13,6 +13,7 @@ that a part calls only what is below it and the imports point one way:
   ``_replace``).
 - ``decisions``: ``run``, ``step``, ``decide``: the worker's answers and their actions.
 - ``intake``: ``submit``: client input and the queue.
+- ``branches``: labels (convlab's own events), merging a branch back, summarizing from a point.
 - here: ``Session`` itself, new (``Session(...)``) or loaded from its log (``Session.load``).
 
 Rules are docs/protocol.md's; where it is silent the engine decides, and the
@@ -29,6 +30,7 @@ from ..context import ConfigLike, coerce
 from ..errors import LogError
 from ..log import LogWriter, event_at, read_lines
 from ..wire import EVENT_FIELDS
+from .branches import Branches
 from .calls import Calls
 from .decisions import Decisions
 from .intake import Intake
@@ -40,7 +42,7 @@ from .workers import WorkerLike
 __all__ = ["Session"]
 
 
-class Session(Intake, Decisions, Calls, Turns, Reading, Journal):
+class Session(Branches, Intake, Decisions, Calls, Turns, Reading, Journal):
     """One agent's session: the tree, the head, turns and the queue, decisions,
     the context count and strategies, and the session log.
 

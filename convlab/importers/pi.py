@@ -16,7 +16,8 @@ with ids ``L<line>``.
   by ``toolCallId``); ``bashExecution`` (a ``!`` command the person ran: the
   user message pi writes for it, ``Ran `cmd```...; one excluded from the
   context, ``!!``, is not read); ``custom`` (v2's ``hookMessage``) as a user
-  message.
+  message, but one of type ``convlab.system`` (what ``convlab.write`` makes of
+  a system message) as a system message.
 - An aborted or failed reply whose usage is all zeros reports no usage (pi's
   own count passes over it, ``getAssistantUsage``): read without ``usage``.
 - ``compaction`` is the log's own compaction: a ``kind: "summary"`` root (the
@@ -32,8 +33,9 @@ with ids ``L<line>``.
   ``custom_message`` is a user message.
 - ``model_change``, ``thinking_level_change``, ``custom``, ``label`` and
   ``session_info`` are not messages: links in the chain. Labels are the
-  conversation's ``metadata["labels"]`` (node id -> label), the last
-  ``session_info`` name its title.
+  conversation's labels (``Conversation.labels()``, the tree's; also
+  ``metadata["labels"]``, node id -> label), the last ``session_info`` name
+  its title.
 """
 
 from __future__ import annotations
@@ -63,6 +65,9 @@ COMPACTION_PREFIX = "The conversation history before this point was compacted in
 COMPACTION_SUFFIX = "\n</summary>"
 BRANCH_PREFIX = "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
 BRANCH_SUFFIX = "</summary>"
+#: The ``customType`` of a ``custom`` message that ``convlab.write`` wrote for a system message (pi's sessions hold
+#: none): read back as the system message it was.
+SYSTEM_TYPE = "convlab.system"
 
 
 def detect(doc: Document) -> bool:
@@ -159,6 +164,8 @@ def _message(m: Mapping[str, Any]) -> dict[str, Any] | None:
         if m.get("excludeFromContext"):
             return None
         return {"role": "user", "content": bash_text(m), "metadata": {"pi_role": "bashExecution"}}
+    if role == "custom" and m.get("customType") == SYSTEM_TYPE:  # a system message convlab.write wrote
+        return {"role": "system", "content": parts}
     if role in ("custom", "hookMessage"):
         meta = {"pi_role": "custom"}
         if isinstance(m.get("customType"), str):
@@ -208,7 +215,7 @@ class _Session:
         if self.labels:
             meta["labels"] = self.labels
         return conversation(self.records, self.problems, id=self.id, title=self.title, format=NAME, source=self.source,
-                            head=head, metadata=meta)
+                            head=head, metadata=meta, labels=self.labels)
 
     def add(self, rec: ImportedMessage) -> str:
         self.records.append(rec)

@@ -490,6 +490,7 @@ def conversation(
     source: str,
     head: Head = None,
     metadata: dict[str, Any] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> Conversation:
     """The one builder: ``build`` the records, choose the head, warn about what was repaired, wrap it as a Conversation.
 
@@ -497,6 +498,7 @@ def conversation(
     of the tree, the head is the newest leaf and the repair is reported), a
     rule called with the built tree (a format that records no current node:
     follow the latest reply, the best-ranked one, ...), or None: the newest leaf.
+    ``labels``: the log's own marks on its messages (id -> text; pi's ``label`` entries), the tree's labels.
     A ``title`` that is not a string (a damaged export) is no title.
 
     >>> c = conversation([ImportedMessage("q", None, {"role": "user", "content": "hi"}),
@@ -512,6 +514,9 @@ def conversation(
         problems.add(None, f"current node {head!r} is not a message of the conversation; head set to the newest leaf")
         head = None
     tree.head = head if head is not None else newest_leaf(tree.graph)
+    for nid, text in (labels or {}).items():
+        if nid in tree:
+            tree.set_label(nid, text)
     (id, title_text), fixed = jsondata.repaired([id, title if isinstance(title, str) else None])
     metadata, more = jsondata.repaired(metadata)
     if fixed or more:

@@ -9,19 +9,20 @@ page: "Do not show its text as an answer").
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import ipywidgets as w
 
 from ..context import kept
+from ..engine import SUMMARY_PREFIX
 from ..text import readable
 from . import intents
 from .chat import STYLE, esc, role_badge
 from .live import INTERVAL, Live, close_inside, hold, kinds
 from .source import Given, source_of
 
-__all__ = ["DecisionPanel", "plan_text", "reset_plan", "accept_plan"]
+__all__ = ["DecisionPanel", "plan_text", "reset_plan", "accept_plan", "summary_in", "with_summary"]
 
 
 def _action_text(a: Mapping[str, Any]) -> str:
@@ -35,11 +36,11 @@ def _action_text(a: Mapping[str, Any]) -> str:
             bits.append(f"{len(kept)} kept message{'s' if len(kept) != 1 else ''} ({', '.join(map(str, kept))})")
         return "context.replace: a new branch at the root with " + (" + ".join(bits) or "nothing")
     if kind == "llm.call":
-        return f"llm.call {a['id']}" + (" (the held call)" if a.get("id") else "")
+        return f"llm.call {a.get('id') or ''}".rstrip() + (" (the held call)" if a.get("id") else "")
     return str(kind)
 
 
-def plan_text(actions: list[Mapping[str, Any]]) -> list[str]:
+def plan_text(actions: Sequence[Mapping[str, Any]]) -> list[str]:
     """One line per action of a plan.
 
     >>> plan_text([{"type": "context.replace", "summary": "s", "messages": [{"id": "u9"}]}, {"type": "llm.call", "id": "llm-7"}])
@@ -56,6 +57,39 @@ def accept_plan(decision: Mapping[str, Any], summary: str | None) -> list[dict[s
             if a.get("type") == "context.replace" and "summary" in a:
                 a["summary"] = summary
     return plan
+
+
+def summary_in(plan: Sequence[Mapping[str, Any]]) -> str | None:
+    """The summary text a plan's ``context.replace`` holds: its ``summary``, or the message it holds in the place
+    of what it summarizes (``Session.summarize`` from a later message: ``metadata.summary_of``), without its prefix.
+
+    >>> summary_in([{"type": "context.replace", "messages": [{"role": "user", "content": "The earlier conversation was "
+    ...             "summarized:\\n\\nwe met", "metadata": {"summary_of": {"start": "u2", "end": "a3"}}}]}])
+    'we met'
+    """
+    for a in plan:
+        if a.get("type") != "context.replace":
+            continue
+        if a.get("summary") is not None:
+            return str(a["summary"])
+        for m in a.get("messages") or ():
+            if isinstance(m.get("metadata"), Mapping) and "summary_of" in m["metadata"]:
+                return str(m.get("content") or "").removeprefix(SUMMARY_PREFIX)
+    return None
+
+
+def with_summary(plan: Sequence[Mapping[str, Any]], text: str) -> list[dict[str, Any]]:
+    """``plan`` with its summary text (``summary_in``) replaced by ``text`` (a copy)."""
+    out = copy.deepcopy([dict(a) for a in plan])
+    for a in out:
+        if a.get("type") != "context.replace":
+            continue
+        if a.get("summary") is not None:
+            a["summary"] = text
+        for m in a.get("messages") or ():
+            if isinstance(m.get("metadata"), Mapping) and "summary_of" in m["metadata"]:
+                m["content"] = SUMMARY_PREFIX + text
+    return out
 
 
 def reset_plan(decision: Mapping[str, Any]) -> list[dict[str, Any]] | None:
@@ -85,6 +119,8 @@ class DecisionPanel(Live, w.VBox):
         self._bind(session)
         self.status = ""
         self.last: dict[str, Any] | None = None
+        #: A plan a person made (``propose``: "summarize from here"), shown with the next decision that waits.
+        self.proposal: list[dict[str, Any]] | None = None
         self._shown: Any = ()
         self.summary = w.Textarea(layout=w.Layout(width="auto", height="84px"))  # auto: 100% would overflow its margins
         self.body = w.VBox()
@@ -130,6 +166,8 @@ class DecisionPanel(Live, w.VBox):
                 children += self._llm_result(pending)
             else:
                 children += self._turn_start(pending)
+            if self.proposal is not None and kind != "context.limit":
+                children += self._proposed()
         if self.status:
             children.append(w.HTML(f'<span class="clw-status">{esc(self.status)}</span>'))
         old = [c for c in self.body.children if c is not self.summary]
@@ -220,10 +258,43 @@ class DecisionPanel(Live, w.VBox):
         ]))
         return out
 
+    def _proposed(self) -> list[w.Widget]:
+        """A person's own plan (``propose``), its summary editable, and the buttons that run or drop it."""
+        plan = self.proposal or []
+        lines = "".join(f"<li>{esc(t)}</li>" for t in plan_text(plan))
+        out: list[w.Widget] = [w.HTML("<div style='margin-top:6px'><b>summarize from here</b> "
+                                      "<span class='clw-muted'>(proposed by you; nothing changed until you accept)</span>:"
+                                      f"</div><ol style='margin:2px 0 4px 0'>{lines}</ol>")]
+        if summary_in(plan) is not None:
+            out.append(self.summary)
+        out.append(w.HBox([
+            self._button("accept_summary", "Accept proposed and call the model",
+                         lambda: [*with_summary(plan, self.summary.value), {"type": "llm.call"}],
+                         "the context.replace (with the summary as edited), then llm.call", "success"),
+            self._button("drop_summary", "Drop the proposal", None, "forget it"),
+        ]))
+        self.buttons["drop_summary"].disabled = False
+        self.buttons["drop_summary"].on_click(lambda _b: self.propose(None))
+        return out
+
     # -- intents -----------------------------------------------------------
+    def propose(self, plan: list[dict[str, Any]] | None) -> None:
+        """Show ``plan`` (``Session.summarize``'s proposal) to be edited and accepted with the waiting decision, or
+        with the next one to wait (None: drop it). Nothing runs until the person accepts."""
+        self.proposal = None if plan is None else [dict(a) for a in plan]
+        text = None if plan is None else summary_in(plan)
+        if text is not None:
+            self.summary.value = text
+        waiting = self.live.decision is not None
+        self.status = ("" if plan is None else "a summary from here is proposed: edit it, then accept it"
+                       + ("" if waiting else " when a decision waits (submit a message with worker='manual')"))
+        self._shown = ()
+        self.redraw.now()
+
     def answer(self, actions: list[dict[str, Any]]) -> dict[str, Any]:
         """Answer the waiting decision with ``actions``."""
         with hold(self.live):  # the other widgets draw once, after this panel
+            self.proposal = None
             outcome = intents.decide(self.live, actions)
             self.last = outcome
             self.status = outcome.get("message", "")

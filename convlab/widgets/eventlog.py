@@ -22,6 +22,7 @@ import ipywidgets as w
 from ipywidgets.widgets.widget_string import HTMLStyle
 
 from ..engine import Session
+from ..text import brief
 from .chat import STYLE, esc
 from .live import INTERVAL, Live
 from .source import Given, source_of
@@ -29,7 +30,8 @@ from .source import Given, source_of
 __all__ = ["EventLog", "describe"]
 
 _COLORS = {"head": "#d97706", "context": "#7c3aed", "turn": "#2563eb", "message": "#059669",
-           "llm": "#0891b2", "decision": "#db2777", "state": "#64748b", "session": "#64748b"}
+           "llm": "#0891b2", "decision": "#db2777", "state": "#64748b", "session": "#64748b",
+           "label": "#0e7490"}
 
 
 def describe(ev: Mapping[str, Any]) -> str:
@@ -39,6 +41,8 @@ def describe(ev: Mapping[str, Any]) -> str:
     'e2 -> a1'
     >>> describe({"type": "llm.started", "call_id": "llm-3", "summary": True})
     'llm-3 summary call (its text is not an answer)'
+    >>> describe({"type": "label.set", "node": "e1", "label": "NYC today"})
+    'e1: NYC today'
     """
     t = ev.get("type")
     if t == "head.moved":
@@ -90,6 +94,10 @@ def describe(ev: Mapping[str, Any]) -> str:
         return ", ".join(str(a.get("type")) for a in ev.get("actions") or []) or "(no actions)"
     if t == "state.changed":
         return f"at {ev.get('node')}"
+    if t == "label.set":
+        return f"{ev.get('node')}: {brief(ev.get('label'))[:60]}"
+    if t == "label.removed":
+        return f"{ev.get('node')}"
     if t == "session.started":
         return f"agent {ev.get('agent')}"
     return ""

@@ -18,9 +18,10 @@ from typing import Any
 import ipywidgets as w
 
 from ..engine import Session
-from ..errors import LogError
+from ..errors import LogError, Refused
 from . import intents
 from .chat import STYLE, ChatView, esc
+from .comparison import ComparePanel
 from .decisions import DecisionPanel
 from .eventlog import EventLog
 from .gauge import ContextGauge
@@ -32,7 +33,8 @@ __all__ = ["Lab"]
 
 
 class Lab(w.VBox):
-    """A session's tree, chat, context gauge, decisions and events in one view.
+    """A session's tree, chat, context gauge, decisions and events in one view; the tree's search box marks
+    what it finds, and two messages picked in it are compared below it (``comparison``).
 
     ``session`` is a ``convlab.Session``; the path of a session log
     (``Session.load``; keyword arguments go to it); or an imported
@@ -62,8 +64,12 @@ class Lab(w.VBox):
         #: The Session shown (None for an imported conversation), the imported Conversation shown (None for a Session).
         self.session, self.conversation = shown(source)
         self.tree = self.chat = self.gauge = self.decisions = self.events = None
+        #: Two branches side by side, when the tree view compares them (its "Pick to compare").
+        self.comparison: ComparePanel | None = None
         try:
             self.tree = TreeView(source, interval=interval)
+            self.comparison = ComparePanel()
+            self.tree.on_compare(self.comparison.show)
             self.chat = ChatView(source, interval=interval)
             self.gauge = ContextGauge(source, interval=interval)
             if isinstance(source, ReadOnly):
@@ -74,6 +80,7 @@ class Lab(w.VBox):
                 below: list[w.Widget] = []
             else:
                 self.decisions = DecisionPanel(source, interval=interval)
+                self.tree.on_summarize(self.summarize_from)
                 self.events = EventLog(source, interval=interval)
                 title = w.HTML(f'<span class="clw-title" style="font-size:15px">convlab</span> '
                                f'<span class="clw-muted">· agent {esc(intents.agent_of(source))}</span>')
@@ -81,13 +88,27 @@ class Lab(w.VBox):
             self.tree.layout = w.Layout(flex="1 1 58%", min_width="380px")
             self.chat.layout = w.Layout(flex="1 1 42%", min_width="320px")
             main = w.HBox([self.tree, self.chat], layout=w.Layout(align_items="flex-start", width="100%", grid_gap="8px"))
-            super().__init__([w.HTML(STYLE), title, self.gauge, main, *below],
+            super().__init__([w.HTML(STYLE), title, self.gauge, main, self.comparison, *below],
                              layout=w.Layout(width="100%", grid_gap="6px"))
             self.add_class("clw")
             self.add_class("cl-lab")
         except BaseException:
             self.close()
             raise
+
+    def summarize_from(self, node_id: str) -> None:
+        """Propose, in the decision panel, a summary from ``node_id`` to the message before the input a turn
+        waits on (or to the head): ``Session.summarize``, editable there, run only when accepted."""
+        s, panel = self.session, self.decisions
+        if s is None or panel is None:
+            return
+        path = [m["id"] for m in s.path()]
+        end = path[-2] if len(path) > 1 and s.decision is not None and s.decision.get("type") == "turn.start" else None
+        try:
+            panel.propose(s.summarize(node_id, end))
+        except Refused as err:
+            panel.status = str(err)
+            panel.refresh()
 
     def _parts(self) -> list[Any]:
         parts = (getattr(self, name, None) for name in ("tree", "chat", "gauge", "decisions", "events"))
@@ -98,8 +119,9 @@ class Lab(w.VBox):
         return sum(bool(part.flush()) for part in self._parts())
 
     def close(self) -> None:
-        for part in self._parts():
-            part.close()
+        for part in [*self._parts(), getattr(self, "comparison", None)]:
+            if part is not None:
+                part.close()
         close_inside(self)
         super().close()
 

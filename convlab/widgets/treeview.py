@@ -30,18 +30,22 @@ from __future__ import annotations
 import pathlib
 from collections import ChainMap, deque
 from collections.abc import Callable, Container, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import anywidget
 import traitlets
 
+from ..errors import ExploreError
 from ..text import brief
 from ..tree import lane_child, newest_leaves, path_to
 from . import intents
 from .live import INTERVAL, Live, hold, kinds
 from .source import Given, Source, source_of
 
-__all__ = ["TreeView", "layout", "PREVIEW_CHARS"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["TreeView", "layout", "PREVIEW_CHARS", "Marks"]
 
 #: Characters of a message sent to the browser for its row label and hover preview.
 PREVIEW_CHARS = 280
@@ -55,9 +59,10 @@ def _preview(content: str | list[Any] | None) -> str:
 
 
 def _row(a: Mapping[str, Any], row: int, lane: int, path: bool, head: bool,
-         turn_status: Mapping[str, str]) -> dict[str, Any]:
-    """One drawn row: what the browser needs of a message."""
+         turn_status: Mapping[str, str], marks: Marks | None = None) -> dict[str, Any]:
+    """One drawn row: what the browser needs of a message (its label and whether a search found it: ``marks``)."""
     tid = a.get("turn_id")
+    marks = marks or _NO_MARKS
     return {
         "id": a["id"],
         "parent": a.get("parent"),
@@ -72,7 +77,21 @@ def _row(a: Mapping[str, Any], row: int, lane: int, path: bool, head: bool,
         "status": turn_status.get(tid, "") if tid else "",
         "turn": tid,
         "text": _preview(a.get("content")),
+        "label": marks.labels.get(a["id"]),
+        "match": a["id"] in marks.matches,
     }
+
+
+class Marks(NamedTuple):
+    """What a row shows beside the message: the labels (``Tree.labels``) and the search's matches."""
+
+    labels: Mapping[str, str]
+    matches: Container[str]
+
+
+_NO_MARKS = Marks({}, frozenset())
+#: The header of a tree view with no search and nothing picked.
+_NO_SEARCH: dict[str, Any] = {"query": "", "matches": 0, "match_at": None, "focus": None, "marked": None}
 
 
 def _links(a: Mapping[str, Any], shown: Container[str]) -> list[dict[str, Any]]:
@@ -93,6 +112,8 @@ def layout(
     selected: str | None = None,
     status: str = "",
     readonly: bool = False,
+    marks: Marks | None = None,
+    explore: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Lay out a message tree for the tree view: the JSON the browser draws.
 
@@ -101,7 +122,9 @@ def layout(
     ``collapsed`` hold ids whose off-path children are forced shown or hidden
     (``None`` is the root). A dashed link (``copied_from``, ``replaces``) is
     sent only when both of its ends are shown. ``readonly`` marks an imported
-    conversation (the browser offers no "Continue from here").
+    conversation (the browser offers no "Continue from here"). ``marks``: the labels and a search's
+    matches, drawn on their rows; ``explore``: the search and the comparison the header shows (``query``,
+    ``matches``, ``match_at``, ``focus``: the match scrolled to, ``marked``: the first side picked).
 
     >>> nodes = [{"id": "u1", "parent": None, "role": "user", "seq": 1, "content": "hi"},
     ...          {"id": "a1", "parent": "u1", "role": "assistant", "seq": 2, "content": "yo"},
@@ -122,7 +145,7 @@ def layout(
         kids.setdefault(n.get("parent"), []).append(nid)
     path = path_to(attrs, head)  # the active path
     visible, hidden = _visible(attrs, kids, path, expanded, collapsed, max_depth, budget)
-    out_nodes, markers, row, max_lane = _rows(attrs, kids, path, visible, hidden, expanded, head, turn_status)
+    out_nodes, markers, row, max_lane = _rows(attrs, kids, path, visible, hidden, expanded, head, turn_status, marks)
     links = [link for n in out_nodes for link in _links(attrs[n["id"]], visible)]
 
     return {
@@ -133,6 +156,7 @@ def layout(
         "selected": selected,
         "status": status,
         "readonly": readonly,
+        **_NO_SEARCH, **(explore or {}),
         "nodes": out_nodes,
         "markers": markers,
         "links": links,
@@ -140,7 +164,7 @@ def layout(
 
 
 #: Events that change what the tree shows.
-_EVENTS = ("message.new", "head.moved", "turn.", "context.replaced")
+_EVENTS = ("message.new", "head.moved", "turn.", "context.replaced", "label.")
 #: Turn statuses a row shows (a completed or queued turn shows none).
 _SHOWN_STATUS = {"turn.started": "running", "turn.cancelled": "cancelled", "turn.failed": "failed",
                  "turn.completed": None}
@@ -190,7 +214,7 @@ def _visible(attrs: Mapping[str, Mapping[str, Any]], kids: Mapping[str | None, l
 
 def _rows(attrs: Mapping[str, Mapping[str, Any]], kids: Mapping[str | None, list[str]], path: list[str], visible: set[str],
           hidden: Mapping[str | None, int], expanded: set[str | None], head: str | None,
-          turn_status: Mapping[str, str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int, int]:
+          turn_status: Mapping[str, str], marks: Marks | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int, int]:
     """Rows and lanes: preorder, the child that continues the lane (``lane_child``) last in its
     parent's lane, the others forking one lane right just above it; the toggle markers."""
     on_path = set(path)
@@ -221,7 +245,7 @@ def _rows(attrs: Mapping[str, Mapping[str, Any]], kids: Mapping[str | None, list
             markers.append({"id": nid, "row": row, "lane": lane, "hidden": hidden.get(nid, 0),
                             "expanded": nid in expanded and nid not in hidden})
         else:
-            out_nodes.append(_row(attrs[nid], row, lane, nid in on_path, nid == head, turn_status))  # type: ignore[index]  # a "node" entry's id is never None (only a root marker's parent is)
+            out_nodes.append(_row(attrs[nid], row, lane, nid in on_path, nid == head, turn_status, marks))  # type: ignore[index]  # a "node" entry's id is never None (only a root marker's parent is)
             push_children(nid, lane)
         row += 1
     return out_nodes, markers, row, max_lane
@@ -282,6 +306,15 @@ class TreeView(Live, anywidget.AnyWidget):
             self._links: list[dict[str, Any]] = []
             self._tail: Any = None  # the last row when it is the head and a leaf: new replies append below it
             self._live = False  # patches follow the snapshot
+            #: The search (``search``): its text, the ids it found in order, which one is focused.
+            self.query = ""
+            self.matches: list[str] = []
+            self.match_at: int | None = None
+            #: The message picked as the first side of a comparison (``mark``), the last comparison made.
+            self.marked: str | None = None
+            self.compared: pd.DataFrame | None = None
+            self._on_compare: list[Callable[[pd.DataFrame], None]] = []
+            self._on_summarize: list[Callable[[str], None]] = []
         except BaseException:
             self.close()
             raise
@@ -315,6 +348,8 @@ class TreeView(Live, anywidget.AnyWidget):
             else:
                 self._status[tid] = status
             self._turns.add(tid)
+        elif kind.startswith("label."):
+            self._relayout = True  # a row's label changed
         elif not kind.startswith(_EVENTS):
             return
         self.redraw.touch(kind)
@@ -375,10 +410,10 @@ class TreeView(Live, anywidget.AnyWidget):
             sets[old] = {**self._rows[old], "head": False}
         links = list(self._links)
         shown = ChainMap(sets, self._rows)  # (live: sees the rows this loop sets)
-        first = self._meta["rows"]
+        first, marks = self._meta["rows"], self._marks()
         for k, nid in enumerate(chain):
             a = tree.node(nid)
-            sets[nid] = _row(a, first + k, 0, True, nid == head, self._status)
+            sets[nid] = _row(a, first + k, 0, True, nid == head, self._status, marks)
             if a.get("turn_id"):
                 self._turn_rows[a["turn_id"]] = (*self._turn_rows.get(a["turn_id"], ()), nid)
             if a.get("copied_from") is not None or a.get("replaces") is not None:
@@ -396,7 +431,8 @@ class TreeView(Live, anywidget.AnyWidget):
         d = layout(
             src.message_tree.nodes_in_order(), head, turn_status=self._status,
             expanded=self.expanded, collapsed=self.collapsed, max_depth=self.max_depth, budget=self.budget,
-            selected=self.selected, status=self.status, readonly=self.readonly,
+            selected=self.selected, status=self.status, readonly=self.readonly, marks=self._marks(),
+            explore=self._explore_meta(),
         )
         rows = {n["id"]: n for n in d.pop("nodes")}
         sets = {nid: n for nid, n in rows.items() if self._rows.get(nid) != n}
@@ -439,6 +475,8 @@ class TreeView(Live, anywidget.AnyWidget):
             self.continue_from(nid)
         elif kind == "toggle" and (nid is None or isinstance(nid, str)):
             self.toggle(nid)
+        elif kind in ("search", "step", "mark", "compare", "summarize"):
+            self._explore_intent(kind, content)
         elif kind == "sync":
             self.flush()
             if content.get("version") != self._version:
@@ -481,6 +519,114 @@ class TreeView(Live, anywidget.AnyWidget):
             self.collapsed.add(node_id)
         self.refresh()
 
+
+    # -- find and compare (convlab.find, convlab.compare) ------------------------
+    def _marks(self) -> Marks:
+        return Marks(self.source.message_tree.labels, frozenset(self.matches))
+
+    def _explore_meta(self) -> dict[str, Any]:
+        focus = self.matches[self.match_at] if self.match_at is not None else None
+        return {"query": self.query, "matches": len(self.matches), "match_at": self.match_at, "focus": focus,
+                "marked": self.marked}
+
+    def _explorable(self) -> Any:  # Any: the Session or the Conversation shown, what convlab.find takes
+        return self.conversation if self.readonly else self.live
+
+    def search(self, text: str | None = None, *, role: str | None = None, tool: str | None = None,
+               regex: bool = False) -> pd.DataFrame:
+        """Find messages (``convlab.find``) and mark them in the tree; the first is focused (its branch
+        shown, scrolled to); ``step`` moves through them. Nothing to find (no text, role or tool) clears
+        the search. Returns ``find``'s frame; a bad pattern is a ``convlab.ExploreError``."""
+        from ..explore.matches import find
+
+        self.flush()
+        if not text and role is None and tool is None:
+            df = find(self._explorable(), role=[])
+            self.query, self.matches, self.match_at = "", [], None
+        else:
+            df = find(self._explorable(), text or None, role=role, tool=tool, regex=regex)
+            self.query, self.matches = text or "", df["id"].tolist()
+            self.match_at = 0 if self.matches else None
+            n = len(self.matches)
+            self.status = f"{n} match{'' if n == 1 else 'es'}" + (f" for {text!r}" if text else "")
+            self._reveal()
+        self.refresh()
+        return df
+
+    def step(self, by: int = 1) -> str | None:
+        """Focus the next match (``by=-1``: the one before), round the end; its id (None: no matches)."""
+        self.flush()
+        if not self.matches or self.match_at is None:
+            return None
+        self.match_at = (self.match_at + by) % len(self.matches)
+        self.status = f"match {self.match_at + 1} of {len(self.matches)}"
+        self._reveal()
+        self.refresh()
+        return self.matches[self.match_at]
+
+    def _reveal(self) -> None:
+        """Show the focused match: every branch on the way to it expanded."""
+        if self.match_at is None:
+            return
+        tree = self.source.message_tree
+        focus = self.matches[self.match_at]
+        for n in [None, *tree.path_ids(focus)[:-1]]:
+            self.collapsed.discard(n)
+            self.expanded.add(n)
+
+    def mark(self, node_id: str | None) -> None:
+        """Pick ``node_id`` as the first side of a comparison (None: unpick); ``compare`` takes the second."""
+        self.flush()
+        self.marked = node_id if node_id is None or node_id in self.source.message_tree else None
+        self.status = "" if node_id is None else f"picked {node_id}: select another message and compare"
+        self.refresh()
+
+    def compare(self, a: str, b: str) -> pd.DataFrame:
+        """The two branches ending at ``a`` and ``b`` side by side (``convlab.compare``), told to every
+        function given to ``on_compare`` (the Lab's compare panel); a bad id is a ``convlab.ExploreError``."""
+        from ..explore.branches import compare
+
+        self.flush()
+        df = compare(self._explorable(), a, b)
+        self.compared, self.marked = df, None
+        self.status = f"compared {a} with {b}"
+        for fn in list(self._on_compare):
+            fn(df)
+        self.refresh()
+        return df
+
+    def summarize_from(self, node_id: str) -> None:
+        """"Summarize from here": tell every function given to ``on_summarize`` (the Lab's decision panel, which
+        proposes ``Session.summarize``); a view with none says so."""
+        if not self._on_summarize:
+            self._show_error("summarize from here: show this session in a Lab (its decision panel proposes the summary)")
+            return
+        for fn in list(self._on_summarize):
+            fn(node_id)
+
+    def on_summarize(self, fn: Callable[[str], None]) -> None:
+        """Call ``fn(node_id)`` when the person asks to summarize from a message."""
+        self._on_summarize.append(fn)
+
+    def on_compare(self, fn: Callable[[pd.DataFrame], None]) -> None:
+        """Call ``fn(frame)`` after every comparison made in this view."""
+        self._on_compare.append(fn)
+
+    def _explore_intent(self, kind: str, content: Mapping[str, Any]) -> None:
+        """A search box, a step, a pick or a comparison from the browser; what goes wrong is said in the status line."""
+        try:
+            if kind == "search" and isinstance(content.get("text"), str):
+                self.search(content["text"].strip() or None, regex=content.get("regex") is True)
+            elif kind == "step" and content.get("by") in (1, -1):
+                self.step(content["by"])
+            elif kind == "mark" and (content.get("id") is None or isinstance(content.get("id"), str)):
+                self.mark(content.get("id"))
+            elif kind == "compare" and isinstance(content.get("a"), str) and isinstance(content.get("b"), str):
+                self.compare(content["a"], content["b"])
+            elif kind == "summarize" and isinstance(content.get("id"), str):
+                self.summarize_from(content["id"])
+        except ExploreError as err:
+            self._show_error(str(err))
 
     def __repr__(self) -> str:
         self.flush()

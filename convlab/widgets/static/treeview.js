@@ -12,13 +12,15 @@
 /**
  * @typedef {{id: string, parent: (string|null), row: number, lane: number,
  *   role: string, kind: string, path: boolean, head: boolean, copy: boolean,
- *   replaces: boolean, status: string, turn: (string|null), text: string}} TreeNode
+ *   replaces: boolean, status: string, turn: (string|null), text: string,
+ *   label: (string|null), match: boolean}} TreeNode
  * @typedef {{id: (string|null), row: number, lane: number, hidden: number,
  *   expanded: boolean}} Marker
  * @typedef {{from: string, to: string, type: ("copied_from"|"replaces")}} Link
  * @typedef {{rows: number, lanes: number, total: number, head: (string|null),
  *   selected: (string|null), status: string, readonly: boolean, version: number,
- *   nodes: TreeNode[], markers: Marker[], links: Link[]}} TreeData
+ *   query?: string, matches?: number, match_at?: (number|null), focus?: (string|null),
+ *   marked?: (string|null), nodes: TreeNode[], markers: Marker[], links: Link[]}} TreeData
  * @typedef {{type: "patch", base: number, version: number, set: TreeNode[],
  *   drop: string[], meta: Object, markers?: Marker[], links?: Link[]}} Patch
  * @typedef {{x: number, y: number}} Point
@@ -201,7 +203,31 @@ export function applyPatch(data, patch) {
 }
 
 const EMPTY = { rows: 0, lanes: 0, total: 0, head: null, selected: null, status: "", readonly: false,
-  version: 0, nodes: [], markers: [], links: [] };
+  version: 0, query: "", matches: 0, match_at: null, focus: null, marked: null, nodes: [], markers: [], links: [] };
+
+/**
+ * What the search counter says: "3 / 7", "no match", or nothing before a search.
+ * @param {TreeData} data @returns {string}
+ */
+export function matchCount(data) {
+  if (!data.query && !data.matches) return "";
+  if (!data.matches) return "no match";
+  return `${(data.match_at ?? 0) + 1} / ${data.matches}`;
+}
+
+/**
+ * The compare button: its text and the intent it sends (null: disabled). Python owns the
+ * comparison; the page only picks the two messages.
+ * @param {TreeData} data
+ * @returns {{text: string, intent: (Object|null)}}
+ */
+export function compareAction(data) {
+  if (data.marked && data.selected && data.selected !== data.marked) {
+    return { text: `Compare with ${shortId(data.marked)}`, intent: { type: "compare", a: data.marked, b: data.selected } };
+  }
+  if (data.marked) return { text: `Picked ${shortId(data.marked)} (select another)`, intent: { type: "mark", id: null } };
+  return { text: "Pick to compare", intent: data.selected ? { type: "mark", id: data.selected } : null };
+}
 
 const SVG = "http://www.w3.org/2000/svg";
 
@@ -252,7 +278,26 @@ function render({ model, el }) {
   cont.type = "button";
   cont.title = "Move the head exactly to the selected message (this may start a reply)";
   const status = html("span", "cl-status");
-  bar.append(info, sel, cont, status);
+  const pick = html("button", "cl-compare", "Pick to compare");
+  pick.type = "button";
+  pick.title = "Pick the selected message, then select another and compare their branches";
+  const sum = html("button", "cl-summarize", "Summarize from here");
+  sum.type = "button";
+  sum.title = "Propose a summary from the selected message in the decision panel (nothing changes until you accept it)";
+  bar.append(info, sel, cont, pick, sum, status);
+  const finder = html("div", "cl-find");
+  const box = /** @type {HTMLInputElement} */ (html("input", "cl-find-box"));
+  box.type = "search";
+  box.placeholder = "find in the tree (Enter)";
+  box.setAttribute("aria-label", "find in the tree");
+  const prev = html("button", "cl-find-prev", "‹");
+  const next = html("button", "cl-find-next", "›");
+  prev.type = next.type = "button";
+  prev.title = "previous match";
+  next.title = "next match";
+  const count = html("span", "cl-find-count");
+  finder.append(box, prev, next, count);
+  bar.append(finder);
   const scroller = html("div", "cl-scroll");
   const tip = html("div", "cl-tip");
   tip.style.display = "none";
@@ -283,6 +328,19 @@ function render({ model, el }) {
     root.setAttribute("width", String(svgWidth));
   }
   let lastHead = undefined;
+  /** @type {string|null} */
+  let lastFocus = null;
+  let focusInView = true;
+  /** Scroll the focused match into the window (after the head, so a search wins). */
+  function showFocus() {
+    if (focusInView || !scroller.clientHeight) return;
+    focusInView = true;
+    const f = s.nodes.find((n) => n.id === data.focus);
+    const height = scroller.clientHeight;
+    if (f && (f.y < scroller.scrollTop || f.y > scroller.scrollTop + height - ROW_H)) {
+      scroller.scrollTop = Math.max(0, f.y - height / 2);
+    }
+  }
   let headInView = true; // false until the scroll window has been moved to a new head
   /** Scroll the head into the window once the view is laid out (a hidden view has no height yet). */
   function showHead() {
@@ -321,6 +379,22 @@ function render({ model, el }) {
   cont.addEventListener("click", () => {
     if (data && data.selected) send("continue", data.selected);
   });
+  box.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter") {
+      ev.preventDefault();
+      if (data && box.value.trim() === (data.query || "") && data.matches) model.send({ type: "step", by: ev.shiftKey ? -1 : 1 });
+      else model.send({ type: "search", text: box.value });
+    }
+  });
+  prev.addEventListener("click", () => model.send({ type: "step", by: -1 }));
+  next.addEventListener("click", () => model.send({ type: "step", by: 1 }));
+  sum.addEventListener("click", () => {
+    if (data && data.selected) send("summarize", data.selected);
+  });
+  pick.addEventListener("click", () => {
+    const act = data ? compareAction(data).intent : null;
+    if (act) model.send(act);
+  });
 
   function showTip(/** @type {TreeNode} */ n, /** @type {MouseEvent} */ ev) {
     tip.replaceChildren();
@@ -328,6 +402,7 @@ function render({ model, el }) {
     if (n.turn) bits.push(n.turn);
     if (n.status) bits.push(n.status);
     if (n.copy) bits.push("copy");
+    if (n.label) bits.push(`label: ${n.label}`);
     tip.append(html("div", "cl-tip-head", bits.join(" · ")), html("div", "cl-tip-body", n.text || "(empty)"));
     tip.style.display = "block";
     const r = el.getBoundingClientRect();
@@ -339,7 +414,9 @@ function render({ model, el }) {
   function paintNode(/** @type {TreeNode & Point} */ n) {
     const y0 = n.y - ROW_H / 2;
     const band = svg("rect", { x: 0, y: y0, width: svgWidth, height: ROW_H,
-      class: "cl-band" + (n.path ? " cl-band-path" : "") + (n.id === data.selected ? " cl-band-selected" : "") });
+      class: "cl-band" + (n.path ? " cl-band-path" : "") + (n.id === data.selected ? " cl-band-selected" : "")
+        + (n.match ? " cl-band-match" : "") + (n.id === data.focus ? " cl-band-focus" : "")
+        + (n.id === data.marked ? " cl-band-marked" : "") });
     band.setAttribute("data-id", n.id);
     gRows.append(band);
 
@@ -350,6 +427,7 @@ function render({ model, el }) {
     if (n.copy) cls.push("cl-copy");
     if (n.status) cls.push(`cl-turn-${n.status}`);
     if (n.id === data.selected) cls.push("cl-selected-node");
+    if (n.match) cls.push("cl-match");
     const g = svg("g", { class: cls.join(" "), transform: `translate(${n.x},${n.y})` });
     g.setAttribute("data-id", n.id);
     if (n.head) g.append(svg("circle", { r: 10.5, class: "cl-head-ring" }));
@@ -372,7 +450,13 @@ function render({ model, el }) {
     roleSpan.setAttribute("fill", colorOf(n));
     const body = svg("tspan", { class: "cl-label-text", dx: 8 });
     body.textContent = label(n.text);
-    t.append(idSpan, roleSpan, body);
+    t.append(idSpan, roleSpan);
+    if (n.label) {
+      const tag = svg("tspan", { class: "cl-label-tag", dx: 8 });
+      tag.textContent = `[${label(n.label, 32)}]`;
+      t.append(tag);
+    }
+    t.append(body);
     const trailing = [];
     if (n.status) {
       const st = svg("tspan", { class: `cl-label-status cl-label-${n.status}`, dx: 8 });
@@ -446,7 +530,15 @@ function render({ model, el }) {
     sel.textContent = data.selected ? `selected ${data.selected}` : "click a message to look at its branch";
     cont.disabled = !data.selected;
     cont.style.display = data.readonly ? "none" : "";
+    sum.disabled = !data.selected;
+    sum.style.display = data.readonly ? "none" : "";
     status.textContent = data.status || "";
+    count.textContent = matchCount(data);
+    prev.disabled = next.disabled = !data.matches;
+    if (document.activeElement !== box) box.value = data.query || "";
+    const act = compareAction(data);
+    pick.textContent = act.text;
+    pick.disabled = !act.intent;
     status.className = "cl-status" + (data.status ? " cl-status-on" : "");
     measure();
     root.setAttribute("height", String(s.height));
@@ -455,7 +547,12 @@ function render({ model, el }) {
       lastHead = data.head;
       headInView = false;
     }
+    if ((data.focus ?? null) !== lastFocus) {
+      lastFocus = data.focus ?? null;
+      focusInView = lastFocus == null;
+    }
     showHead();
+    showFocus();
     paint(true);
   }
 
@@ -472,6 +569,7 @@ function render({ model, el }) {
     seenWidth = scroller.clientWidth;
     measure();
     showHead();
+    showFocus();
     paint(true);
   });
   if (resized) resized.observe(scroller);
