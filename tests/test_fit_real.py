@@ -73,3 +73,27 @@ def test_a_log_that_reads_more_than_its_transcript_is_named(tmp_path):
     require()
     [cc] = convlab.read(REAL / "claude_code" / "tool_heavy.jsonl", progress=False)
     assert (tune([cc], ONE_SUMMARY, progress=False)["usage_growth"].fillna(1) <= 2).all()
+
+
+def test_openai_s_cache_lives_as_long_as_the_log_shows(tmp_path):
+    """OpenAI keeps a prefix "5 to 10 minutes of inactivity", up to an hour off-peak (24 hours on request): on
+    the real Codex rollout, calls after 23 to 27 idle minutes still read their prefix from the cache. With
+    no lifetime given, the prediction uses the one the log's calls after idle gaps show (an hour here); the
+    predicted cache reads come closer to the logged ones than under a 5-minute rule, and the dollars drop."""
+    require_agents()
+    path = next((AGENTS / "codex").glob("rollout-*019c8a59*.jsonl"))
+    [c] = convlab.read(path, progress=False)
+    default, short = (replay(c, model="gpt-5.3-codex", prompt_cache_ttl=ttl) for ttl in (None, "5m"))
+    assert default.fit.lifetimes == {"gpt-5.3-codex": 3600.0}
+    logged = sum(x.logged_cached or 0 for x in default.calls)
+    got = {name: sum(x.cached for x in r.calls) for name, r in (("default", default), ("5m", short))}
+    assert abs(got["default"] - logged) < abs(got["5m"] - logged)
+    assert sum(x.usd for x in default.calls) < sum(x.usd for x in short.calls)
+
+
+def test_an_anthropic_cache_keeps_its_own_lifetime_whatever_the_log_shows(long_session):
+    """Anthropic's lifetime is what the client asks for (5 minutes unless 1 hour): the long Claude Code
+    session's one read after 17 idle minutes was kept warm by its compaction sub-agent, not a longer life."""
+    r = replay(long_session, model="claude-sonnet-4-5")
+    fixed = replay(long_session, model="claude-sonnet-4-5", prompt_cache_ttl="5m")
+    assert [x.cached for x in r.calls] == [x.cached for x in fixed.calls]

@@ -123,3 +123,27 @@ def test_retention_names_its_cache_the_judges():
     assert len(df) == len(retention(r, judge=EchoLLM(), probes=1, judge_cache=False))
     with pytest.raises(TypeError, match="unexpected keyword argument 'jduge'"):
         retention(r, jduge=EchoLLM())
+
+
+def test_an_openai_log_s_cache_lifetime_is_the_one_its_calls_after_idle_gaps_show():
+    """No prompt_cache_ttl: OpenAI's cache lives as long as the log's own calls show (a read past the warm
+    prefix after 20 idle minutes, three times: an hour); a lifetime given is the lifetime used."""
+    from convlab.conversation import Conversation
+    from convlab.replaying.driver import replay
+    from convlab.tree import Tree
+
+    t, parent, time = Tree(), None, 0.0
+    for i in range(6):
+        t.add({"id": f"u{i}", "role": "user", "content": f"question {i} " + "word " * 400, "time": time}, parent)
+        read = 0 if i == 0 else 1024 + 400 * i
+        t.add({"id": f"a{i}", "role": "assistant", "content": f"answer {i}", "time": time + 1,
+               "metadata": {"model": "gpt-4o"},
+               "usage": {"input_tokens": 2000 + 420 * i, "cache_read_input_tokens": read, "output_tokens": 3}}, f"u{i}")
+        parent, time = f"a{i}", time + 1200  # 20 minutes between turns
+    t.head = parent
+    conv = Conversation(t, id="c")
+    default = replay(conv, model="gpt-4o")
+    assert default.fit.lifetimes == {"gpt-4o": 3600.0}
+    assert all(c.cached > 0 for c in default.calls[1:])
+    five = replay(conv, model="gpt-4o", prompt_cache_ttl="5m")
+    assert all(c.cached == 0 for c in five.calls)

@@ -124,7 +124,7 @@ def check_pricing(args: argparse.Namespace) -> None:
     from ..replaying.options import Options
 
     ttl, flag = args.prompt_cache_ttl, given_as(args, "prompt_cache_ttl", "--prompt-cache-ttl")
-    if ttl not in ("5m", "1h"):
+    if ttl is not None and ttl not in ("5m", "1h"):
         try:
             args.prompt_cache_ttl = float(ttl)
         except ValueError:

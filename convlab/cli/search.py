@@ -42,7 +42,7 @@ def add(sub: argparse._SubParsersAction[Parser]) -> None:
                         help="let a config that makes turns fail win (by default it never does: a call the provider "
                              "refused as too long, with nothing that made room, is no answer)")
     add_reading_options(search)
-    search.set_defaults(run=run, prompt_cache_ttl="5m")
+    search.set_defaults(run=run, prompt_cache_ttl=None)
 
 
 def run(args: argparse.Namespace, out: TextIO, notes: Notes) -> None:

@@ -90,8 +90,9 @@ def add(sub: argparse._SubParsersAction[Parser]) -> None:
     tune.add_argument("--model", metavar="MODEL",
                       help="price every call in dollars with genai-prices (e.g. claude-sonnet-4-5 or anthropic:claude-sonnet-4-5): "
                            "usd columns, the prompt cache of its provider, the configs ranked by dollars")
-    tune.add_argument("--prompt-cache-ttl", "--cache-ttl", action=Named, default="5m", metavar="5m|1h|SECONDS",
-                      help="the prompt cache's lifetime (default 5m; --cache-ttl is its earlier name)")
+    tune.add_argument("--prompt-cache-ttl", "--cache-ttl", action=Named, default=None, metavar="5m|1h|SECONDS",
+                      help="the prompt cache's lifetime (default: the provider's own, Anthropic's 5m, OpenAI's as the log's "
+                           "calls after idle gaps show it, else 5m; --cache-ttl is its earlier name)")
     tune.add_argument("--rows", action="store_true",
                       help="after the ranking, print the table of one row per (conversation, config) (--out writes "
                            "every column)")

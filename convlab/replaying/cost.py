@@ -58,7 +58,7 @@ class Pricing:
 
     model: str | None = None
     rule: str | None = "auto"
-    ttl: Any = "5m"
+    ttl: Any = None
     summarizer_model: str | None = None
     _prices: dict[str | None, Prices | None] = field(default_factory=dict, repr=False, compare=False)
 
@@ -75,8 +75,17 @@ class Pricing:
     def prices(self, model: str | None) -> Prices | None:
         """genai-prices' prices of ``model`` (looked up once), or None for no model."""
         if model not in self._prices:
-            self._prices[model] = None if model is None else Prices(model, cache_ttl=self.ttl)
+            self._prices[model] = None if model is None else Prices(model, cache_ttl="5m" if self.ttl is None else self.ttl)
         return self._prices[model]
+
+    def ttl_for(self, name: str | None, model: str, the_fit: Fit) -> Any:
+        """The lifetime a cache of rule ``name`` lives for the calls of ``model``: ``ttl`` when one was given;
+        else the provider's own: Anthropic's default 5 minutes (a client asks for 1 hour in
+        ``cache_control``), OpenAI's best-effort retention as the log's own calls after idle gaps show it
+        (``Fit.lifetimes``: 5 or 10 minutes, an hour, a day), 5 minutes when they show none."""
+        if self.ttl is not None:
+            return self.ttl
+        return the_fit.lifetimes.get(model, "5m") if name == "openai" else "5m"
 
     def rule_for(self, logged_model: str) -> str | None:
         if self.rule != "auto":
@@ -135,7 +144,7 @@ def price(calls: Sequence[ModelCall], summary_calls: Sequence[SummaryCall], sess
         return n
 
     logged_model = next((m for m in the_fit.models.values() if m), "")
-    caches: dict[str | None, PromptCache] = {}
+    caches: dict[tuple[str | None, Any], PromptCache] = {}
     warmed: set[tuple[str | None, str]] = set()
     prices = pricing.prices(pricing.model)
     out: list[ModelCall] = []
@@ -145,9 +154,10 @@ def price(calls: Sequence[ModelCall], summary_calls: Sequence[SummaryCall], sess
             continue
         root, model, hidden, ratio, warm = the_fit.of(c.reply)
         name = pricing.rule_for(model or logged_model)
-        cache = caches.get(name)
+        ttl = pricing.ttl_for(name, model or logged_model, the_fit)
+        cache = caches.get((name, ttl))
         if cache is None:
-            cache = caches[name] = PromptCache(name, pricing.ttl, pricing.model or model or logged_model or None)
+            cache = caches[name, ttl] = PromptCache(name, ttl, pricing.model or model or logged_model or None)
         front = [(("warm", model, warm), warm), (("hidden", root, model), max(0, round(hidden) - warm))]
         if warm and (name, model) not in warmed:  # what other sessions left in the cache, there before the first call
             warmed.add((name, model))

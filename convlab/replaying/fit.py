@@ -35,6 +35,9 @@ _MIN_POINTS = 3
 
 Segment = tuple[str, str]  # (log root, model)
 
+#: A cache read past the warm prefix by more than this many tokens is a hit (OpenAI reads in steps of 128).
+_HIT = 128
+
 
 @dataclass(frozen=True)
 class Fit:
@@ -45,7 +48,8 @@ class Fit:
     on, which segments hold a ``whole`` history (not under a parent the file lost), and its ``slope``:
     how many tokens its logged input grows by per transcript token, as fitted on 3 calls or more
     (``growth``), and which segments were ``trusted``: fitted on 3 calls or more, a ratio within
-    ``_RATIOS`` and a hidden prompt of 0 or more (the others hold the median difference, ratio 1)."""
+    ``_RATIOS`` and a hidden prompt of 0 or more (the others hold the median difference, ratio 1); per
+    model the ``lifetimes`` its prompt cache showed (``lifetime``)."""
 
     segments: Mapping[Segment, tuple[float, float]]
     warm: Mapping[str, int]
@@ -56,6 +60,7 @@ class Fit:
     whole: frozenset[Segment] = frozenset()
     slopes: Mapping[Segment, float] = field(default_factory=dict)
     trusted: frozenset[Segment] = frozenset()
+    lifetimes: Mapping[str, float] = field(default_factory=dict)
 
     def segment(self, reply: str | None) -> Segment:
         """The ``(log root, model)`` of the call answered by the logged ``reply``."""
@@ -131,6 +136,31 @@ def _least_squares(points: list[tuple[int, int]]) -> tuple[float, float, float |
     return hidden, ratio, slope, True
 
 
+#: The lifetimes a log's cache may show, in seconds: OpenAI's "5 to 10 minutes of inactivity", its "up to
+#: one hour" off-peak, and its extended 24-hour retention (``prompt_cache_retention``).
+LIFETIMES = (300.0, 600.0, 3600.0, 86400.0)
+
+#: How many calls after an idle gap past the shortest lifetime a lifetime rests on, at least.
+_MIN_GAPS = 3
+
+
+def lifetime(gaps: list[tuple[float, bool]]) -> float | None:
+    """The cache lifetime that ``gaps`` show: ``(idle seconds before a call, whether it read more than the
+    warm prefix from the cache)`` for the calls after a gap past the shortest of ``LIFETIMES``. The lifetime
+    of ``LIFETIMES`` that says the most of them right (a hit within it, a miss past it; the shortest on a
+    tie); None on fewer than ``_MIN_GAPS`` such calls or when none of them hit (the shortest says it all).
+
+    >>> lifetime([(1400, True), (1600, True), (5000, False), (900, True)])  # hits after 25 minutes, a miss after 80
+    3600.0
+    >>> lifetime([(1400, False), (1600, False), (900, False)]) is None
+    True
+    """
+    gaps = [(g, hit) for g, hit in gaps if g > LIFETIMES[0]]
+    if len(gaps) < _MIN_GAPS or not any(hit for _, hit in gaps):
+        return None
+    return max(LIFETIMES, key=lambda ttl: (sum(hit == (g <= ttl) for g, hit in gaps), -ttl))
+
+
 def fit(p: Plan, counts: ExactCounts, overhead: int = 0) -> Fit:
     """The log's figures for ``p``'s calls (see the module), in one pass over its nodes.
 
@@ -155,6 +185,8 @@ def fit(p: Plan, counts: ExactCounts, overhead: int = 0) -> Fit:
     points: dict[Segment, list[tuple[int, int]]] = {}
     warm: dict[str, int] = {}
     first_read: dict[str, int] = {}
+    last_time: dict[str, float] = {}
+    after_gaps: dict[str, list[tuple[float, int]]] = {}  # per model: (idle seconds, its logged cache read)
     for nid, node in nodes.items():  # creation order: a parent before its children
         parent = node.get("parent")
         roots[nid] = roots.get(str(parent), nid) if parent is not None else nid
@@ -167,15 +199,23 @@ def fit(p: Plan, counts: ExactCounts, overhead: int = 0) -> Fit:
         if total is None:
             continue
         points.setdefault((roots[nid], model), []).append((exact_to.get(parent, 0) if parent is not None else 0, total))
-        read = usage.get("cache_read_input_tokens") if isinstance(usage, Mapping) else None
-        if model not in first_read and isinstance(read, int) and not isinstance(read, bool):
+        got = usage.get("cache_read_input_tokens") if isinstance(usage, Mapping) else None
+        read = got if isinstance(got, int) and not isinstance(got, bool) else None
+        if model not in first_read and read is not None:
             first_read[model] = read
+        time = node.get("time")
+        if isinstance(time, (int, float)) and not isinstance(time, bool) and time == time:
+            if read is not None and model in last_time and time - last_time[model] > LIFETIMES[0]:
+                after_gaps.setdefault(model, []).append((time - last_time[model], read))
+            last_time[model] = max(time, last_time.get(model, time))
     fitted = {k: _least_squares(v) for k, v in points.items()}
     segments = {k: (hidden, ratio) for k, (hidden, ratio, _, _) in fitted.items()}
     for (_root, model), (hidden, _ratio) in segments.items():
         if model in first_read and model not in warm:
             warm[model] = first_read[model] if first_read[model] <= hidden else 0
-    return Fit(segments, warm, roots, models, (float(overhead), 1.0),
+    lifetimes = {model: ttl for model, gaps in after_gaps.items()
+                 if (ttl := lifetime([(g, read > warm.get(model, 0) + _HIT) for g, read in gaps])) is not None}
+    return Fit(segments, warm, roots, models, (float(overhead), 1.0), lifetimes=lifetimes,
                calls={k: len(v) for k, v in points.items()},
                whole=frozenset(k for k in points if k[0] not in p.lost),
                slopes={k: s for k, (_, _, s, _) in fitted.items() if s is not None},

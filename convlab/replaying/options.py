@@ -127,7 +127,9 @@ class Options:
       priced at, in dollars (None: no dollars); ``prompt_cache``: the prompt
       cache's rule (``"anthropic"``, ``"openai"``, None for none, ``"auto"``:
       the model's, else the log's model's) and ``prompt_cache_ttl`` its
-      lifetime (``"5m"``, ``"1h"`` or seconds).
+      lifetime (``"5m"``, ``"1h"`` or seconds; None: the provider's own,
+      Anthropic's default 5 minutes, OpenAI's best-effort retention as the
+      log's calls after idle gaps show it, else 5 minutes; docs/cache.md).
     - ``judge``: a provider (or a ``convlab.tuning.probes.Judge``) that probes
       what each compaction dropped (a sweep's ``retained``); ``judge_cache``:
       where its answers are kept (as ``summary_cache``; the default folder is
@@ -149,7 +151,7 @@ class Options:
     summary_cache: SummaryFolder = None
     model: str | None = None
     prompt_cache: str | None = "auto"
-    prompt_cache_ttl: float | str = "5m"
+    prompt_cache_ttl: float | str | None = None
     judge: Provider | None = None
     judge_cache: SummaryFolder = None
     probes: int = 5
