@@ -82,7 +82,7 @@ class Fit:
         the same model answers for it, the one fitted on the most calls, when there is one."""
         key = self.segment(reply)
         if key not in self.whole:
-            whole = [k for k in self.whole & self.trusted if k[1] == key[1]]
+            whole = sorted(k for k in self.whole & self.trusted if k[1] == key[1])  # sorted: no set order decides
             key = max(whole, key=lambda k: self.calls.get(k, 0)) if whole else key
         if key not in self.trusted:
             return None
@@ -106,8 +106,8 @@ class Fit:
         """The hidden prompt the log shows and how many calls it rests on: the trusted segments'
         ``hidden``, weighted by their calls, over the segments whose history is whole; over the others,
         resting on 0 calls, when none is whole; None when no segment is trusted."""
-        whole = [k for k in self.trusted if k in self.whole]
-        keys = whole or list(self.trusted)
+        whole = sorted(k for k in self.trusted if k in self.whole)  # sorted: the sum's order is never a set's
+        keys = whole or sorted(self.trusted)
         n = sum(self.calls.get(k, 0) for k in keys)
         if not n:
             return None
