@@ -125,25 +125,44 @@ def test_retention_names_its_cache_the_judges():
         retention(r, jduge=EchoLLM())
 
 
-def test_an_openai_log_s_cache_lifetime_is_the_one_its_calls_after_idle_gaps_show():
-    """No prompt_cache_ttl: OpenAI's cache lives as long as the log's own calls show (a read past the warm
-    prefix after 20 idle minutes, three times: an hour); a lifetime given is the lifetime used."""
+def _idle_log(model):
+    """Six turns 20 minutes apart, each call after the first reading a prefix from the cache past the warm part."""
     from convlab.conversation import Conversation
-    from convlab.replaying.driver import replay
     from convlab.tree import Tree
 
     t, parent, time = Tree(), None, 0.0
     for i in range(6):
         t.add({"id": f"u{i}", "role": "user", "content": f"question {i} " + "word " * 400, "time": time}, parent)
         read = 0 if i == 0 else 1024 + 400 * i
-        t.add({"id": f"a{i}", "role": "assistant", "content": f"answer {i}", "time": time + 1,
-               "metadata": {"model": "gpt-4o"},
+        t.add({"id": f"a{i}", "role": "assistant", "content": f"answer {i}", "time": time + 1, "metadata": {"model": model},
                "usage": {"input_tokens": 2000 + 420 * i, "cache_read_input_tokens": read, "output_tokens": 3}}, f"u{i}")
         parent, time = f"a{i}", time + 1200  # 20 minutes between turns
     t.head = parent
-    conv = Conversation(t, id="c")
+    return Conversation(t, id="c")
+
+
+def test_an_openai_log_s_cache_lifetime_is_the_one_its_calls_after_idle_gaps_show():
+    """No prompt_cache_ttl: OpenAI's cache lives as long as the log's own calls show (a read past the warm
+    prefix after 20 idle minutes, five times: an hour); a lifetime given is the lifetime used."""
+    from convlab.replaying.driver import replay
+
+    conv = _idle_log("gpt-4o")
     default = replay(conv, model="gpt-4o")
     assert default.fit.lifetimes == {"gpt-4o": 3600.0}
     assert all(c.cached > 0 for c in default.calls[1:])
     five = replay(conv, model="gpt-4o", prompt_cache_ttl="5m")
     assert all(c.cached == 0 for c in five.calls)
+
+
+def test_an_anthropic_cache_keeps_the_lifetime_its_client_asks_for_whatever_the_log_shows():
+    """Anthropic's lifetime is what the client asks for (5 minutes unless 1 hour): the same log's reads after
+    20 idle minutes show an hour, and the prediction still lets the cache die after 5 minutes (such reads
+    come from elsewhere, as the real Claude Code session's from its compaction's sub-agent)."""
+    from convlab.replaying.driver import replay
+
+    conv = _idle_log("claude-sonnet-4-5")
+    default = replay(conv, model="claude-sonnet-4-5")
+    assert default.fit.lifetimes == {"claude-sonnet-4-5": 3600.0}  # what the log shows: not used
+    assert all(c.cached == 0 for c in default.calls[1:])
+    hour = replay(conv, model="claude-sonnet-4-5", prompt_cache_ttl="1h")
+    assert all(c.cached > 0 for c in hour.calls[1:])

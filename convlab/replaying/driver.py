@@ -378,9 +378,10 @@ class Replayer:
         """The finished replay as a ``Replay`` (its calls priced when the replay has a ``pricing``)."""
         rec = self.record
         calls, summary_calls = list(rec.calls), list(rec.summary_calls)
+        fitted = self.llm.fit() or fit(self.plan, self.counts)  # the model's, made once for the plan (for_plan)
         if self.pricing is not None:
-            fitted = (self.llm.fit() or fit(self.plan, self.counts)).given(self.llm.overhead or 0)
-            calls, summary_calls = cost.price(calls, summary_calls, self.session, self.plan, self.counts, fitted, self.pricing)
+            calls, summary_calls = cost.price(calls, summary_calls, self.session, self.plan, self.counts,
+                                              fitted.given(self.llm.overhead or 0), self.pricing)
         return Replay(
             session=self.session,
             map=dict(rec.map),
@@ -392,7 +393,7 @@ class Replayer:
             compactions=list(rec.compactions),
             summary_calls=summary_calls,
             priced=self.pricing is not None and self.pricing.model is not None,
-            fit=self.llm.fit(),
+            fit=fitted,
         )
 
     def _recorded(self, act: Callable[[], Any]) -> list[str]:
