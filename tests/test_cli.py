@@ -996,8 +996,8 @@ def test_the_readmes_preset_example_shows_a_difference_on_the_real_session(capsy
     assert "convlab tune logs/ --model claude-sonnet-4-5 --preset all --window 128000" in readme
     argv = ["tune", str(real / CLAUDE_CODE), "--model", "claude-sonnet-4-5", "--preset", "all", "--no-progress", "-q"]
     assert main([*argv, "--window", "128000", "--rows"]) == 0
-    rows = [line.split() for line in rows_table(capsys.readouterr().out)[1:]]
-    dollars = {r[3]: r[8] for r in rows}  # preset -> usd
+    head, *lines = [line.split() for line in rows_table(capsys.readouterr().out)]
+    dollars = {r[head.index("preset")]: r[head.index("usd")] for r in lines}  # at any terminal's width
     assert set(dollars) == {"claude-code", "codex", "gemini-cli", "pi"} and len(set(dollars.values())) == 4
     assert main(argv) == 0
     out = " ".join(capsys.readouterr().out.split())
