@@ -1,4 +1,5 @@
-"""A turn costs the same at the 8,000th as at the first, driven or replayed (three rows).
+"""A turn costs the same at the 8,000th as at the first, driven or replayed, and a replay's memory is a
+small multiple of its log (four rows).
 
 - ``drive``: a fresh ``Session`` (``EchoLLM``, the chat worker, no strategy)
   and N submits, one turn each (what a notebook that simulates a long session
@@ -8,6 +9,8 @@
   replies carry the log's ``usage``), built with ``Tree.add`` as an importer
   builds one: CPU seconds per message at 16,000 messages over at 2,000 (the
   first 2,000 of the same conversation).
+- ``replay_memory``: the peak memory of ``convlab.replay`` of an id/parentId
+  log of 100,000 regenerations of one reply (63 MB), over the file's size.
 - ``tune-scale``: ``convlab.tune`` of one 8,000-message conversation of that
   kind over 20 configs (``WINDOWS`` x ``OVER``: which window, and when to
   summarize before it fills), as a user runs it (worker processes, one per
@@ -24,13 +27,18 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
 import random
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Callable
 
-from .corpus import agent_messages
+from convlab.replaying.driver import EVENTS_KEPT
+
+from .corpus import agent_messages, cache_dir
 from .harness import FullCollections, Row, once, paired
+from .logs import probe
 
 #: (small, large) per row, full and smoke
 SIZES = {"drive": ((1_000, 8_000), (100, 800)), "replay": ((2_000, 16_000), (200, 1_600)), "tune": (8_000, 400)}
@@ -221,4 +229,47 @@ def run_tune(smoke: bool) -> Row:
                 f"{int(df['first_limit_call'].max())} of {int(df['calls'].max()):,}; denominator: convlab.replay "
                 f"of the conversation once; wall seconds, best of {REPEATS['tune']}, alternating")
     row.extra = {"samples_num": a, "samples_den": b, "distinct_replays": distinct}
+    return row
+
+
+# ----------------------------------------------------------------------
+# the memory of a replay of a log of many regenerations
+# ----------------------------------------------------------------------
+#: how many regenerations of one reply the log holds, full and smoke
+SIBLINGS = (100_000, 2_000)
+
+
+def siblings_log(n: int) -> Path:
+    """An id/parentId log (``{"messages": [...], "currentId"}``) of one user message and ``n`` regenerations of
+    its reply, each about 600 bytes with the log's usage: the widest tree a chat UI's regenerate button makes.
+    Written once into the bench cache."""
+    path = cache_dir() / f"siblings-{n}.json"
+    if not path.exists():
+        rows = [{"id": "u0", "parentId": None, "role": "user", "content": "hello " * 20}]
+        rows += [{"id": f"a{i}", "parentId": "u0", "role": "assistant", "content": f"reply {i} " + "word " * 100,
+                  "usage": {"input_tokens": 30, "output_tokens": 110}} for i in range(n)]
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"messages": rows, "currentId": f"a{n - 1}"}))
+        tmp.replace(path)
+    return path
+
+
+def run_replay_memory(smoke: bool) -> Row:
+    n = SIBLINGS[1 if smoke else 0]
+    path = siblings_log(n)
+    size = path.stat().st_size
+    row = Row("replay_memory", f"replaying a log of {n:,} regenerations of one reply ({size / (1 << 20):.0f} MB): "
+              f"peak memory / file size", 8, "<=", unit="B", num_label="convlab.replay", den_label="file")
+    got = probe(path, "replay", 120 if smoke else 900, module="bench.replayprobe")
+    if "error" in got:
+        row.error = got["error"]
+        return row
+    row.finish(got["peak"], size)
+    row.note = (f"peak RSS growth ({got['method']}) during convlab.replay in a fresh interpreter, the read conversation "
+                f"kept (reading it peaked at {got['read_peak'] / size:.2f}x the file), {got['seconds']:.1f} s; "
+                f"{got['calls']:,} model calls, {got['events']:,} events, of which the newest "
+                f"{EVENTS_KEPT:,} to {2 * EVENTS_KEPT:,} in memory")
+    if got["calls"] != n or got["stale"]:
+        row.error = f"replayed {got['calls']} calls ({got['stale']} stale), the log has {n} replies"
+    row.extra = got
     return row

@@ -18,7 +18,10 @@ for ``tree`` (the whole networkx graph) builds it once, reading every message.
 from __future__ import annotations
 
 import json
+import marshal
 import os
+import tempfile
+import warnings
 from array import array
 from collections.abc import Iterator, Sequence
 from typing import IO, Any, cast, overload
@@ -26,6 +29,7 @@ from typing import IO, Any, cast, overload
 import networkx as nx
 
 from . import jsondata
+from .errors import CacheWarning
 from .store import Record
 from .tree import Tree, new_node, nodes_in_order
 from .wire import Event
@@ -224,26 +228,77 @@ class LazyTree(Tree):
 
 
 class LazyEvents(Sequence):
+    """The session's events, in order: those a lazy load read from the log (by offset), then, with
+    ``keep``, those older than the newest ``keep`` in a scratch file (spilled), then the newest in
+    memory.
 
-    """The session's events, read from the log by offset; new ones kept in memory."""
+    The scratch file is a temporary file the system has already unlinked: it goes with the session
+    (or the process), and nothing is left behind. Events go to it ``keep`` at a time, once twice as
+    many wait in memory, each as ``marshal`` writes it (exact for whatever a session in memory holds:
+    a lone surrogate, NaN, an integer past 64 bits), and are read back (equal, not the same objects)
+    when asked for. A scratch that cannot be made or written (a full or read-only temporary folder) is
+    one ``CacheWarning`` naming the folder and why: the events stay in memory, and nothing is lost.
+    """
 
-    def __init__(self, path: str | os.PathLike):
-        self._reader = _LogReader(path)
+    def __init__(self, path: str | os.PathLike | None = None, *, keep: int | None = None):
+        self._reader = _LogReader(path) if path is not None else None
         self._offsets = array("q")
+        self._keep = keep
+        self._scratch: IO[bytes] | None = None
+        self._spilled = array("q", [0])  # the scratch's line starts, then its end
         self._tail: list[Event] = []
+        self._n = 0  # how many in all (len() is asked for at every event)
 
     def add_logged(self, offset: int) -> None:
         self._offsets.append(offset)
+        self._n += 1
 
     def append(self, event: Event) -> None:
         self._tail.append(event)
+        self._n += 1
+        if self._keep is not None and len(self._tail) >= 2 * self._keep:
+            self._spill()
+
+    def _spill(self) -> None:
+        """The oldest ``keep`` events in memory to the scratch file; on any failure, none of them."""
+        assert self._keep is not None
+        keep, self._keep = self._keep, None  # off while it runs, and for good when it fails
+        try:
+            lines = [marshal.dumps(cast(dict, ev)) for ev in self._tail[:keep]]
+            if self._scratch is None:
+                self._scratch = tempfile.TemporaryFile(prefix="convlab-events-", buffering=0)  # nothing held back
+            data, at = memoryview(b"".join(lines)), self._spilled[-1]
+            while data:  # a write past what is spilled: a failed one leaves those as they were
+                written = os.pwrite(self._scratch.fileno(), data, at)
+                data, at = data[written:], at + written
+        except (OSError, TypeError, ValueError, RecursionError) as err:
+            reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+            folder = tempfile.gettempdir()
+            warnings.warn(CacheWarning(f"convlab: a long session's older events stay in memory: they cannot go to a "
+                                       f"scratch file in {folder} ({reason})", folder=folder, reason=reason), stacklevel=4)
+            return
+        end = self._spilled.pop()
+        for line in lines:
+            self._spilled.append(end)
+            end += len(line)
+        self._spilled.append(end)
+        del self._tail[:keep]
+        self._keep = keep
 
     def __len__(self) -> int:
-        return len(self._offsets) + len(self._tail)
+        return self._n
 
     def _one(self, i: int) -> Event:
         n = len(self._offsets)
-        return cast(Event, self._reader.read(self._offsets[i])) if i < n else self._tail[i - n]  # a logged event
+        if i < n:
+            assert self._reader is not None
+            return cast(Event, self._reader.read(self._offsets[i]))  # a logged event
+        i -= n
+        if i < len(self._spilled) - 1:
+            assert self._scratch is not None
+            start = self._spilled[i]
+            return cast(Event, marshal.loads(os.pread(self._scratch.fileno(), self._spilled[i + 1] - start, start)))
+        return self._tail[i - len(self._spilled) + 1]
 
     @overload
     def __getitem__(self, i: int) -> Event: ...
@@ -269,3 +324,8 @@ class LazyEvents(Sequence):
 
     def __repr__(self) -> str:
         return f"LazyEvents({len(self)} events)"
+
+    def __del__(self) -> None:  # the scratch file goes with the events (the system unlinked it when it was made)
+        scratch = getattr(self, "_scratch", None)
+        if scratch is not None:
+            scratch.close()

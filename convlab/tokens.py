@@ -29,6 +29,7 @@ import gzip
 import hashlib
 import json
 import math
+import os
 import threading
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
@@ -222,15 +223,34 @@ def count_tokens(text_or_messages: str | Iterable[Mapping[str, Any]], encoding: 
     return total
 
 
+#: How many characters ``count_batch`` hands tiktoken at once: its token lists, made for a whole batch, are
+#: kept only as long as the batch (a replay of a long log counts every text it holds).
+BATCH_CHARS = 1 << 20
+#: ... on this many threads (tiktoken's default is 8): each thread's allocations stay in a heap of its own,
+#: which the process keeps after the batch (at 8 threads, a hundred MB more on a long log than at 2).
+THREADS = min(8, os.cpu_count() or 1)
+
+
 def count_batch(texts: list[str], encoding: str = "o200k_base") -> list[int]:
     """Exact counts of many texts at once, each distinct text encoded once
-    (tiktoken's threaded batch encoder), as ``count_tokens`` counts them.
+    (tiktoken's threaded batch encoder, ``BATCH_CHARS`` at a time), as ``count_tokens`` counts them.
 
     >>> count_batch(["hello world", "hi", "hello world"])
     [2, 1, 2]
     """
-    split = {t: pieces(t) for t in dict.fromkeys(texts)}
-    unique = list(dict.fromkeys(p for parts in split.values() for p in parts))
-    counts = {p: len(ids) for p, ids in zip(unique, get_encoding(encoding).encode_ordinary_batch(unique), strict=True)}
-    totals = {t: sum(counts[p] for p in parts) for t, parts in split.items()}
+    enc = get_encoding(encoding)
+    totals: dict[str, int] = {}
+    batch: list[str] = []
+    size = 0
+    distinct = list(dict.fromkeys(texts))
+    for k, text in enumerate(distinct):
+        batch.append(text)
+        size += len(text)
+        if size >= BATCH_CHARS or k == len(distinct) - 1:
+            split = [pieces(t) for t in batch]
+            unique = list(dict.fromkeys(p for parts in split for p in parts))
+            counts = {p: len(ids) for p, ids in zip(unique, enc.encode_ordinary_batch(unique, num_threads=THREADS), strict=True)}
+            for t, parts in zip(batch, split, strict=True):
+                totals[t] = sum(counts[p] for p in parts)
+            batch, size = [], 0
     return [totals[t] for t in texts]

@@ -23,7 +23,7 @@ import convlab
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = ("match", "count", "load", "tokens", "sweep", "lazy", "peer", "treeview", "export", "export_memory", "agui", "lab",
-        "lab-growth", "drive", "replay", "tune-scale", "tune-usd", "retention", "find")
+        "lab-growth", "drive", "replay", "replay_memory", "tune-scale", "tune-usd", "retention", "find")
 
 
 @pytest.mark.browser

@@ -106,8 +106,10 @@ class Journal:
     (``_replay_log``), and the ids it hands out."""
 
     def _setup(self, agent: str, config: ContextConfig, llm: providers.LLM, worker: WorkerLike, autorun: bool,
-               clock: float | None) -> None:
+               clock: float | None, keep_events: int | None = None) -> None:
         """Everything a new or a loaded session starts from (the one constructor both use)."""
+        if keep_events is not None and (not isinstance(keep_events, int) or isinstance(keep_events, bool) or keep_events < 1):
+            raise ValueError(f"keep_events takes a whole number of events, 1 or more (or None: all), got {keep_events!r}")
         if not isinstance(agent, str) or not agent:
             raise ValueError(f"agent must be a non-empty string, got {agent!r}")
         if worker not in ("chat", "manual") and not callable(worker):
@@ -119,7 +121,9 @@ class Journal:
         self.autorun = bool(autorun)
         self.clock = _time(clock or 0.0, "clock")
         self._tree: Tree = Tree()
-        self.events: list[Event] | LazyEvents = []  # LazyEvents: a lazy session's, read from its log
+        self._keep_events = keep_events
+        # LazyEvents: a lazy session's, read from its log, or with keep_events the older ones in a scratch file
+        self.events: list[Event] | LazyEvents = [] if keep_events is None else LazyEvents(keep=keep_events)
         self.turns: list[Turn] = []
         self._turn_of: dict[str, Turn] = {}
         self._queue: list[str] = []
@@ -210,7 +214,7 @@ class Journal:
             kept_events = self.events[:n_events]
             log, subscribers = self._log, self._subscribers
             lazy = isinstance(self._tree, LazyTree)
-            self._setup(self.agent, self.config, self.llms, self.worker, self.autorun, None)
+            self._setup(self.agent, self.config, self.llms, self.worker, self.autorun, None, self._keep_events)
             self._log, self._subscribers = log, subscribers
             if lazy and log is not None:  # a lazy session reads its contents from the log: read it again
                 log.cut(log_size)
@@ -302,7 +306,7 @@ class Journal:
         contents stay in memory (``convlab.lazy``)."""
         lazily = None
         if lazy is not None:
-            lazily = LazyTree(lazy), LazyEvents(lazy)
+            lazily = LazyTree(lazy), LazyEvents(lazy, keep=self._keep_events)
             self._tree, self.events = lazily
         for item in itertools.chain([head], lines):
             ev = event_at(name, item)

@@ -68,8 +68,13 @@ class Session(Branches, Intake, Decisions, Calls, Turns, Reading, Journal):
         autorun: bool = True,
         log: str | os.PathLike | None = None,
         clock: float | None = None,
+        keep_events: int | None = None,
     ):
-        self._setup(agent, coerce(config, agent), llm, worker, autorun, clock)
+        """``keep_events`` (default: all) keeps only that many of the newest events in memory: the
+        older ones go to a scratch file and are read back when asked for (``events`` is then a
+        read-only sequence, ``convlab.lazy.LazyEvents``). For a session that lives long, a server's
+        or a replay of a long log: its memory stops growing with its events."""
+        self._setup(agent, coerce(config, agent), llm, worker, autorun, clock, keep_events)
         self._log = LogWriter(log) if log is not None else None
         self._emit("session.started", agent=agent, config=self.config.to_dict())
 
@@ -92,6 +97,7 @@ class Session(Branches, Intake, Decisions, Calls, Turns, Reading, Journal):
         clock: float | None = None,
         append: bool | None = None,
         lazy: bool = False,
+        keep_events: int | None = None,
     ) -> Session:
         """Rebuild a session from its log, in one pass, and go on appending to it.
 
@@ -104,7 +110,8 @@ class Session(Branches, Intake, Decisions, Calls, Turns, Reading, Journal):
         the tree's structure and the active path's contents in memory; other
         contents (and the events) are read from the log when asked for
         (``convlab.lazy``). Every result equals eager loading. ``config``
-        replaces the logged config; ``agent``, when given, must be the log's.
+        replaces the logged config; ``agent``, when given, must be the log's;
+        ``keep_events`` is ``Session``'s.
 
         A torn last line is dropped (``LogWarning``) and cut off the file; a
         bad earlier line raises ``LogError`` with ``.line``. A turn that was
@@ -138,7 +145,8 @@ class Session(Branches, Intake, Decisions, Calls, Turns, Reading, Journal):
             raise LogError(f"{name}: the log is agent {logged_agent!r}, not {agent!r}")
         logged = {"agent": {logged_agent: {"context": first.get("config") or {}}}}
         self = cls.__new__(cls)
-        self._setup(logged_agent, coerce(logged if config is None else config, logged_agent), llm, worker, autorun, None)
+        self._setup(logged_agent, coerce(logged if config is None else config, logged_agent), llm, worker, autorun, None,
+                    keep_events)
         self._replay_log(name, head, lines, lazy=path if lazy else None)  # (a file object with lazy=True was refused above)
         self.clock = max(float(self.events[-1]["time"]), float(clock or 0.0))
         if append and path is not None:  # (likewise)

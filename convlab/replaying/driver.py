@@ -86,6 +86,10 @@ __all__ = ["replay", "Replayer", "EMPTY_SUMMARY"]
 
 _ENGINE_ID = re.compile(r"e\d+$")
 
+#: How many of its newest events a replay's session keeps in memory; the older go to a scratch file
+#: (``Session(keep_events=)``), so a replay of a long log does not hold every event it made.
+EVENTS_KEPT = 16_384
+
 #: The text a logged summary with none is replayed with (the engine records no empty summary).
 EMPTY_SUMMARY = "(the log's summary has no text)"
 
@@ -242,9 +246,10 @@ class Replayer:
         llm = {"replay": model}
         if start is None:
             first = next((n.get("time") for n in plan.nodes.values() if n.get("time") is not None), None)
-            self.session = Session(config=config, agent=agent, llm=llm, worker="manual", clock=first)
+            self.session = Session(config=config, agent=agent, llm=llm, worker="manual", clock=first, keep_events=EVENTS_KEPT)
         else:
-            self.session = Session.load(io.BytesIO(start[0]), config=config, agent=agent, llm=llm, worker="manual", append=False)
+            self.session = Session.load(io.BytesIO(start[0]), config=config, agent=agent, llm=llm, worker="manual", append=False,
+                                        keep_events=EVENTS_KEPT)
             self.session.clock = start[1]
         model.bind(self.session)
         self._unsubscribe = self.session.subscribe(self._on_event)
@@ -637,6 +642,7 @@ def replay(conversation: Conversation, config: ConfigLike = None, options: Optio
                         **chosen.replaying())  # the config checked before any work too
     counts.prime(p.texts())  # one batch, as a sweep does
     result = replayer.run().result()
+    replayer.close()  # the session it returns no longer holds the replayer (its plan, its records) through a subscription
     if summaries is not None:
         summaries.warn_failed()
     return result

@@ -14,7 +14,6 @@ from typing import Any
 from .. import toolcalls
 from ..conversation import KEPT, LOST_PARENT, NO_CALL, Conversation
 from ..tokens import content_text, count_batch, count_tokens
-from ..tree import nodes_in_order
 
 __all__ = ["plan", "Plan", "PlannedTurn", "ExactCounts"]
 
@@ -116,8 +115,7 @@ def plan(conversation: Conversation) -> Plan:
     >>> [(x.start, x.parent, x.nodes, x.steps) for x in p.turns]
     [('submit', None, ['n0'], [('call', 'n1')]), ('move', 'n0', [], [('call', 'n2')]), ('move', 'n1', [], [])]
     """
-    graph = conversation.tree
-    nodes = [dict(a) for a in nodes_in_order(graph)]
+    nodes = conversation.message_tree.nodes_in_order()  # copies, from the Tree: no networkx graph is built
     by_id = {n["id"]: n for n in nodes}
     turns: list[PlannedTurn] = []
     vhead: str | None = None  # where the log's head is, as the replay goes
