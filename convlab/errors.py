@@ -104,7 +104,8 @@ class SummaryWarning(UserWarning):
 
 class CacheWarning(UserWarning):
     """A cache folder (a summarizer's, a judge's) that cannot be written: the replies the model made are used
-    all the same, but not kept, so a later run asks for them again. ``folder``: the folder; ``reason``: what
+    all the same, but not kept, so a later run asks for them again. Or the temporary folder a long session's
+    older events go to (``Session(keep_events=)``): they stay in memory. ``folder``: the folder; ``reason``: what
     the system said (read-only, no space left, ...). Warned once per cache.
 
     >>> w = CacheWarning("cannot write", folder="/ro/summaries", reason="Read-only file system")
