@@ -569,6 +569,7 @@ def _ranking_table(ranked: pd.DataFrame, keys: list[str], conversations: int, wi
     configs it left out and why (``df``, the tune frame, names them), which no ``--quiet`` hides."""
     import textwrap
 
+    from ..replaying.prompt_cache import default_rule
     from ..tables import Column, fit_table
     from ..tuning.ranking import config_label, short_keys
 
@@ -579,13 +580,14 @@ def _ranking_table(ranked: pd.DataFrame, keys: list[str], conversations: int, wi
     intro = (f"configs ranked over {plural(conversations, 'conversation')}{left}: saved = tokens read below the same "
              f"conversations replayed with no strategy, each figure summed over them")
     if by_usd:
-        from ..replaying.prompt_cache import default_rule
-
         cache = ("with the prompt cache predicted" if model is None or default_rule(model) is not None else
                  f"with no prompt cache (convlab has no cache rule for {model}: every input token at its full price)")
+        warm = ("" if model is not None and default_rule(model) is None else
+                "; warm = summaries and resets that threw a warm cache away (the call after found it still holding "
+                "the prefix), warm$ = what the calls right after them paid beyond reading their input from the cache")
         intro += (f"; ranked by dollars: usd = every call priced (genai-prices) {cache}, "
-                  "saved_usd (saved$) = the share of the dollars below the baseline; pareto = no config saves as many "
-                  "dollars (saved$) with as few summaries + resets")
+                  f"saved_usd (saved$) = the share of the dollars below the baseline{warm}; pareto = no config saves as "
+                  "many dollars (saved$) with as few summaries + resets")
     else:
         intro += "; pareto = no config saves as many tokens (saved) with as few summaries + resets"
     fails = [bool(broke(f, n)) for f, n in zip(ranked["failed_turns"], ranked["lost_calls"], strict=True)]
@@ -602,6 +604,9 @@ def _ranking_table(ranked: pd.DataFrame, keys: list[str], conversations: int, wi
                                                                     fmt=percent)] if by_usd else []),
         Column("summaries", list(ranked["summaries"]), short="summ"),
         Column("resets", list(ranked["resets"])),
+        *([Column("compactions_warm", list(ranked["compactions_warm"]), short="warm", optional=1),
+           Column("warm_rewrite_usd", list(ranked["warm_rewrite_usd"]), short="warm$", fmt=dollars, optional=1)]
+          if by_usd and (model is None or default_rule(model) is not None) else []),
         Column("stale", list(ranked["stale"])),
         Column("limits", list(ranked["limits"])),
         Column("calls", list(ranked["calls"]), optional=1),

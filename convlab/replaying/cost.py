@@ -146,11 +146,13 @@ def price(calls: Sequence[ModelCall], summary_calls: Sequence[SummaryCall], sess
     logged_model = next((m for m in the_fit.models.values() if m), "")
     caches: dict[tuple[str | None, Any], PromptCache] = {}
     warmed: set[tuple[str | None, str]] = set()
+    last: dict[tuple[str | None, Any, str], float] = {}  # per cache and model: when its previous call ran
     prices = pricing.prices(pricing.model)
     out: list[ModelCall] = []
     for c in calls:
         if c.refused:  # refused as too long: the provider read nothing, cached nothing, billed nothing
-            out.append(replace(c, cached=0, cache_write=0, logged_cached=None, output=0, usd=None if prices is None else 0.0))
+            out.append(replace(c, cached=0, cache_write=0, logged_cached=None, output=0, usd=None if prices is None else 0.0,
+                               miss_usd=None if prices is None else 0.0))
             continue
         root, model, hidden, ratio, warm = the_fit.of(c.reply)
         name = pricing.rule_for(model or logged_model)
@@ -171,8 +173,15 @@ def price(calls: Sequence[ModelCall], summary_calls: Sequence[SummaryCall], sess
         cached = min(got["cached"], c.read)
         cache_write = min(got["cache_write"], c.read - cached)
         output = _output(p, c, counts)
+        before = last.get((name, ttl, model))
+        last[name, ttl, model] = c.time
+        alive = None if cache.rule is None or before is None else c.time - before <= cache.rule.ttl
+        usd = miss = None
+        if prices is not None:
+            usd = prices.usd(c.read, cached, cache_write, output)
+            miss = usd - prices.usd(c.read, c.read, 0, output)
         out.append(replace(c, cached=cached, cache_write=cache_write, logged_cached=_logged_cached(p, c) if c.applies else None,
-                           output=output, usd=None if prices is None else prices.usd(c.read, cached, cache_write, output)))
+                           output=output, usd=usd, cache_alive=alive, miss_usd=miss))
     summary_prices = pricing.prices(pricing.summarizer_model or pricing.model)
     summaries = [replace(s, usd=None if summary_prices is None else 0.0 if s.refused else summary_prices.usd(s.read, 0, 0, s.output))
                  for s in summary_calls]

@@ -87,7 +87,12 @@ class ModelCall(_Record):
     priced): ``cached`` and ``cache_write`` (the prompt cache predicted),
     ``logged_cached`` (the log's cache read where its usage applies),
     ``output`` (the logged reply's output tokens) and ``usd`` (None without a
-    model). A refused call costs 0 of each.
+    model). A refused call costs 0 of each. ``cache_alive``: the cache still
+    held what the previous call of its model read (the time since that call
+    within the cache's lifetime; None for a provider with no cache rule, or
+    the first call). ``miss_usd``: what it paid beyond reading all its input
+    from the cache (its writes and fresh input against cached reads; None
+    without a model): after a compaction, what rewriting the prefix cost.
     """
 
     call_id: str
@@ -111,6 +116,8 @@ class ModelCall(_Record):
     logged_cached: int | None = None
     output: int | None = None
     usd: float | None = None
+    cache_alive: bool | None = None
+    miss_usd: float | None = None
 
     @property
     def priced(self) -> bool:

@@ -108,10 +108,11 @@ def _events(replay: Replay, answered: int, counts: list[int]) -> dict[str, Any]:
 def _costs(replay: Replay, answered: Sequence[ModelCall], summaries: Sequence[SummaryCall], lost: Sequence[Figures],
            read: int) -> dict[str, Any]:
     priced = [c for c in answered if c.priced]
+    warm = _warm(replay)
     if not priced and not lost:  # not priced, or no model call at all (a priced replay of no call costs its summaries)
         usd = sum(s.usd or 0.0 for s in summaries) if replay.priced else math.nan
         return {"cached": 0, "cache_write": 0, "logged_cached": math.nan, "err_cached_mean": math.nan,
-                "err_cached_p95": math.nan, "cached_share": math.nan, "usd": usd}
+                "err_cached_p95": math.nan, "cached_share": math.nan, "usd": usd, **warm}
     logged = [(c.cached or 0, c.logged_cached) for c in priced if c.logged_cached is not None]
     errors = [cached - log for cached, log in logged]
     cached = sum(c.cached or 0 for c in priced) + sum(f.cached for f in lost)
@@ -121,7 +122,23 @@ def _costs(replay: Replay, answered: Sequence[ModelCall], summaries: Sequence[Su
     return {"cached": cached, "cache_write": sum(c.cache_write or 0 for c in priced) + sum(f.cache_write for f in lost),
             "logged_cached": sum(log for _, log in logged) if logged else math.nan,
             "err_cached_mean": _mean(errors), "err_cached_p95": _p95(errors),
-            "cached_share": cached / read if read else math.nan, "usd": usd}
+            "cached_share": cached / read if read else math.nan, "usd": usd, **warm}
+
+
+def _warm(replay: Replay) -> dict[str, Any]:
+    """The config's compactions (a limit whose answer rewrote the history) that fell on a warm prompt cache:
+    the model call right after found the cache still holding what the call before it read
+    (``ModelCall.cache_alive``), so the compaction threw a warm prefix away; ``warm_rewrite_usd``: what those
+    calls paid beyond reading their input from the cache (``ModelCall.miss_usd``; NaN without a model). Both
+    NaN, unknown, where compactions were made but no cache rule priced the calls after them."""
+    calls = replay.calls
+    after = [calls[i] for x in replay.limits if x.replaced
+             and 0 <= (i := x.call if x.reason == "overflow" else x.call - 1) < len(calls)]
+    warm = [c for c in after if c.cache_alive and not c.refused]
+    usd = sum(c.miss_usd or 0.0 for c in warm) if replay.priced else math.nan
+    if after and all(c.cache_alive is None for c in after):  # no cache rule priced them: unknown, never 0
+        return {"compactions_warm": math.nan, "warm_rewrite_usd": math.nan}
+    return {"compactions_warm": len(warm), "warm_rewrite_usd": usd}
 
 
 def _p95(values: Sequence[float]) -> float:

@@ -103,7 +103,8 @@ def short_keys(keys: Sequence[str]) -> dict[str, str]:
 #: label, the same in every row of a config: its first value).
 SUMMED = ("calls", "lost_calls", "summary_calls", "limits_full", "limits_idle", "limits_overflow", "summaries",
           "summary_tokens", "resets", "overflows", "failed_turns", "stale", "tokens_read", "baseline_tokens_read",
-          "overhead_calls", "cached", "cache_write", "logged_cached", "usd", "baseline_usd", "usd_saved")
+          "overhead_calls", "cached", "cache_write", "logged_cached", "compactions_warm", "usd", "baseline_usd", "usd_saved",
+          "warm_rewrite_usd")
 #: the largest over the conversations, and the earliest
 LARGEST, EARLIEST = ("summary_tokens_max", "max_count", "err_exact_p95", "err_usage_p95", "err_cached_p95"), ("first_limit_call",)
 #: means over the conversations, each weighted by its model calls (an error's mean is per call)
@@ -344,7 +345,7 @@ def rank(df: pd.DataFrame, by: str = "tokens", *, min_retained: float | None = N
     out["warning"] = [_warning(row, by_config[row["config"]]) for row in _records(out)]
     out = out.assign(_rewrites=rewrites, _broken=~works, _front=~out["pareto"], _saved=-out[measure].fillna(-math.inf))
     out = out.sort_values(["_broken", "_front", "_saved", "_rewrites", "stale", "config"], kind="stable")
-    extra = (["usd", "baseline_usd", "usd_saved", "saved_usd"] if by == "usd" else []) + list(floors)
+    extra = (["usd", "baseline_usd", "usd_saved", "saved_usd", "compactions_warm", "warm_rewrite_usd"] if by == "usd" else []) + list(floors)
     columns = [*RANK_COLUMNS[:RANK_COLUMNS.index("saved") + 1], *extra, *RANK_COLUMNS[RANK_COLUMNS.index("saved") + 1:]]
     out = out[["config", *keys, *columns]].reset_index(drop=True)
     out.index = pd.RangeIndex(1, len(out) + 1, name="rank")

@@ -83,9 +83,11 @@ COLUMNS = (
     "err_cached_mean",
     "err_cached_p95",
     "cached_share",
+    "compactions_warm",
     "usd",
     "baseline_usd",
     "usd_saved",
+    "warm_rewrite_usd",
     "facts_kept",
     "err_exact_mean",
     "err_exact_p95",
@@ -198,11 +200,18 @@ def tune(
     (the log's cache reads where its usage applies; NaN where none),
     ``err_cached_mean`` / ``err_cached_p95`` (predicted less logged, per
     call, as above), ``cached_share`` (cached over every input token the
-    model calls read); with ``model``: ``usd`` (every call and summary call,
+    model calls read), ``compactions_warm`` (the config's summaries and
+    resets that fell on a warm cache: the model call right after found the
+    cache still holding what the call before it read, within the cache's
+    lifetime, so the compaction threw a warm prefix away; one after an idle
+    gap past the lifetime rewrote a cold one, at no cost to the cache); with
+    ``model``: ``usd`` (every call and summary call,
     genai-prices), ``baseline_usd`` (the same conversation with no
-    strategy) and ``usd_saved`` (``baseline_usd - usd``, in dollars:
+    strategy), ``usd_saved`` (``baseline_usd - usd``, in dollars:
     negative when a config costs more than the log did, as one that
-    summarizes often can with a cache); NaN without a model. ``model``,
+    summarizes often can with a cache) and ``warm_rewrite_usd`` (what the
+    calls right after the warm compactions paid beyond reading their input
+    from the cache: the price of rewriting a warm prefix); NaN without a model. ``model``,
     ``prompt_cache`` and ``prompt_cache_ttl`` are the same for every
     config; ``convlab.rank(df, by="usd")`` ranks by dollars. ``facts_kept``:
     the mean, over the compactions the config made and a model then read,
