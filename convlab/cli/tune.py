@@ -582,7 +582,7 @@ def _ranking_table(ranked: pd.DataFrame, keys: list[str], conversations: int, wi
     if by_usd:
         cache = ("with the prompt cache predicted" if model is None or default_rule(model) is not None else
                  f"with no prompt cache (convlab has no cache rule for {model}: every input token at its full price)")
-        warm = ("" if model is not None and default_rule(model) is None else
+        warm = ("" if "compactions_warm" not in ranked or (model is not None and default_rule(model) is None) else
                 "; warm = summaries and resets that threw a warm cache away (the call after found it still holding "
                 "the prefix), warm$ = what the calls right after them paid beyond reading their input from the cache")
         intro += (f"; ranked by dollars: usd = every call priced (genai-prices) {cache}, "
@@ -606,7 +606,7 @@ def _ranking_table(ranked: pd.DataFrame, keys: list[str], conversations: int, wi
         Column("resets", list(ranked["resets"])),
         *([Column("compactions_warm", list(ranked["compactions_warm"]), short="warm", optional=1),
            Column("warm_rewrite_usd", list(ranked["warm_rewrite_usd"]), short="warm$", fmt=dollars, optional=1)]
-          if by_usd and (model is None or default_rule(model) is not None) else []),
+          if by_usd and "compactions_warm" in ranked and (model is None or default_rule(model) is not None) else []),
         Column("stale", list(ranked["stale"])),
         Column("limits", list(ranked["limits"])),
         Column("calls", list(ranked["calls"]), optional=1),

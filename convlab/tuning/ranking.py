@@ -345,7 +345,9 @@ def rank(df: pd.DataFrame, by: str = "tokens", *, min_retained: float | None = N
     out["warning"] = [_warning(row, by_config[row["config"]]) for row in _records(out)]
     out = out.assign(_rewrites=rewrites, _broken=~works, _front=~out["pareto"], _saved=-out[measure].fillna(-math.inf))
     out = out.sort_values(["_broken", "_front", "_saved", "_rewrites", "stale", "config"], kind="stable")
-    extra = (["usd", "baseline_usd", "usd_saved", "saved_usd", "compactions_warm", "warm_rewrite_usd"] if by == "usd" else []) + list(floors)
+    # (a frame from an older convlab, read back from its CSV, has no warm columns: ranked all the same)
+    warm = [c for c in ("compactions_warm", "warm_rewrite_usd") if c in out.columns]
+    extra = (["usd", "baseline_usd", "usd_saved", "saved_usd", *warm] if by == "usd" else []) + list(floors)
     columns = [*RANK_COLUMNS[:RANK_COLUMNS.index("saved") + 1], *extra, *RANK_COLUMNS[RANK_COLUMNS.index("saved") + 1:]]
     out = out[["config", *keys, *columns]].reset_index(drop=True)
     out.index = pd.RangeIndex(1, len(out) + 1, name="rank")
