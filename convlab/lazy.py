@@ -243,7 +243,7 @@ class LazyEvents(Sequence):
     def __init__(self, path: str | os.PathLike | None = None, *, keep: int | None = None):
         self._reader = _LogReader(path) if path is not None else None
         self._offsets = array("q")
-        self._keep = keep
+        self._keep = keep if hasattr(os, "pwrite") else None  # (a system without pread/pwrite keeps them all)
         self._scratch: IO[bytes] | None = None
         self._spilled = array("q", [0])  # the scratch's line starts, then its end
         self._tail: list[Event] = []

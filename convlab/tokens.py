@@ -226,8 +226,8 @@ def count_tokens(text_or_messages: str | Iterable[Mapping[str, Any]], encoding: 
 #: How many characters ``count_batch`` hands tiktoken at once: its token lists, made for a whole batch, are
 #: kept only as long as the batch (a replay of a long log counts every text it holds).
 BATCH_CHARS = 1 << 20
-#: ... on this many threads (tiktoken's default is 8): each thread's allocations stay in a heap of its own,
-#: which the process keeps after the batch (at 8 threads, a hundred MB more on a long log than at 2).
+#: ... on this many threads: no more than the machine has cores (tiktoken's default is 8), since each thread
+#: keeps a heap of its own after the batch, and threads past the cores count no faster.
 THREADS = min(8, os.cpu_count() or 1)
 
 

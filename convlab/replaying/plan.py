@@ -103,7 +103,7 @@ class Plan:
 
 
 def plan(conversation: Conversation) -> Plan:
-    """The replay plan of a conversation (anything with ``.tree``, ``.head``, ``.id``).
+    """The replay plan of a conversation (anything with ``.message_tree``, ``.head``, ``.id``).
 
     >>> from convlab.tree import Tree
     >>> from convlab.conversation import Conversation
