@@ -115,6 +115,7 @@ def test_the_dollars_are_genai_prices_over_the_replays_own_predicted_usage(repla
         total += price
     assert r.summary_calls
     for s in r.summary_calls:
-        usage = genai_prices.Usage(input_tokens=s["read"], output_tokens=s["output"])
+        usage = genai_prices.Usage(input_tokens=s["read"], cache_read_tokens=s["cached"], cache_write_tokens=s["cache_write"],
+                                   output_tokens=s["output"])
         total += genai_prices.calc_price(usage, model_ref="claude-sonnet-4-5", provider_id="anthropic").total_price
     assert measures(r)["usd"] == pytest.approx(float(total), rel=1e-12)

@@ -137,7 +137,8 @@ def test_rank_warns_on_the_real_session_whose_threshold_is_below_its_hidden_prom
         "its threshold (over_tokens = 20,000) is below the hidden prompt of ae4a77f8-aedd-4bc1-888f-c94edc91af04 (30,526 tokens, "
         "measured at 217 calls), which the provider reads at every call: each call after a summary passes it again "
         "(215 summaries in 217 calls there)"]
-    assert ranked["config"].tolist() == [0, 1, 2] and ranked["pareto"].all()
+    # a summary sent as the engine sends it reads the hidden prompt too (issue 37): 215 of them save less than 46
+    assert ranked["config"].tolist() == [1, 2, 0] and ranked["pareto"].tolist() == [True, True, False]
 
 
 def test_grid_keys_labels_and_short_names():

@@ -350,7 +350,10 @@ def test_under_any_config_and_worker_the_costs_hold_together(c, config, worker, 
         if rule is None:
             assert x["cached"] == x["cache_write"] == 0
     for s in r.summary_calls:
-        assert s["usd"] == (0 if s["refused"] else prices.usd(int(s["read"]), 0, 0, int(s["output"])))
+        assert 0 <= s["cached"] <= s["read"] and 0 <= s["cache_write"] <= s["read"] - s["cached"]
+        assert s["usd"] == (0 if s["refused"] else prices.usd(int(s["read"]), s["cached"], s["cache_write"], int(s["output"])))
+        if rule is None or not s["shared"]:
+            assert s["cached"] == s["cache_write"] == 0
     base = replay(c, model="claude-sonnet-4-5", prompt_cache=rule).figures()
     m = measures(r, base)
     lost = [base[reply] for reply in r.lost]
@@ -359,7 +362,10 @@ def test_under_any_config_and_worker_the_costs_hold_together(c, config, worker, 
     assert m["calls"] == len(answered) and m["lost_calls"] == len(r.lost)
     assert m["tokens_read"] == (sum(x["read"] for x in answered) + sum(s["read"] for s in r.summary_calls if not s["refused"])
                                 + sum(f.read for f in lost))
-    assert m["cached"] == sum(x["cached"] for x in answered) + sum(f.cached for f in lost) <= m["tokens_read"]
-    assert m["cache_write"] == sum(x["cache_write"] for x in answered) + sum(f.cache_write for f in lost)
+    summaries = [s for s in r.summary_calls if not s["refused"]]
+    assert m["cached"] == (sum(x["cached"] for x in answered) + sum(s["cached"] for s in summaries)
+                           + sum(f.cached for f in lost)) <= m["tokens_read"]
+    assert m["cache_write"] == (sum(x["cache_write"] for x in answered) + sum(s["cache_write"] for s in summaries)
+                                + sum(f.cache_write for f in lost))
     total = sum(x["usd"] for x in r.calls) + sum(s["usd"] for s in r.summary_calls) + sum(f.usd for f in lost)
     assert math.isclose(m["usd"], total, rel_tol=1e-12, abs_tol=1e-12)

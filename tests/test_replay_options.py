@@ -113,7 +113,7 @@ def test_a_refused_option_does_no_work(tmp_path):
 def test_what_a_worker_process_is_sent_pickles_without_the_providers():
     chosen = Options(summarizer=EchoLLM(), judge=EchoLLM(), model="gpt-4o")
     sent = pickle.loads(pickle.dumps(chosen.replaying()))
-    assert set(sent) == {"summary_size", "overhead", "pricing"} and sent["pricing"].model == "gpt-4o"
+    assert set(sent) == {"summary_size", "overhead", "summary_request", "pricing"} and sent["pricing"].model == "gpt-4o"
 
 
 def test_retention_names_its_cache_the_judges():

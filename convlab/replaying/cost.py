@@ -24,10 +24,20 @@ names its whole path). A call the replay makes on a history a strategy
 rewrote reads new messages, so it misses the cache beyond what it still
 shares: a compaction shows as a cache miss beyond the hidden prompt.
 
-Summary calls are priced too (the summarizer's model, its input, its output),
-as uncached input: what a summary call reads is a slice of the path and a
-prompt, and whether a provider finds that prefix is not modelled (a summary's
-dollars lean high, if anything).
+A message's key is its original's when it is a copy (``copied_from``) whose
+whole path up from it copies its original's path: a ``context.replace`` that
+keeps the opening of the history as it was (a clearing, a masking) finds that
+prefix in the cache, and misses from the first message it changed on. One that
+starts with a summary, or drops the opening, misses beyond the hidden prompt.
+
+Summary calls are priced too (the summarizer's model, its input, its output).
+One sent as the engine sends it (``SummaryCall.shared``) on the session's own
+model reads the same blocks as a model call on the history it summarizes (the
+warm part, the hidden prompt, the path from its root), then its prompt: while
+the cache is warm, that prefix is read from it, and the call's own reads and
+writes go into the cache the later calls find. A bare one (no system prompt,
+no tools) or one on another model (a summarizer naming one) reads nothing
+cached and writes nothing: its input at the full price.
 """
 
 from __future__ import annotations
@@ -103,8 +113,9 @@ class _PathBlocks(Sequence):
     far as it is read."""
 
     def __init__(self, head_blocks: list[tuple[Any, int]], head: str | None, depth: int,
-                 up: Callable[[str | None], Iterator[str]], tokens_of: Callable[[str], int], under: tuple[str, str]):
-        self._front, self._depth, self._tokens_of, self._under = head_blocks, depth, tokens_of, under
+                 up: Callable[[str | None], Iterator[str]], tokens_of: Callable[[str], int], under: tuple[str, str],
+                 key_of: Callable[[str], str] = str):
+        self._front, self._depth, self._tokens_of, self._under, self._key_of = head_blocks, depth, tokens_of, under, key_of
         self._up = up(head)
         self._read: list[str] = []  # the path's ids read so far, the head first
 
@@ -122,7 +133,7 @@ class _PathBlocks(Sequence):
         while len(self._read) <= k:
             self._read.append(next(self._up))
         node = self._read[k]
-        return ((*self._under, node), self._tokens_of(node))
+        return ((*self._under, self._key_of(node)), self._tokens_of(node))
 
 
 def price(calls: Sequence[ModelCall], summary_calls: Sequence[SummaryCall], session: Session, p: Plan, counts: ExactCounts,
@@ -133,6 +144,7 @@ def price(calls: Sequence[ModelCall], summary_calls: Sequence[SummaryCall], sess
     and costs nothing (0 each, $0)."""
     tree = session.message_tree  # (its networkx graph is never built in a replay)
     exact: dict[str, int] = {}
+    key_of = _Keys(tree)
 
     def exact_of(sid: str) -> int:
         n = exact.get(sid)
@@ -168,7 +180,8 @@ def price(calls: Sequence[ModelCall], summary_calls: Sequence[SummaryCall], sess
         def tokens_of(sid: str, r: float = ratio) -> int:
             return round(r * exact_of(sid))
 
-        blocks = _PathBlocks(front, c.head, 0 if c.head is None else tree.depth(c.head), tree.ancestors, tokens_of, (root, model))
+        blocks = _PathBlocks(front, c.head, 0 if c.head is None else tree.depth(c.head), tree.ancestors, tokens_of, (root, model),
+                             key_of)
         got = cache.call(c.time, blocks, model)
         cached = min(got["cached"], c.read)
         cache_write = min(got["cache_write"], c.read - cached)
@@ -183,9 +196,56 @@ def price(calls: Sequence[ModelCall], summary_calls: Sequence[SummaryCall], sess
         out.append(replace(c, cached=cached, cache_write=cache_write, logged_cached=_logged_cached(p, c) if c.applies else None,
                            output=output, usd=usd, cache_alive=alive, miss_usd=miss))
     summary_prices = pricing.prices(pricing.summarizer_model or pricing.model)
-    summaries = [replace(s, usd=None if summary_prices is None else 0.0 if s.refused else summary_prices.usd(s.read, 0, 0, s.output))
-                 for s in summary_calls]
+    other_model = pricing.summarizer_model is not None and pricing.summarizer_model != pricing.model
+    summaries = []
+    for s in summary_calls:
+        cached = cache_write = 0
+        if not s.refused and s.shared and not other_model:
+            root, model, hidden, ratio, warm = the_fit.of(s.reply)
+            name = pricing.rule_for(model or logged_model)
+            ttl = pricing.ttl_for(name, model or logged_model, the_fit)
+            cache = caches.get((name, ttl))
+            if cache is None:
+                cache = caches[name, ttl] = PromptCache(name, ttl, pricing.model or model or logged_model or None)
+            blocks: list[tuple[Any, int]] = [(("warm", model, warm), warm), (("hidden", root, model), max(0, round(hidden) - warm))]
+            if s.head is not None:
+                path = [*reversed(list(tree.ancestors(s.head)))]
+                blocks += [((root, model, key_of(sid)), round(ratio * exact_of(sid))) for sid in path]
+            blocks.append((("prompt", id(s)), max(0, s.read - sum(n for _, n in blocks))))  # its prompt: its own
+            got = cache.call(s.time, blocks, model)
+            cached = min(got["cached"], s.read)
+            cache_write = min(got["cache_write"], s.read - cached)
+        usd = None if summary_prices is None else 0.0 if s.refused else summary_prices.usd(s.read, cached, cache_write, s.output)
+        summaries.append(replace(s, cached=cached, cache_write=cache_write, usd=usd))
     return out, summaries
+
+
+class _Keys:
+    """A message's key in the prompt cache: its own id, or its original's when it is a copy whose whole path up
+    from it copies its original's path (the prefix the provider reads is the same, token for token)."""
+
+    def __init__(self, tree: Any) -> None:
+        self.tree = tree
+        self.known: dict[str, str] = {}
+
+    def __call__(self, sid: str) -> str:
+        known, tree = self.known, self.tree
+        if sid in known:
+            return known[sid]
+        chain, s = [], sid
+        while s is not None and s not in known:  # up to a message known, then down again: no recursion on a path
+            chain.append(s)
+            s = tree.parent(s)
+        for s in reversed(chain):
+            node = tree.node(s)
+            orig, parent = node.get("copied_from"), tree.parent(s)
+            key = s
+            if isinstance(orig, str) and orig in tree:
+                above = tree.parent(orig)
+                if (None if parent is None else known[parent]) == (None if above is None else self(above)):
+                    key = self(orig)
+            known[s] = key
+        return known[sid]
 
 
 def _logged_cached(p: Plan, call: ModelCall) -> int | None:

@@ -212,11 +212,12 @@ class Replayer:
         summarize: Summarize | None = None,
         summary_size: int | float | None = None,
         overhead: int | None = None,
+        summary_request: str = "shared",
         worker: Worker | None = None,
         pricing: Pricing | None = None,
     ):
-        """``summarize`` answers the summary calls, ``summary_size`` and
-        ``overhead`` are the cost model's knobs: ``ReplayLLM`` documents them;
+        """``summarize`` answers the summary calls, ``summary_size``,
+        ``overhead`` and ``summary_request`` are the cost model's knobs: ``ReplayLLM`` documents them;
         they go to every fork. ``counts`` (default: new) are shared by every
         replay of a sweep. ``worker`` answers each ``context.limit`` (None:
         with what the engine proposes; see ``replay``). ``pricing`` says how
@@ -226,7 +227,7 @@ class Replayer:
         self.pricing = pricing
         counts = counts if counts is not None else ExactCounts()
         model = ReplayLLM.for_plan(plan, config.window, summarize=summarize, counts=counts, summary_size=summary_size,
-                                   overhead=overhead)
+                                   overhead=overhead, summary_request=summary_request)
         self._setup(plan, config, agent, model, _Record(), None)
 
     def _setup(self, plan: Plan, config: ContextConfig, agent: str, model: ReplayLLM, record: _Record,

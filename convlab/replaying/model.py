@@ -17,7 +17,7 @@ from ..providers.fakes import checked_replies, stand_in, summarized
 from ..tokens import content_text, count_tokens
 from ..tree import PathView, input_tokens
 from .fit import Fit, fit
-from .options import check_overhead, check_summary_size
+from .options import check_overhead, check_summary_request, check_summary_size
 from .plan import ExactCounts, Plan
 from .result import SummaryCall
 
@@ -120,8 +120,13 @@ class ReplayLLM:
       tokens each, as ``EchoLLM`` writes it), a ratio (a float, 0 < r <= 1)
       of the exact tokens it summarizes, or a whole number of tokens. What
       every later call reads starts from it, so it decides every later count.
-      Their usage is the exact count of what they read, no overhead: a
-      summary call carries its strategy's prompt, not the agent's hidden one.
+      What they read depends on how they are sent (``summary_request``):
+      ``"shared"`` (default), as the engine sends them, with the agent's
+      system prompt and tools: what the log's fit says a call on that history
+      reads (``hidden + ratio * exact``, as a call the log's usage does not
+      answer; the carried overhead where the fit is not trusted);
+      ``"bare"``: the exact count of the messages and the prompt, no
+      overhead.
     - ``summarize(request, tokens, guessed)``: what answers the summary
       calls instead of the stand-in (``tokens``: the exact count of what the
       request sends; ``guessed``: this model already wrote a stand-in, so the
@@ -183,11 +188,13 @@ class ReplayLLM:
         overhead: int | None = None,
         summarize: Summarize | None = None,
         counts: ExactCounts | None = None,
+        summary_request: str = "shared",
     ):
         if window is not None and (not isinstance(window, int) or window <= 0):
             raise ValueError(f"window must be a positive integer, got {window!r}")
         self.summary_size = check_summary_size(summary_size)
         self.overhead = check_overhead(overhead)
+        self.summary_request = check_summary_request(summary_request)
         self.replies = checked_replies(replies)
         self.window = window
         self.latency = 0.0
@@ -398,20 +405,44 @@ class ReplayLLM:
 
     def _summary(self, request: Mapping[str, Any], messages: list[Mapping[str, Any]]) -> dict[str, Any]:
         """A summary call: the window's check, then ``summarize``'s reply or the stand-in."""
-        read = self.count(messages)
+        exact = self.count(messages)
+        where = self._summary_where(messages)
+        read = exact if not where["shared"] else self._shared_read(where["reply"], exact)
         refused = self.window is not None and read > self.window
-        self.last_summary = SummaryCall(read, refused)  # what it read, whatever happens next (a summarizer may fail)
+        self.last_summary = SummaryCall(read, refused, **where)  # what it read, whatever happens next (a summarizer may fail)
         if refused:
             raise ProviderError("too_long", f"{read} tokens is more than the window of {self.window}")
         if self.summarize is not None:
-            real = self.summarize(request, read, self._state.stand_ins > 0)
+            real = self.summarize(request, exact, self._state.stand_ins > 0)
             if real is not None:
                 out = (real.get("usage") or {}).get("output_tokens")
                 output = out if isinstance(out, int) and not isinstance(out, bool) and out >= 0 else \
                     self.count([{"content": real.get("content")}])
-                self.last_summary = SummaryCall(read, False, output, False)
+                self.last_summary = SummaryCall(read, False, output, False, **where)
                 return real
             self._state = replace(self._state, stand_ins=self._state.stand_ins + 1)
         content = self._stand_in(messages)
-        self.last_summary = SummaryCall(read, False, self.count([{"content": content}]), True)
+        self.last_summary = SummaryCall(read, False, self.count([{"content": content}]), True, **where)
         return {"content": content, "usage": {"input_tokens": read, "output_tokens": self.last_summary.output}}
+
+    def _summary_where(self, messages: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """Where a summary call runs (``SummaryCall``'s ``time``, ``head``, ``reply``, ``shared``): ``head`` when
+        what it sends before its prompt is the session's path from its root (the prefix the session's calls read)."""
+        head = None
+        if self._session is not None and len(messages) >= 2:
+            last = messages[-2].get("id")
+            tree = self._session.message_tree
+            if isinstance(last, str) and last in tree and tree.depth(last) == len(messages) - 2 \
+                    and messages[0].get("id") == tree.root_of(last):
+                head = last
+        replies = self.replies
+        reply = replies[min(self._state.next, len(replies) - 1)].get("id") if replies else None
+        time = self._session.clock if self._session is not None else self.clock() if self.clock is not None else None
+        return {"time": time, "head": head, "reply": reply, "shared": self.summary_request == "shared"}
+
+    def _shared_read(self, reply: str | None, exact: int) -> int:
+        """What a summary call sent as the engine sends it reads: the log's fit of a call on that history,
+        else the exact count and the overhead later calls carry."""
+        fitted = self.fit() if self.overhead is None else None
+        read_as = fitted.reads(reply, exact) if fitted is not None else None
+        return read_as if read_as is not None else exact + self._carried()

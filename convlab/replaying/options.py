@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from ..providers import Provider
 
 __all__ = ["Options", "options_of", "takes_options", "renamed", "check_worker", "check_summary_size", "check_overhead",
-           "check_probes", "folder_of", "RENAMED"]
+           "check_summary_request", "check_probes", "folder_of", "RENAMED", "SUMMARY_REQUESTS"]
 
 #: Earlier names of options, and the option each is now.
 RENAMED = {"cache": "summary_cache", "cache_ttl": "prompt_cache_ttl"}
@@ -67,6 +67,19 @@ def check_summary_size(value: object) -> int | float | None:
         raise ValueError(f"summary_size as a ratio must be more than 0 and at most 1, got {value!r}"
                          + (f" (for {int(value)} tokens, give the whole number {int(value)})" if value > 1 and value.is_integer() else ""))
     return float(value)
+
+
+#: How a summary call is sent (``Options.summary_request``).
+SUMMARY_REQUESTS = ("shared", "bare")
+
+
+def check_summary_request(value: object) -> str:
+    """``summary_request`` checked: ``"shared"`` or ``"bare"``."""
+    if value not in SUMMARY_REQUESTS:
+        raise ValueError(f"summary_request must be 'shared' (sent as the engine sends it: the agent's system prompt "
+                         f"and tools, then the path: the session's cached prefix) or 'bare' (the summary prompt and "
+                         f"the messages alone: no cached prefix), got {value!r}")
+    return str(value)
 
 
 def check_overhead(value: object) -> int | None:
@@ -120,6 +133,16 @@ class Options:
     - ``overhead``: the hidden prompt (system prompt and tools) of a call the
       log's usage does not answer (None: measured from the log; an int: that
       many tokens).
+    - ``summary_request``: how a summary call is sent. ``"shared"`` (the
+      default) is what the engine's summarize does: the same provider with
+      the same parameters (its tools) and the session's path from its root,
+      then the prompt, so it reads the agent's hidden prompt too and, on
+      the session's model while the cache is warm, reads that prefix from
+      the prompt cache. ``"bare"``: the prompt and the messages alone (no
+      system prompt, no tools: opencode's compaction call), so no cached
+      prefix. A summarizer on another model (``summarizer=`` naming one
+      other than ``model``) reads nothing cached either way: a cache is per
+      model.
     - ``summarizer``: the provider summary calls go to (None: the stand-in);
       ``summary_cache``: where its summaries are kept (None:
       ``$XDG_CACHE_HOME/convlab/summaries``; a folder; False: memory only).
@@ -147,6 +170,7 @@ class Options:
     worker: Worker | None = None
     summary_size: int | float | None = None
     overhead: int | None = None
+    summary_request: str = "shared"
     summarizer: Provider | None = None
     summary_cache: SummaryFolder = None
     model: str | None = None
@@ -164,6 +188,7 @@ class Options:
         check_worker(self.worker)
         check_summary_size(self.summary_size)
         check_overhead(self.overhead)
+        check_summary_request(self.summary_request)
         _provider(self.summarizer, "summarizer")
         if self.summarizer is None and self.summary_cache is not None:
             raise ValueError("summary_cache= is where a summarizer's summaries are kept: give summarizer= too")
@@ -193,9 +218,10 @@ class Options:
         return Summaries(self.summarizer, folder_of(self.summary_cache, "summary_cache", default_folder()))
 
     def replaying(self) -> dict[str, Any]:
-        """What every ``Replayer`` of a replay or a sweep takes (``summary_size``, ``overhead``, ``pricing``):
-        nothing a worker process cannot be sent (no provider)."""
-        return {"summary_size": self.summary_size, "overhead": self.overhead, "pricing": self.pricing}
+        """What every ``Replayer`` of a replay or a sweep takes (``summary_size``, ``overhead``,
+        ``summary_request``, ``pricing``): nothing a worker process cannot be sent (no provider)."""
+        return {"summary_size": self.summary_size, "overhead": self.overhead, "summary_request": self.summary_request,
+                "pricing": self.pricing}
 
 
 #: The option names, in order.

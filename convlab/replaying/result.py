@@ -127,16 +127,35 @@ class ModelCall(_Record):
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class SummaryCall(_Record):
-    """One summary call: ``read`` (the exact count of what it sent), ``refused`` (too long for the
-    window: it read nothing), ``output`` (the summary's tokens), ``stand_in`` (the replay wrote the
-    summary itself: no summarizer, or the summarizer gave none), ``usd`` once priced (None without a
-    model; uncached input)."""
+    """One summary call: ``read`` (the input tokens it sent: with ``shared``, the agent's hidden prompt
+    and what the log's fit says its messages read, as a model call's; else their exact count),
+    ``refused`` (too long for the window: it read nothing), ``output`` (the summary's tokens),
+    ``stand_in`` (the replay wrote the summary itself: no summarizer, or the summarizer gave none).
+
+    Where it ran, for the prompt cache: ``time`` (the clock), ``head`` (the last message it
+    summarized, when what it sent is the session's path from its root to there, then the prompt: the
+    prefix the session's own calls read; None when it is not), ``reply`` (the logged reply the
+    session's next call gets: whose log root and model it reads under), ``shared`` (it was sent as
+    the engine sends it, with the agent's system prompt and tools; False: bare, the summary prompt
+    and messages alone, ``Options.summary_request``), ``kind`` (``"summary"``, or ``"verify"``: a
+    compaction's second pass, as Gemini CLI's self-check, which the replay prices but does not run).
+
+    Once priced (``cost.price``): ``cached`` and ``cache_write`` (what the prompt cache read and wrote
+    for it: a shared request on the session's model reads the session's warm prefix; a bare one, or
+    one on another model, reads nothing cached) and ``usd`` (None without a model)."""
 
     read: int
     refused: bool
     output: int = 0
     stand_in: bool = False
     usd: float | None = None
+    time: float | None = None
+    head: str | None = None
+    reply: str | None = None
+    shared: bool = False
+    kind: str = "summary"
+    cached: int | None = None
+    cache_write: int | None = None
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)

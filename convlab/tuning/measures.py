@@ -48,7 +48,8 @@ def measures(replay: Replay, baseline: Mapping[str, Figures] | None = None) -> d
 
 def cost_measures(replay: Replay, baseline: Mapping[str, Figures] | None = None) -> dict[str, Any]:
     """What the calls cost, as a sweep's columns, over the calls ``measures`` sums: ``cached`` and
-    ``cache_write`` (predicted, summed; a summary call reads uncached), ``logged_cached`` (the log's
+    ``cache_write`` (predicted, summed over the model calls and the summary calls: a summary call sent
+    as the engine sends it reads the session's warm prefix, ``cost.price``), ``logged_cached`` (the log's
     cache reads, where its usage applies), ``err_cached_mean`` and ``err_cached_p95`` (predicted
     less logged, per answered call where the log has a figure), ``cached_share`` (``cached`` over
     every input token the row counts: ``tokens_read``), ``usd`` (every call and summary call; NaN
@@ -115,11 +116,12 @@ def _costs(replay: Replay, answered: Sequence[ModelCall], summaries: Sequence[Su
                 "err_cached_p95": math.nan, "cached_share": math.nan, "usd": usd, **warm}
     logged = [(c.cached or 0, c.logged_cached) for c in priced if c.logged_cached is not None]
     errors = [cached - log for cached, log in logged]
-    cached = sum(c.cached or 0 for c in priced) + sum(f.cached for f in lost)
+    cached = sum(c.cached or 0 for c in priced) + sum(s.cached or 0 for s in summaries) + sum(f.cached for f in lost)
+    written = sum(c.cache_write or 0 for c in priced) + sum(s.cache_write or 0 for s in summaries) + sum(f.cache_write for f in lost)
     usd = math.nan
     if replay.priced:
         usd = sum(c.usd or 0.0 for c in priced) + sum(s.usd or 0.0 for s in summaries) + sum(f.usd for f in lost)
-    return {"cached": cached, "cache_write": sum(c.cache_write or 0 for c in priced) + sum(f.cache_write for f in lost),
+    return {"cached": cached, "cache_write": written,
             "logged_cached": sum(log for _, log in logged) if logged else math.nan,
             "err_cached_mean": _mean(errors), "err_cached_p95": _p95(errors),
             "cached_share": cached / read if read else math.nan, "usd": usd, **warm}
