@@ -308,7 +308,7 @@ def test_every_compaction_and_preset_replays_the_real_session_and_sweeps():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", convlab.TuneWarning)
         df = convlab.tune([c], cfg, grid={"worker": workers}, model="claude-sonnet-4-5", progress=False)
-        peers = convlab.tune([c], convlab.presets("all", window=128_000), model="claude-sonnet-4-5", progress=False)
+        peers = convlab.tune([c], convlab.presets("agents", window=128_000), model="claude-sonnet-4-5", progress=False)
     assert df["worker"].tolist() == [repr(w) for w in workers]
     assert (df["limits_full"] > 0).all() and (df["usd"] != df["baseline_usd"]).all()
     for w in workers:

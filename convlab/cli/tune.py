@@ -100,8 +100,11 @@ def add(sub: argparse._SubParsersAction[Parser]) -> None:
                       help="rank the configs that make turns fail too, last (by default they are left out, and the "
                            "ranking says which and why)")
     tune.add_argument("--preset", metavar="NAMES",
-                      help="the field's auto-compactions beside the config (convlab.presets): claude-code, codex, gemini-cli, pi, "
-                           "a comma-separated list or all; at the config's window, or --window (default each peer's); "
+                      help="the field's compactions beside the config (convlab.presets): the agents' (claude-code, codex, "
+                           "gemini-cli, pi), the providers' (anthropic-compaction, anthropic-on-demand, anthropic-clear-tool-uses, "
+                           "anthropic-clear-thinking, openai-compact, openai-compaction), the papers' (deep-agents, masking, "
+                           "masking-summary, masking-hybrid), a comma-separated list, a group (agents, providers, papers) or all; "
+                           "at the config's window, or --window (default each peer's); "
                            "auto: the preset of the agent that wrote each log, at the window its log records (a log whose agent no "
                            "preset models, e.g. Copilot CLI's, is left out, named on stderr)")
     tune.add_argument("--window", type=tokens, metavar="TOKENS",

@@ -14,7 +14,13 @@ way ``bench/cache_check.py`` checks against the real Claude Code sessions
 count; the first ``warm`` tokens of the hidden prompt are what the first call
 of each model found cached already (its logged cache read, at most
 ``hidden``): a replay cannot know what other sessions left in the cache, so
-that much is taken from the log. A log with no usage gives ``hidden`` the
+that much is taken from the log. A call whose logged input is more than its
+blocks hold (the fit is a line through the log's calls: about half of them lie
+above it) has its cache read and write scaled up by the same share, so that
+what no block holds is cached and written as the rest of its input is, not
+priced as fresh input no call could have cached: otherwise the log as it ran
+pays for its fit's residuals at the full price, and any config that rewrites
+the history (whose calls read what the fit says) looks cheaper by that much. A log with no usage gives ``hidden`` the
 replay's own hidden overhead, a ratio of 1 and nothing warm.
 
 Each call's blocks are then the warm part, the rest of the hidden prompt (one
@@ -183,8 +189,12 @@ def price(calls: Sequence[ModelCall], summary_calls: Sequence[SummaryCall], sess
         blocks = _PathBlocks(front, c.head, 0 if c.head is None else tree.depth(c.head), tree.ancestors, tokens_of, (root, model),
                              key_of)
         got = cache.call(c.time, blocks, model)
-        cached = min(got["cached"], c.read)
-        cache_write = min(got["cache_write"], c.read - cached)
+        cached, cache_write = got["cached"], got["cache_write"]
+        held = round(hidden) + ratio * c.exact  # what its blocks hold (the warm part is in hidden)
+        if c.read > held > 0:  # the log's usage reads more than its blocks hold: the rest is cached and written as they are
+            cached, cache_write = round(cached * c.read / held), round(cache_write * c.read / held)
+        cached = min(cached, c.read)
+        cache_write = min(cache_write, c.read - cached)
         output = _output(p, c, counts)
         before = last.get((name, ttl, model))
         last[name, ttl, model] = c.time

@@ -243,6 +243,7 @@ class Replayer:
         self._held: int | None = None  # the limit (an index into record.limits) that holds the next call
         self._held_ids: set[str] = set()
         self._compacting: str | None = None  # the log's summary whose context.replace is under way
+        self._limit_summaries = 0  # how many summary calls were recorded when the latest context.limit came
         self._lines: list[bytes] = []  # the events as log lines, made once (what forks load)
         llm = {"replay": model}
         if start is None:
@@ -253,6 +254,7 @@ class Replayer:
                                         keep_events=EVENTS_KEPT)
             self.session.clock = start[1]
         model.bind(self.session)
+        model.worker_request = getattr(self.worker, "summary_request", None)  # a compaction whose source sends its own way
         self._unsubscribe = self.session.subscribe(self._on_event)
 
     def close(self) -> None:
@@ -327,6 +329,8 @@ class Replayer:
             if made is not None:
                 rec.summary_calls.append(made)
                 rec.consulted.append((self.turn, "read", made.read, made.refused))
+                if getattr(self.worker, "verify", False) and not made.refused:
+                    rec.summary_calls.append(self.llm.verify_pass(made))
             return
         started, read = self._started, self.llm.last
         self._started = None
@@ -345,6 +349,7 @@ class Replayer:
         limit = ContextLimit(ev["reason"], ev["strategy"], ev["tokens"], len(rec.calls) + (0 if overflow else 1),
                       self._turn_calls == 0, self.session.idle_for, None if self.worker is None else repr(self.worker))
         rec.limits.append(limit)
+        self._limit_summaries = len(rec.summary_calls)  # the summary calls this limit makes come after
         if overflow:
             if rec.calls:
                 rec.calls[-1] = dataclasses.replace(rec.calls[-1], limit=index)
@@ -550,7 +555,13 @@ class Replayer:
         decision = self.session.pending
         assert decision is not None, "a context.limit waits"
         try:
-            return self.worker(decision)
+            answer = self.worker(decision)
+            checks = getattr(self.worker, "summarizes", None)
+            if checks is not None and not any(a.get("type") == "context.replace" for a in answer) \
+                    and not checks(list(decision["messages"]), decision):
+                # its source decides before it summarizes: the summary calls the engine made for it were never made
+                del self.record.summary_calls[self._limit_summaries:]
+            return answer
         except Exception as err:  # a worker's bug, named: the replay cannot go on without its answer
             raise ValueError(f"replay: the worker {self.worker!r} raised {type(err).__name__} at the context.limit "
                              f"of call {decision['call']['id']} (turn {self.turn + 1} of the plan): {err}") from err

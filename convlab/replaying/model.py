@@ -8,6 +8,7 @@ plus the hidden overhead), the stand-in summaries and the cost model's knobs
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
@@ -34,6 +35,13 @@ _REPLY_KEYS = ("tool_calls", "name", "metadata")
 #: What answers a replay's summary calls: ``summarize(request, tokens, guessed)``, the reply
 #: (None: the stand-in); ``tokens`` is the exact count of what it reads (see ``ReplayLLM``).
 Summarize: TypeAlias = Callable[[Mapping[str, Any], int, bool], dict[str, Any] | None]
+
+#: The prompt of a compaction's second pass (``ReplayLLM.verify_pass``): Gemini CLI's self-check, in convlab's
+#: words, about as long as the CLI's own (chatCompressionService.ts).
+VERIFY_PROMPT = ("Check the <state_snapshot> you just wrote against the history above. If it leaves out a technical "
+                 "detail, a file path, a tool result or a constraint the user gave, or says one less precisely than it "
+                 "could, write a final, better <state_snapshot>. If nothing is missing, write the same snapshot again.")
+
 
 class Read(NamedTuple):
     """What one call read, as the model saw it (its half of a ``result.ModelCall``; ``ReplayLLM`` documents
@@ -195,6 +203,7 @@ class ReplayLLM:
         self.summary_size = check_summary_size(summary_size)
         self.overhead = check_overhead(overhead)
         self.summary_request = check_summary_request(summary_request)
+        self.worker_request: str | None = None  # how the worker's source sends its summary calls (``Compaction``), else None
         self.replies = checked_replies(replies)
         self.window = window
         self.latency = 0.0
@@ -438,7 +447,13 @@ class ReplayLLM:
         replies = self.replies
         reply = replies[min(self._state.next, len(replies) - 1)].get("id") if replies else None
         time = self._session.clock if self._session is not None else self.clock() if self.clock is not None else None
-        return {"time": time, "head": head, "reply": reply, "shared": self.summary_request == "shared"}
+        return {"time": time, "head": head, "reply": reply, "shared": (self.worker_request or self.summary_request) == "shared"}
+
+    def verify_pass(self, made: SummaryCall) -> SummaryCall:
+        """The second pass a compaction's source makes over its summary (Gemini CLI's self-check), priced, not
+        run: it reads what ``made`` read, the summary and ``VERIFY_PROMPT``, and writes a summary as long."""
+        read = made.read + made.output + self._tokens(VERIFY_PROMPT)
+        return dataclasses.replace(made, read=read, kind="verify", head=None)
 
     def _shared_read(self, reply: str | None, exact: int) -> int:
         """What a summary call sent as the engine sends it reads: the log's fit of a call on that history,

@@ -66,7 +66,7 @@ def cost_measures(replay: Replay, baseline: Mapping[str, Figures] | None = None)
     >>> t.head = "a2"
     >>> m = cost_measures(replay(Conversation(t, id="c"), model="claude-sonnet-4-5"))
     >>> m["cached"], m["cache_write"], round(m["usd"], 6), round(m["cached_share"], 3)
-    (3010, 3012, 0.012252, 0.499)
+    (3018, 3012, 0.01223, 0.5)
     """
     answered, summaries, lost = _summed(replay, baseline)
     return _costs(replay, answered, summaries, lost, _read(answered, summaries, lost))

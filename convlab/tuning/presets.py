@@ -1,11 +1,15 @@
 """Presets: configs (and workers) that fire as the field's agents auto-compact.
 
 ``convlab.presets(name, window=...)`` gives, for each peer named, a ``Preset``:
-its ``name``, the ``config`` (a ``ContextConfig`` whose ``summarize``
-strategy fires where the peer compacts) and the ``worker`` (the compaction
-it makes: a ``convlab.compact`` worker, or None for the engine's own
-summary). ``name`` is one of ``NAMES``, a comma-separated list of them, a
-list, or ``"all"``. The numbers and where they come from are in each preset's
+its ``name``, the ``config`` (a ``ContextConfig`` whose strategy fires where
+the peer compacts: ``summarize`` where it writes a summary, ``reset`` where
+it only edits) and the ``worker`` (the compaction it makes: a
+``convlab.compact`` worker, or None for the engine's own summary). ``name``
+is one of ``NAMES``, a comma-separated list of them, a list, a group
+(``GROUPS``: ``"agents"``, the coding agents' own; ``"providers"``,
+Anthropic's and OpenAI's API compactions and context editing; ``"papers"``,
+Deep Agents and the Complexity Trap's masking, summary and hybrid), or
+``"all"``. The numbers and where they come from are in each preset's
 docstring; where convlab only approximates the peer, it says so. One rule
 holds for them all: the engine's count is its own (about a token per four
 characters, docs/protocol.md 5.1), not the peer's tokenizer, and the engine's own
@@ -23,8 +27,12 @@ log does not show), its docstring says by how much and why. ``AUTO`` among
 (``for_log``), at the window that log records.
 
 >>> import convlab
->>> [(p.name, p.config.strategies[0].over_tokens, p.worker) for p in convlab.presets("all", window=200_000)]
-[('claude-code', 167000, None), ('codex', 180000, None), ('gemini-cli', 100000, summary_tail(keep_tokens=0.3)), ('pi', 183616, summary_tail(keep_tokens=20000))]
+>>> [(p.name, p.config.strategies[0].over_tokens, p.worker) for p in convlab.presets("agents", window=200_000)]
+[('claude-code', 167000, None), ('codex', 180000, None), ('gemini-cli', 100000, gemini_cli_compression()), ('pi', 183616, summary_tail(keep_tokens=20000))]
+>>> [p.name for p in convlab.presets("providers")]
+['anthropic-compaction', 'anthropic-on-demand', 'anthropic-clear-tool-uses', 'anthropic-clear-thinking', 'openai-compact', 'openai-compaction']
+>>> [p.name for p in convlab.presets("papers")]
+['deep-agents', 'masking', 'masking-summary', 'masking-hybrid']
 """
 
 from __future__ import annotations
@@ -34,12 +42,25 @@ from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from ..context import ContextConfig, Strategy
 from ..errors import ConfigError
-from .compact import Compaction, summary_tail
+from .compact import (
+    Compaction,
+    clear_thinking,
+    clear_tool_results,
+    gemini_cli_compression,
+    masking_with_summary,
+    observation_masking,
+    offloaded_summary,
+    openai_compact as openai_compact_worker,
+    summary_tail,
+    summary_turns,
+)
 
 if TYPE_CHECKING:
     from ..conversation import Conversation
 
-__all__ = ["presets", "Preset", "NAMES", "claude_code", "codex", "gemini_cli", "pi", "AUTO", "Auto", "AGENTS", "for_log",
+__all__ = ["presets", "Preset", "NAMES", "claude_code", "codex", "gemini_cli", "pi", "anthropic_compaction", "anthropic_on_demand",
+           "anthropic_clear_tool_uses", "anthropic_clear_thinking", "openai_compact", "openai_compaction", "deep_agents",
+           "masking", "masking_summary", "masking_hybrid", "EVERY_CALL", "GROUPS", "AUTO", "Auto", "AGENTS", "for_log",
            "window_of", "by_agent", "no_preset", "MODELLED", "AUTO_ROW", "AUTO_LABEL"]
 
 
@@ -52,12 +73,29 @@ class Preset(NamedTuple):
     worker: Compaction | None
 
 
-def _preset(name: str, window: int, over: int, worker: Compaction | None) -> Preset:
+def _preset(name: str, window: int, over: int, worker: Compaction | None, *more: Strategy, use: str = "summarize",
+            prompt: str | None = None) -> Preset:
     try:
-        config = ContextConfig(window=window, strategies=(Strategy("summarize", over_tokens=over),))
+        first = Strategy(use, over_tokens=over, prompt=prompt) if use == "summarize" else Strategy(use, over_tokens=over)
+        config = ContextConfig(window=window, strategies=(first, *more))
     except ConfigError as e:
         raise ConfigError(f"presets.{name}.{e.key}", f"{e.message} (window={window!r})") from None
     return Preset(name, config, worker)
+
+
+#: A threshold that every call passes: the preset of a rule the provider applies to every request fires at every call.
+EVERY_CALL = 1
+
+
+def _whole(name: str, key: str, value: object, least: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ConfigError(f"presets.{name}.{key}", f"must be a whole number of tokens{f' (at least {least:,})' if least else ''}, "
+                                                   f"got {value!r}")
+    return value
+
+
+def _share(window: object, share: float) -> object:
+    return int(window * share) if isinstance(window, int) and not isinstance(window, bool) else window
 
 
 def claude_code(window: int = 200_000, max_output: int = 32_000) -> Preset:
@@ -119,16 +157,20 @@ def codex(window: int = 200_000) -> Preset:
 
 
 def gemini_cli(window: int = 1_000_000) -> Preset:
-    """Gemini CLI: a summary of the older history once the context passes 50% of
-    the window, keeping the newest 30% verbatim.
+    """Gemini CLI: a compression once the last prompt passes 50% of the window:
+    a snapshot of the older history, the newest 30% verbatim (by characters,
+    cut before a user message), older tool outputs past 50,000 tokens cut to
+    30 lines, two model calls (the snapshot, a self-check), sent bare.
 
-    google-gemini/gemini-cli, packages/core/src/services/chatCompressionService.ts:
-    ``DEFAULT_COMPRESSION_TOKEN_THRESHOLD`` (0.5 in current releases; 0.7 in
-    earlier ones and in the docs' ``compressionThreshold``, 0.2 for a while)
-    and ``COMPRESSION_PRESERVE_THRESHOLD = 0.3`` (``findCompressSplitPoint``
-    keeps the last 30% of the history by characters, cut at a user message).
-    Approximate: here the 30% is of the tokens the model would read
-    (``summary_tail(keep_tokens=0.3)``), cut where no tool result loses its call.
+    google-gemini/gemini-cli, packages/core/src/context/chatCompressionService.ts
+    (commit 1bbee037): ``DEFAULT_COMPRESSION_TOKEN_THRESHOLD`` 0.5 (0.7 in
+    earlier releases and in the docs' ``compressionThreshold``, 0.2 for a
+    while) against ``tokenLimit(model)``; the rest is the worker's,
+    ``compact.gemini_cli_compression``, whose docstring says each rule and
+    the two places it differs (the summary covers the engine's ``kept``
+    span; characters are counted on each message's role and content). The
+    threshold is on the engine's count of what the model would read, where
+    the CLI reads the last prompt's usage.
 
     Not measurable on a log: the CLI's chat recording does not record a
     compression (its result is a UI event). The shared sessions read at most
@@ -139,7 +181,7 @@ def gemini_cli(window: int = 1_000_000) -> Preset:
     500000
     """
     over = window // 2 if isinstance(window, int) and not isinstance(window, bool) else window
-    return _preset("gemini-cli", window, over, summary_tail(keep_tokens=0.3))
+    return _preset("gemini-cli", window, over, gemini_cli_compression())
 
 
 def pi(window: int = 200_000) -> Preset:
@@ -169,8 +211,205 @@ def pi(window: int = 200_000) -> Preset:
     return _preset("pi", window, over, summary_tail(keep_tokens=20_000))
 
 
-#: The presets by name, in the order ``"all"`` gives them.
-NAMES = {"claude-code": claude_code, "codex": codex, "gemini-cli": gemini_cli, "pi": pi}
+def anthropic_compaction(window: int = 200_000, trigger: int = 150_000, instructions: str | None = None,
+                         pause_after_compaction: bool = False) -> Preset:
+    """Anthropic's server compaction, ``compact_20260112`` (beta ``compact-2026-01-12``;
+    anthropic-sdk-python ``types/beta/beta_compact_20260112_edit_param.py``,
+    ``beta_compaction_block.py``, ``beta_usage.py``): once a request's input
+    passes ``trigger`` tokens (150,000 by default, 50,000 at least), the API
+    first summarizes the conversation (``instructions`` replaces its
+    summary prompt: the strategy's ``prompt`` here), puts the ``compaction``
+    block first and drops what precedes it, then answers.
+
+    Billing: the summary pass is an iteration of the same request
+    (``usage.iterations[]``), outside the top-level usage: it reads what the
+    request reads, so while the cache is warm it reads that prefix from it
+    (a replay's summary call sent ``shared``, priced with its cache reads);
+    the answer then reads the new history, whose prefix it writes to the
+    cache. ``pause_after_compaction`` returns control after the compaction
+    (``stop_reason: "compaction"``) so the client can add to the history
+    before the answer: the same two passes, billed as two requests; the
+    counts do not change, and it is accepted as the source has it.
+
+    Where it differs: the engine's summary covers the history before
+    ``kept`` (the input the model must still answer), which follows the
+    summary verbatim; the API's block covers all of it. With server tools
+    the API checks at every sampling, so one request can compact twice; the
+    engine checks before each call.
+
+    >>> anthropic_compaction(trigger=100_000).config.strategies[0].over_tokens
+    100000
+    """
+    _whole("anthropic-compaction", "trigger", trigger, 50_000)
+    if not isinstance(pause_after_compaction, bool):
+        raise ConfigError("presets.anthropic-compaction.pause_after_compaction", f"must be true or false, got {pause_after_compaction!r}")
+    return _preset("anthropic-compaction", window, trigger, None, prompt=instructions)
+
+
+def anthropic_on_demand(window: int = 200_000, over_tokens: int = 150_000, keep_turns: int = 0) -> Preset:
+    """Anthropic's on-demand compaction (beta ``compact-2026-09-04``;
+    platform.claude.com, build-with-claude/compaction-on-demand): the client
+    decides when (here above ``over_tokens``), sends the messages with
+    ``compaction: {type: "summarize"}``, gets one block of readable summary
+    and puts it first in place of them (``summary_turns(keep_turns=0)``:
+    the engine's own summary), or keeps the newest ``keep_turns`` turns
+    verbatim after it (the variant that keeps recent turns). The call is a
+    request of its own on the session's model: a summary call, priced with
+    its cache reads (``summary_request``).
+
+    >>> anthropic_on_demand(keep_turns=2).worker
+    summary_turns(keep_turns=2)
+    """
+    _whole("anthropic-on-demand", "over_tokens", over_tokens, 1)
+    worker = summary_turns(keep_turns) if keep_turns else None
+    return _preset("anthropic-on-demand", window, over_tokens, worker)
+
+
+def anthropic_clear_tool_uses(window: int = 200_000, trigger: int = 100_000, keep: int = 3, clear_at_least: int = 0,
+                              exclude_tools: Sequence[str] = (), clear_tool_inputs: bool | Sequence[str] = False) -> Preset:
+    """Anthropic's context editing, ``clear_tool_uses_20250919`` (anthropic-sdk-python
+    ``types/beta/beta_clear_tool_uses_20250919_edit_param.py``; docs.claude.com,
+    build-with-claude/context-editing): once the input passes ``trigger``
+    (100,000 by default), every tool result but the newest ``keep`` is
+    cleared, unless it frees fewer than ``clear_at_least`` tokens; results
+    of ``exclude_tools`` stay; ``clear_tool_inputs`` clears the calls'
+    inputs too (``compact.clear_tool_results``). No model call: a ``reset``
+    strategy raises the limit and the worker answers it (a clear counts in
+    a row's ``resets``; no summary call is made).
+
+    The API applies it to each request and the client keeps the full
+    history; the docs say a clear writes the cleared prefix to the cache
+    once and later requests read it from there, so the edit is kept here
+    as a rewrite of the history, and the trigger is on what the model would
+    read after the edits. On the cache: the prefix before the first result
+    cleared is still read from it.
+
+    >>> p = anthropic_clear_tool_uses(keep=5)
+    >>> p.config.strategies[0].use, p.config.strategies[0].over_tokens, p.worker
+    ('reset', 100000, clear_tool_results(keep=5))
+    """
+    _whole("anthropic-clear-tool-uses", "trigger", trigger, 1)
+    worker = clear_tool_results(keep=keep, clear_at_least=clear_at_least, exclude_tools=exclude_tools,
+                                clear_tool_inputs=clear_tool_inputs)
+    return _preset("anthropic-clear-tool-uses", window, trigger, worker, use="reset")
+
+
+def anthropic_clear_thinking(window: int = 200_000, keep: int | str = 1) -> Preset:
+    """Anthropic's context editing, ``clear_thinking_20251015``: the thinking of
+    all but the newest ``keep`` turns cleared (``"all"``: none; unset, the
+    API keeps the last turn's), at every request (``compact.clear_thinking``):
+    its ``reset`` strategy fires at every call. Clearing breaks the cached
+    prefix where it clears; ``keep="all"`` keeps it whole.
+
+    >>> anthropic_clear_thinking(keep="all").worker
+    clear_thinking(keep='all')
+    """
+    return _preset("anthropic-clear-thinking", window, EVERY_CALL, clear_thinking(keep), use="reset")
+
+
+def openai_compact(window: int = 400_000, over_tokens: int | None = None) -> Preset:
+    """OpenAI's ``/responses/compact`` called by the client above ``over_tokens``
+    (default 90% of the window, as Codex calls it): every user message kept
+    verbatim, one compaction item for the rest (``compact.openai_compact``),
+    the pass priced as a call of its own on the session's model.
+
+    >>> openai_compact(window=400_000).config.strategies[0].over_tokens
+    360000
+    """
+    over = over_tokens if over_tokens is not None else _share(window, 0.9)
+    return _preset("openai-compact", window, over, openai_compact_worker())  # type: ignore[arg-type]
+
+
+def openai_compaction(window: int = 400_000, compact_threshold: int = 200_000) -> Preset:
+    """OpenAI's server-side compaction, ``context_management: [{type: "compaction",
+    compact_threshold: N}]`` (developers.openai.com, the compaction guide):
+    when the input passes ``compact_threshold`` the response carries an
+    opaque ``compaction`` item and the client may drop what precedes it (not
+    when it chains with ``previous_response_id``): the engine's summary, then
+    ``kept``. The pass runs inside the request on the request's model: a
+    summary call sent ``shared``.
+
+    >>> openai_compaction(compact_threshold=150_000).config.strategies[0].over_tokens
+    150000
+    """
+    _whole("openai-compaction", "compact_threshold", compact_threshold, 1)
+    return _preset("openai-compaction", window, compact_threshold, None)
+
+
+def deep_agents(window: int = 200_000, trigger: float = 0.85, keep: float = 0.10) -> Preset:
+    """Deep Agents' summarization middleware (langchain-ai/deepagents,
+    libs/deepagents/deepagents/middleware/summarization.py; its docstring's
+    example: trigger ``("fraction", 0.85)``, keep ``("fraction", 0.10)``):
+    a summary once the context passes ``trigger`` of the window, the newest
+    ``keep`` of the window kept verbatim, the evicted messages offloaded to
+    a file the summary cites by path (``compact.offloaded_summary``).
+
+    >>> p = deep_agents(window=200_000)
+    >>> p.config.strategies[0].over_tokens, p.worker
+    (170000, offloaded_summary(keep_tokens=20000))
+    """
+    for key, value in (("trigger", trigger), ("keep", keep)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+            raise ConfigError(f"presets.deep-agents.{key}", f"must be a share of the window (0 < x < 1), got {value!r}")
+    kept = _share(window, keep)
+    worker = offloaded_summary(keep_tokens=kept if isinstance(kept, int) and kept >= 1 else keep)
+    return _preset("deep-agents", window, _share(window, trigger), worker)  # type: ignore[arg-type]
+
+
+def masking(window: int = 200_000, keep: int = 10) -> Preset:
+    """Observation masking as "The Complexity Trap" runs it (arXiv 2508.21433):
+    at every call, every tool observation but the newest ``keep`` (the
+    paper's M = 10) reads a placeholder (``compact.observation_masking``).
+    No model call. With ``"masking-summary"`` and ``"masking-hybrid"`` a
+    sweep makes the paper's comparison on a user's own logs.
+
+    >>> masking(keep=5).worker
+    observation_masking(keep=5)
+    """
+    return _preset("masking", window, EVERY_CALL, observation_masking(keep), use="reset")
+
+
+def masking_summary(window: int = 200_000, keep_turns: int = 10, over_tokens: int | None = None) -> Preset:
+    """The Complexity Trap's LLM summary: above ``over_tokens`` (default 75% of
+    the window: the paper fires at a number of turns, a strategy on tokens),
+    a summary of the older turns and the newest ``keep_turns`` verbatim
+    (``compact.summary_turns``).
+
+    >>> masking_summary(window=200_000).config.strategies[0].over_tokens
+    150000
+    """
+    over = over_tokens if over_tokens is not None else _share(window, 0.75)
+    return _preset("masking-summary", window, over, summary_turns(keep_turns))  # type: ignore[arg-type]
+
+
+def masking_hybrid(window: int = 200_000, keep: int = 10, keep_turns: int = 10, over_tokens: int | None = None) -> Preset:
+    """The Complexity Trap's hybrid: masking at every call and, above
+    ``over_tokens`` (default 75% of the window), the summary
+    (``compact.masking_with_summary``): its config's ``summarize`` strategy
+    comes first, so above the threshold the summary wins, and a ``reset``
+    strategy that fires at every call masks.
+
+    >>> [s.use for s in masking_hybrid().config.strategies]
+    ['summarize', 'reset']
+    """
+    over = over_tokens if over_tokens is not None else _share(window, 0.75)
+    return _preset("masking-hybrid", window, over, masking_with_summary(keep, keep_turns),  # type: ignore[arg-type]
+                   Strategy("reset", over_tokens=EVERY_CALL))
+
+
+#: The presets by name, in the order ``"all"`` gives them: the agents', then the providers', then the paper's.
+NAMES = {"claude-code": claude_code, "codex": codex, "gemini-cli": gemini_cli, "pi": pi,
+         "anthropic-compaction": anthropic_compaction, "anthropic-on-demand": anthropic_on_demand,
+         "anthropic-clear-tool-uses": anthropic_clear_tool_uses, "anthropic-clear-thinking": anthropic_clear_thinking,
+         "openai-compact": openai_compact, "openai-compaction": openai_compaction, "deep-agents": deep_agents,
+         "masking": masking, "masking-summary": masking_summary, "masking-hybrid": masking_hybrid}
+
+#: Names that stand for several presets.
+GROUPS = {"agents": ("claude-code", "codex", "gemini-cli", "pi"),
+          "providers": ("anthropic-compaction", "anthropic-on-demand", "anthropic-clear-tool-uses", "anthropic-clear-thinking",
+                        "openai-compact", "openai-compaction"),
+          "papers": ("deep-agents", "masking", "masking-summary", "masking-hybrid"),
+          "all": tuple(NAMES)}
 
 #: The agent whose preset fits a log, by the log's format (``Conversation.format``).
 AGENTS = {"claude_code": "claude-code", "codex": "codex", "gemini_cli": "gemini-cli", "pi": "pi"}
@@ -215,21 +454,21 @@ def presets(name: str | Sequence[str] = "all", window: int | None = None) -> lis
 
     >>> [p.name for p in presets("pi,codex", window=128_000)]
     ['pi', 'codex']
-    >>> presets("cursor")
+    >>> presets("cursor")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    convlab.errors.ConfigError: presets: unknown preset 'cursor' (known: claude-code, codex, gemini-cli, pi, or all)
+    convlab.errors.ConfigError: presets: unknown preset 'cursor' (known: claude-code, codex, gemini-cli, pi, ...; groups: agents, providers, papers, all)
     """
     names = name.split(",") if isinstance(name, str) else list(name) if isinstance(name, Sequence) else [name]
     names = [n.strip() if isinstance(n, str) else n for n in names]
-    if names == ["all"]:
-        names = list(NAMES)
+    names = [m for n in names for m in (GROUPS[n] if isinstance(n, str) and n in GROUPS else (n,))]
     if "auto" in names:
         raise ConfigError("presets", "'auto' is the preset of the agent that wrote each log, which needs the log: give "
                                      "convlab.tuning.presets.AUTO among convlab.tune's configs (convlab tune --preset auto)")
     unknown = [n for n in names if n not in NAMES]
     if unknown or not names:
-        raise ConfigError("presets", f"unknown preset {(unknown or [str(name)])[0]!r} (known: {', '.join(NAMES)}, or all)")
+        raise ConfigError("presets", f"unknown preset {(unknown or [str(name)])[0]!r} (known: {', '.join(NAMES)}; "
+                                     f"groups: {', '.join(GROUPS)})")
     return [NAMES[n]() if window is None else NAMES[n](window=window) for n in names]
 
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..context import MARGIN, ContextConfig
 from ..errors import TuneWarning
 from ..tables import plain
+from .presets import EVERY_CALL
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -278,7 +279,10 @@ def rank(df: pd.DataFrame, by: str = "tokens", *, min_retained: float | None = N
       ``overhead_calls``). Right after a summary the count is small, but the next call's
       usage holds the whole overhead, so the count passes the threshold
       again and again: the config summarizes at nearly every other call,
-      whatever the conversation says;
+      whatever the conversation says (neither is said of a config whose
+      threshold is ``presets.EVERY_CALL``: a rule the provider applies to
+      every request, as context editing and masking, fires at every call
+      by design);
     - or, ranked with ``failed=True``, made turns fail (a call the provider
       refused as too long, and nothing made room) or left logged calls
       unmade: each such call counts at the log's own figure, so its
@@ -468,12 +472,13 @@ def _warning(config: Mapping[str, Any], rows: pd.DataFrame) -> str:
 
     said = []
     logged = int(config["calls"]) + int(config.get("lost_calls", 0) or 0)  # the calls of the log, made or not
-    if config["limits"] * 2 > logged:
+    thresholds = rows["threshold"].to_numpy(dtype=float, na_value=math.nan)
+    every_call = bool((thresholds <= EVERY_CALL).all())  # a rule applied to every request (a preset's): firing is its design
+    if config["limits"] * 2 > logged and not every_call:
         said.append(f"fires at most model calls: {config['limits']:,} context limits in {logged:,} calls")
     # each row against its own threshold (presets.AUTO: each log its own preset's); the rows' arrays compared: a grid
     # of thousands of configs asks this of each
-    thresholds = rows["threshold"].to_numpy(dtype=float, na_value=math.nan)
-    if not pd.isna(thresholds).all():
+    if not pd.isna(thresholds).all() and not every_call:
         below = rows[(rows["overhead"].to_numpy(dtype=float, na_value=math.nan) > thresholds) & (rows["limits_full"].to_numpy() > 0)]
         if len(below):
             threshold, window = below["threshold"].iloc[0], below["window"].iloc[0]
