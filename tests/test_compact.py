@@ -176,7 +176,16 @@ def paths(draw):
 WORKERS = st.one_of(st.integers(0, 4).map(lambda k: compact.clear_tool_results(keep=k)),
                     st.integers(1, 400).map(lambda k: compact.summary_tail(keep_tokens=k)),
                     st.floats(0.05, 0.95).map(lambda k: compact.summary_tail(keep_tokens=k)),
-                    st.integers(1, 5).map(lambda k: compact.sliding_window(keep_turns=k)))
+                    st.integers(1, 5).map(lambda k: compact.sliding_window(keep_turns=k)),
+                    # issue 37: the field's compactions
+                    st.integers(0, 4).map(lambda k: compact.clear_tool_results(keep=k, clear_tool_inputs=True)),
+                    st.sampled_from([0, 1, 2, "all"]).map(compact.clear_thinking),
+                    st.integers(0, 4).map(compact.observation_masking),
+                    st.integers(0, 4).map(compact.summary_turns),
+                    st.integers(1, 4).map(compact.summary_steps),
+                    st.integers(0, 3).map(lambda k: compact.masking_with_summary(k, k + 1)),
+                    st.just(compact.openai_compact()), st.just(compact.gemini_cli_compression()),
+                    st.floats(0.05, 0.95).map(compact.offloaded_summary))
 
 
 @given(paths(), WORKERS, st.sampled_from([OVER, RESET]))

@@ -326,7 +326,10 @@ def test_each_format_s_output_replays_exactly(tmp_path):
 
 
 WORKERS = st.sampled_from([None, compact.sliding_window(keep_turns=1), compact.summary_tail(keep_tokens=0.3),
-                           compact.clear_tool_results(keep=0)])
+                           compact.clear_tool_results(keep=0), compact.clear_tool_results(keep=1, clear_tool_inputs=True),
+                           compact.clear_thinking(keep=1), compact.observation_masking(keep=1), compact.summary_turns(1),
+                           compact.summary_steps(2), compact.masking_with_summary(1, 2), compact.openai_compact(),
+                           compact.gemini_cli_compression(), compact.offloaded_summary(0.2)])
 
 
 @settings(max_examples=100)

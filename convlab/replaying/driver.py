@@ -557,9 +557,8 @@ class Replayer:
         try:
             answer = self.worker(decision)
             checks = getattr(self.worker, "summarizes", None)
-            if checks is not None and not any(a.get("type") == "context.replace" for a in answer) \
-                    and not checks(list(decision["messages"]), decision):
-                # its source decides before it summarizes: the summary calls the engine made for it were never made
+            if checks is not None and not checks(list(decision["messages"]), decision):
+                # its source makes no summary here (it decides first, or never summarizes): the engine's calls were never made
                 del self.record.summary_calls[self._limit_summaries:]
             return answer
         except Exception as err:  # a worker's bug, named: the replay cannot go on without its answer

@@ -441,7 +441,7 @@ class ReplayLLM:
         if self._session is not None and len(messages) >= 2:
             last = messages[-2].get("id")
             tree = self._session.message_tree
-            if isinstance(last, str) and last in tree and tree.depth(last) == len(messages) - 2 \
+            if isinstance(last, str) and last in tree and tree.depth(last) == len(messages) - 1 \
                     and messages[0].get("id") == tree.root_of(last):
                 head = last
         replies = self.replies

@@ -39,7 +39,7 @@ from ..context import kept
 from ..tokens import content_chars, content_text, estimate
 
 __all__ = ["clear_tool_results", "clear_thinking", "observation_masking", "masking_with_summary", "summary_tail",
-           "summary_turns", "sliding_window", "openai_compact", "gemini_cli_compression", "offloaded_summary",
+           "summary_turns", "summary_steps", "sliding_window", "openai_compact", "gemini_cli_compression", "offloaded_summary",
            "Compaction", "PLACEHOLDER", "MASKED", "GEMINI_ACK"]
 
 #: How the engine's summary opens (``SUMMARY_PREFIX``): an earlier summary is not a person's message.
@@ -64,9 +64,10 @@ class Compaction:
     verify: bool = False
 
     def summarizes(self, path: list[Message], decision: Mapping[str, Any]) -> bool:
-        """Whether its source would have made a summary call at this limit: a source that decides first (Gemini
-        CLI finds no place to split and calls no model) says no, and a replay drops the summary calls the engine
-        made for a limit it then left as it was. True by default: the engine's summary call is the source's."""
+        """Whether its source would have made a summary call at this limit: one that only edits (clearing,
+        masking) never does, and one that decides first (Gemini CLI, finding no place to split) does not here;
+        a replay then drops the summary calls the engine made for the limit (the engine proposes a summary
+        at an overflow whatever the strategy). True by default: the engine's summary call is the source's."""
         return True
 
     def __call__(self, decision: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -220,6 +221,9 @@ class _ClearToolResults(Compaction):
                         if getattr(self, k) != default)
         return f"clear_tool_results(keep={self.keep}{extra})"
 
+    def summarizes(self, path: list[Message], decision: Mapping[str, Any]) -> bool:
+        return False  # it edits; its source calls no model (an overflow's proposed summary is the engine's, unused)
+
     def replace(self, path: list[Message], decision: Mapping[str, Any]) -> dict[str, Any] | None:
         cleared = {i for i in self.cleared(path) if i < _kept_start(path)}  # what the model must answer stays
         inputs = self.inputs_cleared(path, cleared)
@@ -349,11 +353,17 @@ class _ClearThinking(Compaction):
     def __repr__(self) -> str:
         return f"clear_thinking(keep={self.keep!r})"
 
+    def summarizes(self, path: list[Message], decision: Mapping[str, Any]) -> bool:
+        return False  # it edits; its source calls no model
+
     def replace(self, path: list[Message], decision: Mapping[str, Any]) -> dict[str, Any] | None:
         if self.keep == "all":
             return None
         starts = _turn_starts(path, _instructions(path))
-        until = starts[-self.keep] if 0 < self.keep <= len(starts) else len(path) if self.keep == 0 else 0
+        ends = [*starts[1:], len(path)][:len(starts)]
+        replied = [a for a, b in zip(starts, ends, strict=True) if any(path[i]["role"] == "assistant" for i in range(a, b))]
+        # the newest ``keep`` turns with a reply keep their thinking (the question still unanswered is no such turn)
+        until = replied[-self.keep] if 0 < self.keep <= len(replied) else len(path) if self.keep == 0 else 0
         cleared = {i for i in range(until) if path[i]["role"] == "assistant" and isinstance(path[i]["content"], list)
                    and any(_is_thinking(p) for p in path[i]["content"])}
         if not cleared:
@@ -374,8 +384,8 @@ def clear_thinking(keep: int | str = 1) -> Compaction:
     """Clear the thinking of older turns: Anthropic's context editing
     ``clear_thinking_20251015`` (anthropic-sdk-python,
     ``types/beta/beta_clear_thinking_20251015_edit_param.py``; docs.claude.com,
-    build-with-claude/context-editing). ``keep``: the newest turns whose
-    thinking stays (``{"type": "thinking_turns", "value": N}``), or ``"all"``
+    build-with-claude/context-editing). ``keep``: the newest assistant turns
+    whose thinking stays (``{"type": "thinking_turns", "value": N}``), or ``"all"``
     (nothing cleared). Unset, the API keeps only the last turn's thinking:
     ``keep=1``. A turn here is the user's message and all that follows it (an
     agent's tool loop is one turn).
@@ -449,9 +459,10 @@ def summary_turns(keep_turns: int = 0) -> Compaction:
     on-demand compaction (beta ``compact-2026-09-04``;
     platform.claude.com, build-with-claude/compaction-on-demand) in its
     "keep recent turns" variant, and the LLM summary of "The Complexity
-    Trap" (a summary of the older turns, the newest M kept). ``keep_turns=0``
+    Trap"'s kind (a summary of the older turns, the newest kept). ``keep_turns=0``
     is the plain on-demand call: the summary replaces every message it was
-    sent, and only the input the model must still answer follows.
+    sent, and only the input the model must still answer follows. (The
+    Complexity Trap's summary keeps the agent's newest steps: ``summary_steps``.)
 
     The summary is the one the engine proposes (it covers what precedes the
     engine's ``kept``, so it may also tell what the kept turns say).
@@ -465,31 +476,68 @@ def summary_turns(keep_turns: int = 0) -> Compaction:
 
 
 @dataclass(frozen=True)
-class _Hybrid(Compaction):
-    masking: _Masking
-    summary: _SummaryTurns
+class _SummarySteps(Compaction):
+    keep_steps: int
 
     def __repr__(self) -> str:
-        return f"masking_with_summary(keep={self.masking.keep}, keep_turns={self.summary.keep_turns})"
+        return f"summary_steps(keep_steps={self.keep_steps})"
 
     def replace(self, path: list[Message], decision: Mapping[str, Any]) -> dict[str, Any] | None:
-        if decision.get("strategy") == "summarize":
+        summary = _proposed_summary(decision)
+        if summary is None:
+            return None
+        head = _instructions(path)
+        steps = [i for i in range(head, len(path)) if path[i]["role"] == "assistant"]
+        start = steps[-self.keep_steps] if self.keep_steps <= len(steps) else head
+        start = min(start, _kept_start(path))
+        if start <= head:
+            return None
+        return {"type": "context.replace", "summary": summary, "messages": [_copy(m) for m in path[:head] + path[start:]]}
+
+
+def summary_steps(keep_steps: int = 10) -> Compaction:
+    """A summary, then the newest ``keep_steps`` steps of the agent verbatim (a step: one reply of the model,
+    with the tool results that answer it): "The Complexity Trap"'s LLM summary (arXiv 2508.21433), which keeps
+    the newest M = 10 turns of the agent's trajectory and summarizes the rest. The tail starts at a reply, so
+    no result loses its call, and never keeps less than the input the model must still answer.
+
+    >>> summary_steps(keep_steps=5)
+    summary_steps(keep_steps=5)
+    """
+    if not isinstance(keep_steps, int) or isinstance(keep_steps, bool) or keep_steps < 1:
+        raise ValueError(f"summary_steps: keep_steps must be a positive whole number of steps, got {keep_steps!r}")
+    return _SummarySteps(keep_steps)
+
+
+@dataclass(frozen=True)
+class _Hybrid(Compaction):
+    masking: _Masking
+    summary: _SummarySteps
+
+    def __repr__(self) -> str:
+        return f"masking_with_summary(keep={self.masking.keep}, keep_steps={self.summary.keep_steps})"
+
+    def summarizes(self, path: list[Message], decision: Mapping[str, Any]) -> bool:
+        return decision.get("strategy") == "summarize"  # (an overflow's too: a summary makes room)
+
+    def replace(self, path: list[Message], decision: Mapping[str, Any]) -> dict[str, Any] | None:
+        if self.summarizes(path, decision):
             return self.summary.replace(path, decision)
         return self.masking.replace(path, decision)
 
 
-def masking_with_summary(keep: int = 10, keep_turns: int = 10) -> Compaction:
+def masking_with_summary(keep: int = 10, keep_steps: int = 10) -> Compaction:
     """The Complexity Trap's hybrid: observation masking (``keep`` newest
-    observations) at every call, and a summary (``keep_turns`` newest turns
-    verbatim) when a ``summarize`` strategy fires: a limit raised by a
-    ``reset`` strategy masks, one raised by a ``summarize`` strategy
-    summarizes (``convlab.presets("masking-hybrid")`` orders them so).
+    observations) at every call, and a summary (``keep_steps`` newest steps
+    verbatim, ``summary_steps``) when a ``summarize`` strategy fires: a limit
+    raised by a ``reset`` strategy masks, one raised by a ``summarize``
+    strategy summarizes (``convlab.presets("masking-hybrid")`` orders them so).
 
-    >>> masking_with_summary(keep=10, keep_turns=5)
-    masking_with_summary(keep=10, keep_turns=5)
+    >>> masking_with_summary(keep=10, keep_steps=5)
+    masking_with_summary(keep=10, keep_steps=5)
     """
     masking = observation_masking(keep)
-    return _Hybrid(masking, summary_turns(keep_turns))  # type: ignore[arg-type]
+    return _Hybrid(masking, summary_steps(keep_steps))  # type: ignore[arg-type]
 
 
 def _is_prompt(m: Message) -> bool:

@@ -18,7 +18,7 @@ from typing import Any
 from ..context import ContextConfig, TomlSource, coerce, load_config, toml_document
 from ..errors import ConfigError
 
-__all__ = ["config_grid", "grid_table", "example_config", "EXAMPLE"]
+__all__ = ["config_grid", "grid_table", "example_config", "with_lifetime", "EXAMPLE", "LIFETIME"]
 
 #: The example config ``tune`` sweeps when given none (data/ in a checkout; in the wheel, inside the package):
 #: a reset after idle_secs, else a summary past window - 16000, over its ``[convlab.tune.grid]``.
@@ -61,6 +61,40 @@ def grid_table(doc: Mapping[str, Any]) -> dict[str, list[Any]]:
 
 
 _KEY = re.compile(r"^(window|strategy\[(\d+)\]\.(\w+))$")
+
+#: The prompt cache's lifetime when none is given: the providers' default, 5 minutes (docs/cache.md).
+LIFETIME = 300.0
+
+_TTL = re.compile(r"^\s*(?:(\d+(?:\.\d+)?)\s*\*\s*)?ttl\s*(?:([+-])\s*(\d+(?:\.\d+)?))?\s*$")
+
+
+def with_lifetime(grid: Mapping[str, Sequence[object]], ttl: float) -> dict[str, list[Any]]:
+    """``grid`` with each ``idle_secs`` value written against the prompt cache's lifetime (``"ttl"``,
+    ``"ttl+60"``, ``"2*ttl"``, ``"1.5*ttl-30"``) in seconds, ``ttl`` being that lifetime: the idle trigger set
+    relative to how long the cache lives (a compaction after a longer gap rewrites a prefix that is cold
+    anyway). Any other value stays as it is.
+
+    >>> with_lifetime({"strategy[0].idle_secs": ["ttl", "ttl+60", "2*ttl", 900], "window": [64000]}, 300.0)
+    {'strategy[0].idle_secs': [300, 360, 600, 900], 'window': [64000]}
+    >>> with_lifetime({"strategy[0].idle_secs": ["ttl-300"]}, 300.0)
+    Traceback (most recent call last):
+    ...
+    convlab.errors.ConfigError: strategy[0].idle_secs: 'ttl-300' is 0 seconds with the cache's lifetime of 300 s; idle_secs must be more than 0
+    """
+    out: dict[str, list[Any]] = {}
+    for key, values in grid.items():
+        out[key] = list(values)
+        if not key.endswith(".idle_secs"):
+            continue
+        for i, v in enumerate(out[key]):
+            m = _TTL.match(v) if isinstance(v, str) else None
+            if m is None:
+                continue
+            seconds = float(m.group(1) or 1) * ttl + (1 if m.group(2) != "-" else -1) * float(m.group(3) or 0)
+            if seconds <= 0:
+                raise ConfigError(key, f"{v!r} is {seconds:g} seconds with the cache's lifetime of {ttl:g} s; idle_secs must be more than 0")
+            out[key][i] = int(seconds) if seconds == int(seconds) else seconds
+    return out
 
 
 def _document(config: TomlSource | ContextConfig) -> dict[str, Any]:

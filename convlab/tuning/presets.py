@@ -51,6 +51,7 @@ from .compact import (
     observation_masking,
     offloaded_summary,
     openai_compact as openai_compact_worker,
+    summary_steps,
     summary_tail,
     summary_turns,
 )
@@ -369,20 +370,20 @@ def masking(window: int = 200_000, keep: int = 10) -> Preset:
     return _preset("masking", window, EVERY_CALL, observation_masking(keep), use="reset")
 
 
-def masking_summary(window: int = 200_000, keep_turns: int = 10, over_tokens: int | None = None) -> Preset:
+def masking_summary(window: int = 200_000, keep_steps: int = 10, over_tokens: int | None = None) -> Preset:
     """The Complexity Trap's LLM summary: above ``over_tokens`` (default 75% of
     the window: the paper fires at a number of turns, a strategy on tokens),
-    a summary of the older turns and the newest ``keep_turns`` verbatim
-    (``compact.summary_turns``).
+    a summary of the older steps and the newest ``keep_steps`` of the agent's
+    steps verbatim (``compact.summary_steps``).
 
     >>> masking_summary(window=200_000).config.strategies[0].over_tokens
     150000
     """
     over = over_tokens if over_tokens is not None else _share(window, 0.75)
-    return _preset("masking-summary", window, over, summary_turns(keep_turns))  # type: ignore[arg-type]
+    return _preset("masking-summary", window, over, summary_steps(keep_steps))  # type: ignore[arg-type]
 
 
-def masking_hybrid(window: int = 200_000, keep: int = 10, keep_turns: int = 10, over_tokens: int | None = None) -> Preset:
+def masking_hybrid(window: int = 200_000, keep: int = 10, keep_steps: int = 10, over_tokens: int | None = None) -> Preset:
     """The Complexity Trap's hybrid: masking at every call and, above
     ``over_tokens`` (default 75% of the window), the summary
     (``compact.masking_with_summary``): its config's ``summarize`` strategy
@@ -393,7 +394,7 @@ def masking_hybrid(window: int = 200_000, keep: int = 10, keep_turns: int = 10, 
     ['summarize', 'reset']
     """
     over = over_tokens if over_tokens is not None else _share(window, 0.75)
-    return _preset("masking-hybrid", window, over, masking_with_summary(keep, keep_turns),  # type: ignore[arg-type]
+    return _preset("masking-hybrid", window, over, masking_with_summary(keep, keep_steps),  # type: ignore[arg-type]
                    Strategy("reset", over_tokens=EVERY_CALL))
 
 

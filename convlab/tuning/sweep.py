@@ -35,7 +35,7 @@ from ..replaying.plan import ExactCounts, Plan, plan
 from ..replaying.summaries import Summaries, SummaryCost
 from . import workers
 from .forks import Baseline, Setup, rows
-from .grid import config_grid, example_config, grid_table
+from .grid import LIFETIME, config_grid, example_config, grid_table, with_lifetime
 from .presets import AUTO_ROW, Auto, Preset, by_agent
 from .probes import JUDGE_KEY, Judge, judge_for
 
@@ -435,7 +435,7 @@ def _check(conversations: Conversation | Iterable[Conversation], configs: Config
     for c in convs:
         if not isinstance(c, Conversation):
             raise TypeError(f"tune takes Conversations (what convlab.read(path) returns), got a {type(c).__name__}")
-    setups, labels, grid_keys = _setups(configs, grid, options.worker, options.agent)
+    setups, labels, grid_keys = _setups(configs, grid, options.worker, options.agent, _lifetime(options))
     if scheduler not in (None, "local", "dask"):
         raise ValueError(f"scheduler must be None, 'local' or 'dask', got {scheduler!r}")
     if scheduler == "dask" and jobs is not None:
@@ -459,8 +459,18 @@ def _check(conversations: Conversation | Iterable[Conversation], configs: Config
                   n_jobs, chunk, client, summaries, progress, judging, options.probes)
 
 
+def _lifetime(options: Options) -> float:
+    """The prompt cache's lifetime an ``idle_secs`` of ``"ttl"`` reads: ``prompt_cache_ttl``, else 5 minutes."""
+    from ..replaying.prompt_cache import TTLS
+
+    ttl = options.prompt_cache_ttl
+    if ttl is None:
+        return LIFETIME
+    return TTLS[ttl] if isinstance(ttl, str) else float(ttl)
+
+
 def _setups(configs: Config | Iterable[Config] | None, grid: Mapping[str, Sequence[object]] | None, worker: Worker | None,
-            agent: str) -> tuple[list[Setup], list[tuple[Any, ...]], list[str]]:
+            agent: str, ttl: float = LIFETIME) -> tuple[list[Setup], list[tuple[Any, ...]], list[str]]:
     """The sweep's setups (each config checked), each one's grid values, and the grid's keys. A grid's
     ``"worker"`` axis (workers, or None for the engine's proposal) sets the worker; ``worker`` the rest's.
     No config: the shipped example; one TOML config and no grid: its own ``[convlab.tune.grid]``, if any."""
@@ -468,6 +478,8 @@ def _setups(configs: Config | Iterable[Config] | None, grid: Mapping[str, Sequen
         configs = example_config()
     if grid is None and isinstance(configs, (str, os.PathLike, Mapping)):
         grid = grid_table(toml_document(configs)) or None
+    if grid is not None:
+        grid = with_lifetime(grid, ttl)  # idle_secs = "ttl", "2*ttl", ...: seconds
     if grid is None:
         documents = _as_list(configs)
         if not documents:
