@@ -320,3 +320,30 @@ def test_every_preset_runs_in_tune_on_a_real_session_with_its_calls_in_the_bill(
     # every figure counts the same calls
     assert (rows["cached"] <= rows["tokens_read"]).all()
     assert (rows["compactions_warm"] <= rows["summaries"] + rows["resets"]).all()
+
+
+def test_the_picture_of_what_each_compaction_costs_draws_every_figure_of_its_row(tmp_path):
+    """Issue 37 (done when: the picture): one bar per preset, its dollars; the warm rewrite drawn apart, as long as
+    warm_rewrite_usd; a config that broke turns hatched and saying so; the log as it was, the dashed line."""
+    from convlab.tuning import plots
+
+    c = long_log()
+    presets = convlab.presets("masking,anthropic-clear-tool-uses,anthropic-compaction", window=20_000)
+    df = convlab.tune([c], presets, model="claude-sonnet-4-5", progress=False)
+    fig = plots.compaction_costs(df)
+    ax = fig.axes[0]
+    bars = [p for p in ax.patches if p.get_height() == pytest.approx(0.6)]
+    blue = [p for p in bars if p.get_facecolor()[:3] != (1.0, 0.4980392156862745, 0.054901960784313725) and p.get_fill()]
+    names = [t.get_text().split("\n")[0] for t in ax.get_yticklabels()]
+    assert sorted(names) == sorted(df["preset"])
+    by_y = {round(p.get_y() + p.get_height() / 2): p for p in blue}
+    for t in ax.get_yticklabels():
+        row = df.set_index("preset").loc[t.get_text().split("\n")[0]]
+        warm = row["warm_rewrite_usd"] if not math.isnan(row["warm_rewrite_usd"]) else 0.0
+        assert by_y[round(t.get_position()[1])].get_width() == pytest.approx(row["usd"] - warm)
+        n = int(row["summaries"] + row["resets"])
+        assert f"{n} compaction" in t.get_text()
+    assert [line.get_xdata()[0] for line in ax.lines] == [pytest.approx(df["baseline_usd"].iloc[0])]
+    fig.savefig(tmp_path / "costs.png")
+    with pytest.raises(KeyError, match="priced with model="):
+        plots.compaction_costs(df.drop(columns=["warm_rewrite_usd"]))

@@ -166,13 +166,11 @@ def price(calls: Sequence[ModelCall], summary_calls: Sequence[SummaryCall], sess
     warmed: set[tuple[str | None, str]] = set()
     last: dict[tuple[str | None, Any, str], float] = {}  # per cache and model: when its previous call ran
     prices = pricing.prices(pricing.model)
-    out: list[ModelCall] = []
-    for c in calls:
-        if c.refused:  # refused as too long: the provider read nothing, cached nothing, billed nothing
-            out.append(replace(c, cached=0, cache_write=0, logged_cached=None, output=0, usd=None if prices is None else 0.0,
-                               miss_usd=None if prices is None else 0.0))
-            continue
-        root, model, hidden, ratio, warm = the_fit.of(c.reply)
+
+    def cache_for(reply: str | None, time: float | None) -> tuple[PromptCache, Any, list[tuple[Any, int]], tuple[Any, ...]]:
+        """The cache a call under ``reply``'s log root and model reads, its key, its front blocks (the warm
+        part, the rest of the hidden prompt) and ``(root, model, hidden, ratio)``."""
+        root, model, hidden, ratio, warm = the_fit.of(reply)
         name = pricing.rule_for(model or logged_model)
         ttl = pricing.ttl_for(name, model or logged_model, the_fit)
         cache = caches.get((name, ttl))
@@ -181,7 +179,42 @@ def price(calls: Sequence[ModelCall], summary_calls: Sequence[SummaryCall], sess
         front = [(("warm", model, warm), warm), (("hidden", root, model), max(0, round(hidden) - warm))]
         if warm and (name, model) not in warmed:  # what other sessions left in the cache, there before the first call
             warmed.add((name, model))
-            cache.call(c.time, front[:1], model)
+            cache.call(time, front[:1], model)
+        return cache, (name, ttl, model), front, (root, model, hidden, ratio)
+
+    summary_prices = pricing.prices(pricing.summarizer_model or pricing.model)
+    other_model = pricing.summarizer_model is not None and pricing.summarizer_model != pricing.model
+
+    def summary(s: SummaryCall) -> SummaryCall:
+        """A summary call priced, on the session's cache where it was sent as the engine sends it."""
+        cached = cache_write = 0
+        if not s.refused and s.shared and not other_model:
+            cache, _, sent, (root, model, _, ratio) = cache_for(s.reply, s.time)
+            if s.head is not None:
+                path = [*reversed(list(tree.ancestors(s.head)))]
+                sent = sent + [((root, model, key_of(sid)), round(ratio * exact_of(sid))) for sid in path]
+            sent.append((("prompt", id(s)), max(0, s.read - sum(n for _, n in sent))))  # its prompt: its own
+            got = cache.call(s.time, sent, model)
+            cached = min(got["cached"], s.read)
+            cache_write = min(got["cache_write"], s.read - cached)
+        usd = None if summary_prices is None else 0.0 if s.refused else summary_prices.usd(s.read, cached, cache_write, s.output)
+        return replace(s, cached=cached, cache_write=cache_write, usd=usd)
+
+    # the calls in the order they ran: each summary call before the model call it came before (``SummaryCall.call``)
+    before: dict[int, list[int]] = {}
+    for k, s in enumerate(summary_calls):
+        before.setdefault(s.call if s.call is not None else len(calls) + 1, []).append(k)
+    summaries: list[SummaryCall] = list(summary_calls)
+    out: list[ModelCall] = []
+    for i, c in enumerate(calls, 1):
+        for k in before.pop(i, ()):
+            summaries[k] = summary(summary_calls[k])
+        if c.refused:  # refused as too long: the provider read nothing, cached nothing, billed nothing
+            out.append(replace(c, cached=0, cache_write=0, logged_cached=None, output=0, usd=None if prices is None else 0.0,
+                               miss_usd=None if prices is None else 0.0))
+            continue
+        cache, where, front, (root, model, hidden, ratio) = cache_for(c.reply, c.time)
+
         # a message's key names it and what it follows (the hidden prompt of its root and model: a session id names the rest)
         def tokens_of(sid: str, r: float = ratio) -> int:
             return round(r * exact_of(sid))
@@ -196,37 +229,17 @@ def price(calls: Sequence[ModelCall], summary_calls: Sequence[SummaryCall], sess
         cached = min(cached, c.read)
         cache_write = min(cache_write, c.read - cached)
         output = _output(p, c, counts)
-        before = last.get((name, ttl, model))
-        last[name, ttl, model] = c.time
-        alive = None if cache.rule is None or before is None else c.time - before <= cache.rule.ttl
+        previous = last.get(where)
+        last[where] = c.time
+        alive = None if cache.rule is None or previous is None else c.time - previous <= cache.rule.ttl
         usd = miss = None
         if prices is not None:
             usd = prices.usd(c.read, cached, cache_write, output)
             miss = usd - prices.usd(c.read, c.read, 0, output)
         out.append(replace(c, cached=cached, cache_write=cache_write, logged_cached=_logged_cached(p, c) if c.applies else None,
                            output=output, usd=usd, cache_alive=alive, miss_usd=miss))
-    summary_prices = pricing.prices(pricing.summarizer_model or pricing.model)
-    other_model = pricing.summarizer_model is not None and pricing.summarizer_model != pricing.model
-    summaries = []
-    for s in summary_calls:
-        cached = cache_write = 0
-        if not s.refused and s.shared and not other_model:
-            root, model, hidden, ratio, warm = the_fit.of(s.reply)
-            name = pricing.rule_for(model or logged_model)
-            ttl = pricing.ttl_for(name, model or logged_model, the_fit)
-            cache = caches.get((name, ttl))
-            if cache is None:
-                cache = caches[name, ttl] = PromptCache(name, ttl, pricing.model or model or logged_model or None)
-            blocks: list[tuple[Any, int]] = [(("warm", model, warm), warm), (("hidden", root, model), max(0, round(hidden) - warm))]
-            if s.head is not None:
-                path = [*reversed(list(tree.ancestors(s.head)))]
-                blocks += [((root, model, key_of(sid)), round(ratio * exact_of(sid))) for sid in path]
-            blocks.append((("prompt", id(s)), max(0, s.read - sum(n for _, n in blocks))))  # its prompt: its own
-            got = cache.call(s.time, blocks, model)
-            cached = min(got["cached"], s.read)
-            cache_write = min(got["cache_write"], s.read - cached)
-        usd = None if summary_prices is None else 0.0 if s.refused else summary_prices.usd(s.read, cached, cache_write, s.output)
-        summaries.append(replace(s, cached=cached, cache_write=cache_write, usd=usd))
+    for k in sorted(k for ks in before.values() for k in ks):  # after the last model call
+        summaries[k] = summary(summary_calls[k])
     return out, summaries
 
 

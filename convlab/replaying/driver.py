@@ -327,6 +327,7 @@ class Replayer:
         if summary:
             made = self.llm.last_summary
             if made is not None:
+                made = dataclasses.replace(made, call=len(rec.calls) + 1)  # the model call it comes before
                 rec.summary_calls.append(made)
                 rec.consulted.append((self.turn, "read", made.read, made.refused))
                 if getattr(self.worker, "verify", False) and not made.refused:

@@ -138,7 +138,8 @@ class SummaryCall(_Record):
     session's next call gets: whose log root and model it reads under), ``shared`` (it was sent as
     the engine sends it, with the agent's system prompt and tools; False: bare, the summary prompt
     and messages alone, ``Options.summary_request``), ``kind`` (``"summary"``, or ``"verify"``: a
-    compaction's second pass, as Gemini CLI's self-check, which the replay prices but does not run).
+    compaction's second pass, as Gemini CLI's self-check, which the replay prices but does not run), ``call``
+    (1-based index of the model call it came before: the held call; one past the last when none came after).
 
     Once priced (``cost.price``): ``cached`` and ``cache_write`` (what the prompt cache read and wrote
     for it: a shared request on the session's model reads the session's warm prefix; a bare one, or
@@ -154,6 +155,7 @@ class SummaryCall(_Record):
     reply: str | None = None
     shared: bool = False
     kind: str = "summary"
+    call: int | None = None
     cached: int | None = None
     cache_write: int | None = None
 

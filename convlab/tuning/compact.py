@@ -243,8 +243,8 @@ class _ClearToolResults(Compaction):
         ids = {c for i in cleared for c in toolcalls.answers(path[i])}
         out: dict[int, set[str]] = {}
         for i, m in enumerate(path):
-            mine = {c for c, name in toolcalls.calls(m).items() if c in ids
-                    and (self.clear_tool_inputs is True or name in self.clear_tool_inputs)}
+            named = () if isinstance(self.clear_tool_inputs, bool) else self.clear_tool_inputs
+            mine = {c for c, name in toolcalls.calls(m).items() if c in ids and (self.clear_tool_inputs is True or name in named)}
             if mine:
                 changed = _without_inputs(m, mine)
                 if changed["content"] != m["content"] or changed.get("tool_calls") != m.get("tool_calls"):
@@ -357,13 +357,14 @@ class _ClearThinking(Compaction):
         return False  # it edits; its source calls no model
 
     def replace(self, path: list[Message], decision: Mapping[str, Any]) -> dict[str, Any] | None:
-        if self.keep == "all":
+        if not isinstance(self.keep, int):  # "all": nothing cleared
             return None
+        keep: int = self.keep
         starts = _turn_starts(path, _instructions(path))
         ends = [*starts[1:], len(path)][:len(starts)]
         replied = [a for a, b in zip(starts, ends, strict=True) if any(path[i]["role"] == "assistant" for i in range(a, b))]
         # the newest ``keep`` turns with a reply keep their thinking (the question still unanswered is no such turn)
-        until = replied[-self.keep] if 0 < self.keep <= len(replied) else len(path) if self.keep == 0 else 0
+        until = replied[-keep] if 0 < keep <= len(replied) else len(path) if keep == 0 else 0
         cleared = {i for i in range(until) if path[i]["role"] == "assistant" and isinstance(path[i]["content"], list)
                    and any(_is_thinking(p) for p in path[i]["content"])}
         if not cleared:
@@ -608,7 +609,7 @@ class _GeminiCompression(Compaction):
         start = min(head + _split_point(history[head:], 1 - self.preserve), _kept_start(path))
         if summary is None or start <= head:
             return None
-        kept = [history[i] if history[i] is not path[i] else _copy(path[i]) for i in range(start, len(path))]
+        kept: list[dict[str, Any]] = [dict(history[i]) if history[i] is not path[i] else _copy(path[i]) for i in range(start, len(path))]
         messages = [*(_copy(m) for m in path[:head]), {"role": "assistant", "content": GEMINI_ACK}, *kept]
         if _tokens([{"content": summary}, *messages]) > _tokens(path):
             return None

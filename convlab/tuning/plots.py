@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from ..replaying.result import Replay
 
-__all__ = ["count_per_call", "error_distribution", "sweep_heatmap", "sweep_pareto", "Figure"]
+__all__ = ["count_per_call", "error_distribution", "sweep_heatmap", "sweep_pareto", "sweep_retention", "compaction_costs", "Figure"]
 
 _MARKERS = {"full": ("v", "tab:red"), "idle": ("s", "tab:purple"), "overflow": ("X", "black")}
 
@@ -359,6 +359,81 @@ def sweep_pareto(ranked: pd.DataFrame, *, title: str | None = None):
                        + _left_out_note(ranked.attrs.get("left_out") or {}, ranked.attrs.get("broken") or {}), 7.8))
     _place(ax, labels, list(zip(data["rewrites"], data["percent"], strict=True)), legend)
     return fig
+
+
+def compaction_costs(df: pd.DataFrame, *, title: str | None = None):
+    """What each config's compactions cost, side by side: one bar per config (its ``preset`` where it has one,
+    else ``config_label``), its dollars over every conversation (``usd``), of which the part the calls right
+    after a compaction on a warm cache paid beyond a cached read (``warm_rewrite_usd``) is drawn apart; the
+    log as it was (``baseline_usd``) is the dashed line. Each bar says its compactions (summaries + resets),
+    how many fell on a warm cache, its own summary calls and, where known, ``facts_kept``. A config that made
+    turns fail is drawn hatched and says so: its dollars count each call it never made at the log's own, no
+    answer. Each config's figures are ``convlab.tuning.ranking.totals``'.
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"config": [0, 1], "window": [200000] * 2, "preset": ["masking", "pi"], "usd": [31.2, 6.7],
+    ...                    "baseline_usd": [6.5] * 2, "warm_rewrite_usd": [26.4, 0.2], "summaries": [0, 1],
+    ...                    "resets": [186, 0], "compactions_warm": [185, 1], "summary_calls": [0, 1],
+    ...                    "facts_kept": [0.71, float("nan")], "failed_turns": [0, 0], "lost_calls": [0, 0]})
+    >>> ax = compaction_costs(df).axes[0]
+    >>> [t.get_text() for t in ax.get_yticklabels()]
+    ['masking\\n186 compactions (185 warm), facts kept 71%', 'pi\\n1 compaction (1 warm), 1 summary call']
+    >>> [t.get_text() for t in ax.texts]
+    ['$31.20', '$6.70']
+    """
+    from .ranking import config_label, grid_keys, short_keys, totals
+
+    for col in ("config", "usd", "baseline_usd", "warm_rewrite_usd", "summaries", "resets"):
+        if col not in df.columns:
+            raise KeyError(f"compaction_costs takes a convlab.tune frame priced with model=; this one has no column {col!r}")
+    keys = grid_keys(df) if "window" in df.columns and "source" in df.columns else []
+    names = short_keys(keys)
+    data = totals(df).reset_index(drop=True)
+    broke = _broke(data)
+    labels = [str(row["preset"]) if "preset" in data.columns and isinstance(row.get("preset"), str) else config_label(row, keys, names)
+              for _, row in data.iterrows()]
+    fig = _figure((8.5, 1.6 + 0.55 * len(data)))
+    ax = fig.add_subplot()
+    ys = list(range(len(data)))[::-1]  # the first config on top
+    warm = data["warm_rewrite_usd"].fillna(0.0)
+    rest = data["usd"] - warm
+    ax.barh(ys, rest, color=["0.8" if b else "tab:blue" for b in broke], height=0.6,
+            label="dollars: every call and summary call")
+    ax.barh(ys, warm, left=rest, color="tab:orange", height=0.6,
+            label="of which: the calls after a compaction on a warm cache, beyond a cached read")
+    if broke.any():
+        ax.barh([y for y, b in zip(ys, broke, strict=True) if b], data["usd"][broke], fill=False, hatch="//",
+                edgecolor="tab:red", height=0.6, label="broke turns: no answer (its calls never made count at the log's)")
+    line = float(df.drop_duplicates("conversation")["baseline_usd"].sum()) if "conversation" in df.columns else float(df["baseline_usd"].iloc[0])
+    ax.axvline(line, color="0.4", ls="--", lw=0.9, label=f"the log as it was: ${line:,.2f}")
+    ticks = []
+    for y, (label, (_, row), b) in zip(ys, zip(labels, data.iterrows(), broke, strict=True), strict=True):
+        n = int(row["summaries"] + row["resets"])
+        said = [f"{n} compaction{'s' if n != 1 else ''}"]
+        if "compactions_warm" in data.columns and not _isna(row["compactions_warm"]) and n:
+            said[0] += f" ({int(row['compactions_warm'])} warm)"
+        calls = int(row["summary_calls"]) if "summary_calls" in data.columns else 0
+        if calls:
+            said.append(f"{calls} summary call{'s' if calls != 1 else ''}")
+        if "facts_kept" in data.columns and not _isna(row["facts_kept"]):
+            said.append(f"facts kept {row['facts_kept']:.0%}")
+        if b:
+            failed = int(row["failed_turns"]) if "failed_turns" in data.columns else 0
+            said.append(f"{failed} turn{'s' if failed != 1 else ''} failed" if failed else "broke turns")
+        ticks.append(f"{label}\n{', '.join(said)}")
+        ax.annotate(f"${row['usd']:,.2f}", (float(row["usd"]), y), xytext=(4, 0), textcoords="offset points",
+                    va="center", fontsize="small")
+    ax.set_yticks(ys, ticks, fontsize="small")
+    ax.set_xlabel("dollars, all conversations")
+    ax.set_xlim(0, max(float(data["usd"].max()), line) * 1.18)
+    fig.legend(loc="outside lower center", fontsize="small", frameon=False)  # below the axes: it covers no bar
+    fig.suptitle(_wrap(title or "what each config's compactions cost, and how much of it was a warm cache thrown away", 8.0))
+    return fig
+
+
+def _isna(value: object) -> bool:
+    """NaN or None (a frame's unknown figure)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def _outside(ax: Axes) -> Legend:
