@@ -347,3 +347,60 @@ def test_the_picture_of_what_each_compaction_costs_draws_every_figure_of_its_row
     fig.savefig(tmp_path / "costs.png")
     with pytest.raises(KeyError, match="priced with model="):
         plots.compaction_costs(df.drop(columns=["warm_rewrite_usd"]))
+
+
+# -- found in review ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("worker", [compact.summary_turns(keep_turns=6), compact.summary_steps(keep_steps=10),
+                                    compact.offloaded_summary(0.9)])
+def test_a_compaction_that_keeps_everything_bills_no_summary_call(worker):
+    """Where a summarizing worker would keep the history as it is, its source makes no summary call: the engine's
+    calls for that limit are not in the bill, so every summary call billed wrote a summary that was kept."""
+    r = replay(long_log(), SUMMARIZE_AT, worker=worker, model="claude-sonnet-4-5")
+    kept = sum(1 for x in r.limits if x.replaced and x.summary_tokens is not None)
+    assert len(r.limits) > kept  # it declined some limits
+    assert len(r.summary_calls) == kept
+
+
+def test_the_instructions_survive_every_compaction_not_only_the_first():
+    s = make(config=config({"use": "summarize", "over_tokens": 40}), worker=compact.openai_compact())
+    s.submit(view(history()))
+    for i in range(3):
+        s.submit({"type": "client.message", "agent_id": "bot", "message": {"role": "user", "content": f"more {i} " * 20}})
+    assert sum(1 for e in s.events if e["type"] == "context.replaced") >= 3
+    path = s.path()
+    assert path[0]["kind"] == "summary" and path[1]["role"] == "system" and path[1]["content"] == "You are terse."
+    assert sum(1 for msg in path if msg["kind"] == "summary") == 1  # the earlier summary is in the new one, not kept
+
+
+def test_retention_names_who_wrote_each_summary_with_second_passes_and_dropped_calls_in_the_bill():
+    r = replay(long_log(turns=12), SUMMARIZE_AT, worker=compact.gemini_cli_compression())
+    rows = convlab.retention(r)
+    assert len(rows) >= 2 and set(rows.loc[rows["summary"].notna(), "summary"]) == {"stand-in"}
+
+
+def test_gemini_cli_never_cuts_an_output_into_something_longer():
+    one_line = [m("u0", "go"), m("c0", "", role="assistant", tool_calls=[call("t0")]),
+                m("r0", "x" * 240_000, role="tool", tool_call_id="t0"), m("a0", "ok", role="assistant"),
+                m("u1", "go on"), m("c1", "", role="assistant", tool_calls=[call("t1")]),
+                m("r1", "y" * 240_000, role="tool", tool_call_id="t1")]
+    worker = compact.gemini_cli_compression()
+    assert worker._budgeted(one_line) == one_line  # one line each: cutting to 30 lines would only add a header
+    decision = {"type": "context.limit", "messages": one_line, "proposed": []}
+    assert worker.replace(one_line, decision) is None
+
+
+def test_a_group_named_twice_gives_each_preset_once():
+    assert [p.name for p in convlab.presets("agents,all")] == list(NAMES)
+
+
+def test_clearing_inputs_leaves_a_call_with_none_as_it_was():
+    msgs = [m("u1", "go " * 30), m("a1", "", role="assistant", tool_calls=[{"id": "c1", "type": "function",
+                                                                          "function": {"name": "ls", "arguments": {}}}]),
+            m("r1", "out " * 80, role="tool", tool_call_id="c1"), m("a2", "done", role="assistant"),
+            m("u2", "again " * 30), m("a3", "", role="assistant", tool_calls=[call("c2")]),
+            m("r2", "out " * 80, role="tool", tool_call_id="c2")]
+    path = answered(compact.clear_tool_results(keep=1, clear_tool_inputs=True), msgs).path()
+    a1 = next(msg for msg in path if "c1" in toolcalls.calls(msg))
+    assert a1.get("copied_from") is not None  # nothing of it changed: a copy, not a rewritten message

@@ -506,7 +506,9 @@ def test_no_legend_covers_a_point_on_a_real_sweep():
         ranked = convlab.rank(df, by="usd", failed=True)
     fig = plots.sweep_pareto(ranked)
     rewrites = ranked["summaries"] + ranked["resets"]
-    assert (rewrites.max(), ranked["saved_usd"].min()) == (214, pytest.approx(-0.44, abs=0.01))  # the point it covered
+    # the point it covered (-44% then; -137% since a summary call reads the hidden prompt too, issue 37: on this
+    # rollout, whose fit is not trusted, that is the overhead the log's calls carry)
+    assert (rewrites.max(), ranked["saved_usd"].min()) == (214, pytest.approx(-1.37, abs=0.01))
     assert _under_legend(fig, rewrites, ranked["saved_usd"] * 100) == []
     data = totals(df)
     fig = plots.sweep_retention(df, failed=True)

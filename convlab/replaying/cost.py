@@ -14,13 +14,14 @@ way ``bench/cache_check.py`` checks against the real Claude Code sessions
 count; the first ``warm`` tokens of the hidden prompt are what the first call
 of each model found cached already (its logged cache read, at most
 ``hidden``): a replay cannot know what other sessions left in the cache, so
-that much is taken from the log. A call whose logged input is more than its
-blocks hold (the fit is a line through the log's calls: about half of them lie
-above it) has its cache read and write scaled up by the same share, so that
-what no block holds is cached and written as the rest of its input is, not
-priced as fresh input no call could have cached: otherwise the log as it ran
-pays for its fit's residuals at the full price, and any config that rewrites
-the history (whose calls read what the fit says) looks cheaper by that much. A log with no usage gives ``hidden`` the
+that much is taken from the log. A call whose input is more or less than its
+blocks hold (the log's usage: the fit is a line through the log's calls, about
+half of them above it, half below) has its cache read and write scaled by the
+same share, so that its input is cached and written as its blocks are:
+otherwise the log as it ran pays its fit's residuals above the line at the
+full price and those below out of its cache writes, and any config that
+rewrites the history (whose calls read what the fit says) looks cheaper or
+dearer by that much. A log with no usage gives ``hidden`` the
 replay's own hidden overhead, a ratio of 1 and nothing warm.
 
 Each call's blocks are then the warm part, the rest of the hidden prompt (one
@@ -61,6 +62,7 @@ from .result import ModelCall, SummaryCall
 
 if TYPE_CHECKING:
     from ..engine import Session
+    from ..tree import Tree
 
 __all__ = ["Pricing", "price"]
 
@@ -146,61 +148,10 @@ def price(calls: Sequence[ModelCall], summary_calls: Sequence[SummaryCall], sess
           the_fit: Fit, pricing: Pricing) -> tuple[list[ModelCall], list[SummaryCall]]:
     """A replay's ``calls`` and ``summary_calls``, priced: new records, each call with its ``cached``,
     ``cache_write``, ``logged_cached``, ``output`` and ``usd`` (None without a model), each summary call
-    with its ``usd``. A call the provider refused as too long reads nothing, writes nothing to the cache
-    and costs nothing (0 each, $0)."""
-    tree = session.message_tree  # (its networkx graph is never built in a replay)
-    exact: dict[str, int] = {}
-    key_of = _Keys(tree)
-
-    def exact_of(sid: str) -> int:
-        n = exact.get(sid)
-        if n is None:
-            node = tree.node(sid)
-            orig = node.get("copied_from")
-            n = exact_of(orig) if isinstance(orig, str) and orig in tree else counts.tokens(content_text(node["content"]))
-            exact[sid] = n
-        return n
-
-    logged_model = next((m for m in the_fit.models.values() if m), "")
-    caches: dict[tuple[str | None, Any], PromptCache] = {}
-    warmed: set[tuple[str | None, str]] = set()
-    last: dict[tuple[str | None, Any, str], float] = {}  # per cache and model: when its previous call ran
-    prices = pricing.prices(pricing.model)
-
-    def cache_for(reply: str | None, time: float | None) -> tuple[PromptCache, Any, list[tuple[Any, int]], tuple[Any, ...]]:
-        """The cache a call under ``reply``'s log root and model reads, its key, its front blocks (the warm
-        part, the rest of the hidden prompt) and ``(root, model, hidden, ratio)``."""
-        root, model, hidden, ratio, warm = the_fit.of(reply)
-        name = pricing.rule_for(model or logged_model)
-        ttl = pricing.ttl_for(name, model or logged_model, the_fit)
-        cache = caches.get((name, ttl))
-        if cache is None:
-            cache = caches[name, ttl] = PromptCache(name, ttl, pricing.model or model or logged_model or None)
-        front = [(("warm", model, warm), warm), (("hidden", root, model), max(0, round(hidden) - warm))]
-        if warm and (name, model) not in warmed:  # what other sessions left in the cache, there before the first call
-            warmed.add((name, model))
-            cache.call(time, front[:1], model)
-        return cache, (name, ttl, model), front, (root, model, hidden, ratio)
-
-    summary_prices = pricing.prices(pricing.summarizer_model or pricing.model)
-    other_model = pricing.summarizer_model is not None and pricing.summarizer_model != pricing.model
-
-    def summary(s: SummaryCall) -> SummaryCall:
-        """A summary call priced, on the session's cache where it was sent as the engine sends it."""
-        cached = cache_write = 0
-        if not s.refused and s.shared and not other_model:
-            cache, _, sent, (root, model, _, ratio) = cache_for(s.reply, s.time)
-            if s.head is not None:
-                path = [*reversed(list(tree.ancestors(s.head)))]
-                sent = sent + [((root, model, key_of(sid)), round(ratio * exact_of(sid))) for sid in path]
-            sent.append((("prompt", id(s)), max(0, s.read - sum(n for _, n in sent))))  # its prompt: its own
-            got = cache.call(s.time, sent, model)
-            cached = min(got["cached"], s.read)
-            cache_write = min(got["cache_write"], s.read - cached)
-        usd = None if summary_prices is None else 0.0 if s.refused else summary_prices.usd(s.read, cached, cache_write, s.output)
-        return replace(s, cached=cached, cache_write=cache_write, usd=usd)
-
-    # the calls in the order they ran: each summary call before the model call it came before (``SummaryCall.call``)
+    with its ``cached``, ``cache_write`` and ``usd``. A call the provider refused as too long reads nothing,
+    writes nothing to the cache and costs nothing (0 each, $0). The calls are priced in the order they ran
+    (each summary call before the model call it came before, ``SummaryCall.call``): they share the cache."""
+    pricer = _Pricer(session, p, counts, the_fit, pricing)
     before: dict[int, list[int]] = {}
     for k, s in enumerate(summary_calls):
         before.setdefault(s.call if s.call is not None else len(calls) + 1, []).append(k)
@@ -208,46 +159,128 @@ def price(calls: Sequence[ModelCall], summary_calls: Sequence[SummaryCall], sess
     out: list[ModelCall] = []
     for i, c in enumerate(calls, 1):
         for k in before.pop(i, ()):
-            summaries[k] = summary(summary_calls[k])
+            summaries[k] = pricer.summary(summary_calls[k])
+        out.append(pricer.call(c))
+    for k in sorted(k for ks in before.values() for k in ks):  # after the last model call
+        summaries[k] = pricer.summary(summary_calls[k])
+    return out, summaries
+
+
+class _Pricer:
+    """One replay's calls priced one by one, in the order they ran, on the caches they share (``price``)."""
+
+    def __init__(self, session: Session, p: Plan, counts: ExactCounts, the_fit: Fit, pricing: Pricing) -> None:
+        self.tree = session.message_tree  # (its networkx graph is never built in a replay)
+        self.plan, self.counts, self.fit, self.pricing = p, counts, the_fit, pricing
+        self.exact: dict[str, int] = {}
+        self.key_of = _Keys(self.tree)
+        self.logged_model = next((m for m in the_fit.models.values() if m), "")
+        self.caches: dict[tuple[str | None, Any], PromptCache] = {}
+        self.warmed: set[tuple[str | None, str]] = set()
+        self.last: dict[tuple[str | None, Any, str], float] = {}  # per cache and model: when its previous call ran
+        self.prices = pricing.prices(pricing.model)
+        self.summary_prices = pricing.prices(pricing.summarizer_model or pricing.model)
+        self.other_model = pricing.summarizer_model is not None and pricing.summarizer_model != pricing.model
+
+    def exact_of(self, sid: str) -> int:
+        """The exact tokens of the session message ``sid`` (a copy counts as its original)."""
+        n = self.exact.get(sid)
+        if n is None:
+            node = self.tree.node(sid)
+            orig = node.get("copied_from")
+            n = self.exact_of(orig) if isinstance(orig, str) and orig in self.tree else \
+                self.counts.tokens(content_text(node["content"]))
+            self.exact[sid] = n
+        return n
+
+    def where(self, reply: str | None, time: float | None) -> tuple[PromptCache, Any, list[tuple[Any, int]], tuple[Any, ...]]:
+        """The cache a call under ``reply``'s log root and model reads, its key, its front blocks (the warm
+        part, the rest of the hidden prompt) and ``(root, model, hidden, ratio)``."""
+        pricing, fit, logged = self.pricing, self.fit, self.logged_model
+        root, model, hidden, ratio, warm = fit.of(reply)
+        name = pricing.rule_for(model or logged)
+        ttl = pricing.ttl_for(name, model or logged, fit)
+        cache = self.caches.get((name, ttl))
+        if cache is None:
+            cache = self.caches[name, ttl] = PromptCache(name, ttl, pricing.model or model or logged or None)
+        front = [(("warm", model, warm), warm), (("hidden", root, model), max(0, round(hidden) - warm))]
+        if warm and (name, model) not in self.warmed:  # what other sessions left in the cache, there before the first call
+            self.warmed.add((name, model))
+            cache.call(time, front[:1], model)
+        return cache, (name, ttl, model), front, (root, model, hidden, ratio)
+
+    def blocks(self, front: list[tuple[Any, int]], head: str | None, root: str, model: str, ratio: float) -> _PathBlocks:
+        """A call's blocks: ``front``, then the path root -> ``head``, each message ``ratio`` times its exact count
+        (its key names it and what it follows: the hidden prompt of its root and model; a session id the rest)."""
+        def tokens_of(sid: str) -> int:
+            return round(ratio * self.exact_of(sid))
+
+        depth = 0 if head is None else self.tree.depth(head)
+        return _PathBlocks(front, head, depth, self.tree.ancestors, tokens_of, (root, model), self.key_of)
+
+    def call(self, c: ModelCall) -> ModelCall:
+        prices = self.prices
         if c.refused:  # refused as too long: the provider read nothing, cached nothing, billed nothing
-            out.append(replace(c, cached=0, cache_write=0, logged_cached=None, output=0, usd=None if prices is None else 0.0,
-                               miss_usd=None if prices is None else 0.0))
-            continue
-        cache, where, front, (root, model, hidden, ratio) = cache_for(c.reply, c.time)
-
-        # a message's key names it and what it follows (the hidden prompt of its root and model: a session id names the rest)
-        def tokens_of(sid: str, r: float = ratio) -> int:
-            return round(r * exact_of(sid))
-
-        blocks = _PathBlocks(front, c.head, 0 if c.head is None else tree.depth(c.head), tree.ancestors, tokens_of, (root, model),
-                             key_of)
-        got = cache.call(c.time, blocks, model)
+            return replace(c, cached=0, cache_write=0, logged_cached=None, output=0, usd=None if prices is None else 0.0,
+                           miss_usd=None if prices is None else 0.0)
+        cache, where, front, (root, model, hidden, ratio) = self.where(c.reply, c.time)
+        got = cache.call(c.time, self.blocks(front, c.head, root, model, ratio), model)
         cached, cache_write = got["cached"], got["cache_write"]
         held = round(hidden) + ratio * c.exact  # what its blocks hold (the warm part is in hidden)
-        if c.read > held > 0:  # the log's usage reads more than its blocks hold: the rest is cached and written as they are
+        if held > 0:  # the call reads more (or less) than its blocks hold: the difference cached and written as they are
             cached, cache_write = round(cached * c.read / held), round(cache_write * c.read / held)
         cached = min(cached, c.read)
         cache_write = min(cache_write, c.read - cached)
-        output = _output(p, c, counts)
-        previous = last.get(where)
-        last[where] = c.time
+        output = _output(self.plan, c, self.counts)
+        previous = self.last.get(where)
+        self.last[where] = c.time
         alive = None if cache.rule is None or previous is None else c.time - previous <= cache.rule.ttl
         usd = miss = None
         if prices is not None:
             usd = prices.usd(c.read, cached, cache_write, output)
             miss = usd - prices.usd(c.read, c.read, 0, output)
-        out.append(replace(c, cached=cached, cache_write=cache_write, logged_cached=_logged_cached(p, c) if c.applies else None,
-                           output=output, usd=usd, cache_alive=alive, miss_usd=miss))
-    for k in sorted(k for ks in before.values() for k in ks):  # after the last model call
-        summaries[k] = summary(summary_calls[k])
-    return out, summaries
+        return replace(c, cached=cached, cache_write=cache_write, logged_cached=_logged_cached(self.plan, c) if c.applies else None,
+                       output=output, usd=usd, cache_alive=alive, miss_usd=miss)
+
+    def summary(self, s: SummaryCall) -> SummaryCall:
+        """A summary call priced, on the session's cache where it was sent as the engine sends it."""
+        cached = cache_write = 0
+        if not s.refused and s.shared and not self.other_model:
+            cache, _, front, (root, model, hidden, ratio) = self.where(s.reply, s.time)
+            sent = self.blocks(front, s.head, root, model, ratio)
+            prompt = (("prompt", id(s)), round(ratio * (s.prompt if s.head is not None else s.exact)))  # its own
+            got = cache.call(s.time, _Then(sent, prompt), model)
+            cached, cache_write = got["cached"], got["cache_write"]
+            held = round(hidden) + ratio * s.exact  # what its blocks hold
+            if held > 0:  # as a model call's: what it reads beyond (or short of) them, cached and written as they are
+                cached, cache_write = round(cached * s.read / held), round(cache_write * s.read / held)
+            cached = min(cached, s.read)
+            cache_write = min(cache_write, s.read - cached)
+        prices = self.summary_prices
+        usd = None if prices is None else 0.0 if s.refused else prices.usd(s.read, cached, cache_write, s.output)
+        return replace(s, cached=cached, cache_write=cache_write, usd=usd)
+
+
+class _Then(Sequence):
+    """``blocks`` and one more block after them (a summary call's prompt), read by index as ``predict`` reads."""
+
+    def __init__(self, blocks: Sequence[tuple[Any, int]], last: tuple[Any, int]) -> None:
+        self._blocks, self._last = blocks, last
+
+    def __len__(self) -> int:
+        return len(self._blocks) + 1
+
+    def __getitem__(self, i: int) -> tuple[Any, int]:  # type: ignore[override]  # read by index, never a slice
+        if i < 0:
+            i += len(self)
+        return self._last if i == len(self._blocks) else self._blocks[i]
 
 
 class _Keys:
     """A message's key in the prompt cache: its own id, or its original's when it is a copy whose whole path up
     from it copies its original's path (the prefix the provider reads is the same, token for token)."""
 
-    def __init__(self, tree: Any) -> None:
+    def __init__(self, tree: Tree) -> None:
         self.tree = tree
         self.known: dict[str, str] = {}
 
@@ -255,13 +288,9 @@ class _Keys:
         known, tree = self.known, self.tree
         if sid in known:
             return known[sid]
-        chain, s = [], sid
-        while s is not None and s not in known:  # up to a message known, then down again: no recursion on a path
-            chain.append(s)
-            s = tree.parent(s)
+        chain, _ = tree.up_to(sid, known.__contains__)  # up to a message known, then down again: no recursion on a path
         for s in reversed(chain):
-            node = tree.node(s)
-            orig, parent = node.get("copied_from"), tree.parent(s)
+            orig, parent = tree.node(s).get("copied_from"), tree.parent(s)
             key = s
             if isinstance(orig, str) and orig in tree:
                 above = tree.parent(orig)

@@ -416,6 +416,7 @@ class ReplayLLM:
         """A summary call: the window's check, then ``summarize``'s reply or the stand-in."""
         exact = self.count(messages)
         where = self._summary_where(messages)
+        where["exact"], where["prompt"] = exact, self.count(messages[-1:])
         read = exact if not where["shared"] else self._shared_read(where["reply"], exact)
         refused = self.window is not None and read > self.window
         self.last_summary = SummaryCall(read, refused, **where)  # what it read, whatever happens next (a summarizer may fail)
@@ -452,8 +453,9 @@ class ReplayLLM:
     def verify_pass(self, made: SummaryCall) -> SummaryCall:
         """The second pass a compaction's source makes over its summary (Gemini CLI's self-check), priced, not
         run: it reads what ``made`` read, the summary and ``VERIFY_PROMPT``, and writes a summary as long."""
-        read = made.read + made.output + self._tokens(VERIFY_PROMPT)
-        return dataclasses.replace(made, read=read, kind="verify", head=None)
+        prompt = self._tokens(VERIFY_PROMPT)
+        read = made.read + made.output + prompt
+        return dataclasses.replace(made, read=read, kind="verify", head=None, exact=made.exact + made.output + prompt, prompt=prompt)
 
     def _shared_read(self, reply: str | None, exact: int) -> int:
         """What a summary call sent as the engine sends it reads: the log's fit of a call on that history,

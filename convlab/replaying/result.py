@@ -139,7 +139,8 @@ class SummaryCall(_Record):
     the engine sends it, with the agent's system prompt and tools; False: bare, the summary prompt
     and messages alone, ``Options.summary_request``), ``kind`` (``"summary"``, or ``"verify"``: a
     compaction's second pass, as Gemini CLI's self-check, which the replay prices but does not run), ``call``
-    (1-based index of the model call it came before: the held call; one past the last when none came after).
+    (1-based index of the model call it came before: the held call; one past the last when none came after),
+    ``exact`` (the exact count of what it sent, o200k_base) and ``prompt`` (of its prompt alone).
 
     Once priced (``cost.price``): ``cached`` and ``cache_write`` (what the prompt cache read and wrote
     for it: a shared request on the session's model reads the session's warm prefix; a bare one, or
@@ -156,6 +157,8 @@ class SummaryCall(_Record):
     shared: bool = False
     kind: str = "summary"
     call: int | None = None
+    exact: int = 0
+    prompt: int = 0
     cached: int | None = None
     cache_write: int | None = None
 

@@ -67,8 +67,10 @@ class Compaction:
         """Whether its source would have made a summary call at this limit: one that only edits (clearing,
         masking) never does, and one that decides first (Gemini CLI, finding no place to split) does not here;
         a replay then drops the summary calls the engine made for the limit (the engine proposes a summary
-        at an overflow whatever the strategy). True by default: the engine's summary call is the source's."""
-        return True
+        at an overflow whatever the strategy). By default: whether its answer here keeps a summary (a source
+        that would keep everything as it is makes no summary call)."""
+        replace = self.replace(path, decision)
+        return replace is not None and bool(replace.get("summary"))
 
     def __call__(self, decision: Mapping[str, Any]) -> list[dict[str, Any]]:
         from ..engine import chat_worker  # the engine imports nothing of this module; the arrow points one way
@@ -93,12 +95,25 @@ def _tokens(messages: Sequence[Message]) -> int:
     return estimate(sum(content_chars(m["content"]) for m in messages))
 
 
+def _is_summary(m: Message) -> bool:
+    """An earlier summary the engine recorded (its text opens with ``SUMMARY_PREFIX``)."""
+    return m["role"] == "user" and isinstance(m["content"], str) and m["content"].startswith(_SUMMARY_PREFIX)
+
+
 def _instructions(path: Sequence[Message]) -> int:
-    """How many messages open the path with role ``system``: kept by every compaction."""
-    n = 0
+    """How many messages open the path as its instructions, kept by every compaction: the messages with role
+    ``system`` at its start, or right after an earlier summary (the engine puts a summary first, before the
+    copies of the instructions it kept)."""
+    n = 1 if len(path) > 1 and _is_summary(path[0]) and path[1]["role"] == "system" else 0
     while n < len(path) and path[n]["role"] == "system":
         n += 1
     return n
+
+
+def _heading(path: Sequence[Message], head: int) -> list[dict[str, Any]]:
+    """The opening a compaction that writes a new summary keeps: the instructions, as copies; not an earlier
+    summary before them (the new one covers it: an earlier summary is part of what the next one reads)."""
+    return [_copy(m) for m in path[:head] if m["role"] == "system"]
 
 
 def _whole_calls(path: Sequence[Message], start: int) -> int:
@@ -168,7 +183,8 @@ class _SummaryTail(Compaction):
         summary = _proposed_summary(decision)
         if start <= head:  # the tail is all of it: nothing to compact
             return None
-        replace: dict[str, Any] = {"type": "context.replace", "messages": [_copy(m) for m in path[:head] + path[start:]]}
+        opening = _heading(path, head) if summary is not None else [_copy(m) for m in path[:head]]
+        replace: dict[str, Any] = {"type": "context.replace", "messages": [*opening, *(_copy(m) for m in path[start:])]}
         if summary is not None:
             replace["summary"] = summary
         return replace
@@ -284,12 +300,18 @@ def _without_inputs(m: Message, ids: set[str]) -> dict[str, Any]:
     out = {k: m[k] for k in ("role", "name") if m.get(k) is not None}
     content = m["content"]
     out["content"] = [{**p, "input": {}} if isinstance(p, Mapping) and p.get("type") in ("tool_use", "server_tool_use")
-                      and p.get("id") in ids else p for p in content] if isinstance(content, list) else content
+                      and p.get("id") in ids and p.get("input") not in _EMPTY else p
+                      for p in content] if isinstance(content, list) else content
     if m.get("tool_calls"):
         out["tool_calls"] = [{**c, "function": {**c["function"], "arguments": "{}"}}
-                             if isinstance(c, Mapping) and c.get("id") in ids and isinstance(c.get("function"), Mapping) else c
+                             if isinstance(c, Mapping) and c.get("id") in ids and isinstance(c.get("function"), Mapping)
+                             and c["function"].get("arguments") not in _EMPTY else c
                              for c in m["tool_calls"]]
     return out
+
+
+#: Inputs with nothing to clear (a call with no arguments, in either shape).
+_EMPTY: tuple[Any, ...] = (None, {}, "", "{}")
 
 
 def clear_tool_results(keep: int = 3, clear_at_least: int = 0, exclude_tools: Sequence[str] = (),
@@ -452,7 +474,7 @@ class _SummaryTurns(Compaction):
         start = min(start, _kept_start(path))
         if self.keep_turns and start <= head:
             return None
-        return {"type": "context.replace", "summary": summary, "messages": [_copy(m) for m in path[:head] + path[start:]]}
+        return {"type": "context.replace", "summary": summary, "messages": [*_heading(path, head), *(_copy(m) for m in path[start:])]}
 
 
 def summary_turns(keep_turns: int = 0) -> Compaction:
@@ -493,7 +515,7 @@ class _SummarySteps(Compaction):
         start = min(start, _kept_start(path))
         if start <= head:
             return None
-        return {"type": "context.replace", "summary": summary, "messages": [_copy(m) for m in path[:head] + path[start:]]}
+        return {"type": "context.replace", "summary": summary, "messages": [*_heading(path, head), *(_copy(m) for m in path[start:])]}
 
 
 def summary_steps(keep_steps: int = 10) -> Compaction:
@@ -519,10 +541,10 @@ class _Hybrid(Compaction):
         return f"masking_with_summary(keep={self.masking.keep}, keep_steps={self.summary.keep_steps})"
 
     def summarizes(self, path: list[Message], decision: Mapping[str, Any]) -> bool:
-        return decision.get("strategy") == "summarize"  # (an overflow's too: a summary makes room)
+        return decision.get("strategy") == "summarize" and self.summary.replace(path, decision) is not None
 
     def replace(self, path: list[Message], decision: Mapping[str, Any]) -> dict[str, Any] | None:
-        if self.summarizes(path, decision):
+        if decision.get("strategy") == "summarize":  # (an overflow's too: a summary makes room)
             return self.summary.replace(path, decision)
         return self.masking.replace(path, decision)
 
@@ -559,7 +581,7 @@ class _OpenAICompact(Compaction):
         head, start = _instructions(path), _kept_start(path)
         users = [m for m in path[head:start] if _is_prompt(m)]
         return {"type": "context.replace", "summary": summary,
-                "messages": [_copy(m) for m in (*path[:head], *users, *path[start:])]}
+                "messages": [*_heading(path, head), *(_copy(m) for m in (*users, *path[start:]))]}
 
 
 def openai_compact() -> Compaction:
@@ -610,7 +632,7 @@ class _GeminiCompression(Compaction):
         if summary is None or start <= head:
             return None
         kept: list[dict[str, Any]] = [dict(history[i]) if history[i] is not path[i] else _copy(path[i]) for i in range(start, len(path))]
-        messages = [*(_copy(m) for m in path[:head]), {"role": "assistant", "content": GEMINI_ACK}, *kept]
+        messages = [*_heading(path, head), {"role": "assistant", "content": GEMINI_ACK}, *kept]
         if _tokens([{"content": summary}, *messages]) > _tokens(path):
             return None
         return messages
@@ -642,8 +664,10 @@ class _GeminiCompression(Compaction):
                 used += tokens
                 continue
             short = _tail_lines(m, self.lines)
-            out[i] = short
-            used += _tokens([short])
+            if _tokens([short]) < tokens:  # an output of few long lines is not made longer by its header
+                out[i] = short
+                tokens = _tokens([short])
+            used += tokens
         return out
 
 
@@ -692,11 +716,14 @@ def gemini_cli_compression() -> Compaction:
     the summary (a ``<state_snapshot>``) comes first, then the model's "Got
     it. Thanks for the additional context!", then the newest 30% with its
     cut tool results; a compression that would grow the history is dropped.
-    Where no summary is kept (no user message to split at, or the guard),
-    the CLI calls no model again in that session and only cuts the tool
-    outputs (``CONTENT_TRUNCATED``): so does the worker, and a replay
-    drops the summary calls of such a limit (``summarizes``; the CLI pays
-    for the first failed attempt, a replay for none).
+    Where no summary is kept, the worker only cuts the tool outputs (when
+    that makes the history shorter: the CLI's ``CONTENT_TRUNCATED``), and a
+    replay counts no summary call for that limit (``summarizes``). Where
+    the CLI finds no user message to split at, it calls no model; where
+    its guard drops a summary it paid for it, once, and then calls no model
+    again in that chat (``hasFailedCompressionAttempt``): a replay pays for
+    no such attempt, and the worker, which keeps no state, tries again at
+    the next limit where the CLI would only cut.
 
     Its summary calls are sent bare (the compression prompt is their system
     instruction: not the agent's, no tools, ``summary_request = "bare"``)
@@ -724,6 +751,7 @@ def gemini_cli_compression() -> Compaction:
 class _Offloaded(Compaction):
     keep_tokens: float
     folder: str
+    thread: str = "thread"
 
     def __repr__(self) -> str:
         return f"offloaded_summary(keep_tokens={self.keep_tokens!r})"
@@ -732,24 +760,25 @@ class _Offloaded(Compaction):
         replace = _SummaryTail(self.keep_tokens).replace(path, decision)
         if replace is None or "summary" not in replace:
             return replace
-        thread = path[0].get("id") or "thread"
-        cite = f"\n\nThe full conversation before this summary was saved to {self.folder}/{thread}.md: read it for details."
+        cite = f"\n\nThe full conversation before this summary was saved to {self.folder}/{self.thread}.md: read it for details."
         return {**replace, "summary": replace["summary"] + cite}
 
 
-def offloaded_summary(keep_tokens: float = 0.10, folder: str = "/conversation_history") -> Compaction:
+def offloaded_summary(keep_tokens: float = 0.10, folder: str = "/conversation_history", thread: str = "thread") -> Compaction:
     """Deep Agents' summarization (langchain-ai/deepagents,
     libs/deepagents/deepagents/middleware/summarization.py): a summary and
     the newest ``keep_tokens`` (a share of what the model would read below
     1; its docstring's example keeps 0.10 of the window), the evicted
-    messages offloaded to ``{folder}/{thread}.md``, which the summary cites
-    by path so the agent can read them back. A replay writes no file: the
-    citation's tokens are what the offload costs the model.
+    messages offloaded to ``{folder}/{thread}.md`` (one file a thread, each
+    offload appended), which the summary cites by path so the agent can read
+    them back. A replay writes no file: the citation's tokens are what the
+    offload costs the model.
 
     >>> offloaded_summary()
     offloaded_summary(keep_tokens=0.1)
     """
     summary_tail(keep_tokens)  # checked there
-    if not isinstance(folder, str) or not folder:
-        raise ValueError(f"offloaded_summary: folder must be a non-empty path, got {folder!r}")
-    return _Offloaded(keep_tokens, folder)
+    for name, value in (("folder", folder), ("thread", thread)):
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"offloaded_summary: {name} must be a non-empty string, got {value!r}")
+    return _Offloaded(keep_tokens, folder, thread)

@@ -427,7 +427,8 @@ def compaction_costs(df: pd.DataFrame, *, title: str | None = None):
     ax.set_xlabel("dollars, all conversations")
     ax.set_xlim(0, max(float(data["usd"].max()), line) * 1.18)
     fig.legend(loc="outside lower center", fontsize="small", frameon=False)  # below the axes: it covers no bar
-    fig.suptitle(_wrap(title or "what each config's compactions cost, and how much of it was a warm cache thrown away", 8.0))
+    fig.suptitle(_wrap(title or "what each config costs, and what the calls right after its compactions on a warm cache "
+                                "paid beyond a cached read", 8.0))
     return fig
 
 

@@ -462,7 +462,7 @@ def presets(name: str | Sequence[str] = "all", window: int | None = None) -> lis
     """
     names = name.split(",") if isinstance(name, str) else list(name) if isinstance(name, Sequence) else [name]
     names = [n.strip() if isinstance(n, str) else n for n in names]
-    names = [m for n in names for m in (GROUPS[n] if isinstance(n, str) and n in GROUPS else (n,))]
+    names = list(dict.fromkeys(m for n in names for m in (GROUPS[n] if isinstance(n, str) and n in GROUPS else (n,))))
     if "auto" in names:
         raise ConfigError("presets", "'auto' is the preset of the agent that wrote each log, which needs the log: give "
                                      "convlab.tuning.presets.AUTO among convlab.tune's configs (convlab tune --preset auto)")

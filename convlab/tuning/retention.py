@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine import SUMMARY_PREFIX
 from ..replaying.options import check_probes, renamed
-from ..replaying.result import ContextLimit, Replay
+from ..replaying.result import ContextLimit, Replay, SummaryCall
 from ..replaying.summaries import SummaryFolder
 from ..tokens import content_chars, content_text, estimate
 from .facts import KINDS, Fact, facts_of, holds, message_text, normal
@@ -159,8 +159,7 @@ def compactions(replay: Replay) -> list[Rewrite]:
     s = replay.session
     logs = {c.id: c.call for c in replay.compactions}
     out: list[Rewrite] = []
-    limit = started = -1  # the latest context.limited and summary call, as indexes into limits and summary_calls
-    summary_call: int | None = None  # the summary call made for the latest limit
+    limit = -1  # the latest context.limited, as an index into limits
     first: Mapping[str, Any] | None = None  # the latest top-level message: a context.replace's new history starts there
     events: Sequence[Mapping[str, Any]] = s.events  # read by type, as the driver reads them
     for ev in events:
@@ -168,19 +167,23 @@ def compactions(replay: Replay) -> list[Rewrite]:
         if t == "message.new" and ev["message"]["parent"] is None:
             first = ev["message"]
         elif t == "context.limited":
-            limit, summary_call = limit + 1, None
-        elif t == "llm.started" and ev.get("summary"):
-            started += 1
-        elif t == "llm.completed" and ev.get("summary"):
-            summary_call = started
+            limit += 1
         elif t == "context.replaced":
-            out.append(_compaction(replay, ev, first if ev.get("to") is not None else None, logs, limit, summary_call))
-            summary_call = None
+            out.append(_compaction(replay, ev, first if ev.get("to") is not None else None, logs, limit))
     return out
 
 
+def _summary_call(replay: Replay, x: ContextLimit) -> SummaryCall | None:
+    """The summary call that wrote the summary answering the limit ``x``: the last one the provider answered
+    before the call the limit holds (``SummaryCall.call``; an overflow's comes before the call run again), a
+    first pass, not a second (``kind``); None when none did (the worker wrote its summary itself)."""
+    before = x.call + 1 if x.reason == "overflow" else x.call
+    made = [c for c in replay.summary_calls if c.call == before and c.kind == "summary" and not c.refused]
+    return made[-1] if made else None
+
+
 def _compaction(replay: Replay, ev: Mapping[str, Any], first: Mapping[str, Any] | None, logs: Mapping[str, int],
-                limit: int, summary_call: int | None) -> Rewrite:
+                limit: int) -> Rewrite:
     ends = (ev.get("from"), ev.get("to"))
     summary = None
     if first is not None and first.get("kind") == "summary":
@@ -190,7 +193,7 @@ def _compaction(replay: Replay, ev: Mapping[str, Any], first: Mapping[str, Any] 
     x: ContextLimit | None = replay.limits[limit] if 0 <= limit < len(replay.limits) else None
     by = None
     if summary is not None:
-        made = replay.summary_calls[summary_call] if summary_call is not None and summary_call < len(replay.summary_calls) else None
+        made = _summary_call(replay, x) if x is not None else None
         by = "worker" if made is None else "stand-in" if made.stand_in else "model"
     if x is None:  # a rewrite no limit asked for (a replay's log holds no other): as the engine's own
         return Rewrite(0, "strategy", None, summary, by, replay.session, ends)
