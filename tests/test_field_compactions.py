@@ -404,3 +404,26 @@ def test_clearing_inputs_leaves_a_call_with_none_as_it_was():
     path = answered(compact.clear_tool_results(keep=1, clear_tool_inputs=True), msgs).path()
     a1 = next(msg for msg in path if "c1" in toolcalls.calls(msg))
     assert a1.get("copied_from") is not None  # nothing of it changed: a copy, not a rewritten message
+
+
+@pytest.mark.realdata
+def test_the_command_line_sends_summaries_bare_or_shared_and_writes_idle_secs_against_the_ttl(capsys):
+    from test_cli import rows_table
+
+    from convlab.cli import main
+
+    path = require() / "claude_code" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl.gz"
+    rows = {}
+    for how in ("shared", "bare"):
+        argv = ["tune", str(path), "--grid", "window=128000", "--model", "claude-sonnet-4-5", "--summary-request", how,
+                "--rows", "--no-progress", "-q", "--width", "200"]
+        assert main(argv) == 0
+        head, *lines = [line.split() for line in rows_table(capsys.readouterr().out)]
+        rows[how] = dict(zip(head, lines[0], strict=True))
+    read = {how: int(r["tokens_read"].replace(",", "")) for how, r in rows.items()}
+    usd = {how: float(r["usd"].lstrip("$")) for how, r in rows.items()}
+    assert read["shared"] > read["bare"] and usd["shared"] < usd["bare"]  # reads the hidden prompt too, mostly from the cache
+    assert main(["tune", str(path), "--grid", "strategy[0].idle_secs=ttl,2*ttl", "--prompt-cache-ttl", "1h", "--rows",
+                 "--no-progress", "-q", "--width", "200"]) == 0
+    out = capsys.readouterr().out
+    assert "3600" in out and "7200" in out

@@ -63,7 +63,12 @@ def add(sub: argparse._SubParsersAction[Parser]) -> None:
     tune.add_argument("--agent", default="bot", help="the agent whose [agent.<id>.context] to use (default bot)")
     tune.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
                       help="sweep a key of the context table: window=64000,128000 or strategy[0].idle_secs=600,3600 "
-                           "(repeatable; replaces the config's [convlab.tune.grid])")
+                           "(repeatable; replaces the config's [convlab.tune.grid]); idle_secs may be written against the "
+                           "prompt cache's lifetime: ttl,ttl+100,2*ttl (--prompt-cache-ttl, else 5 minutes)")
+    tune.add_argument("--summary-request", choices=("shared", "bare"), default="shared",
+                      help="how a summary call is sent and priced: shared (default: as the engine sends it, the agent's "
+                           "system prompt, tools and the session's path, read from the prompt cache while it is warm) or "
+                           "bare (the prompt and the messages alone: nothing cached, the input at full price)")
     tune.add_argument("--summary-size", type=summary_size, metavar="RATIO|TOKENS",
                       help="how long the stand-in summary is (what every later count starts from): a share of what it "
                            "summarizes (0.1 or 10%%) or a number of tokens (2000); default: one short line per message")
@@ -162,7 +167,8 @@ def _options(args: argparse.Namespace, summarizer: Provider | None = None) -> Op
     """The knobs of every replay the command makes (``convlab.replaying.options.Options``), from its flags."""
     from ..replaying.options import Options
 
-    return Options(agent=args.agent, summary_size=args.summary_size, overhead=args.overhead, summarizer=summarizer,
+    return Options(agent=args.agent, summary_size=args.summary_size, overhead=args.overhead,
+                   summary_request=args.summary_request, summarizer=summarizer,
                    summary_cache=False if summarizer is not None and args.no_cache else None, model=args.model,
                    prompt_cache_ttl=args.prompt_cache_ttl)
 
