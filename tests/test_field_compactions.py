@@ -188,6 +188,14 @@ def test_the_providers_presets_take_their_sources_knobs_and_refuse_bad_ones():
     with pytest.raises(convlab.ConfigError, match=r"presets\.deep-agents\.trigger"):
         presets.deep_agents(trigger=1.5)
     assert convlab.presets("providers,papers") == convlab.presets("providers") + convlab.presets("papers")
+    for make, where in ((lambda: presets.anthropic_clear_thinking(keep=-1), "anthropic-clear-thinking: clear_thinking: keep"),
+                        (lambda: presets.masking(keep="x"), "masking: observation_masking: keep"),
+                        (lambda: presets.anthropic_on_demand(keep_turns=-2), "anthropic-on-demand: summary_turns: keep_turns"),
+                        (lambda: presets.anthropic_clear_tool_uses(exclude_tools="Bash"), "anthropic-clear-tool-uses: "
+                                                                                          "clear_tool_results: exclude_tools"),
+                        (lambda: presets.masking_hybrid(keep_steps=0), "masking-hybrid: summary_steps: keep_steps")):
+        with pytest.raises(convlab.ConfigError, match=f"^presets.{where} must be"):
+            make()
 
 
 # -- each compaction's own calls in the bill ---------------------------------------------------------------------

@@ -453,8 +453,11 @@ def observation_masking(keep: int = 10, placeholder: str = MASKED) -> Compaction
     >>> observation_masking(keep=5)
     observation_masking(keep=5)
     """
-    base = clear_tool_results(keep=keep, placeholder=placeholder)
-    return _Masking(base.keep, 0, (), placeholder)  # type: ignore[attr-defined]
+    if not isinstance(keep, int) or isinstance(keep, bool) or keep < 0:
+        raise ValueError(f"observation_masking: keep must be a whole number of observations, got {keep!r}")
+    if not isinstance(placeholder, str) or not placeholder:
+        raise ValueError(f"observation_masking: placeholder must be a non-empty string, got {placeholder!r}")
+    return _Masking(keep, 0, (), placeholder)
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ log does not show), its docstring says by how much and why. ``AUTO`` among
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from ..context import ContextConfig, Strategy
@@ -93,6 +93,14 @@ def _whole(name: str, key: str, value: object, least: int = 0) -> int:
         raise ConfigError(f"presets.{name}.{key}", f"must be a whole number of tokens{f' (at least {least:,})' if least else ''}, "
                                                    f"got {value!r}")
     return value
+
+
+def _worker(name: str, make: Callable[[], Compaction]) -> Compaction:
+    """The preset's worker, made with its knobs: a bad knob is a ``ConfigError`` naming the preset."""
+    try:
+        return make()
+    except ValueError as err:
+        raise ConfigError(f"presets.{name}", str(err)) from None
 
 
 def _share(window: object, share: float) -> object:
@@ -262,7 +270,7 @@ def anthropic_on_demand(window: int = 200_000, over_tokens: int = 150_000, keep_
     summary_turns(keep_turns=2)
     """
     _whole("anthropic-on-demand", "over_tokens", over_tokens, 1)
-    worker = summary_turns(keep_turns) if keep_turns else None
+    worker = _worker("anthropic-on-demand", lambda: summary_turns(keep_turns)) if keep_turns != 0 else None
     return _preset("anthropic-on-demand", window, over_tokens, worker)
 
 
@@ -290,8 +298,8 @@ def anthropic_clear_tool_uses(window: int = 200_000, trigger: int = 100_000, kee
     ('reset', 100000, clear_tool_results(keep=5))
     """
     _whole("anthropic-clear-tool-uses", "trigger", trigger, 1)
-    worker = clear_tool_results(keep=keep, clear_at_least=clear_at_least, exclude_tools=exclude_tools,
-                                clear_tool_inputs=clear_tool_inputs)
+    worker = _worker("anthropic-clear-tool-uses", lambda: clear_tool_results(
+        keep=keep, clear_at_least=clear_at_least, exclude_tools=exclude_tools, clear_tool_inputs=clear_tool_inputs))
     return _preset("anthropic-clear-tool-uses", window, trigger, worker, use="reset")
 
 
@@ -305,7 +313,8 @@ def anthropic_clear_thinking(window: int = 200_000, keep: int | str = 1) -> Pres
     >>> anthropic_clear_thinking(keep="all").worker
     clear_thinking(keep='all')
     """
-    return _preset("anthropic-clear-thinking", window, EVERY_CALL, clear_thinking(keep), use="reset")
+    return _preset("anthropic-clear-thinking", window, EVERY_CALL, _worker("anthropic-clear-thinking", lambda: clear_thinking(keep)),
+                   use="reset")
 
 
 def openai_compact(window: int = 400_000, over_tokens: int | None = None) -> Preset:
@@ -367,7 +376,7 @@ def masking(window: int = 200_000, keep: int = 10) -> Preset:
     >>> masking(keep=5).worker
     observation_masking(keep=5)
     """
-    return _preset("masking", window, EVERY_CALL, observation_masking(keep), use="reset")
+    return _preset("masking", window, EVERY_CALL, _worker("masking", lambda: observation_masking(keep)), use="reset")
 
 
 def masking_summary(window: int = 200_000, keep_steps: int = 10, over_tokens: int | None = None) -> Preset:
@@ -380,7 +389,7 @@ def masking_summary(window: int = 200_000, keep_steps: int = 10, over_tokens: in
     150000
     """
     over = over_tokens if over_tokens is not None else _share(window, 0.75)
-    return _preset("masking-summary", window, over, summary_steps(keep_steps))  # type: ignore[arg-type]
+    return _preset("masking-summary", window, over, _worker("masking-summary", lambda: summary_steps(keep_steps)))  # type: ignore[arg-type]
 
 
 def masking_hybrid(window: int = 200_000, keep: int = 10, keep_steps: int = 10, over_tokens: int | None = None) -> Preset:
@@ -394,7 +403,7 @@ def masking_hybrid(window: int = 200_000, keep: int = 10, keep_steps: int = 10, 
     ['summarize', 'reset']
     """
     over = over_tokens if over_tokens is not None else _share(window, 0.75)
-    return _preset("masking-hybrid", window, over, masking_with_summary(keep, keep_steps),  # type: ignore[arg-type]
+    return _preset("masking-hybrid", window, over, _worker("masking-hybrid", lambda: masking_with_summary(keep, keep_steps)),  # type: ignore[arg-type]
                    Strategy("reset", over_tokens=EVERY_CALL))
 
 
