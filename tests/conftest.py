@@ -25,6 +25,10 @@ _settings.register_profile(
 )
 _settings.load_profile(_os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
+# a sweep keeps its rows on disk by default (convlab.tuning.results); the tests replay what they sweep, each time,
+# unless a test gives result_cache= a folder of its own
+_os.environ.setdefault("CONVLAB_RESULT_CACHE", "off")
+
 
 # --- CI: a skipped browser or real-data test is a failure (lead) ---
 # Under CI=true, a test marked `browser` or `realdata` that skips (no Chromium,

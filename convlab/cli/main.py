@@ -103,8 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, ReadError, LogError, OSError) as e:
         err.write(f"convlab: {str(e).strip() or type(e).__name__}".splitlines()[0] + "\n")
         return 2
-    except KeyboardInterrupt:
-        err.write("convlab: interrupted\n")
+    except KeyboardInterrupt as e:  # a sweep's says what it kept (convlab.tuning.results.Stopped)
+        err.write(f"convlab: {str(e).strip() or 'interrupted'}\n")
         return 130
     except Exception as e:  # a fault of convlab: one line (CONVLAB_DEBUG=1 for the traceback)
         if os.environ.get("CONVLAB_DEBUG"):

@@ -65,6 +65,11 @@ def add(sub: argparse._SubParsersAction[Parser]) -> None:
                       help="sweep a key of the context table: window=64000,128000 or strategy[0].idle_secs=600,3600 "
                            "(repeatable; replaces the config's [convlab.tune.grid]); idle_secs may be written against the "
                            "prompt cache's lifetime: ttl,ttl+100,2*ttl (--prompt-cache-ttl, else 5 minutes)")
+    tune.add_argument("--result-cache", metavar="DIR",
+                      help="where each (conversation, config)'s row is kept, so that running the same sweep again replays "
+                           "only what is new, and a sweep stopped halfway goes on from there (default "
+                           "$XDG_CACHE_HOME/convlab/tune; clear it with rm -rf)")
+    tune.add_argument("--no-result-cache", action="store_true", help="keep no row: replay everything, every run")
     tune.add_argument("--summary-request", choices=("shared", "bare"), default="shared",
                       help="how a summary call is sent and priced: shared (default: as the engine sends it, the agent's "
                            "system prompt, tools and the session's path, read from the prompt cache while it is warm) or "
@@ -170,7 +175,8 @@ def _options(args: argparse.Namespace, summarizer: Provider | None = None) -> Op
     return Options(agent=args.agent, summary_size=args.summary_size, overhead=args.overhead,
                    summary_request=args.summary_request, summarizer=summarizer,
                    summary_cache=False if summarizer is not None and args.no_cache else None, model=args.model,
-                   prompt_cache_ttl=args.prompt_cache_ttl)
+                   prompt_cache_ttl=args.prompt_cache_ttl,
+                   result_cache=False if args.no_result_cache else args.result_cache)
 
 
 def _summarizer(args: argparse.Namespace) -> Any:
@@ -401,6 +407,9 @@ def run(args: argparse.Namespace, out: TextIO, notes: Notes) -> None:
         df = tune(convs, configs, chosen, **sweep)
     keys = ["preset"] if args.preset else list(grid)
     width = args.width or terminal_width()
+    if df.attrs.get("kept"):
+        notes.say(f"{df.attrs['kept']:,} of the {len(df):,} rows were kept from an earlier run of the same sweep, in "
+                  f"{df.attrs['result_cache']} (--no-result-cache replays everything)")
     cost: SummaryCost | None = df.attrs.get("summary_cost") if summarizer is not None else None
     if cost is not None:
         notes.say(_say_cost(cost, dry_run=False))

@@ -157,6 +157,11 @@ class Options:
       what each compaction dropped (a sweep's ``retained``); ``judge_cache``:
       where its answers are kept (as ``summary_cache``; the default folder is
       ``$XDG_CACHE_HOME/convlab/judge``); ``probes``: questions per compaction.
+    - ``result_cache``: where a sweep keeps each (conversation, config)'s
+      row, so that running it again replays only what is new and a sweep
+      stopped halfway goes on from where it stopped (None:
+      ``$XDG_CACHE_HOME/convlab/tune``; a folder; False: nothing kept;
+      ``convlab.tuning.results``). A replay keeps nothing.
 
     >>> Options(model="claude-sonnet-4-5").pricing is not None
     True
@@ -179,6 +184,7 @@ class Options:
     judge: Provider | None = None
     judge_cache: SummaryFolder = None
     probes: int = 5
+    result_cache: SummaryFolder = None
     #: how the calls are priced (``cost.Pricing``), made from ``model``, ``prompt_cache`` and ``prompt_cache_ttl``
     pricing: Pricing | None = field(init=False, repr=False, compare=False)
 
@@ -198,6 +204,7 @@ class Options:
             raise ValueError("judge_cache= is where a judge's answers are kept: give judge= too")
         folder_of(self.judge_cache, "judge_cache", Path())
         check_probes(self.probes)
+        folder_of(self.result_cache, "result_cache", Path())
         object.__setattr__(self, "pricing", self._pricing())
 
     def _pricing(self) -> Pricing | None:

@@ -10,6 +10,8 @@ Everything here reads replays (``convlab.replaying``); nothing in
 - ``forks``: one log under many configs, as a tree of shared replays (``rows``);
 - ``measures``: a row's figures, read from a ``Replay`` (what every figure sums);
 - ``workers``: where a sweep runs (this process, worker processes, dask);
+- ``results``: a sweep's rows kept on disk, so that a run again replays only
+  what is new and a stopped one goes on;
 - ``grid``: grids of configs (``config_grid``) and the shipped example;
 - ``compact``: the field's compactions as workers; ``presets``: the agents'
   auto-compactions as configs (``presets``, ``AUTO``);
@@ -26,7 +28,7 @@ the package has another name so that nothing shadows it.
 import importlib as _importlib
 
 #: the modules, imported on first attribute access (``convlab.tuning.sweep`` after ``import convlab``)
-_MODULES = ('sweep', 'forks', 'workers', 'grid', 'compact', 'presets', 'retention', 'facts', 'probes', 'ranking', 'search', 'plots')
+_MODULES = ('sweep', 'forks', 'workers', 'results', 'grid', 'compact', 'presets', 'retention', 'facts', 'probes', 'ranking', 'search', 'plots')
 
 
 def __getattr__(name: str):

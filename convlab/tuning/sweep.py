@@ -32,12 +32,13 @@ from ..conversation import Conversation
 from ..replaying.model import Summarize
 from ..replaying.options import Options, check_worker, options_of, takes_options
 from ..replaying.plan import ExactCounts, Plan, plan
-from ..replaying.summaries import Summaries, SummaryCost
+from ..replaying.summaries import Summaries, SummaryCost, answerer
 from . import workers
 from .forks import Baseline, Setup, rows
 from .grid import LIFETIME, config_grid, example_config, grid_table, with_lifetime
 from .presets import AUTO_ROW, Auto, Preset, by_agent
 from .probes import JUDGE_KEY, Judge, judge_for
+from .results import ResultCache, Stopped, conversation_key, for_sweep, rows_of, setup_key
 
 if TYPE_CHECKING:
     import distributed
@@ -325,6 +326,8 @@ def tune(
                    client=client, chunk=chunk, estimate=False)
     summaries = sweep.summaries
     df = _frame(sweep, _schedule(sweep, None if summaries is None else _completing(summaries)))
+    if sweep.results is not None:  # how many rows an earlier run kept, and where (convlab.tuning.results)
+        df.attrs["kept"], df.attrs["result_cache"] = sweep.kept, str(sweep.results.folder)
     if sweep.judge is not None:
         df.attrs["judge_cost"] = sweep.judge.cost()
     if summaries is not None:
@@ -424,6 +427,8 @@ class _Sweep:
     progress: bool | None
     judge: Judge | None = None
     probes: int = 5
+    results: ResultCache | None = None
+    kept: int = 0  # rows an earlier run kept (``results``): not replayed again
 
 
 def _check(conversations: Conversation | Iterable[Conversation], configs: Config | Iterable[Config] | None,
@@ -456,7 +461,8 @@ def _check(conversations: Conversation | Iterable[Conversation], configs: Config
     if scheduler == "dask" or n_jobs > 1:
         _sendable({x.worker for x in setups if x.worker is not None})
     return _Sweep(convs, setups, labels, grid_keys, options.agent, options.replaying(), scheduler,
-                  n_jobs, chunk, client, summaries, progress, judging, options.probes)
+                  n_jobs, chunk, client, summaries, progress, judging, options.probes,
+                  None if estimate else for_sweep(options.result_cache))
 
 
 def _lifetime(options: Options) -> float:
@@ -533,8 +539,12 @@ def _schedule(sweep: _Sweep, ask: Summarize | None) -> dict[tuple[int, int], dic
     configs, agent, knobs = sweep.configs, sweep.agent, sweep.knobs
     counts = ExactCounts()
     plans = [plan(c) for c in sweep.conversations]
+    kept, keys = _kept(sweep, plans)  # what an earlier run of the same sweep left: not replayed again
+    sweep.kept = len(kept)
     dask = sweep.scheduler == "dask"
-    tasks = workers.units(plans, len(configs), sweep.chunk, 1 if dask else sweep.jobs)
+    tasks = [(i, [j for j in js if (i, j) not in kept])
+             for i, js in workers.units(plans, len(configs), sweep.chunk, 1 if dask else sweep.jobs)]
+    tasks = [(i, js) for i, js in tasks if js]
     in_processes = not dask and sweep.jobs > 1 and len(tasks) > 1
     # fewer conversations than jobs: the baselines run here once and the forked workers take their
     # configs in families that leave the baseline together (see _along_forks)
@@ -545,19 +555,28 @@ def _schedule(sweep: _Sweep, ask: Summarize | None) -> dict[tuple[int, int], dic
         counts.prime(t for p in plans for t in p.texts())
     total = len(plans) * len(configs)
     show = (total >= 20) if sweep.progress is None else bool(sweep.progress)
-    results: dict[tuple[int, int], dict[str, Any]] = {}
-    bar = tqdm(total=total, desc="tune", unit="replay", disable=not show)
+    results: dict[tuple[int, int], dict[str, Any]] = dict(kept)
+    bar = tqdm(total=total, initial=len(kept), desc="tune", unit="replay", disable=not show)
+    cache = sweep.results
 
     def done(i: int, measured: list[tuple[int, dict[str, Any]]]) -> None:
         for j, row in measured:
             results[(i, j)] = row
+        if cache is not None and keys is not None:
+            cache.keep(keys[0][i], {keys[1][j]: row for j, row in measured})
         bar.update(len(measured))
 
+    if not tasks:
+        bar.close()
+        return results
     try:
         if dask:
             workers.run_dask(rows, plans, counts, configs, agent, knobs, tasks, sweep.client, done)
         elif forked:
-            bases, tasks = _along_forks(plans, counts, configs, agent, knobs, sweep.jobs, done)
+            wanted: dict[int, list[int]] = {}
+            for i, js in tasks:
+                wanted.setdefault(i, []).extend(js)
+            bases, tasks = _along_forks(plans, counts, configs, agent, knobs, sweep.jobs, done, wanted if kept else None)
             if len(tasks) > 1:
                 workers.run_processes(rows, plans, counts, configs, agent, knobs, tasks, sweep.jobs, done, bases=bases)
             for i, js in tasks if len(tasks) == 1 else ():  # one unit: no worker to start
@@ -570,27 +589,61 @@ def _schedule(sweep: _Sweep, ask: Summarize | None) -> dict[tuple[int, int], dic
             for i, js in tasks:
                 done(i, rows(plans[i], counts, [(j, configs[j]) for j in js], agent, summarize=ask, knobs=knobs,
                              judge=judge, probes=probes))
+    except KeyboardInterrupt as err:
+        made, where = len(results) - len(kept), "" if cache is None else f" in {cache.folder}"
+        said = (f"tune stopped after {made:,} of the {total - len(kept):,} replays it had to make"
+                + (f" ({len(kept):,} more were kept from an earlier run)" if kept else ""))
+        if cache is not None and cache.unwritable is None:
+            said += f"; the {cache.kept:,} made are kept{where}: run it again to go on from there"
+        else:
+            said += ": nothing was kept (no result cache), a new run starts over"
+        raise Stopped(said) from err
     finally:
         bar.close()
     return results
 
 
+def _kept(sweep: _Sweep, plans: list[Plan]) -> tuple[dict[tuple[int, int], dict[str, Any]], tuple[list[str], list[str]] | None]:
+    """The rows an earlier run of this sweep kept (``convlab.tuning.results``), by (conversation, config), and the
+    keys they are kept under: ``({}, None)`` without a result cache."""
+    cache = sweep.results
+    if cache is None:
+        return {}, None
+    answering: dict[str, Any] = {}
+    for name, provider in (("summarizer", None if sweep.summaries is None else sweep.summaries.provider),
+                           ("judge", None if sweep.judge is None else sweep.judge.provider)):
+        if provider is not None:
+            answering[name] = {"class": type(provider).__name__, "model": getattr(provider, "model", None), **answerer(provider)}
+    if sweep.judge is not None:
+        answering["probes"] = sweep.probes
+    conv_keys = [conversation_key(str(c.id), p) for c, p in zip(sweep.conversations, plans, strict=True)]
+    setup_keys = [setup_key(s, sweep.agent, sweep.knobs, answering) for s in sweep.configs]
+    kept = {(i, j): row for i, key in enumerate(conv_keys) for j, row in rows_of(cache.load(key), setup_keys).items()}
+    return kept, (conv_keys, setup_keys)
+
+
 def _along_forks(plans: list[Plan], counts: ExactCounts, configs: list[Setup], agent: str, knobs: Mapping[str, Any],
-                 jobs: int, done: workers.Done) -> tuple[dict[int, Baseline], list[tuple[int, list[int]]]]:
+                 jobs: int, done: workers.Done, wanted: Mapping[int, list[int]] | None = None,
+                 ) -> tuple[dict[int, Baseline], list[tuple[int, list[int]]]]:
     """The units of a sweep of fewer conversations than jobs, cut along the fork tree: each
     conversation's baseline is replayed here, once (worker processes forked after it start with
     it), and the configs that never leave it are its rows at once (``done``). The others go in
     families, one per (turn, what they say there) where they first leave the baseline: a family
     shares what follows, two families never do. The longest (the earliest to leave) go first, and
-    the largest are halved while there are fewer units than jobs."""
+    the largest are halved while there are fewer units than jobs. ``wanted``: per conversation, the configs
+    still to replay (the others were kept from an earlier run); None: all."""
     bases: dict[int, Baseline] = {}
     units: list[tuple[int, list[int], int]] = []  # (conversation, configs, turns left)
     for i, p in enumerate(plans):
+        if wanted is not None and i not in wanted:  # every config of it kept from an earlier run
+            continue
         with workers.collector_paused(collect=False):  # as in a worker; the baseline lives on, nothing to collect
             base = bases[i] = Baseline.run(p, counts, agent, knobs=knobs)
         families: list[tuple[tuple[int, Any], list[int]]] = []  # what a config says need not hash (a worker)
         same = []
         for j, cfg in enumerate(configs):
+            if wanted is not None and j not in wanted[i]:
+                continue
             leaves = base.leaves(cfg)
             if leaves is None:
                 same.append((j, {**base.root.row, **base.carried}))

@@ -1,0 +1,179 @@
+"""A sweep's results kept on disk: run ``tune`` again and only what is new is replayed.
+
+A result is one (conversation, config)'s row of measures, kept under two keys:
+
+- the conversation's: sha256 of what a replay reads of it (its id and its plan:
+  every message with its usage and time, the calls, the turns), so a file
+  that changed between runs is replayed again, and an unchanged one is not,
+  wherever it moved;
+- the config's: sha256 of the parsed config, the worker (its repr), the agent,
+  the cost model's knobs (``Options.replaying``: ``summary_size``,
+  ``overhead``, ``summary_request``, the pricing), what answers the summary
+  calls and a judge's (``summaries.answerer``), and convlab itself (its
+  version and a hash of its own source files: a change to convlab replays
+  everything again).
+
+Each conversation's results are one JSON file, ``<folder>/<key[:2]>/<key>.json``,
+written to a temporary name and renamed into place after each unit of work
+(a conversation's configs, or a part of them), so a sweep stopped halfway
+(Ctrl-C, a killed kernel) keeps every unit it finished, and a file on disk is
+always whole. An entry is read as untrusted: one that cannot be read, or
+whose key or rows are not what this module writes, is made again. A folder
+that cannot be written (read-only, a full disk) loses nothing of the sweep:
+one ``CacheWarning`` names it and why, and the results stay in memory.
+
+The folder: ``result_cache=`` (``Options``; a path), or
+``$XDG_CACHE_HOME/convlab/tune`` (default ``~/.cache/convlab/tune``);
+``result_cache=False`` keeps nothing (``CONVLAB_RESULT_CACHE=off`` in the
+environment makes that the default). Clear it with ``rm -rf`` of the folder.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import tempfile
+import warnings
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import CacheWarning
+
+if TYPE_CHECKING:
+    from ..replaying.plan import Plan
+    from .forks import Setup
+
+__all__ = ["ResultCache", "for_sweep", "default_folder", "conversation_key", "setup_key", "rows_of", "Stopped"]
+
+
+class Stopped(KeyboardInterrupt):
+    """A sweep stopped by the user (Ctrl-C, a notebook's interrupt): its message says what was kept."""
+
+
+def for_sweep(folder: str | os.PathLike[str] | bool | None) -> ResultCache | None:
+    """The ``ResultCache`` a sweep keeps its rows in (``Options.result_cache``): None for ``False`` (or no default
+    folder: ``CONVLAB_RESULT_CACHE=off``), the default folder for None, else that folder."""
+    if folder is False:
+        return None
+    where = default_folder() if folder is None or folder is True else Path(folder)
+    return None if where is None else ResultCache(where)
+
+
+def default_folder() -> Path | None:
+    """Where a sweep's results are kept unless told otherwise: ``$XDG_CACHE_HOME/convlab/tune``; None when
+    ``CONVLAB_RESULT_CACHE`` is ``off`` (or ``0``, ``false``, ``no``)."""
+    if os.environ.get("CONVLAB_RESULT_CACHE", "").strip().lower() in ("off", "0", "false", "no"):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "convlab" / "tune"
+
+
+@functools.cache
+def _code() -> str:
+    """A hash of convlab's own source files (its version among them): what a result was measured by."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _digest(value: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=repr, ensure_ascii=False).encode()).hexdigest()
+
+
+def conversation_key(conversation_id: str, plan: Plan) -> str:
+    """The key of a conversation's results: what a replay reads of it (its plan), and its id."""
+    return _digest({"id": conversation_id, "head": plan.head, "nodes": plan.nodes, "lost": sorted(plan.lost),
+                    "turns": [[t.start, t.parent, t.nodes, t.steps, t.time] for t in plan.turns]})
+
+
+def setup_key(setup: Setup, agent: str, knobs: Mapping[str, Any], answering: Mapping[str, Any]) -> str:
+    """The key of a config's results: the config, its worker, the agent, the knobs, who answers the summary
+    and judge calls (``answering``), and convlab itself."""
+    pricing = knobs.get("pricing")
+    priced = None if pricing is None else {"model": pricing.model, "rule": pricing.rule, "ttl": pricing.ttl,
+                                           "summarizer_model": pricing.summarizer_model}
+    return _digest({"config": setup.config.to_dict(), "worker": repr(setup.worker), "agent": agent,
+                    "knobs": {k: v for k, v in knobs.items() if k != "pricing"}, "pricing": priced,
+                    "answering": dict(answering), "code": _code()})
+
+
+def _plain(value: object) -> object:
+    """A measure as JSON keeps it: numpy's numbers as Python's (NaN stays NaN)."""
+    if isinstance(value, (bool, str)) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    try:
+        number = float(value)  # type: ignore[arg-type]  # numpy's numbers; anything else stays as it is
+    except (TypeError, ValueError):
+        return value
+    return int(number) if number.is_integer() and "int" in type(value).__name__ else number
+
+
+class ResultCache:
+    """One sweep's results on disk (see the module): ``load`` a conversation's, ``keep`` a unit's."""
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        self.folder = Path(folder).expanduser()
+        self.unwritable: str | None = None
+        self.kept = 0
+
+    def __repr__(self) -> str:
+        return f"ResultCache({str(self.folder)!r})"
+
+    def _path(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key}.json"
+
+    def load(self, key: str) -> dict[str, dict[str, Any]]:
+        """The rows kept for the conversation ``key``, by config key; ``{}`` for none (or an entry not whole)."""
+        try:
+            with open(self._path(key), encoding="utf-8") as f:
+                entry = json.load(f)
+        except (OSError, ValueError, RecursionError):
+            return {}
+        rows = entry.get("rows") if isinstance(entry, dict) and entry.get("key") == key else None
+        if not isinstance(rows, dict):
+            return {}
+        return {k: r for k, r in rows.items() if isinstance(k, str) and isinstance(r, dict)}
+
+    def keep(self, key: str, rows: Mapping[str, Mapping[str, Any]]) -> None:
+        """``rows`` (by config key) added to the conversation ``key``'s entry, written whole. A folder that cannot
+        be written: one ``CacheWarning``, and the sweep goes on with its results in memory."""
+        if self.unwritable is not None:
+            return
+        merged = {**self.load(key), **{k: {c: _plain(v) for c, v in r.items()} for k, r in rows.items()}}
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}.", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    json.dump({"key": key, "rows": merged}, f, ensure_ascii=False)
+                os.replace(tmp, path)  # atomic: a reader sees the old entry or the whole new one
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
+        except OSError as err:
+            self.unwritable = err.strerror or str(err) or type(err).__name__
+            warnings.warn(CacheWarning(
+                f"the result cache {self.folder} cannot be written ({self.unwritable}): this sweep's results are used "
+                "but not kept, so a later run replays them again (give result_cache= a folder that can be written, or "
+                "XDG_CACHE_HOME)", folder=str(self.folder), reason=self.unwritable), stacklevel=3)
+            return
+        self.kept += len(rows)
+
+
+def rows_of(entry: Mapping[str, Mapping[str, Any]], keys: Iterable[str]) -> dict[int, dict[str, Any]]:
+    """The rows of ``entry`` for the config ``keys`` (by position), where it has them."""
+    return {j: dict(entry[k]) for j, k in enumerate(keys) if k in entry}

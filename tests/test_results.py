@@ -1,0 +1,158 @@
+"""Issue 39 (3): a long sweep a user can live with. Each (conversation, config)'s row is kept on disk
+(``convlab.tuning.results``): the same sweep again replays nothing, one more config replays only it, a sweep
+stopped halfway goes on from where it stopped and ends equal to one that never stopped, row for row, and a file
+that changed is replayed again."""
+
+from __future__ import annotations
+
+import warnings
+
+import pandas as pd
+import pytest
+from test_compact import agent_log
+
+import convlab
+from convlab.conversation import Conversation
+from convlab.tree import Tree
+from convlab.tuning import results, sweep
+
+BASE = """
+[agent.bot.context]
+window = 20000
+[[agent.bot.context.strategy]]
+use = "summarize"
+over_tokens = 300
+"""
+GRID = {"strategy[0].over_tokens": [200, 400, 800]}
+
+
+def convs(n: int = 2) -> list[Conversation]:
+    out = []
+    for k in range(n):
+        c = agent_log(turns=5 + k)
+        out.append(Conversation(c.message_tree, id=f"agent-{k}"))
+    return out
+
+
+@pytest.fixture
+def made(monkeypatch):
+    """The (conversation, config) pairs a sweep replays, in order (the sweep's ``rows``, spied on)."""
+    seen: list[tuple[str, int]] = []
+    real = sweep.rows
+
+    def spy(p, counts, setups, agent, **kw):
+        seen.extend((p.conversation_id, j) for j, _ in setups)
+        return real(p, counts, setups, agent, **kw)
+
+    monkeypatch.setattr(sweep, "rows", spy)
+    return seen
+
+
+def tune(cs, grid=GRID, **kw):
+    return convlab.tune(cs, BASE, grid=grid, progress=False, jobs=1, **kw)
+
+
+def test_the_same_sweep_again_replays_nothing_and_gives_the_same_frame(tmp_path, made):
+    first = tune(convs(), result_cache=tmp_path)
+    assert len(made) == 6 and first.attrs["kept"] == 0 and first.attrs["result_cache"] == str(tmp_path)
+    made.clear()
+    again = tune(convs(), result_cache=tmp_path)
+    assert made == [] and again.attrs["kept"] == 6
+    pd.testing.assert_frame_equal(first, again)
+    fresh = tune(convs(), result_cache=False)
+    pd.testing.assert_frame_equal(fresh, again)
+    assert "kept" not in fresh.attrs
+
+
+def test_one_more_config_replays_only_it(tmp_path, made):
+    tune(convs(), result_cache=tmp_path)
+    made.clear()
+    more = tune(convs(), grid={"strategy[0].over_tokens": [200, 400, 800, 1600]}, result_cache=tmp_path)
+    assert sorted(made) == [("agent-0", 3), ("agent-1", 3)]
+    pd.testing.assert_frame_equal(more, tune(convs(), grid={"strategy[0].over_tokens": [200, 400, 800, 1600]},
+                                             result_cache=False))
+
+
+def test_a_sweep_stopped_halfway_goes_on_from_there_and_ends_equal_to_one_that_never_stopped(tmp_path, monkeypatch):
+    real, calls = sweep.rows, []
+
+    def interrupted(p, counts, setups, agent, **kw):
+        calls.append(p.conversation_id)
+        if len(calls) == 2:  # Ctrl-C while the second conversation replays
+            raise KeyboardInterrupt
+        return real(p, counts, setups, agent, **kw)
+
+    monkeypatch.setattr(sweep, "rows", interrupted)
+    with pytest.raises(results.Stopped) as stopped:
+        tune(convs(), result_cache=tmp_path)
+    assert str(stopped.value) == (f"tune stopped after 3 of the 6 replays it had to make; the 3 made are kept in {tmp_path}: "
+                                  "run it again to go on from there")
+    assert isinstance(stopped.value, KeyboardInterrupt)  # a notebook's interrupt, still
+    monkeypatch.setattr(sweep, "rows", real)
+    calls.clear()
+    resumed = tune(convs(), result_cache=tmp_path)
+    assert resumed.attrs["kept"] == 3
+    pd.testing.assert_frame_equal(resumed, tune(convs(), result_cache=False))
+    with pytest.raises(results.Stopped, match="nothing was kept .*a new run starts over"):
+        monkeypatch.setattr(sweep, "rows", interrupted)
+        calls.clear()
+        tune(convs(), result_cache=False)
+
+
+def test_a_conversation_that_changed_is_replayed_again_and_one_that_did_not_is_not(tmp_path, made):
+    tune(convs(), result_cache=tmp_path)
+    made.clear()
+    changed = convs()
+    t = Tree()
+    for node in changed[1].message_tree.nodes_in_order():
+        t.add({k: v for k, v in node.items() if k not in ("parent", "seq")}
+              | ({"content": "a question asked otherwise " * 20} if node["id"] == "u2" else {}), node["parent"])
+    t.head = changed[1].message_tree.head
+    changed[1] = Conversation(t, id="agent-1")
+    again = tune(changed, result_cache=tmp_path)
+    assert sorted({c for c, _ in made}) == ["agent-1"] and again.attrs["kept"] == 3
+    pd.testing.assert_frame_equal(again, tune(changed, result_cache=False))
+
+
+def test_a_damaged_entry_is_made_again_and_an_unwritable_folder_loses_nothing(tmp_path, made):
+    tune(convs(1), result_cache=tmp_path)
+    [entry] = list(tmp_path.rglob("*.json"))
+    entry.write_text('{"key": "not this one", "rows": {}}')
+    made.clear()
+    again = tune(convs(1), result_cache=tmp_path)
+    assert len(made) == 3 and again.attrs["kept"] == 0
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        kept = tune(convs(), result_cache=blocked / "results")
+    cache_warnings = [w for w in said if issubclass(w.category, convlab.CacheWarning)]
+    assert len(cache_warnings) == 1 and "cannot be written" in str(cache_warnings[0].message)
+    pd.testing.assert_frame_equal(kept, tune(convs(), result_cache=False), check_like=True)
+
+
+def test_the_default_folder_and_the_switch_that_turns_it_off(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("CONVLAB_RESULT_CACHE")
+    assert results.default_folder() == tmp_path / "convlab" / "tune"
+    tune(convs(1))
+    assert list((tmp_path / "convlab" / "tune").rglob("*.json"))
+    monkeypatch.setenv("CONVLAB_RESULT_CACHE", "off")
+    assert results.default_folder() is None and results.for_sweep(None) is None
+
+
+def test_the_command_line_says_what_it_kept_and_where(tmp_path, capsys):
+    from convlab.cli import main
+
+    log = tmp_path / "s.jsonl"
+    s = convlab.Session(log=log)
+    for i in range(4):
+        s.submit({"type": "client.message", "agent_id": "bot", "message": {"role": "user", "content": f"question {i} " * 50}})
+    folder = tmp_path / "kept"
+    argv = ["tune", str(log), "--grid", "window=20000,30000", "--result-cache", str(folder), "--no-progress"]
+    assert main(argv) == 0
+    assert "kept from an earlier run" not in capsys.readouterr().err
+    assert main(argv) == 0
+    assert f"2 of the 2 rows were kept from an earlier run of the same sweep, in {folder}" in " ".join(capsys.readouterr().err.split())
+    assert main([*argv[:-3], "--no-result-cache", "--no-progress"]) == 0
+    assert "kept from an earlier run" not in capsys.readouterr().err
