@@ -85,7 +85,7 @@ def test_a_sweep_stopped_halfway_goes_on_from_there_and_ends_equal_to_one_that_n
     monkeypatch.setattr(sweep, "rows", interrupted)
     with pytest.raises(results.Stopped) as stopped:
         tune(convs(), result_cache=tmp_path)
-    assert str(stopped.value) == (f"tune stopped after 3 of the 6 replays it had to make; the 3 made are kept in {tmp_path}: "
+    assert str(stopped.value) == (f"tune stopped after 3 of the 6 replays it had to make; 3 of them are kept in {tmp_path}: "
                                   "run it again to go on from there")
     assert isinstance(stopped.value, KeyboardInterrupt)  # a notebook's interrupt, still
     monkeypatch.setattr(sweep, "rows", real)
@@ -156,3 +156,32 @@ def test_the_command_line_says_what_it_kept_and_where(tmp_path, capsys):
     assert f"2 of the 2 rows were kept from an earlier run of the same sweep, in {folder}" in " ".join(capsys.readouterr().err.split())
     assert main([*argv[:-3], "--no-result-cache", "--no-progress"]) == 0
     assert "kept from an earlier run" not in capsys.readouterr().err
+
+
+def test_workers_that_print_alike_and_a_summarizer_keep_nothing_wrong(tmp_path, made):
+    """Two workers whose reprs agree but whose knobs differ are two configs; a sweep with a summarizer keeps no
+    rows (a failed summary call is made again by the next run, which a kept row would hide)."""
+    from convlab import compact
+
+    a, b = compact.offloaded_summary(0.5), compact.offloaded_summary(0.5, folder="/elsewhere/history")
+    assert repr(a) != repr(b)
+    grid = {"worker": [a, b]}
+    first = tune(convs(1), grid=grid, result_cache=tmp_path)
+    made.clear()
+    again = tune(convs(1), grid=grid, result_cache=tmp_path)
+    assert made == [] and again.attrs["kept"] == 2
+    pd.testing.assert_frame_equal(first, again)
+    made.clear()
+    with_summarizer = tune(convs(1), result_cache=tmp_path / "s", summarizer=convlab.EchoLLM(), summary_cache=False)
+    assert "kept" not in with_summarizer.attrs and not (tmp_path / "s").exists() and len(made) == 3
+
+
+def test_the_key_of_a_priced_sweep_holds_the_prices_version_and_the_day(monkeypatch):
+    from convlab.tuning.forks import Setup
+
+    setup = Setup(convlab.load_config(BASE)["bot"], None)
+    opts = convlab.replaying.options.Options(model="claude-sonnet-4-5")
+    key = results.setup_key(setup, "bot", opts.replaying(), {})
+    assert key == results.setup_key(setup, "bot", opts.replaying(), {})
+    monkeypatch.setattr(results, "_version", lambda package: "0.0.0-other")
+    assert results.setup_key(setup, "bot", opts.replaying(), {}) != key

@@ -757,7 +757,9 @@ class _Offloaded(Compaction):
     thread: str = "thread"
 
     def __repr__(self) -> str:
-        return f"offloaded_summary(keep_tokens={self.keep_tokens!r})"
+        extra = "".join(f", {k}={getattr(self, k)!r}" for k, default in (("folder", "/conversation_history"), ("thread", "thread"))
+                        if getattr(self, k) != default)
+        return f"offloaded_summary(keep_tokens={self.keep_tokens!r}{extra})"
 
     def replace(self, path: list[Message], decision: Mapping[str, Any]) -> dict[str, Any] | None:
         replace = _SummaryTail(self.keep_tokens).replace(path, decision)

@@ -22,6 +22,11 @@ whose key or rows are not what this module writes, is made again. A folder
 that cannot be written (read-only, a full disk) loses nothing of the sweep:
 one ``CacheWarning`` names it and why, and the results stay in memory.
 
+A sweep with a summarizer or a judge keeps no rows: its summaries and the
+judge's answers are kept in their own caches (``summary_cache``,
+``judge_cache``), and a call that failed is made again by the next run, which
+a kept row would hide.
+
 The folder: ``result_cache=`` (``Options``; a path), or
 ``$XDG_CACHE_HOME/convlab/tune`` (default ``~/.cache/convlab/tune``);
 ``result_cache=False`` keeps nothing (``CONVLAB_RESULT_CACHE=off`` in the
@@ -30,10 +35,13 @@ environment makes that the default). Clear it with ``rm -rf`` of the folder.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import hashlib
+import importlib.metadata
 import json
 import os
+import pickle
 import tempfile
 import warnings
 from collections.abc import Iterable, Mapping
@@ -93,20 +101,44 @@ def conversation_key(conversation_id: str, plan: Plan) -> str:
 
 
 def setup_key(setup: Setup, agent: str, knobs: Mapping[str, Any], answering: Mapping[str, Any]) -> str:
-    """The key of a config's results: the config, its worker, the agent, the knobs, who answers the summary
-    and judge calls (``answering``), and convlab itself."""
+    """The key of a config's results: the config, its worker (its repr and, where it pickles, all its state),
+    the agent, the knobs (the prices: the model, the cache rule and lifetime, genai-prices' version and the
+    day, as prices change), who answers the summary and judge calls (``answering``), and convlab itself."""
     pricing = knobs.get("pricing")
-    priced = None if pricing is None else {"model": pricing.model, "rule": pricing.rule, "ttl": pricing.ttl,
-                                           "summarizer_model": pricing.summarizer_model}
-    return _digest({"config": setup.config.to_dict(), "worker": repr(setup.worker), "agent": agent,
+    priced = None
+    if pricing is not None:
+        priced = {"model": pricing.model, "rule": pricing.rule, "ttl": pricing.ttl, "summarizer_model": pricing.summarizer_model}
+        if pricing.model is not None:
+            priced |= {"genai_prices": _version("genai-prices"), "day": datetime.date.today().isoformat()}
+    return _digest({"config": setup.config.to_dict(), "worker": _worker(setup.worker), "agent": agent,
                     "knobs": {k: v for k, v in knobs.items() if k != "pricing"}, "pricing": priced,
                     "answering": dict(answering), "code": _code()})
+
+
+def _worker(worker: object) -> str:
+    """A worker as a key reads it: its repr, and the hash of its pickle where it pickles (a repr may leave out
+    a knob that changes what it does)."""
+    try:
+        state = hashlib.sha256(pickle.dumps(worker, protocol=4)).hexdigest()
+    except Exception:  # a worker that does not pickle runs in this process only: its repr is all there is
+        state = ""
+    return f"{worker!r} {state}"
+
+
+@functools.cache
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def _plain(value: object) -> object:
     """A measure as JSON keeps it: numpy's numbers as Python's (NaN stays NaN)."""
     if isinstance(value, (bool, str)) or value is None:
         return value
+    if type(value).__name__ == "bool_":  # numpy's
+        return bool(value)
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
@@ -164,8 +196,8 @@ class ResultCache:
                 except OSError:
                     pass
                 raise
-        except OSError as err:
-            self.unwritable = err.strerror or str(err) or type(err).__name__
+        except (OSError, TypeError, ValueError) as err:  # a folder that cannot be written; a value JSON cannot write
+            self.unwritable = (err.strerror if isinstance(err, OSError) else None) or str(err) or type(err).__name__
             warnings.warn(CacheWarning(
                 f"the result cache {self.folder} cannot be written ({self.unwritable}): this sweep's results are used "
                 "but not kept, so a later run replays them again (give result_cache= a folder that can be written, or "

@@ -462,7 +462,7 @@ def _check(conversations: Conversation | Iterable[Conversation], configs: Config
         _sendable({x.worker for x in setups if x.worker is not None})
     return _Sweep(convs, setups, labels, grid_keys, options.agent, options.replaying(), scheduler,
                   n_jobs, chunk, client, summaries, progress, judging, options.probes,
-                  None if estimate else for_sweep(options.result_cache))
+                  None if estimate or summaries is not None or judging is not None else for_sweep(options.result_cache))
 
 
 def _lifetime(options: Options) -> float:
@@ -593,8 +593,10 @@ def _schedule(sweep: _Sweep, ask: Summarize | None) -> dict[tuple[int, int], dic
         made, where = len(results) - len(kept), "" if cache is None else f" in {cache.folder}"
         said = (f"tune stopped after {made:,} of the {total - len(kept):,} replays it had to make"
                 + (f" ({len(kept):,} more were kept from an earlier run)" if kept else ""))
-        if cache is not None and cache.unwritable is None:
-            said += f"; the {cache.kept:,} made are kept{where}: run it again to go on from there"
+        if cache is not None and cache.kept:
+            said += f"; {cache.kept:,} of them are kept{where}: run it again to go on from there"
+        elif cache is not None:
+            said += f": none of them could be kept{where} ({cache.unwritable or 'none finished'}), a new run starts over"
         else:
             said += ": nothing was kept (no result cache), a new run starts over"
         raise Stopped(said) from err
