@@ -9,11 +9,15 @@ dispatch on arbitrary types, so ``copy`` is several times faster than
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import re
+import tempfile
+from pathlib import Path
 from typing import Any
 
-__all__ = ["copy", "problem", "repaired", "MAX_DEPTH", "MAX_INT"]
+__all__ = ["copy", "problem", "repaired", "write_whole", "MAX_DEPTH", "MAX_INT"]
 
 def copy(value: Any) -> Any:
     """A copy of JSON data that shares nothing mutable with ``value``.
@@ -169,3 +173,22 @@ def repaired(value: object) -> tuple[Any, int]:
 
     fixed = fix(value, 0)
     return (fixed, count) if count else (value, 0)
+
+
+def write_whole(path: Path, value: object) -> None:
+    """``value`` as JSON into ``path``, whole: written to a temporary name beside it and renamed into place, so a
+    reader sees the old file or the whole new one, never half of one, and two writers leave one whole file.
+    Raises what writing raises (``OSError``; ``TypeError`` or ``ValueError`` for a value JSON cannot write),
+    leaving no temporary file behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem[:8]}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(value, f, ensure_ascii=False)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

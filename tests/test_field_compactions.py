@@ -166,7 +166,7 @@ def test_gemini_cli_where_no_user_message_splits_it_calls_no_model_and_only_cuts
         loop += [m(f"c{i}", "", role="assistant", tool_calls=[call(f"t{i}")]), m(f"r{i}", f"out {i} " * 60, role="tool", tool_call_id=f"t{i}")]
     worker = compact.gemini_cli_compression()
     decision = {"type": "context.limit", "messages": loop, "proposed": [{"type": "context.replace", "summary": "s"}]}
-    assert not worker.summarizes(loop, decision) and worker.replace(loop, decision) is None
+    assert worker.summary_only_when_kept and worker.replace(loop, decision) is None  # no summary kept: no call billed
 
 
 # -- presets: when each fires, and with what -------------------------------------------------------------------
@@ -238,8 +238,14 @@ def test_a_shared_summary_call_reads_the_session_s_warm_prefix_and_a_bare_one_pa
         assert s.usd == prices.usd(s.read, s.cached, s.cache_write, s.output)
         assert b.usd == prices.usd(b.read, 0, 0, b.output)
     # a summarizer on another model finds none of the session's cache
-    other = replay(c, SUMMARIZE_AT, model="claude-sonnet-4-5", summarizer=convlab.EchoLLM(), summary_cache=False)
-    assert all(s.cached >= 0 for s in other.summary_calls)
+    class Haiku(convlab.EchoLLM):  # a summarizer that names its model: another than the session's
+        model = "claude-haiku-4-5"
+
+    other = replay(c, SUMMARIZE_AT, model="claude-sonnet-4-5", summarizer=Haiku(), summary_cache=False)
+    haiku = Prices("claude-haiku-4-5")
+    assert other.summary_calls and all(s.shared for s in other.summary_calls)
+    for s in other.summary_calls:
+        assert s.cached == s.cache_write == 0 and s.usd == haiku.usd(s.read, 0, 0, s.output)
     m_shared, m_bare = (convlab.tuning.measures.measures(r) for r in (shared, bare))
     assert m_shared["cached"] == sum(x.cached for x in shared.answered()) + sum(s.cached for s in shared.summary_calls)
     assert m_shared["usd"] == pytest.approx(sum(x.usd for x in shared.calls) + sum(s.usd for s in shared.summary_calls))

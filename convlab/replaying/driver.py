@@ -557,9 +557,9 @@ class Replayer:
         assert decision is not None, "a context.limit waits"
         try:
             answer = self.worker(decision)
-            checks = getattr(self.worker, "summarizes", None)
-            if checks is not None and not checks(list(decision["messages"]), decision):
-                # its source makes no summary here (it decides first, or never summarizes): the engine's calls were never made
+            if getattr(self.worker, "summary_only_when_kept", False) and \
+                    not any(a.get("type") == "context.replace" and a.get("summary") for a in answer):
+                # its source makes a summary call only where it keeps the summary: the engine's here were never made
                 del self.record.summary_calls[self._limit_summaries:]
             return answer
         except Exception as err:  # a worker's bug, named: the replay cannot go on without its answer

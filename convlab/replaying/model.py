@@ -8,7 +8,6 @@ plus the hidden overhead), the stand-in summaries and the cost model's knobs
 from __future__ import annotations
 
 import copy
-import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
@@ -455,7 +454,7 @@ class ReplayLLM:
         run: it reads what ``made`` read, the summary and ``VERIFY_PROMPT``, and writes a summary as long."""
         prompt = self._tokens(VERIFY_PROMPT)
         read = made.read + made.output + prompt
-        return dataclasses.replace(made, read=read, kind="verify", head=None, exact=made.exact + made.output + prompt, prompt=prompt)
+        return replace(made, read=read, kind="verify", head=None, exact=made.exact + made.output + prompt, prompt=prompt)
 
     def _shared_read(self, reply: str | None, exact: int) -> int:
         """What a summary call sent as the engine sends it reads: the log's fit of a call on that history,

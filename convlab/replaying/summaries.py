@@ -37,7 +37,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import threading
 import warnings
 from collections.abc import Mapping
@@ -296,19 +295,7 @@ class Summaries:
     def _write(self, key: str, entry: dict[str, Any]) -> None:
         if self.folder is None:
             return
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(entry, f, ensure_ascii=False)
-            os.replace(tmp, path)  # atomic: readers see the old file or the whole new one
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        jsondata.write_whole(self._path(key), entry)  # atomic: readers see the old file or the whole new one
 
     def _remembered(self, key: str) -> dict[str, Any] | None:
         """The entry memory holds, else the disk's (then remembered, and counted as cached)."""

@@ -54,23 +54,18 @@ Message = Mapping[str, Any]
 class Compaction:
     """A worker whose answer to ``context.limit`` is its own compaction (subclasses say which).
 
-    Two class attributes say how its summary calls run, where its source says so: ``summary_request``
+    Three class attributes say how its summary calls run, where its source says so: ``summary_request``
     (None: as the sweep's ``summary_request`` option says; ``"bare"``: its source sends the summary
-    request without the agent's system prompt and tools) and ``verify`` (its source makes a second
-    pass over each summary, as Gemini CLI's self-check: a replay prices that call too,
-    ``SummaryCall.kind == "verify"``)."""
+    request without the agent's system prompt and tools), ``verify`` (its source makes a second pass
+    over each summary, as Gemini CLI's self-check: a replay prices that call too, ``SummaryCall.kind ==
+    "verify"``) and ``summary_only_when_kept`` (its source makes a summary call only where it keeps the
+    summary: one that edits (clearing, masking) never does, one that decides first (Gemini CLI, with no
+    place to split) does not there; so where its answer keeps none, a replay drops the summary calls the
+    engine made for that limit, as at an overflow, whose proposal carries a summary whatever the strategy)."""
 
     summary_request: str | None = None
     verify: bool = False
-
-    def summarizes(self, path: list[Message], decision: Mapping[str, Any]) -> bool:
-        """Whether its source would have made a summary call at this limit: one that only edits (clearing,
-        masking) never does, and one that decides first (Gemini CLI, finding no place to split) does not here;
-        a replay then drops the summary calls the engine made for the limit (the engine proposes a summary
-        at an overflow whatever the strategy). By default: whether its answer here keeps a summary (a source
-        that would keep everything as it is makes no summary call)."""
-        replace = self.replace(path, decision)
-        return replace is not None and bool(replace.get("summary"))
+    summary_only_when_kept: bool = True
 
     def __call__(self, decision: Mapping[str, Any]) -> list[dict[str, Any]]:
         from ..engine import chat_worker  # the engine imports nothing of this module; the arrow points one way
@@ -237,9 +232,6 @@ class _ClearToolResults(Compaction):
                         if getattr(self, k) != default)
         return f"clear_tool_results(keep={self.keep}{extra})"
 
-    def summarizes(self, path: list[Message], decision: Mapping[str, Any]) -> bool:
-        return False  # it edits; its source calls no model (an overflow's proposed summary is the engine's, unused)
-
     def replace(self, path: list[Message], decision: Mapping[str, Any]) -> dict[str, Any] | None:
         cleared = {i for i in self.cleared(path) if i < _kept_start(path)}  # what the model must answer stays
         inputs = self.inputs_cleared(path, cleared)
@@ -374,9 +366,6 @@ class _ClearThinking(Compaction):
 
     def __repr__(self) -> str:
         return f"clear_thinking(keep={self.keep!r})"
-
-    def summarizes(self, path: list[Message], decision: Mapping[str, Any]) -> bool:
-        return False  # it edits; its source calls no model
 
     def replace(self, path: list[Message], decision: Mapping[str, Any]) -> dict[str, Any] | None:
         if not isinstance(self.keep, int):  # "all": nothing cleared
@@ -543,9 +532,6 @@ class _Hybrid(Compaction):
     def __repr__(self) -> str:
         return f"masking_with_summary(keep={self.masking.keep}, keep_steps={self.summary.keep_steps})"
 
-    def summarizes(self, path: list[Message], decision: Mapping[str, Any]) -> bool:
-        return decision.get("strategy") == "summarize" and self.summary.replace(path, decision) is not None
-
     def replace(self, path: list[Message], decision: Mapping[str, Any]) -> dict[str, Any] | None:
         if decision.get("strategy") == "summarize":  # (an overflow's too: a summary makes room)
             return self.summary.replace(path, decision)
@@ -620,11 +606,6 @@ class _GeminiCompression(Compaction):
 
     def __repr__(self) -> str:
         return "gemini_cli_compression()"
-
-    def summarizes(self, path: list[Message], decision: Mapping[str, Any]) -> bool:
-        """Whether the CLI would have kept a summary here; where it would not, it calls no model after its first
-        failed attempt (``hasFailedCompressionAttempt``), so a replay drops the declined limit's summary calls."""
-        return self._compressed(path, decision, self._budgeted(path)) is not None
 
     def _compressed(self, path: list[Message], decision: Mapping[str, Any], history: list[Message]) -> list[dict[str, Any]] | None:
         """The messages after the snapshot (the model's "Got it", the newest 30% with its tool results cut), or
@@ -721,7 +702,7 @@ def gemini_cli_compression() -> Compaction:
     cut tool results; a compression that would grow the history is dropped.
     Where no summary is kept, the worker only cuts the tool outputs (when
     that makes the history shorter: the CLI's ``CONTENT_TRUNCATED``), and a
-    replay counts no summary call for that limit (``summarizes``). Where
+    replay counts no summary call for that limit (``summary_only_when_kept``). Where
     the CLI finds no user message to split at, it calls no model; where
     its guard drops a summary it paid for it, once, and then calls no model
     again in that chat (``hasFailedCompressionAttempt``): a replay pays for

@@ -42,13 +42,13 @@ import importlib.metadata
 import json
 import os
 import pickle
-import tempfile
 import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CacheWarning
+from ..jsondata import write_whole
 
 if TYPE_CHECKING:
     from ..replaying.plan import Plan
@@ -182,20 +182,8 @@ class ResultCache:
         if self.unwritable is not None:
             return
         merged = {**self.load(key), **{k: {c: _plain(v) for c, v in r.items()} for k, r in rows.items()}}
-        path = self._path(key)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}.", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    json.dump({"key": key, "rows": merged}, f, ensure_ascii=False)
-                os.replace(tmp, path)  # atomic: a reader sees the old entry or the whole new one
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+            write_whole(self._path(key), {"key": key, "rows": merged})  # a reader sees the old entry or the whole new one
         except (OSError, TypeError, ValueError) as err:  # a folder that cannot be written; a value JSON cannot write
             self.unwritable = (err.strerror if isinstance(err, OSError) else None) or str(err) or type(err).__name__
             warnings.warn(CacheWarning(
