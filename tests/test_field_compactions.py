@@ -405,8 +405,10 @@ def test_gemini_cli_never_cuts_an_output_into_something_longer():
     assert worker.replace(one_line, decision) is None
 
 
-def test_a_group_named_twice_gives_each_preset_once():
+def test_a_group_named_twice_gives_each_preset_once_and_a_typo_names_the_close_one():
     assert [p.name for p in convlab.presets("agents,all")] == list(NAMES)
+    with pytest.raises(convlab.ConfigError, match="unknown preset 'maskng' \\(did you mean 'masking'\\? known:"):
+        convlab.presets("maskng")
 
 
 def test_clearing_inputs_leaves_a_call_with_none_as_it_was():

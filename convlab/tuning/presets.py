@@ -37,6 +37,7 @@ log does not show), its docstring says by how much and why. ``AUTO`` among
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
@@ -477,8 +478,10 @@ def presets(name: str | Sequence[str] = "all", window: int | None = None) -> lis
                                      "convlab.tuning.presets.AUTO among convlab.tune's configs (convlab tune --preset auto)")
     unknown = [n for n in names if n not in NAMES]
     if unknown or not names:
-        raise ConfigError("presets", f"unknown preset {(unknown or [str(name)])[0]!r} (known: {', '.join(NAMES)}; "
-                                     f"groups: {', '.join(GROUPS)})")
+        wrong = (unknown or [str(name)])[0]
+        close = difflib.get_close_matches(str(wrong), [*NAMES, *GROUPS], n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ConfigError("presets", f"unknown preset {wrong!r} ({hint}known: {', '.join(NAMES)}; groups: {', '.join(GROUPS)})")
     return [NAMES[n]() if window is None else NAMES[n](window=window) for n in names]
 
 
