@@ -8,7 +8,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from convlab.jsondata import MAX_DEPTH, copy, problem, repaired
+from convlab.jsondata import MAX_DEPTH, _clean, _repair, copy, problem, repaired
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
@@ -126,3 +126,31 @@ def test_a_file_that_holds_what_json_cannot_carry_is_read_repaired_and_says_so(t
     assert all(problem(n, "node") is None for _, n in c.tree.nodes(data=True))
     r = convlab.replay(c)  # the engine takes every message of it
     assert r.stale == [] and r.session.path()[0]["content"] == "lone \ufffd here"
+
+
+@given(json_values, st.one_of(st.none(), hostile_leaves), st.integers(0, 3), st.booleans(), st.integers(0, 2))
+def test_repaired_skips_the_walk_only_when_the_walk_would_change_nothing(value, bad, depth, as_key, deep):
+    """``repaired`` looks first without building anything (``_clean``, what makes reading a clean log fast);
+    it says clean exactly when the repair's walk would change nothing, wherever what JSON cannot carry hides
+    (a lone surrogate in a value or a key, NaN, an integer past 64 bits, nesting past the limit), and a
+    clean value comes back itself."""
+    hidden: object = value if bad is None else ({bad: 1} if as_key and isinstance(bad, str) else bad)
+    for _ in range(depth):
+        hidden = [value, {"k": hidden}]
+    for _ in range(deep * (MAX_DEPTH // 2) + (deep == 2)):  # 0, 50 or 101 more levels
+        hidden = {"n": hidden}
+    whole = {"v": hidden, "w": value}
+    walked = _repair(whole)
+    assert _clean(whole, 0) == (walked[1] == 0)
+    fixed, count = repaired(whole)
+    assert count == walked[1] and fixed == walked[0] if count else fixed is whole
+    assert problem(fixed, "v") is None
+
+
+def test_repaired_takes_what_is_not_json_from_python_as_the_walk_does():
+    """Tuples and subclasses (what a Python caller may hand in) take the walk: the same answer as before."""
+    class Text(str):
+        pass
+
+    assert repaired((1, "a")) == ((1, "a"), 0) and repaired({"t": Text("x")})[1] == 0
+    assert repaired(("\ud800",)) == (["\ufffd"], 1)
