@@ -42,7 +42,7 @@ from typing import Any
 from .. import jsondata
 from ..conversation import LOST_PARENT, Conversation
 from ..errors import ReadError, ReadWarning
-from ..tree import MESSAGE_KEYS, Tree, newest_leaf, usage_problem
+from ..tree import MESSAGE_KEYS, Tree, usage_problem
 
 __all__ = [
     "ImportedMessage",
@@ -513,7 +513,7 @@ def conversation(
     elif head is not None and head not in tree:
         problems.add(None, f"current node {head!r} is not a message of the conversation; head set to the newest leaf")
         head = None
-    tree.head = head if head is not None else newest_leaf(tree.graph)
+    tree.head = head if head is not None else _newest_leaf(tree, records)
     for nid, text in (labels or {}).items():
         if nid in tree:
             tree.set_label(nid, text)
@@ -524,6 +524,17 @@ def conversation(
     left = list(problems.left)
     problems.warn()
     return Conversation(tree, id=id, title=title_text, format=format, source=source, metadata=metadata, left_out=left)
+
+
+def _newest_leaf(tree: Tree, records: list[ImportedMessage]) -> str | None:
+    """``newest_leaf(tree.graph)`` without building the graph: the built message with no child and the highest ``seq``."""
+    best, best_seq = None, -1
+    for r in records:
+        if r.id in tree and not tree.children(r.id):
+            seq = tree.node(r.id)["seq"]
+            if seq > best_seq:
+                best, best_seq = r.id, seq
+    return best
 
 
 def table(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:
