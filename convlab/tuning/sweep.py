@@ -671,22 +671,33 @@ def _frame(sweep: _Sweep, results: Mapping[tuple[int, int], Mapping[str, Any]]) 
     """The sweep's frame: one row per (conversation, config), ``COLUMNS`` after the grid keys."""
     import pandas as pd
 
-    table = []
-    for i, c in enumerate(sweep.conversations):
-        for j, cfg in enumerate(sweep.configs):
-            row = {"conversation": c.id, "source": c.source, "config": j}
-            row.update(dict(zip(sweep.grid_keys, sweep.labels[j], strict=True)))
-            row["window"] = cfg.config.window  # a grid over window: the same value
-            row["strategies"] = _strategies(cfg.config)
-            row["worker"] = None if cfg.worker is None else repr(cfg.worker)
-            row["threshold"] = cfg.config.threshold
-            row.update(results[(i, j)])
-            table.append(row)
     keys = [k for k in sweep.grid_keys if k not in COLUMNS]
     columns = list(COLUMNS)
     if sweep.judge is not None:  # with a judge: retained, after facts_kept
         columns.insert(columns.index("facts_kept") + 1, "retained")
-    df = pd.DataFrame(table, columns=["conversation", "source", "config", *keys, *columns])
+    # built a column at a time: what a config says once per config, what a replay measured once per row
+    # (a sweep of a folder of real logs is hundreds of thousands of rows)
+    per_config = []
+    for j, cfg in enumerate(sweep.configs):
+        said = dict(zip(sweep.grid_keys, sweep.labels[j], strict=True))
+        said.update(window=cfg.config.window,  # a grid over window: the same value
+                    strategies=_strategies(cfg.config), worker=None if cfg.worker is None else repr(cfg.worker),
+                    threshold=cfg.config.threshold)
+        per_config.append(said)
+    n_configs, convs = len(sweep.configs), sweep.conversations
+    measured = [results[(i, j)] for i in range(len(convs)) for j in range(n_configs)]
+    data: dict[str, list[Any]] = {
+        "conversation": [c.id for c in convs for _ in range(n_configs)],
+        "source": [c.source for c in convs for _ in range(n_configs)],
+        "config": list(range(n_configs)) * len(convs),
+    }
+    for name in (*keys, *columns):
+        if name in per_config[0]:  # the config's, unless its replay measured it (presets.AUTO: each log's window)
+            data[name] = [row[name] if name in row else said[name]
+                          for row, said in zip(measured, itertools.cycle(per_config), strict=False)]
+        else:
+            data[name] = [row.get(name) for row in measured]
+    df = pd.DataFrame(data, columns=["conversation", "source", "config", *keys, *columns])
     for col in ("first_limit_call", "window", "threshold"):
         df[col] = df[col].astype("Int64")
     df["saved"] = 1 - df["tokens_read"] / df["baseline_tokens_read"].where(df["baseline_tokens_read"] > 0)
