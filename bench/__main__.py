@@ -19,7 +19,7 @@ import time
 import traceback
 from pathlib import Path
 
-from . import agui, chatgpt_export, count, explore, lab, logs, match, scaling, sweep, throughput, treeview
+from . import agui, chatgpt_export, count, explore, lab, logs, match, reallogs, scaling, sweep, throughput, treeview
 from .harness import Row, log, machine, table
 
 #: (key, runner) in the order of the table
@@ -44,13 +44,16 @@ ROWS = [
     ("tune-usd", sweep.run_usd),
     ("retention", sweep.run_retention),
     ("find", explore.run),
+    ("real-read", reallogs.run_read),  # one row per format: read-<format>
+    ("real-sweep", reallogs.run_sweep),
 ]
 
 GOALS = {"match": (1.5, "<="), "count": (1.0, "<="), "load": (3, "<="), "tokens": (0.9, ">="), "sweep": (3, "<="),
          "lazy": (0.1, "<="), "peer": (100, ">="), "treeview": (12, "<="), "export": (2.5, "<="), "export_memory": (3, "<="),
          "agui": (1.0, ">="), "lab": (2, "<="), "lab-growth": (lab.GROWTH_GOAL, "<="),
          "drive": (1.3, "<="), "replay": (1.3, "<="), "replay_memory": (8, "<="), "tune-scale": (4, "<="), "tune-usd": (1.3, "<="),
-         "retention": (1.5, "<="), "find": (3, "<=")}
+         "retention": (1.5, "<="), "find": (3, "<="),
+         "real-read": (reallogs.READ_GOAL, "<="), "real-sweep": (3, "<="), "drive-long": (1.3, "<=")}
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -74,14 +77,16 @@ def main(argv: list[str] | None = None) -> dict:
         log(f"- {key} ...")
         t0 = time.time()
         try:
-            row = runner(args.smoke)
+            made = runner(args.smoke)
         except Exception as err:  # a broken row is reported, the others still run
             goal, op = GOALS[key]
-            row = Row(key, key, goal, op, error=f"failed: {type(err).__name__}: {err}")
+            made = Row(key, key, goal, op, error=f"failed: {type(err).__name__}: {err}")
             traceback.print_exc()
-        row.extra["wall_s"] = round(time.time() - t0, 2)
-        log(f"  {row.status} ratio={row.ratio} ({row.extra['wall_s']} s)")
-        rows.append(row)
+        made = made if isinstance(made, list) else [made]  # a runner may give several rows (drive, real-read)
+        for row in made:
+            row.extra["wall_s"] = round((time.time() - t0) / len(made), 2)
+            log(f"  {row.key}: {row.status} ratio={row.ratio} ({row.extra['wall_s']} s)")
+        rows += made
     out = Path(args.out) if args.out else Path(__file__).parent / ("results-smoke.json" if args.smoke else "results.json")
     result = {
         "mode": "smoke" if args.smoke else "full",

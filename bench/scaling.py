@@ -37,7 +37,7 @@ from typing import Any, Callable
 from convlab.replaying.driver import EVENTS_KEPT
 
 from .corpus import agent_messages, cache_dir
-from .harness import FullCollections, Row, once, paired
+from .harness import Row, once, paired
 from .logs import probe
 
 #: (small, large) per row, full and smoke
@@ -96,51 +96,54 @@ def drive(turns: int) -> Any:
     return s
 
 
-def run_drive(smoke: bool) -> Row:
+def drive_probe(turns: int) -> dict:
+    """One sample of driving ``turns`` turns in a fresh interpreter (``python -m bench.driveprobe``): as users
+    run a session, the collector on and nothing frozen."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": root + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")}
+    proc = subprocess.run([sys.executable, "-m", "bench.driveprobe", str(turns)], capture_output=True, text=True,
+                          timeout=600, env=env, cwd=root, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"bench.driveprobe {turns}: exit {proc.returncode}: {(proc.stderr.strip().splitlines() or ['no output'])[-1]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def run_drive(smoke: bool) -> list[Row]:
+    """Two rows: a turn's CPU at 8,000 turns over at 1,000, and at 16,000 over 2,000, each size driven in a fresh
+    interpreter as users run a session (collector on, nothing frozen), alternating, best of ``REPEATS``."""
     small, big = SIZES["drive"][1 if smoke else 0]
-    row = Row("drive", f"driving a session: per turn at {big:,} turns / at {small:,}", 1.3, "<=",
-              num_label=f"a turn ({big:,})", den_label=f"a turn ({small:,})")
-    done = drive(50)  # warm up: imports, the tokenizer
+    done = drive(50)  # the script still does what it says
     assert len(done.turns) == 50 and done.path()[-1]["content"] == "echo: message 49: how is it going?"
-    num, den, a, b = paired(lambda: cpu(lambda: drive(big)) / big, lambda: cpu(lambda: drive(small)) / small,
-                            REPEATS["drive"])
-    row.finish(num, den)
-    s = drive(small)
-    read = [e["usage"]["input_tokens"] for e in s.events if e["type"] == "llm.completed"]
-    full, few = collections_during(lambda: drive(big)), collections_during(lambda: drive(small))
-    off = [without_collector(lambda: drive(n)) / n for n in (big, small)]
-    row.note = (f"convlab.Session() (EchoLLM, chat worker, no strategy), N submits of one user message, each a turn "
-                f"with one streamed call; CPU seconds of the process, best of {REPEATS['drive']}, alternating: "
-                f"{big:,} turns {num * big:.2f} s, {small:,} turns {den * small:.2f} s; the last call reads "
-                f"{2 * small - 1:,} messages at {small:,} turns ({read[-1]:,} tokens, EchoLLM's exact count); what "
-                f"still grows is Python's cyclic collector walking the live session: {full[0]} full collections "
-                f"during a {big:,}-turn run ({full[1]:.2f} s), {few[0]} during a {small:,}-turn run ({few[1]:.2f} s); "
-                f"with the collector off (one sample each) the ratio is {off[0] / off[1]:.2f}")
-    row.extra = {"seconds_per_turn_big": a, "seconds_per_turn_small": b, "turns": [small, big],
-                 "full_collections": {str(big): full, str(small): few}, "per_turn_collector_off": off}
-    return row
+    repeats = 2 if smoke else REPEATS["drive"]
+    rows = []
+    for key, (lo, hi) in (("drive", (small, big)), ("drive-long", (2 * small, 2 * big))):
+        row = Row(key, f"driving a session as users run it: per turn at {hi:,} turns / at {lo:,}", 1.3, "<=",
+                  num_label=f"a turn ({hi:,})", den_label=f"a turn ({lo:,})")
+        samples: dict[int, list[dict]] = {lo: [], hi: []}
 
+        def side(n: int, samples: dict[int, list[dict]] = samples) -> float:
+            got = drive_probe(n)
+            samples[n].append(got)
+            return got["seconds"] / n
 
-def collections_during(fn: Callable[[], Any]) -> tuple[int, float]:
-    """How many full (generation 2) collections ran during ``fn``, and their CPU seconds."""
-    full = FullCollections()
-    with own_heap():
-        gc.callbacks.append(full)
-        try:
-            fn()
-        finally:
-            gc.callbacks.remove(full)
-    return full.count, full.seconds
-
-
-def without_collector(fn: Callable[[], Any]) -> float:
-    """CPU seconds of ``fn`` with the cyclic collector off (a diagnostic, never a row's figure)."""
-    gc.collect()
-    gc.disable()
-    try:
-        return cpu(fn)
-    finally:
-        gc.enable()
+        num, den, a, b = paired(lambda: side(hi), lambda: side(lo), repeats)  # noqa: B023 - called here, in the loop
+        row.finish(num, den)
+        best = {n: min(samples[n], key=lambda g: g["seconds"]) for n in (lo, hi)}
+        row.note = (f"convlab.Session() (EchoLLM, chat worker, no strategy), N submits of one user message, each a turn "
+                    f"with one streamed call, in a fresh interpreter per sample (python -m bench.driveprobe: the "
+                    f"collector on, nothing frozen, as users run a session); CPU seconds, best of {repeats}, "
+                    f"alternating: {hi:,} turns {best[hi]['seconds']:.2f} s, {lo:,} turns {best[lo]['seconds']:.2f} s; "
+                    f"full collections {best[hi]['full']} ({best[hi]['full_seconds']:.2f} s) / {best[lo]['full']} "
+                    f"({best[lo]['full_seconds']:.2f} s); tracked objects at the end {best[hi]['tracked']:,} / {best[lo]['tracked']:,}")
+        row.extra = {"seconds_per_turn_big": a, "seconds_per_turn_small": b, "turns": [lo, hi], "samples": samples}
+        rows.append(row)
+    return rows
 
 
 # ----------------------------------------------------------------------

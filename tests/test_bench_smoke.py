@@ -23,18 +23,27 @@ import convlab
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = ("match", "count", "load", "tokens", "sweep", "lazy", "peer", "treeview", "export", "export_memory", "agui", "lab",
-        "lab-growth", "drive", "replay", "replay_memory", "tune-scale", "tune-usd", "retention", "find")
+        "lab-growth", "drive", "drive-long", "replay", "replay_memory", "tune-scale", "tune-usd", "retention", "find",
+        *(f"read-{f}" for f in ("chatgpt", "claude_ai", "claude_code", "codex", "copilot_cli", "gemini_cli", "librechat",
+                                "oasst", "openwebui", "pi")),
+        "real-sweep")
 
 
 @pytest.mark.browser
-@pytest.mark.timeout(180)
+@pytest.mark.realdata
+@pytest.mark.timeout(240)
 def test_bench_smoke_gives_every_row_a_finite_ratio(tmp_path):
+    """Every row, the real logs' rows (``bench/reallogs.py``: one read row a format, the real sweep) included."""
+    from agentdata import require as require_agents
+    from realdata import require
+
+    require(), require_agents()
     if not Path("/usr/bin/chromium").exists():
         pytest.skip("the TreeView row needs /usr/bin/chromium (make browser)")
     out = tmp_path / "results.json"
     env = {**os.environ, "CONVLAB_BENCH_CACHE": str(tmp_path / "cache")}
     proc = subprocess.run([sys.executable, "-m", "bench", "--smoke", "--out", str(out)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=170)
+                          capture_output=True, text=True, timeout=230)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(out.read_text())
     assert result["mode"] == "smoke"

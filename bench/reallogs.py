@@ -1,0 +1,116 @@
+"""Rows on real logs (issue 39): reading each format, and a 100-config sweep, on a corpus of the real logs.
+
+The corpus is ``realcorpus``'s: the shared real chat logs and coding-agent
+sessions copied with fresh ids and their own texts up to a size per format.
+Without the real logs (a clone without ``../shared``) these rows say so and
+have no ratio.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+from . import realcorpus
+from .harness import Row, log, once, paired
+from .sweep import BASE, GRID
+
+#: bytes of each format: what the read rows read (full, smoke: one copy of each source file)
+READ_BYTES = (20 << 20, 0)
+#: bytes of each format in the sweep's corpus (full); the smoke sweep takes the shortest conversation of each format
+SWEEP_BYTES = 1 << 20
+READ_GOAL = 3
+
+
+def run_read(smoke: bool) -> list[Row]:
+    """One row per format: ``convlab.read`` of the format's folder over ``json.loads`` of its files."""
+    import convlab
+
+    try:
+        folder, info = realcorpus.build(READ_BYTES[1 if smoke else 0], progress=log)
+    except realcorpus.Missing as err:
+        return [Row("real-read", "reading real logs, each format / json.loads", READ_GOAL, "<=", error=f"not available: {err}")]
+    rows = []
+    for fmt, held in sorted(info.items()):
+        files = list(realcorpus.files(folder, fmt))
+        row = Row(f"read-{fmt}", f"reading real {fmt} logs ({held['bytes'] / 1e6:.1f} MB, {held['files']:,} files) / "
+                                 "json.loads of the same files", READ_GOAL, "<=", num_label="convlab.read", den_label="json.loads")
+        out: dict[str, list] = {}
+
+        def read(fmt: str = fmt, out: dict[str, list] = out) -> None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # what the real logs hold that convlab repairs is said once per file
+                out["convs"] = convlab.read(folder / fmt, progress=False)
+
+        def loads(files: list[Path] = files) -> None:
+            for p in files:
+                realcorpus.json_loads(p)
+
+        read()  # warm up: the importer's modules
+        num, den, a, b = paired(lambda: once(read), lambda: once(loads), 3 if smoke else 5)
+        row.finish(num, den)
+        convs = out["convs"]
+        messages = sum(len(c.tree) for c in convs)
+        row.note = (f"{len(convs):,} conversations, {messages:,} messages ({held['copies']:,} copies of "
+                    f"{len(held['sources'])} real file{'s' if len(held['sources']) > 1 else ''}, fresh ids and texts); "
+                    f"{num / max(messages, 1) * 1e6:.1f} µs a message read, {den / max(messages, 1) * 1e6:.1f} µs parsed; "
+                    f"both sides read the files; best of {3 if smoke else 5}, alternating")
+        if {c.format for c in convs} != {fmt}:
+            row.error = f"read as {sorted({c.format for c in convs})}, not {fmt}"
+        row.extra = {"samples_num": a, "samples_den": b, "corpus": {k: v for k, v in held.items() if k != "sources"},
+                     "conversations": len(convs), "messages": messages}
+        rows.append(row)
+    return rows
+
+
+def corpus(smoke: bool) -> list:
+    """The sweep's conversations: every format's corpus (full), the shortest conversation of each (smoke)."""
+    import convlab
+
+    folder, info = realcorpus.build(0 if smoke else SWEEP_BYTES, progress=log)
+    convs = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for fmt in sorted(info):
+            got = convlab.read(folder / fmt, progress=False)
+            convs += sorted(got, key=lambda c: len(c.tree))[:1] if smoke else got  # smoke: the shortest of each
+    return convs
+
+
+def run_sweep(smoke: bool) -> Row:
+    """A 100-config sweep of the real corpus over one replay of each of its conversations (the ``sweep`` row's
+    grid and measure, on real logs)."""
+    import convlab
+
+    row = Row("real-sweep", "a 100-config sweep / one replay of the same corpus, on real logs of every format", 3, "<=",
+              num_label="tune", den_label="replay")
+    try:
+        convs = corpus(smoke)
+    except realcorpus.Missing as err:
+        row.error = f"not available: {err}"
+        return row
+    grid = GRID if not smoke else {k: v[:2] for k, v in GRID.items()}
+    frames = []
+
+    def sweep() -> None:
+        frames.append(convlab.tune(convs, BASE, grid=grid, progress=False, result_cache=False))
+
+    def replay_all() -> None:
+        for c in convs:
+            convlab.replay(c)
+
+    replay_all()  # warm up (imports, the tokenizer)
+    repeats = 2 if smoke else 3
+    num, den, a, b = paired(lambda: once(sweep), lambda: once(replay_all), repeats)
+    df = frames[-1]
+    row.finish(num, den)
+    messages = sum(len(c.tree) for c in convs)
+    row.name = (f"a {len(df) // len(convs)}-config sweep / one replay of the same corpus, on real logs "
+                f"({len(convs):,} conversations of {len({c.format for c in convs})} formats, {messages:,} messages)")
+    fired = int((df["limits_full"] + df["limits_idle"] + df["limits_overflow"] > 0).sum())
+    row.note = (f"convlab.tune over the sweep row's grid (window, reset idle_secs, summarize over_tokens) in worker processes, "
+                f"one per core (the default), no result cache, best of {repeats} alternating; {fired:,} of {len(df):,} "
+                f"(conversation, config) rows hold a call; denominator: convlab.replay of each conversation, one after the other")
+    row.extra = {"samples_num": a, "samples_den": b, "rows": len(df), "fired": fired, "messages": messages,
+                 "formats": sorted({c.format for c in convs})}
+    return row
