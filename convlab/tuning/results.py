@@ -134,19 +134,14 @@ def _version(package: str) -> str | None:
 
 
 def _plain(value: object) -> object:
-    """A measure as JSON keeps it: numpy's numbers as Python's (NaN stays NaN)."""
-    if isinstance(value, (bool, str)) or value is None:
-        return value
+    """What JSON does not write itself, as JSON keeps it (``json.dumps``' ``default``): numpy's bool as a bool,
+    its numbers as Python's (its floats are Python floats already, NaN stays NaN); anything else a TypeError."""
     if type(value).__name__ == "bool_":  # numpy's
         return bool(value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
     try:
-        number = float(value)  # type: ignore[arg-type]  # numpy's numbers; anything else stays as it is
+        number = float(value)  # type: ignore[arg-type]  # numpy's numbers
     except (TypeError, ValueError):
-        return value
+        raise TypeError(f"a {type(value).__name__} is not a number JSON can keep") from None
     return int(number) if number.is_integer() and "int" in type(value).__name__ else number
 
 
@@ -181,9 +176,9 @@ class ResultCache:
         be written: one ``CacheWarning``, and the sweep goes on with its results in memory."""
         if self.unwritable is not None:
             return
-        merged = {**self.load(key), **{k: {c: _plain(v) for c, v in r.items()} for k, r in rows.items()}}
+        merged = {**self.load(key), **rows}
         try:
-            write_whole(self._path(key), {"key": key, "rows": merged})  # a reader sees the old entry or the whole new one
+            write_whole(self._path(key), {"key": key, "rows": merged}, default=_plain)  # a reader sees the old entry or the whole new one
         except (OSError, TypeError, ValueError) as err:  # a folder that cannot be written; a value JSON cannot write
             self.unwritable = (err.strerror if isinstance(err, OSError) else None) or str(err) or type(err).__name__
             warnings.warn(CacheWarning(

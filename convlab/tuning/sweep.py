@@ -552,7 +552,8 @@ def _schedule(sweep: _Sweep, ask: Summarize | None) -> dict[tuple[int, int], dic
     forked = (in_processes and workers.FORKS and ask is None and judge is None and sweep.chunk is None
               and len(plans) < sweep.jobs)
     if not in_processes or forked:  # else each worker tokenizes its own conversations, side by side
-        counts.prime(t for p in plans for t in p.texts())
+        todo = {i for i, _ in tasks}  # a conversation whose every row was kept is not counted again
+        counts.prime(t for i, p in enumerate(plans) if i in todo for t in p.texts())
     total = len(plans) * len(configs)
     show = (total >= 20) if sweep.progress is None else bool(sweep.progress)
     results: dict[tuple[int, int], dict[str, Any]] = dict(kept)
