@@ -198,7 +198,7 @@ def test_a_long_folder_read_counts_files(monkeypatch):
     slow(monkeypatch, librechat, 0.6)
     convlab.read(real / "librechat", progress=True)
     last = terminal.getvalue().strip().split("\r")[-1]
-    assert last.startswith("reading librechat: 100%") and "2/2" in last and "file/s" in last, last
+    assert last.startswith("reading librechat: 100%") and "2/2" in last and ("file/s" in last or "s/file" in last), last  # a slow machine: s/file
     terminal.seek(0), terminal.truncate()
     convlab.read(real / "librechat", progress=False)
     assert terminal.getvalue() == ""

@@ -442,7 +442,8 @@ def test_one_conversation_on_two_jobs_replays_its_baseline_once_here(tmp_path, m
     pd.testing.assert_frame_equal(parallel, serial)
     assert [p.name for p in tmp_path.glob("base-*")] == [f"base-{os.getpid()}-0"]
     units = [p.name.split("-") for p in tmp_path.glob("rows-*")]
-    assert str(os.getpid()) not in {pid for _, pid, _ in units} and len({pid for _, pid, _ in units}) == 2
+    # the units run in worker processes (which worker takes which is the pool's: under load one may take all)
+    assert units and str(os.getpid()) not in {pid for _, pid, _ in units}
     given = sorted(int(j) for _, _, js in units for j in js.split("."))
     fired = serial["limits_full"] + serial["limits_idle"] + serial["limits_overflow"] > 0
     assert not fired.all() and given == sorted(serial.index[fired])  # the rest are the baseline's rows, given here
