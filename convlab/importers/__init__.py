@@ -63,7 +63,7 @@ from .documents import MAX_DEPTH, Document, Limits, NotJSON, Restart, bar, gunzi
 from .jsontext import SHALLOW
 from .records import read_error, warn
 
-__all__ = ["read", "detect", "FORMATS", "MAX_DEPTH"]
+__all__ = ["read", "detect", "FORMATS", "MAX_DEPTH", "log_files", "read_file"]
 
 #: Importers in the order detection tries them (most specific shape first).
 _IMPORTERS: tuple[ModuleType, ...] = (session_log, agui, claude_code, codex, pi, gemini_cli, copilot_cli, cline, managed_agents, chatgpt, claude_ai, openwebui, librechat, generic, oasst, openai)
@@ -371,16 +371,47 @@ def _read_file(p: Path, how: _How, progress: bool) -> list[Conversation]:
             raise ReadError(f"{p}: could not be read ({type(err).__name__}: {err})") from None
 
 
-def _read_folder(folder: Path, how: _How) -> list[Conversation]:
+def _folder_files(folder: Path) -> tuple[list[Path], list[Path]]:
+    """The files a read of ``folder`` reads, in order (hidden ones, OpenCode's storage and a Cline task's
+    companions left out), and the OpenCode stores it passes over."""
     stores = sorted(d for d in [folder, *folder.rglob("*")] if d.is_dir() and unread.storage(d))
-    for d in stores:  # a format convlab does not read, passed over whole: one warning, not one per file
-        warn(f"{d}: looks like OpenCode's storage: not read; passed over", passed_over=str(d))
     files = sorted(
         f for f in folder.rglob("*")
         if f.is_file() and not any(part.startswith(".") for part in f.relative_to(folder).parts)
         and not cline.companion(f)  # read with the file it belongs to (a Cline task's ui_messages.json)
         and not any(d in f.parents for d in stores)
     )
+    return files, stores
+
+
+def log_files(path: str | os.PathLike) -> list[Path]:
+    """The files ``read(path)`` reads, in its order: ``path`` itself, or a folder's files (recursively; what a
+    read of the folder passes over, with its warning, left out). A sweep of a folder reads them one at a time
+    (``convlab.tune`` of a path). A path that is not there is a ``ReadError``."""
+    p = Path(path)
+    if p.is_dir():
+        files, stores = _folder_files(p)
+        for d in stores:
+            warn(f"{d}: looks like OpenCode's storage: not read; passed over", passed_over=str(d))
+        return files
+    if not p.exists():
+        raise ReadError(f"{p}: no such file or folder")
+    return [p]
+
+
+def read_file(path: str | os.PathLike) -> list[Conversation] | None:
+    """The conversations of one file as a read of its folder reads it: None for a file that is not a chat log
+    (a folder's read passes it over quietly); a ``ReadError`` for a log that cannot be read."""
+    try:
+        return _read_file(Path(path), _How(False, None, Limits(MAX_DEPTH, None)), False)
+    except _NotALog:
+        return None
+
+
+def _read_folder(folder: Path, how: _How) -> list[Conversation]:
+    files, stores = _folder_files(folder)
+    for d in stores:  # a format convlab does not read, passed over whole: one warning, not one per file
+        warn(f"{d}: looks like OpenCode's storage: not read; passed over", passed_over=str(d))
     files_bar = bar(total=len(files), unit="file", desc=f"reading {folder.name or folder}", enabled=how.progress)
     out: list[Conversation] = []
     try:

@@ -171,9 +171,10 @@ class ResultCache:
             return {}
         return {k: r for k, r in rows.items() if isinstance(k, str) and isinstance(r, dict)}
 
-    def keep(self, key: str, rows: Mapping[str, Mapping[str, Any]]) -> None:
+    def keep(self, key: str, rows: Mapping[str, Mapping[str, Any]], quiet: bool = False) -> None:
         """``rows`` (by config key) added to the conversation ``key``'s entry, written whole. A folder that cannot
-        be written: one ``CacheWarning``, and the sweep goes on with its results in memory."""
+        be written: one ``CacheWarning`` (``quiet``: none; a worker process of a streamed sweep says it through
+        its results, and the sweep warns once), and the sweep goes on with its results in memory."""
         if self.unwritable is not None:
             return
         merged = {**self.load(key), **rows}
@@ -181,12 +182,17 @@ class ResultCache:
             write_whole(self._path(key), {"key": key, "rows": merged}, default=_plain)  # a reader sees the old entry or the whole new one
         except (OSError, TypeError, ValueError) as err:  # a folder that cannot be written; a value JSON cannot write
             self.unwritable = (err.strerror if isinstance(err, OSError) else None) or str(err) or type(err).__name__
-            warnings.warn(CacheWarning(
-                f"the result cache {self.folder} cannot be written ({self.unwritable}): this sweep's results are used "
-                "but not kept, so a later run replays them again (give result_cache= a folder that can be written, or "
-                "XDG_CACHE_HOME)", folder=str(self.folder), reason=self.unwritable), stacklevel=3)
+            if not quiet:
+                self.say_unwritable(self.unwritable, stacklevel=4)
             return
         self.kept += len(rows)
+
+    def say_unwritable(self, reason: str, stacklevel: int = 3) -> None:
+        """The one ``CacheWarning`` of a folder that cannot be written."""
+        warnings.warn(CacheWarning(
+            f"the result cache {self.folder} cannot be written ({reason}): this sweep's results are used "
+            "but not kept, so a later run replays them again (give result_cache= a folder that can be written, or "
+            "XDG_CACHE_HOME)", folder=str(self.folder), reason=reason), stacklevel=stacklevel)
 
 
 def rows_of(entry: Mapping[str, Mapping[str, Any]], keys: Iterable[str]) -> dict[int, dict[str, Any]]:

@@ -23,9 +23,10 @@ import functools
 import itertools
 import operator
 import os
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from ..context import ContextConfig, TomlSource, coerce, toml_document
 from ..conversation import Conversation
@@ -112,7 +113,7 @@ def _strategies(cfg: ContextConfig) -> str:
 
 @takes_options
 def tune(
-    conversations: Conversation | Iterable[Conversation],
+    conversations: Conversation | Iterable[Conversation] | str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     configs: Config | Iterable[Config] | None = None,
     options: Options | None = None,
     *,
@@ -125,6 +126,17 @@ def tune(
     **knobs: Any,
 ) -> pd.DataFrame:
     """Replay conversations under context configs: one row per (conversation, config).
+
+    ``conversations`` are ``Conversation``s (what ``convlab.read`` returns), or
+    a path (a log file or a folder of them) or a list of paths: then each file
+    is read where it is swept, one at a time in each worker process, and only
+    its rows come back, so a folder of a year of sessions sweeps in the memory
+    of its largest file per worker, not of the folder (``convlab.tuning.files``).
+    The frame is the one ``tune(convlab.read(path), ...)`` gives, row for row,
+    and a file the read would pass over is passed over with the same warning.
+    A sweep of paths takes no summarizer, judge, ``presets.AUTO``, dask or
+    ``chunk`` (they need the conversations here: read them first); its
+    progress bar counts the files' bytes.
 
     ``configs`` is one config or a list (TOML text, a path to a .toml file,
     a parsed document, a ``ContextConfig``); with ``grid`` it is the base
@@ -319,13 +331,22 @@ def tune(
     [[600, 2, 1, 1, 402], [86400, 2, 0, 0, 804]]
     """
     chosen = options_of(options, knobs, "tune")
+    if _are_paths(conversations):  # log files or folders: each file read where it is swept (convlab.tuning.files)
+        return _tune_files(cast("str | os.PathLike[str] | Sequence[str | os.PathLike[str]]", conversations), configs, chosen,
+                           grid=grid, jobs=jobs, progress=progress, scheduler=scheduler, chunk=chunk)
+    conversations = cast("Conversation | Iterable[Conversation]", conversations)
     if any(isinstance(c, Auto) for c in _as_list(configs)):  # convlab.tuning.presets.AUTO: each log's own agent's preset
         return _by_agent(_as_list(conversations), _as_list(configs), lambda convs, resolved: tune(
             convs, resolved, chosen, grid=grid, jobs=jobs, progress=progress, scheduler=scheduler, client=client, chunk=chunk))
     sweep = _check(conversations, configs, chosen, grid=grid, jobs=jobs, progress=progress, scheduler=scheduler,
                    client=client, chunk=chunk, estimate=False)
     summaries = sweep.summaries
-    df = _frame(sweep, _schedule(sweep, None if summaries is None else _completing(summaries)))
+    results = _schedule(sweep, None if summaries is None else _completing(summaries))
+    table = _Rows()
+    for i in range(len(sweep.conversations)):
+        for j in range(len(sweep.configs)):
+            table.add(results.pop((i, j)))
+    df = _frame(sweep, [(c.id, c.source) for c in sweep.conversations], table)
     if sweep.results is not None:  # how many rows an earlier run kept, and where (convlab.tuning.results)
         df.attrs["kept"], df.attrs["result_cache"] = sweep.kept, str(sweep.results.folder)
     if sweep.judge is not None:
@@ -668,8 +689,42 @@ def _along_forks(plans: list[Plan], counts: ExactCounts, configs: list[Setup], a
     return bases, [(i, js) for i, js, _ in units]
 
 
-def _frame(sweep: _Sweep, results: Mapping[tuple[int, int], Mapping[str, Any]]) -> pd.DataFrame:
-    """The sweep's frame: one row per (conversation, config), ``COLUMNS`` after the grid keys."""
+_MISSING = object()  # a measure a row does not hold
+
+
+class _Rows:
+    """Measured rows kept compactly, in order: one tuple a row over the keys the rows hold (a sweep of a folder
+    of real logs holds hundreds of thousands of rows; a dict each would be most of its memory)."""
+
+    def __init__(self) -> None:
+        self.keys: tuple[str, ...] = ()
+        self._at: dict[str, int] = {}
+        self.values: list[tuple[Any, ...]] = []
+
+    def pack(self, row: Mapping[str, Any]) -> tuple[Any, ...]:
+        """``row`` as a tuple over ``keys`` (a key new to the table added at its end)."""
+        if tuple(row) == self.keys:  # nearly every row: the keys of the first, in its order
+            return tuple(row.values())
+        for k in row:
+            if k not in self._at:
+                self._at[k] = len(self.keys)
+                self.keys += (k,)
+        return tuple(row.get(k, _MISSING) for k in self.keys)
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        self.values.append(self.pack(row))
+
+    def column(self, name: str) -> list[Any] | None:
+        """Every row's ``name`` (``_MISSING`` where a row lacks it), or None when no row holds it."""
+        i = self._at.get(name)
+        if i is None:
+            return None
+        return [t[i] if i < len(t) else _MISSING for t in self.values]
+
+
+def _frame(sweep: _Sweep, conversations: Sequence[tuple[Any, Any]], table: _Rows) -> pd.DataFrame:
+    """The sweep's frame: one row per (conversation, config), ``COLUMNS`` after the grid keys; ``conversations``
+    the (id, source) of each, ``table`` their measured rows in (conversation, config) order."""
     import pandas as pd
 
     keys = [k for k in sweep.grid_keys if k not in COLUMNS]
@@ -677,7 +732,6 @@ def _frame(sweep: _Sweep, results: Mapping[tuple[int, int], Mapping[str, Any]]) 
     if sweep.judge is not None:  # with a judge: retained, after facts_kept
         columns.insert(columns.index("facts_kept") + 1, "retained")
     # built a column at a time: what a config says once per config, what a replay measured once per row
-    # (a sweep of a folder of real logs is hundreds of thousands of rows)
     per_config = []
     for j, cfg in enumerate(sweep.configs):
         said = dict(zip(sweep.grid_keys, sweep.labels[j], strict=True))
@@ -685,25 +739,133 @@ def _frame(sweep: _Sweep, results: Mapping[tuple[int, int], Mapping[str, Any]]) 
                     strategies=_strategies(cfg.config), worker=None if cfg.worker is None else repr(cfg.worker),
                     threshold=cfg.config.threshold)
         per_config.append(said)
-    n_configs, convs = len(sweep.configs), sweep.conversations
-    measured = [results[(i, j)] for i in range(len(convs)) for j in range(n_configs)]
+    n_configs, n = len(sweep.configs), len(conversations)
     data: dict[str, list[Any]] = {
-        "conversation": [c.id for c in convs for _ in range(n_configs)],
-        "source": [c.source for c in convs for _ in range(n_configs)],
-        "config": list(range(n_configs)) * len(convs),
+        "conversation": [c for c, _ in conversations for _ in range(n_configs)],
+        "source": [src for _, src in conversations for _ in range(n_configs)],
+        "config": list(range(n_configs)) * n,
     }
     for name in (*keys, *columns):
+        col = table.column(name)
         if name in per_config[0]:  # the config's, unless its replay measured it (presets.AUTO: each log's window)
-            data[name] = [row[name] if name in row else said[name]
-                          for row, said in zip(measured, itertools.cycle(per_config), strict=False)]
+            data[name] = ([said[name] for said in per_config] * n if col is None else
+                          [said[name] if v is _MISSING else v
+                           for v, said in zip(col, itertools.cycle(per_config), strict=False)])
         else:
-            data[name] = [row.get(name) for row in measured]
+            data[name] = [None] * (n * n_configs) if col is None else [None if v is _MISSING else v for v in col]
     df = pd.DataFrame(data, columns=["conversation", "source", "config", *keys, *columns])
-    for col in ("first_limit_call", "window", "threshold"):
-        df[col] = df[col].astype("Int64")
+    for col_name in ("first_limit_call", "window", "threshold"):
+        df[col_name] = df[col_name].astype("Int64")
     df["saved"] = 1 - df["tokens_read"] / df["baseline_tokens_read"].where(df["baseline_tokens_read"] > 0)
     df["usd_saved"] = df["baseline_usd"] - df["usd"]
     return df
+
+
+# ----------------------------------------------------------------------
+# a sweep of log files (convlab.tuning.files)
+# ----------------------------------------------------------------------
+def _are_paths(x: object) -> bool:
+    """A path (a log file or a folder) or a non-empty list of them: what ``tune`` reads as it sweeps."""
+    if isinstance(x, (str, os.PathLike)):
+        return True
+    return isinstance(x, (list, tuple)) and bool(x) and all(isinstance(p, (str, os.PathLike)) for p in x)
+
+
+def _tune_files(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], configs: Config | Iterable[Config] | None,
+                options: Options, *, grid: Mapping[str, Sequence[object]] | None, jobs: int | None, progress: bool | None,
+                scheduler: str | None, chunk: int | None) -> pd.DataFrame:
+    """``tune`` of log files and folders, each file read where it is swept (``convlab.tuning.files``)."""
+    from tqdm.auto import tqdm
+
+    from ..errors import ReadWarning
+    from ..importers import log_files
+    from .files import Unit, sweep_file
+
+    if any(isinstance(c, Auto) for c in _as_list(configs)):
+        raise ValueError("presets.AUTO picks each log's preset from its conversations: read them first "
+                         "(convlab.read(path)) and give tune the list")
+    if scheduler == "dask":
+        raise ValueError("a sweep of log files runs in this machine's worker processes (jobs=): to sweep on a dask "
+                         "cluster, read them first (convlab.read(path)) and give tune the list")
+    if chunk is not None:
+        raise ValueError("chunk= cuts a conversation's configs: a sweep of log files takes a file at a time; read them "
+                         "first (convlab.read(path)) to give chunk=")
+    sweep = _check([], configs, options, grid=grid, jobs=jobs, progress=progress, scheduler=None, client=None,
+                   chunk=None, estimate=False)
+    if sweep.summaries is not None or sweep.judge is not None:
+        raise ValueError("a sweep with a summarizer or a judge asks its calls from this process: read the logs first "
+                         "(convlab.read(path)) and give tune the list")
+    files = [f for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths) for f in log_files(p)]
+    cache = sweep.results
+    setup_keys = [setup_key(s, sweep.agent, sweep.knobs, {}) for s in sweep.configs] if cache is not None else []
+    unit = Unit(sweep.configs, sweep.agent, sweep.knobs, cache, setup_keys)
+    sizes = [_size(f) for f in files]
+    table = _Rows()
+    per_file: dict[int, tuple[list[tuple[Any, Any]], list[tuple[Any, ...]]]] = {}
+    index = {str(f): i for i, f in enumerate(files)}
+    show = (len(files) * len(sweep.configs) >= 20) if progress is None else bool(progress)
+    bar = tqdm(total=sum(sizes), desc="tune", unit="B", unit_scale=True, unit_divisor=1024, disable=not show)
+    kept = 0
+    unwritable: list[str] = []
+
+    def done(swept: Any) -> None:
+        nonlocal kept
+        for text, passed_over, read_warning in swept.said:
+            if read_warning:
+                warnings.warn(ReadWarning(text, passed_over=passed_over), stacklevel=4)
+            else:
+                warnings.warn(text, stacklevel=4)
+        if swept.unwritable is not None and not unwritable and cache is not None:  # said once, whichever worker met it
+            unwritable.append(swept.unwritable)
+            cache.say_unwritable(swept.unwritable, stacklevel=4)
+        metas, values = [], []
+        for cid, source, _key, earlier, measured in swept.conversations:
+            rows_now = dict(measured)
+            metas.append((cid, source))
+            values += [table.pack(earlier[j] if j in earlier else rows_now[j]) for j in range(len(sweep.configs))]
+            kept += len(earlier)
+        per_file[index[swept.path]] = (metas, values)
+        bar.update(swept.size)
+
+    order = sorted(range(len(files)), key=lambda i: -sizes[i])  # the largest first: none left to run alone at the end
+    try:
+        if sweep.jobs > 1 and len(files) > 1:
+            workers.run_files(sweep_file, unit, [files[i] for i in order], sweep.jobs, done)
+        else:
+            for i in order:
+                done(sweep_file(files[i], unit))
+    except KeyboardInterrupt as err:
+        said = f"tune stopped after {len(per_file):,} of the {len(files):,} files"
+        in_workers = sweep.jobs > 1 and len(files) > 1  # what the workers kept of the files they were on is not known here
+        if cache is not None and not unwritable and cache.unwritable is None and not (in_workers or cache.kept):
+            said += f": none of them could be kept in {cache.folder} (none finished), a new run starts over"
+        elif cache is not None and not unwritable and cache.unwritable is None:
+            said += (f"; the rows of every conversation swept so far are kept in {cache.folder} (each as it was "
+                     "swept): run it again to go on from there")
+        elif cache is not None:
+            said += f": none of them could be kept in {cache.folder} ({unwritable[0] if unwritable else cache.unwritable}), a new run starts over"
+        else:
+            said += ": nothing was kept (no result cache), a new run starts over"
+        raise Stopped(said) from err
+    finally:
+        bar.close()
+    conversations: list[tuple[Any, Any]] = []
+    for i in range(len(files)):
+        metas, values = per_file.get(i, ([], []))
+        conversations += metas
+        table.values += values
+    sweep.kept = kept
+    df = _frame(sweep, conversations, table)
+    if cache is not None:
+        df.attrs["kept"], df.attrs["result_cache"] = kept, str(cache.folder)
+    return df
+
+
+def _size(path: os.PathLike[str]) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def _answering(ask: Summarize | None, judge: Judge | None) -> Summarize | None:

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 Channel = tuple["multiprocessing.queues.Queue[Any]", list["multiprocessing.queues.Queue[Any]"],
                 "multiprocessing.sharedctypes.Synchronized[int]"]
 
-__all__ = ["jobs_for", "units", "run_processes", "run_dask", "collector_paused", "WAITING", "FORKS", "Measured", "Relay"]
+__all__ = ["jobs_for", "units", "run_processes", "run_files", "run_dask", "collector_paused", "WAITING", "FORKS", "Measured", "Relay"]
 
 #: What a unit of work gives back: ``(config index, measures)`` per config of one conversation.
 Measured = list[tuple[int, dict[str, Any]]]
@@ -253,6 +253,43 @@ def run_processes(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: li
         pool.shutdown(wait=True, cancel_futures=True)
     if answering is not None and answering.failed:
         raise answering.failed[0]
+
+
+_FILES: Any = None  # in a worker process of a streamed sweep: (sweep_file, its Unit), from _start_files
+
+
+def _start_files(sweep_file: Callable[..., Any], unit: Any) -> None:
+    global _FILES
+    _FILES = (sweep_file, unit)
+
+
+def _file_task(path: Any) -> Any:
+    sweep_file, unit = _FILES
+    return sweep_file(path, unit, paused=True)
+
+
+def run_files(sweep_file: Callable[..., Any], unit: Any, paths: list[Any], jobs: int, done: Callable[[Any], None]) -> None:
+    """A streamed sweep's files (``convlab.tuning.files``) on ``jobs`` worker processes, the largest first, each
+    running ``sweep_file(path, unit)``; ``done`` is told each file's rows as they come. A worker starts with
+    what this process holds (forked where the platform can), which in a streamed sweep is no conversation."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    ctx = mp.get_context("fork" if FORKS else "spawn")
+    pool = ProcessPoolExecutor(min(jobs, len(paths)), mp_context=ctx, initializer=_start_files, initargs=(sweep_file, unit))
+    try:
+        # forked workers start with what this process holds; frozen, a worker's collections (one per
+        # conversation, collector_paused) never walk it
+        gc.freeze()
+        try:
+            futures = [pool.submit(_file_task, paths[0])]  # with fork: every worker starts here
+        finally:
+            gc.unfreeze()
+        futures += [pool.submit(_file_task, p) for p in paths[1:]]
+        for future in as_completed(futures):
+            done(future.result())
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def run_dask(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: list[Any], agent: str,

@@ -1,0 +1,199 @@
+"""Issue 39: ``convlab.tune(path)`` sweeps a folder of logs a file at a time, each read where it is swept
+(``convlab.tuning.files``): the calling process never holds a conversation. The frame is the one of
+``tune(convlab.read(path))``, row for row, on real logs of every format; a file the read passes over is passed
+over with the same warning; the result cache works the same (and is shared with the in-memory sweep); a sweep
+stopped halfway goes on from there and ends equal to one that never stopped."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import warnings
+
+import pandas as pd
+import pytest
+from agentdata import require as require_agents
+from hypothesis import given
+from hypothesis import strategies as st
+from realdata import require
+
+import convlab
+from convlab.errors import ReadError, ReadWarning
+from convlab.tuning import files, results
+from convlab.tuning.sweep import _MISSING, _Rows
+
+BASE = """
+[agent.bot.context]
+window = 200000
+[[agent.bot.context.strategy]]
+use = "reset"
+idle_secs = 3600
+[[agent.bot.context.strategy]]
+use = "summarize"
+"""
+GRID = {"window": [32_000, 200_000], "strategy[1].over_tokens": [None, 20_000]}
+
+
+def tune(source, **kw):
+    kw.setdefault("result_cache", False)
+    return convlab.tune(source, BASE, grid=GRID, progress=False, **kw)
+
+
+def read(path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return convlab.read(path, progress=False)
+
+
+@pytest.fixture
+def mixed(tmp_path):
+    """A folder of real logs of several formats (copied here, never into the project), a file that is no log,
+    and a log that cannot be read."""
+    real, agents = require(), require_agents()
+    folder = tmp_path / "logs"
+    for src in [real / "claude_code" / "tool_heavy.jsonl", real / "claude_code" / "short.jsonl", real / "oasst" / "oasst1-en-trees-001-060.jsonl",
+                real / "librechat" / "librechat-tree.json", agents / "codex" / "codex.jsonl", agents / "gemini_cli" / "gemini.jsonl"]:
+        dest = folder / src.parent.name / src.name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(src, dest)
+    (folder / "notes.txt").write_text("not a log at all\n")
+    (folder / "broken.json").write_text('{"mapping": {"a": ')
+    return folder
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_folder_swept_file_by_file_gives_the_frame_of_the_read_conversations(mixed, jobs):
+    with pytest.warns(ReadWarning) as read_said:
+        convs = convlab.read(mixed, progress=False)
+    eager = tune(convs, jobs=jobs)
+    with pytest.warns(ReadWarning) as swept_said:
+        streamed = tune(mixed, jobs=jobs)
+    pd.testing.assert_frame_equal(streamed, eager)
+    assert len(streamed) == 4 * len(convs) and streamed["source"].nunique() == 6
+    passed = {w.message.passed_over for w in read_said if w.message.passed_over}
+    assert passed == {w.message.passed_over for w in swept_said if w.message.passed_over} == {str(mixed / "broken.json")}
+    # a list of paths (str or Path): the same sweep as the conversations read from each, in order
+    dirs = sorted(p for p in mixed.iterdir() if p.is_dir())
+    pd.testing.assert_frame_equal(tune([str(d) for d in dirs], jobs=jobs), tune([c for d in dirs for c in read(d)], jobs=jobs))
+
+
+@pytest.mark.realdata
+def test_the_real_claude_code_folder_swept_from_its_path():
+    real = require()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        streamed = tune(str(real / "claude_code"), jobs=2)
+    pd.testing.assert_frame_equal(streamed, tune(read(real / "claude_code"), jobs=2))
+    assert (streamed["calls"] > 0).all() and streamed["conversation"].nunique() == 6
+
+
+@pytest.mark.realdata
+def test_kept_rows_are_shared_with_the_read_sweep_and_a_changed_file_is_swept_again(mixed, tmp_path):
+    cache = tmp_path / "cache"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first = tune(mixed, result_cache=cache)
+        assert first.attrs["kept"] == 0 and first.attrs["result_cache"] == str(cache)
+        again = tune(mixed, result_cache=cache)
+        assert again.attrs["kept"] == len(first)
+        pd.testing.assert_frame_equal(again, first)
+        eager = tune(read(mixed), result_cache=cache)  # the same keys: the read sweep finds them too
+        assert eager.attrs["kept"] == len(first)
+        # one file changed: its conversation is swept again, the others are kept
+        log = mixed / "claude_code" / "short.jsonl"
+        lines = log.read_text().splitlines()
+        last = max(i for i, line in enumerate(lines) if json.loads(line).get("type") == "assistant")
+        log.write_text("\n".join(lines[:last] + lines[last + 1:]) + "\n")  # its last reply gone
+        changed = tune(mixed, result_cache=cache)
+    assert changed.attrs["kept"] == len(first) - 4
+    pd.testing.assert_frame_equal(changed, tune(read(mixed)))
+
+
+@pytest.mark.realdata
+def test_a_streamed_sweep_stopped_halfway_goes_on_and_ends_equal_to_one_that_never_stopped(mixed, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    real_rows, calls = files.rows, []
+
+    def stop_at_the_third(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real_rows(*args, **kwargs)
+
+    monkeypatch.setattr(files, "rows", stop_at_the_third)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(results.Stopped, match=r"tune stopped after 0 of the 8 files; the rows of every conversation swept so far are kept in .*run it again"):
+            tune(mixed, result_cache=cache, jobs=1)
+        monkeypatch.setattr(files, "rows", real_rows)
+        resumed = tune(mixed, result_cache=cache, jobs=1)
+        whole = tune(mixed, jobs=1)
+    assert resumed.attrs["kept"] > 0
+    pd.testing.assert_frame_equal(resumed, whole)
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_cache_that_cannot_be_written_loses_nothing_and_is_said_once(mixed, tmp_path, jobs):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        swept = tune(mixed, result_cache=blocked / "results", jobs=jobs)
+        real_rows, calls = files.rows, []
+
+        def stop_at_the_third(*args, **kwargs):
+            calls.append(1)
+            if len(calls) == 3:
+                raise KeyboardInterrupt
+            return real_rows(*args, **kwargs)
+
+        with pytest.raises(results.Stopped, match=r"none of them could be kept in .*a-file/results \(Not a directory\)"):
+            with pytest.MonkeyPatch.context() as m:
+                m.setattr(files, "rows", stop_at_the_third)
+                tune(mixed, result_cache=blocked / "results", jobs=1)
+        with pytest.raises(results.Stopped, match=r"none of them could be kept in .* \(none finished\)"):
+            with pytest.MonkeyPatch.context() as m:
+                m.setattr(files, "rows", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
+                tune(mixed, result_cache=tmp_path / "fine", jobs=1)
+    cache_warnings = [w for w in said if issubclass(w.category, convlab.CacheWarning)]
+    assert len(cache_warnings) == 1 and "cannot be written" in str(cache_warnings[0].message)
+    assert swept.attrs["kept"] == 0
+    pd.testing.assert_frame_equal(swept, tune(read(mixed)))
+
+
+def test_what_a_sweep_of_paths_cannot_take_is_named(tmp_path):
+    log = tmp_path / "chat.json"
+    log.write_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]))
+    for kw, says in [({"summarizer": convlab.EchoLLM()}, "summarizer or a judge"), ({"scheduler": "dask"}, "dask"),
+                     ({"chunk": 2}, "chunk=")]:
+        with pytest.raises(ValueError, match=says):
+            tune(log, **kw)
+    with pytest.raises(ValueError, match="presets.AUTO"):
+        convlab.tune(log, [convlab.tuning.presets.AUTO], progress=False)
+    with pytest.raises(ReadError, match="no such file or folder"):
+        tune(tmp_path / "missing")
+    assert len(tune(log)) == 4
+
+
+rows_ = st.lists(st.dictionaries(st.sampled_from(["a", "b", "c", "d"]), st.one_of(st.none(), st.integers(), st.floats(allow_nan=True),
+                                                                                 st.text())), max_size=30)
+
+
+@given(rows_)
+def test_rows_kept_as_tuples_give_back_every_column(drawn):
+    """The sweep keeps its rows as tuples over the keys they hold (a folder's sweep holds hundreds of thousands):
+    every column comes back as the rows had it, a key a row lacks as missing, in any order of keys."""
+    table = _Rows()
+    for row in drawn:
+        table.add(row)
+    for key in "abcd":
+        col = table.column(key)
+        if not any(key in row for row in drawn):
+            assert col is None
+            continue
+        assert len(col) == len(drawn)
+        for row, got in zip(drawn, col, strict=True):
+            want = row.get(key, _MISSING)
+            assert got is want or got == want or (got != got and want != want)
