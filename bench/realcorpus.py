@@ -152,11 +152,12 @@ def build(per_format: int, *, formats: set[str] | None = None, progress: Callabl
             h.update(p.read_bytes())
     h.update(Path(__file__).read_bytes())
     key = h.hexdigest()[:16]
-    folder = corpus.cache_dir() / f"real-{per_format}-{key}"
+    which = "all" if formats is None else hashlib.sha256(",".join(sorted(found)).encode()).hexdigest()[:8]
+    folder = corpus.cache_dir() / f"real-{per_format}-{which}-{key}"
     meta = folder / "corpus.json"
     if meta.exists():
         return folder, json.loads(meta.read_text())
-    for old in corpus.cache_dir().glob(f"real-{per_format}-*"):  # stale: other sources
+    for old in corpus.cache_dir().glob(f"real-{per_format}-{which}-*"):  # stale: other sources
         shutil.rmtree(old, ignore_errors=True)
     tmp = folder.with_name(folder.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)

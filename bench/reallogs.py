@@ -20,6 +20,8 @@ READ_BYTES = (20 << 20, 0)
 #: bytes of each format in the sweep's corpus (full); the smoke sweep takes the shortest conversation of each format
 SWEEP_BYTES = 1 << 20
 READ_GOAL = 3
+#: the bench's MB (its table prints bytes in 2**20 and 2**30)
+MB = 1 << 20
 
 
 def run_read(smoke: bool) -> list[Row]:
@@ -33,7 +35,7 @@ def run_read(smoke: bool) -> list[Row]:
     rows = []
     for fmt, held in sorted(info.items()):
         files = list(realcorpus.files(folder, fmt))
-        row = Row(f"read-{fmt}", f"reading real {fmt} logs ({held['bytes'] / 1e6:.1f} MB, {held['files']:,} files) / "
+        row = Row(f"read-{fmt}", f"reading real {fmt} logs ({held['bytes'] / MB:.1f} MB, {held['files']:,} files) / "
                                  "json.loads of the same files", READ_GOAL, "<=", num_label="convlab.read", den_label="json.loads")
         out: dict[str, list] = {}
 
@@ -113,4 +115,47 @@ def run_sweep(smoke: bool) -> Row:
                 f"(conversation, config) rows hold a call; denominator: convlab.replay of each conversation, one after the other")
     row.extra = {"samples_num": a, "samples_den": b, "rows": len(df), "fired": fired, "messages": messages,
                  "formats": sorted({c.format for c in convs})}
+    return row
+
+
+#: the coding agents' formats: what a year of sessions in one folder holds (~/.claude/projects, ~/.codex/sessions)
+AGENT_FORMATS = {"claude_code", "codex", "pi", "gemini_cli", "copilot_cli"}
+#: bytes of each agent format in the memory row's corpus: 5 x 200 MB = 1 GB (full); one copy of each file (smoke)
+STREAM_BYTES = (200 << 20, 0)
+#: the smaller corpus the note compares with, to show the memory does not grow with the folder
+STREAM_SMALL = (20 << 20, 0)
+
+
+def run_stream_memory(smoke: bool) -> Row:
+    """Peak memory of ``convlab.tune(folder)`` over a 1 GB folder of real coding-agent sessions, against 1 GB."""
+    from .logs import probe
+
+    row = Row("stream-memory", "a streamed sweep of a 1 GB folder of real agent sessions: peak memory / 1 GB", 1, "<=",
+              unit="B", num_label="tune(folder)", den_label="1 GB")
+    try:
+        big, big_info = realcorpus.build(STREAM_BYTES[1 if smoke else 0], formats=AGENT_FORMATS, progress=log)
+        small, small_info = realcorpus.build(STREAM_SMALL[1 if smoke else 0], formats=AGENT_FORMATS, progress=log)
+    except realcorpus.Missing as err:
+        row.error = f"not available: {err}"
+        return row
+    timeout = 300 if smoke else 3600
+    got = probe(big, "stream", timeout, module="bench.sweepprobe")
+    if "error" in got:
+        row.error = got["error"]
+        return row
+    few = probe(small, "stream", timeout, module="bench.sweepprobe") if not smoke else got
+    eager = probe(small, "read", timeout, module="bench.sweepprobe") if not smoke else probe(big, "read", timeout, module="bench.sweepprobe")
+    size = sum(v["bytes"] for v in big_info.values())
+    small_size = sum(v["bytes"] for v in small_info.values())
+    row.name = (f"a streamed sweep of a {size / (1 << 30):.2f} GB folder of real agent sessions ({got['conversations']:,} "
+                f"conversations, {sum(v['files'] for v in big_info.values()):,} files): peak memory / 1 GB")
+    row.finish(got["bound"], 1 << 30)  # the bench's GB, as its table prints bytes: 2**30
+    row.note = (f"convlab.tune(folder) over window x summarize over_tokens (4 configs: bench/sweepprobe.py) in {got['jobs']} "
+                f"worker processes, in a fresh interpreter, no result cache, {got['seconds']:.0f} s; the figure is the "
+                f"calling process's peak (VmHWM) {got['peak'] / MB:.0f} MB + {got['jobs']} x the largest worker's peak "
+                f"{got['worker'] / MB:.0f} MB (ru_maxrss; forked workers share the caller's pages, counted twice). "
+                f"At {small_size / MB:.0f} MB: {few['peak'] / MB:.0f} MB + {few['jobs']} x {few['worker'] / MB:.0f} MB; "
+                f"tune(convlab.read(folder)) of that {eager['peak'] / MB:.0f} MB + {eager['jobs']} x "
+                f"{eager['worker'] / MB:.0f} MB (every conversation read first, and every worker forked with them)")
+    row.extra = {"stream": got, "stream_small": few, "read_small": eager, "bytes": size, "small_bytes": small_size}
     return row
