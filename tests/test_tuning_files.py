@@ -197,3 +197,31 @@ def test_rows_kept_as_tuples_give_back_every_column(drawn):
         for row, got in zip(drawn, col, strict=True):
             want = row.get(key, _MISSING)
             assert got is want or got == want or (got != got and want != want)
+
+
+@pytest.mark.realdata
+def test_the_command_line_streams_a_large_folder_and_prints_what_a_read_sweep_prints(mixed, tmp_path, capsys, monkeypatch):
+    """``convlab tune FOLDER`` past ``STREAM_BYTES`` sweeps it file by file: the same table, the same rows and
+    CSV, the file that is no log and the one that cannot be read said as a read of the folder says them."""
+    from convlab.cli import main
+    from convlab.cli import tune as cli_tune
+
+    argv = ["tune", str(mixed), "--grid", "window=32000,200000", "--grid", "strategy[1].over_tokens=none,20000",
+            "--rows", "--no-progress", "--no-result-cache"]
+    assert main([*argv, "--out", str(tmp_path / "read.csv")]) == 0
+    read_out, read_err = capsys.readouterr()
+    monkeypatch.setattr(cli_tune, "STREAM_BYTES", 0)
+    assert main([*argv, "--out", str(tmp_path / "streamed.csv")]) == 0
+    streamed_out, streamed_err = capsys.readouterr()
+    assert streamed_out.replace("streamed.csv", "read.csv") == read_out
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "streamed.csv"), pd.read_csv(tmp_path / "read.csv"))
+    for err in (read_err, streamed_err):
+        flat = " ".join(err.split())
+        assert "passed over 1 file with no chat log convlab reads" in flat and "notes.txt" in flat
+        assert "broken.json" in flat
+    # no conversation at all: the same input error
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("nothing\n")
+    assert main(["tune", str(empty), "--no-progress"]) == 2
+    assert "no conversations in" in capsys.readouterr().err

@@ -8,11 +8,13 @@ import dataclasses
 import math
 import os
 import textwrap
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ..errors import ReadError
 from ..tuning.grid import EXAMPLE
 from .arguments import (
     Given,
@@ -388,23 +390,40 @@ def run(args: argparse.Namespace, out: TextIO, notes: Notes) -> None:
     if args.value in DOLLARS and args.model is None:
         raise Usage(f"--value {args.value} is in dollars: give --model (e.g. --model claude-sonnet-4-5), or another "
                      f"--value (e.g. tokens_read)")
-    convs = read_logs(args.paths, args, notes)
-    read = len(convs)
-    if isinstance(configs, list) and _auto(configs):  # each log its agent's preset: a log with none is left out
-        convs = _with_a_preset(convs, notes)
     size = math.prod(len(v) for v in grid.values()) if grid else len(configs) if isinstance(configs, list) else 1
-    if size >= SAY_CONFIGS:  # a long run: what it is, before it starts
-        notes.say(f"sweeping {size:,} configs{f' ({_grid_size(grid)})' if grid else ''} over "
-                  f"{plural(len(convs), 'conversation')}: {size * len(convs):,} replays")
     chosen = _options(args, summarizer)
     sweep = dict(grid=grid or None, progress=None if progress(args) else False, jobs=args.jobs)
-    if args.dry_run:  # what the summaries would cost, no table
+    streamed = _streams(args, configs, grid, summarizer)
+    if streamed is not None:  # a large input: each file read where it is swept, never all of them here
+        for path in args.paths:
+            if not Path(path).exists():
+                raise Usage(f"{path}: no such file or folder")
+        if size >= SAY_CONFIGS:
+            notes.say(f"sweeping {size:,} configs{f' ({_grid_size(grid)})' if grid else ''} over the logs in "
+                      f"{plural(len(streamed), 'file')} ({_megabytes(streamed)}), each read where it is swept")
+        with notes.watch("tuning") as quiet_skips:
+            df = tune(list(args.paths), configs, chosen, **sweep)
+            quiet_skips.extend(Path(f) for f in df.attrs.get("not_logs", ()))
+        if df.empty:
+            raise Usage(f"no conversations in {', '.join(args.paths)}")
+        convs: list[Any] = []
+        read = n_convs = len(df.drop_duplicates(["source", "conversation"]))
+    else:
+        convs = read_logs(args.paths, args, notes)
+        read = len(convs)
+        if isinstance(configs, list) and _auto(configs):  # each log its agent's preset: a log with none is left out
+            convs = _with_a_preset(convs, notes)
+        n_convs = len(convs)
+        if size >= SAY_CONFIGS:  # a long run: what it is, before it starts
+            notes.say(f"sweeping {size:,} configs{f' ({_grid_size(grid)})' if grid else ''} over "
+                      f"{plural(len(convs), 'conversation')}: {size * len(convs):,} replays")
+        if args.dry_run:  # what the summaries would cost, no table
+            with notes.watch("tuning"):
+                needed = tune_cost(convs, configs, chosen, **sweep)
+            out.write(_say_cost(needed, dry_run=True) + "\n")
+            return
         with notes.watch("tuning"):
-            needed = tune_cost(convs, configs, chosen, **sweep)
-        out.write(_say_cost(needed, dry_run=True) + "\n")
-        return
-    with notes.watch("tuning"):
-        df = tune(convs, configs, chosen, **sweep)
+            df = tune(convs, configs, chosen, **sweep)
     keys = ["preset"] if args.preset else list(grid)
     width = args.width or terminal_width()
     if df.attrs.get("kept"):
@@ -417,8 +436,8 @@ def run(args: argparse.Namespace, out: TextIO, notes: Notes) -> None:
             out.write("\n".join(textwrap.wrap(_say_failed(cost), width)) + "\n\n")
     with notes.watch("ranking", said_in_output=_left_out):
         ranked = rank(df, by="usd" if args.model else "tokens", failed=args.failed)
-    out.write("\n".join(_ranking_table(ranked, keys, len(convs), width, df, model=args.model,
-                                       unswept=read - len(convs))) + "\n")
+    out.write("\n".join(_ranking_table(ranked, keys, n_convs, width, df, model=args.model,
+                                       unswept=read - n_convs)) + "\n")
     if not (df["limits_full"] + df["limits_idle"] + df["limits_overflow"]).any() and len(df):
         out.write("\n".join(textwrap.wrap(_none_fired(df, args, text, configs), width)) + "\n")
     if args.rows:
@@ -437,6 +456,38 @@ def run(args: argparse.Namespace, out: TextIO, notes: Notes) -> None:
     if cost is not None and cost.failed and not cost.calls and not cost.cached:
         raise Failed(f"every summary call failed ({plural(cost.failed, 'call')}): no row holds a summary the "
                       f"summarizer wrote; {_say_failed(cost)}")
+
+
+#: Inputs past this many bytes are swept a file at a time, each read where it is swept (``tune`` of their paths),
+#: when nothing needs the conversations here (a summarizer, ``--preset auto``, ``--dry-run``, a count-per-call plot).
+STREAM_BYTES = 256 << 20
+
+
+def _streams(args: argparse.Namespace, configs: str | list[Config], grid: dict[str, list[Any]],
+             summarizer: Any) -> list[Path] | None:
+    """The log files of a sweep that goes a file at a time (``STREAM_BYTES`` of them or more), else None."""
+    from ..importers import log_files
+
+    if summarizer is not None or args.dry_run or (isinstance(configs, list) and _auto(configs)) or (args.plot and len(grid) < 2):
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # what the sweep's own look at the folders says again, in its notes
+            found = [f for p in args.paths for f in log_files(p)]
+    except ReadError:
+        return None  # said by the read, as always
+    return found if sum(_size(f) for f in found) >= STREAM_BYTES else None
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _megabytes(files: list[Path]) -> str:
+    return f"{sum(_size(f) for f in files) / (1 << 20):,.0f} MB"
 
 
 def _none_fired(df: pd.DataFrame, args: argparse.Namespace, text: str, configs: str | list[Config]) -> str:
@@ -546,7 +597,8 @@ def _plot(args: argparse.Namespace, df: pd.DataFrame, ranked: pd.DataFrame, grid
                                        title=f"count per call: {longest.id}, {config_label(top, keys)}, ranked first")
         fig.savefig(args.plot, dpi=100)
         pareto = _pareto_path(args.plot)
-        plots.sweep_pareto(ranked, title=f"the trade-off over {plural(len(convs), 'conversation')}").savefig(pareto, dpi=100)
+        swept = len(convs) or len(df.drop_duplicates(["source", "conversation"]))  # a streamed sweep holds no conversation
+        plots.sweep_pareto(ranked, title=f"the trade-off over {plural(swept, 'conversation')}").savefig(pareto, dpi=100)
     out.write(f"wrote {args.plot}\nwrote {pareto}\n")
 
 

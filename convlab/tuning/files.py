@@ -61,6 +61,7 @@ class Swept:
         field(default_factory=list)
     said: list[tuple[str, str | None, bool]] = field(default_factory=list)  # (warning, passed over, a ReadWarning)
     passed_over: bool = False
+    not_log: bool = False  # a file that holds no chat log convlab reads (a read of its folder passes it over quietly)
     kept: int = 0  # rows replayed here and kept in the result cache
     unwritable: str | None = None  # why the result cache could not be written, if it could not
 
@@ -83,6 +84,7 @@ def sweep_file(path: Path, unit: Unit, paused: bool = False) -> Swept:
             convs = None
     out.said[:0] = [(str(w.message), getattr(w.message, "passed_over", None), isinstance(w.message, ReadWarning)) for w in caught]
     if convs is None:
+        out.not_log = not out.passed_over
         return out
     while convs:
         c = convs.pop(0)  # dropped once swept: a file's conversations leave memory one by one

@@ -136,7 +136,9 @@ def tune(
     and a file the read would pass over is passed over with the same warning.
     A sweep of paths takes no summarizer, judge, ``presets.AUTO``, dask or
     ``chunk`` (they need the conversations here: read them first); its
-    progress bar counts the files' bytes.
+    progress bar counts the files' bytes, and the frame's ``attrs["files"]`` and
+    ``attrs["not_logs"]`` say how many files it looked at and which held no
+    chat log (passed over quietly, as a read of the folder passes them).
 
     ``configs`` is one config or a list (TOML text, a path to a .toml file,
     a parsed document, a ``ContextConfig``); with ``grid`` it is the base
@@ -807,6 +809,7 @@ def _tune_files(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
     bar = tqdm(total=sum(sizes), desc="tune", unit="B", unit_scale=True, unit_divisor=1024, disable=not show)
     kept = 0
     unwritable: list[str] = []
+    not_logs: list[str] = []  # files with no chat log convlab reads, passed over quietly (as a read of the folder does)
 
     def done(swept: Any) -> None:
         nonlocal kept
@@ -825,6 +828,8 @@ def _tune_files(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
             values += [table.pack(earlier[j] if j in earlier else rows_now[j]) for j in range(len(sweep.configs))]
             kept += len(earlier)
         per_file[index[swept.path]] = (metas, values)
+        if swept.not_log:
+            not_logs.append(swept.path)
         bar.update(swept.size)
 
     order = sorted(range(len(files)), key=lambda i: -sizes[i])  # the largest first: none left to run alone at the end
@@ -856,6 +861,7 @@ def _tune_files(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
         table.values += values
     sweep.kept = kept
     df = _frame(sweep, conversations, table)
+    df.attrs["files"], df.attrs["not_logs"] = len(files), sorted(not_logs)
     if cache is not None:
         df.attrs["kept"], df.attrs["result_cache"] = kept, str(cache.folder)
     return df

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import multiprocessing
 import os
 import threading
@@ -273,21 +274,32 @@ def run_files(sweep_file: Callable[..., Any], unit: Any, paths: list[Any], jobs:
     running ``sweep_file(path, unit)``; ``done`` is told each file's rows as they come. A worker starts with
     what this process holds (forked where the platform can), which in a streamed sweep is no conversation."""
     import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     ctx = mp.get_context("fork" if FORKS else "spawn")
-    pool = ProcessPoolExecutor(min(jobs, len(paths)), mp_context=ctx, initializer=_start_files, initargs=(sweep_file, unit))
+    jobs = min(jobs, len(paths))
+    pool = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_start_files, initargs=(sweep_file, unit))
+    queue = iter(paths)
     try:
         # forked workers start with what this process holds; frozen, a worker's collections (one per
         # conversation, collector_paused) never walk it
         gc.freeze()
         try:
-            futures = [pool.submit(_file_task, paths[0])]  # with fork: every worker starts here
+            pending = {pool.submit(_file_task, next(queue))}  # with fork: every worker starts here
         finally:
             gc.unfreeze()
-        futures += [pool.submit(_file_task, p) for p in paths[1:]]
-        for future in as_completed(futures):
-            done(future.result())
+        # a few files in flight a worker, not all of them: a finished file's rows are let go as soon as they are
+        # told (a future keeps its result), and a stop cancels little
+        for path in itertools.islice(queue, 2 * jobs - 1):
+            pending.add(pool.submit(_file_task, path))
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                done(future.result())
+                next_path = next(queue, None)
+                if next_path is not None:
+                    pending.add(pool.submit(_file_task, next_path))
+            del finished, future
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
