@@ -47,6 +47,7 @@ ROWS = [
     ("real-read", reallogs.run_read),  # one row per format: read-<format>
     ("real-sweep", reallogs.run_sweep),
     ("stream-memory", reallogs.run_stream_memory),
+    ("cluster", reallogs.run_cluster),
 ]
 
 GOALS = {"match": (1.5, "<="), "count": (1.0, "<="), "load": (3, "<="), "tokens": (0.9, ">="), "sweep": (3, "<="),
@@ -55,7 +56,7 @@ GOALS = {"match": (1.5, "<="), "count": (1.0, "<="), "load": (3, "<="), "tokens"
          "drive": (1.3, "<="), "replay": (1.3, "<="), "replay_memory": (8, "<="), "tune-scale": (4, "<="), "tune-usd": (1.3, "<="),
          "retention": (1.5, "<="), "find": (3, "<="),
          "real-read": (reallogs.READ_GOAL, "<="), "real-sweep": (3, "<="), "drive-long": (1.3, "<="),
-         "stream-memory": (1, "<=")}
+         "stream-memory": (1, "<="), "cluster": (1, "<=")}
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -159,3 +159,55 @@ def run_stream_memory(smoke: bool) -> Row:
                 f"{eager['worker'] / MB:.0f} MB (every conversation read first, and every worker forked with them)")
     row.extra = {"stream": got, "stream_small": few, "read_small": eager, "bytes": size, "small_bytes": small_size}
     return row
+
+
+def run_cluster(smoke: bool) -> Row:
+    """The real sweep (``real-sweep``'s corpus and grid) on a ``distributed.LocalCluster`` of worker processes over the
+    same sweep on local worker processes: equal frames, and no slower."""
+    import os
+
+    import pandas as pd
+
+    import convlab
+
+    row = Row("cluster", "the real-log sweep on a dask LocalCluster of worker processes / on local worker processes",
+              1, "<=", num_label="dask", den_label="local")
+    try:
+        import distributed
+    except ImportError as err:
+        row.error = f"not available: {err}"
+        return row
+    try:
+        convs = corpus(smoke)
+    except realcorpus.Missing as err:
+        row.error = f"not available: {err}"
+        return row
+    grid = GRID if not smoke else {k: v[:2] for k, v in GRID.items()}
+    jobs = len(os.sched_getaffinity(0))
+    frames: dict[str, object] = {}
+    with distributed.LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+
+        def remote() -> None:
+            frames["dask"] = convlab.tune(convs, BASE, grid=grid, progress=False, result_cache=False, scheduler="dask",
+                                          client=client)
+
+        def local() -> None:
+            frames["local"] = convlab.tune(convs, BASE, grid=grid, progress=False, result_cache=False, jobs=jobs)
+
+        remote()  # warm up: the workers' imports
+        repeats = 2 if smoke else 3
+        num, den, a, b = paired(lambda: once(remote), lambda: once(local), repeats)
+    row.finish(num, den)
+    try:
+        pd.testing.assert_frame_equal(frames["dask"], frames["local"])
+        equal = True
+    except AssertionError as err:
+        equal = False
+        row.error = f"the cluster's frame differs from the local one: {str(err)[:200]}"
+    row.note = (f"convlab.tune(scheduler='dask') on distributed.LocalCluster(n_workers={jobs}, threads_per_worker=1, "
+                f"processes=True) against jobs={jobs} worker processes, {len(convs):,} conversations x "
+                f"{len(frames['local']) // max(len(convs), 1)} configs, no result cache, best of {repeats} alternating "
+                f"(the cluster started and warmed up before); equal frames, row for row: {equal}")
+    row.extra = {"samples_num": a, "samples_den": b, "equal": equal}
+    return row

@@ -26,7 +26,7 @@ ROWS = ("match", "count", "load", "tokens", "sweep", "lazy", "peer", "treeview",
         "lab-growth", "drive", "drive-long", "replay", "replay_memory", "tune-scale", "tune-usd", "retention", "find",
         *(f"read-{f}" for f in ("chatgpt", "claude_ai", "claude_code", "codex", "copilot_cli", "gemini_cli", "librechat",
                                 "oasst", "openwebui", "pi")),
-        "real-sweep", "stream-memory")
+        "real-sweep", "stream-memory", "cluster")
 
 
 @pytest.mark.browser

@@ -476,8 +476,14 @@ def test_dask_equals_local_row_for_row_and_workers_ran_the_tasks():
             remote = tune(CONVS, BASE, grid=AXES, progress=False, scheduler="dask", client=client, chunk=2, **knobs)
     pd.testing.assert_frame_equal(remote, tune(CONVS, BASE, grid=AXES, progress=False, jobs=1, **knobs))
     assert not remote.equals(local)
-    ran = [t for t in stream.data if t["key"].startswith("rows-")]
-    assert len(ran) == len(CONVS) * 3  # 6 configs in chunks of 2, per conversation
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:  # more units than batches: a batch of several, told one by one
+            many = tune(CONVS, BASE, grid=AXES, progress=False, scheduler="dask", client=client, chunk=1)
+    assert len(CONVS) * 6 > convlab.tuning.workers.BATCHES
+    pd.testing.assert_frame_equal(many, local)
+    ran = [t for t in stream.data if t["key"].startswith("_dask_batch-")]
+    # 6 configs in chunks of 2, per conversation: units in batches, at most workers.BATCHES a worker thread
+    assert len(ran) == min(len(CONVS) * 3, convlab.tuning.workers.BATCHES * 2)
     assert {t["worker"] for t in ran} <= workers and len({t["worker"] for t in ran}) >= 1
 
 

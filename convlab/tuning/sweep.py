@@ -574,7 +574,7 @@ def _schedule(sweep: _Sweep, ask: Summarize | None) -> dict[tuple[int, int], dic
     judge, probes = sweep.judge, sweep.probes
     forked = (in_processes and workers.FORKS and ask is None and judge is None and sweep.chunk is None
               and len(plans) < sweep.jobs)
-    if not in_processes or forked:  # else each worker tokenizes its own conversations, side by side
+    if not (in_processes or dask) or forked:  # else each worker tokenizes its own conversations, side by side
         todo = {i for i, _ in tasks}  # a conversation whose every row was kept is not counted again
         counts.prime(t for i, p in enumerate(plans) if i in todo for t in p.texts())
     total = len(plans) * len(configs)

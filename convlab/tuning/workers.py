@@ -18,6 +18,7 @@ import itertools
 import multiprocessing
 import os
 import threading
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -304,11 +305,40 @@ def run_files(sweep_file: Callable[..., Any], unit: Any, paths: list[Any], jobs:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+_DASK_COUNTS: tuple[str, ExactCounts] | None = None  # in a dask worker process: the texts it counted for one sweep
+
+
+#: Batches of units a dask worker thread: enough that none waits at the end, few enough that the scheduler's
+#: per-task cost stays small.
+BATCHES = 8
+
+
+def _dask_batch(rows: Rows, plans: list[Plan], setups: list[list[tuple[int, Any]]], agent: str,
+                knobs: dict[str, Any], sweep: str) -> list[Measured]:
+    """A batch of units on a dask worker, each as ``_task`` runs one in a local worker process: the worker counts
+    its own conversations' texts (once each, whatever batch brings them), and the cyclic collector is paused
+    while a unit's replays run. ``sweep`` names the sweep: a worker of a long-lived cluster keeps the counts of
+    the newest sweep only."""
+    global _DASK_COUNTS
+    if _DASK_COUNTS is None or _DASK_COUNTS[0] != sweep:
+        _DASK_COUNTS = (sweep, ExactCounts())
+    counts = _DASK_COUNTS[1]
+    out = []
+    for plan, configs in zip(plans, setups, strict=True):
+        counts.prime(plan.texts())
+        # no full collection after: a dask worker holds the cluster's own state, which a collection a unit would
+        # walk again and again (12 times slower); what the replays left goes with the worker's own collections
+        with collector_paused(collect=False):
+            out.append(rows(plan, counts, configs, agent, knobs=knobs))
+    return out
+
+
 def run_dask(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: list[Any], agent: str,
              knobs: dict[str, Any], tasks: list[tuple[int, list[int]]], client: distributed.Client | str | None,
              done: Done) -> None:
     """The tasks (``units``) on a dask.distributed cluster (``client``: a Client, an address, or None for
-    the current one), each running ``rows``; the plans are scattered once, the counts broadcast."""
+    the current one), each running ``rows``; the plans are scattered once, and each worker counts the texts
+    of the conversations it is given (``_dask_task``), as a local worker process does."""
     try:
         import distributed
     except ImportError as err:  # pragma: no cover - an install problem
@@ -323,12 +353,19 @@ def run_dask(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: list[An
         client = distributed.Client(client)
         own = True
     try:
-        scattered = client.scatter(plans, broadcast=False)
-        shared = client.scatter(counts, broadcast=True)
-        futures = {client.submit(rows, scattered[i], shared, [(j, parsed[j]) for j in js], agent, knobs=knobs, pure=False): i
-                   for i, js in tasks}
+        # units go in batches, a few per worker thread: a dask task costs milliseconds of the scheduler's time (on a
+        # small machine, time the workers lose), and a sweep of many short conversations is thousands of units
+        threads = sum(client.nthreads().values()) or 1
+        n = max(1, min(len(tasks), BATCHES * threads))
+        batches = [tasks[k::n] for k in range(n)]  # the units come longest first: every batch gets its share
+        sweep = uuid.uuid4().hex
+        scattered = client.scatter([[plans[i] for i, _ in batch] for batch in batches], broadcast=False)
+        futures = [client.submit(_dask_batch, rows, scattered[k], [[(j, parsed[j]) for j in js] for _, js in batch],
+                                 agent, knobs, sweep, pure=False) for k, batch in enumerate(batches)]
+        where = {f.key: batches[k] for k, f in enumerate(futures)}
         for future in distributed.as_completed(futures):
-            done(futures[future], future.result())
+            for (i, _), measured in zip(where[future.key], future.result(), strict=True):
+                done(i, measured)
     finally:
         if own:
             client.close()
