@@ -20,7 +20,7 @@ from realdata import require
 import convlab
 from convlab.errors import ReadError, ReadWarning
 from convlab.tuning import files, results
-from convlab.tuning.sweep import _MISSING, _Rows
+from convlab.tuning.columns import MISSING, Rows
 
 BASE = """
 [agent.bot.context]
@@ -185,7 +185,7 @@ rows_ = st.lists(st.dictionaries(st.sampled_from(["a", "b", "c", "d"]), st.one_o
 def test_rows_kept_as_tuples_give_back_every_column(drawn):
     """The sweep keeps its rows as tuples over the keys they hold (a folder's sweep holds hundreds of thousands):
     every column comes back as the rows had it, a key a row lacks as missing, in any order of keys."""
-    table = _Rows()
+    table = Rows()
     for row in drawn:
         table.add(row)
     for key in "abcd":
@@ -195,7 +195,7 @@ def test_rows_kept_as_tuples_give_back_every_column(drawn):
             continue
         assert len(col) == len(drawn)
         for row, got in zip(drawn, col, strict=True):
-            want = row.get(key, _MISSING)
+            want = row.get(key, MISSING)
             assert got is want or got == want or (got != got and want != want)
 
 
@@ -225,3 +225,35 @@ def test_the_command_line_streams_a_large_folder_and_prints_what_a_read_sweep_pr
     (empty / "notes.txt").write_text("nothing\n")
     assert main(["tune", str(empty), "--no-progress"]) == 2
     assert "no conversations in" in capsys.readouterr().err
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("streamed", [True, False])
+def test_an_interrupt_of_this_process_alone_stops_the_workers_now(mixed, tmp_path, monkeypatch, streamed):
+    """A notebook's interrupt signals the kernel's process only: the sweep stops at once (its workers are
+    stopped, not waited for through the files they are on), says what was kept, and leaves no process behind."""
+    import multiprocessing
+    import os
+    import signal
+    import threading
+    import time
+
+    def slow_rows(*args, **kwargs):  # a file that takes minutes
+        time.sleep(120)
+
+    from convlab.tuning import sweep
+
+    convs = None if streamed else read(mixed)
+    monkeypatch.setattr(files if streamed else sweep, "rows", slow_rows)  # the workers are forked after: they sweep with it
+    timer = threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT))
+    started = time.monotonic()
+    timer.start()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(results.Stopped, match=r"tune stopped after 0 of the (8 files|\d+ replays)"):
+                tune(mixed if streamed else convs, result_cache=tmp_path / "cache", jobs=2)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 20
+    assert multiprocessing.active_children() == []

@@ -368,7 +368,6 @@ def _pareto_path(plot: str) -> str:
 
 def run(args: argparse.Namespace, out: TextIO, notes: Notes) -> None:
     from ..tuning.ranking import rank
-    from ..tuning.sweep import tune, tune_cost
 
     summarizer = _summarizer(args)
     check_pricing(args)
@@ -390,40 +389,11 @@ def run(args: argparse.Namespace, out: TextIO, notes: Notes) -> None:
     if args.value in DOLLARS and args.model is None:
         raise Usage(f"--value {args.value} is in dollars: give --model (e.g. --model claude-sonnet-4-5), or another "
                      f"--value (e.g. tokens_read)")
-    size = math.prod(len(v) for v in grid.values()) if grid else len(configs) if isinstance(configs, list) else 1
     chosen = _options(args, summarizer)
-    sweep = dict(grid=grid or None, progress=None if progress(args) else False, jobs=args.jobs)
-    streamed = _streams(args, configs, grid, summarizer)
-    if streamed is not None:  # a large input: each file read where it is swept, never all of them here
-        for path in args.paths:
-            if not Path(path).exists():
-                raise Usage(f"{path}: no such file or folder")
-        if size >= SAY_CONFIGS:
-            notes.say(f"sweeping {size:,} configs{f' ({_grid_size(grid)})' if grid else ''} over the logs in "
-                      f"{plural(len(streamed), 'file')} ({_megabytes(streamed)}), each read where it is swept")
-        with notes.watch("tuning") as quiet_skips:
-            df = tune(list(args.paths), configs, chosen, **sweep)
-            quiet_skips.extend(Path(f) for f in df.attrs.get("not_logs", ()))
-        if df.empty:
-            raise Usage(f"no conversations in {', '.join(args.paths)}")
-        convs: list[Any] = []
-        read = n_convs = len(df.drop_duplicates(["source", "conversation"]))
-    else:
-        convs = read_logs(args.paths, args, notes)
-        read = len(convs)
-        if isinstance(configs, list) and _auto(configs):  # each log its agent's preset: a log with none is left out
-            convs = _with_a_preset(convs, notes)
-        n_convs = len(convs)
-        if size >= SAY_CONFIGS:  # a long run: what it is, before it starts
-            notes.say(f"sweeping {size:,} configs{f' ({_grid_size(grid)})' if grid else ''} over "
-                      f"{plural(len(convs), 'conversation')}: {size * len(convs):,} replays")
-        if args.dry_run:  # what the summaries would cost, no table
-            with notes.watch("tuning"):
-                needed = tune_cost(convs, configs, chosen, **sweep)
-            out.write(_say_cost(needed, dry_run=True) + "\n")
-            return
-        with notes.watch("tuning"):
-            df = tune(convs, configs, chosen, **sweep)
+    swept = _sweep(args, configs, grid, chosen, summarizer, out, notes)
+    if swept is None:  # --dry-run: what the summaries would cost, said
+        return
+    df, convs, read, n_convs = swept
     keys = ["preset"] if args.preset else list(grid)
     width = args.width or terminal_width()
     if df.attrs.get("kept"):
@@ -458,13 +428,55 @@ def run(args: argparse.Namespace, out: TextIO, notes: Notes) -> None:
                       f"summarizer wrote; {_say_failed(cost)}")
 
 
+def _sweep(args: argparse.Namespace, configs: str | list[Config], grid: dict[str, list[Any]], chosen: Options,
+           summarizer: Provider | None, out: TextIO, notes: Notes) -> tuple[pd.DataFrame, list[Any], int, int] | None:
+    """The sweep: its frame, the conversations read here (none when the input is swept a file at a time), how many
+    were read and how many swept; None for --dry-run (what the summaries would cost, said)."""
+    from ..tuning.sweep import tune, tune_cost
+
+    size = math.prod(len(v) for v in grid.values()) if grid else len(configs) if isinstance(configs, list) else 1
+    sweep = dict(grid=grid or None, progress=None if progress(args) else False, jobs=args.jobs)
+    streamed = _streams(args, configs, grid, summarizer)
+    if streamed is not None:  # a large input: each file read where it is swept, never all of them here
+        for path in args.paths:
+            if not Path(path).exists():
+                raise Usage(f"{path}: no such file or folder")
+        if size >= SAY_CONFIGS:
+            notes.say(f"sweeping {size:,} configs{f' ({_grid_size(grid)})' if grid else ''} over the logs in "
+                      f"{plural(len(streamed), 'file')} ({_megabytes(streamed)}), each read where it is swept")
+        with notes.watch("tuning") as quiet_skips:
+            df = tune(list(args.paths), configs, chosen, **sweep)
+            quiet_skips.extend(Path(f) for f in df.attrs.get("not_logs", ()))
+        if df.empty:
+            raise Usage(f"no conversations in {', '.join(args.paths)}")
+        convs: list[Any] = []
+        read = n_convs = len(df.drop_duplicates(["source", "conversation"]))
+    else:
+        convs = read_logs(args.paths, args, notes)
+        read = len(convs)
+        if isinstance(configs, list) and _auto(configs):  # each log its agent's preset: a log with none is left out
+            convs = _with_a_preset(convs, notes)
+        n_convs = len(convs)
+        if size >= SAY_CONFIGS:  # a long run: what it is, before it starts
+            notes.say(f"sweeping {size:,} configs{f' ({_grid_size(grid)})' if grid else ''} over "
+                      f"{plural(len(convs), 'conversation')}: {size * len(convs):,} replays")
+        if args.dry_run:  # what the summaries would cost, no table
+            with notes.watch("tuning"):
+                needed = tune_cost(convs, configs, chosen, **sweep)
+            out.write(_say_cost(needed, dry_run=True) + "\n")
+            return None
+        with notes.watch("tuning"):
+            df = tune(convs, configs, chosen, **sweep)
+    return df, convs, read, n_convs
+
+
 #: Inputs past this many bytes are swept a file at a time, each read where it is swept (``tune`` of their paths),
 #: when nothing needs the conversations here (a summarizer, ``--preset auto``, ``--dry-run``, a count-per-call plot).
 STREAM_BYTES = 256 << 20
 
 
 def _streams(args: argparse.Namespace, configs: str | list[Config], grid: dict[str, list[Any]],
-             summarizer: Any) -> list[Path] | None:
+             summarizer: Provider | None) -> list[Path] | None:
     """The log files of a sweep that goes a file at a time (``STREAM_BYTES`` of them or more), else None."""
     from ..importers import log_files
 

@@ -30,11 +30,12 @@ from typing import Any
 from ..errors import ReadError, ReadWarning
 from ..importers import read_file
 from ..replaying.plan import ExactCounts, plan
+from .columns import Rows
 from .forks import Setup, rows
-from .results import ResultCache, conversation_key, rows_of
-from .workers import collector_paused
+from .results import ResultCache, Stopped, conversation_key, rows_of
+from .workers import collector_paused, run_files
 
-__all__ = ["Swept", "Unit", "sweep_file"]
+__all__ = ["Swept", "Unit", "Streamed", "sweep_file", "sweep_paths"]
 
 
 @dataclass(frozen=True)
@@ -108,3 +109,91 @@ def sweep_file(path: Path, unit: Unit, paused: bool = False) -> Swept:
         out.conversations.append((c.id, c.source, key, kept, measured))
         del c, p
     return out
+
+
+class Streamed:
+    """A streamed sweep's results as they come, a file at a time in any order: per file its conversations and their
+    rows (packed into ``table``, the frame's order restored by ``assemble``), what an earlier run kept, the files with
+    no chat log, and the one warning of a result cache that cannot be written."""
+
+    def __init__(self, files: Sequence[Path], n_configs: int, cache: ResultCache | None) -> None:
+        self.files, self.n_configs, self.cache = files, n_configs, cache
+        self.index = {str(f): i for i, f in enumerate(files)}
+        self.table = Rows()
+        self.per_file: dict[int, tuple[list[tuple[Any, Any]], list[tuple[Any, ...]]]] = {}
+        self.kept = 0
+        self.unwritable: str | None = None
+        self.not_logs: list[str] = []
+
+    def done(self, swept: Swept) -> None:
+        for text, passed_over, read_warning in swept.said:
+            warnings.warn(ReadWarning(text, passed_over=passed_over) if read_warning else UserWarning(text), stacklevel=5)
+        if swept.unwritable is not None and self.unwritable is None and self.cache is not None:  # said once
+            self.unwritable = swept.unwritable
+            self.cache.say_unwritable(swept.unwritable, stacklevel=5)
+        metas, values = [], []
+        for cid, source, _key, earlier, measured in swept.conversations:
+            now = dict(measured)
+            metas.append((cid, source))
+            values += [self.table.pack(earlier[j] if j in earlier else now[j]) for j in range(self.n_configs)]
+            self.kept += len(earlier)
+        self.per_file[self.index[swept.path]] = (metas, values)
+        if swept.not_log:
+            self.not_logs.append(swept.path)
+
+    def assemble(self) -> list[tuple[Any, Any]]:
+        """Every file's rows into ``table`` in the files' order; the conversations' (id, source), in that order."""
+        conversations: list[tuple[Any, Any]] = []
+        for i in range(len(self.files)):
+            metas, values = self.per_file.pop(i, ([], []))
+            conversations += metas
+            self.table.values += values
+        return conversations
+
+    def stopped(self, in_workers: bool) -> str:
+        """What a sweep stopped halfway says: how far it got and what is kept."""
+        said, cache = f"tune stopped after {len(self.per_file):,} of the {len(self.files):,} files", self.cache
+        unwritable = self.unwritable or (cache.unwritable if cache is not None else None)
+        if cache is None:
+            return said + ": nothing was kept (no result cache), a new run starts over"
+        if unwritable is not None:
+            return said + f": none of them could be kept in {cache.folder} ({unwritable}), a new run starts over"
+        if not (in_workers or cache.kept):  # in workers, what they kept of the files they were on is not known here
+            return said + f": none of them could be kept in {cache.folder} (none finished), a new run starts over"
+        return said + (f"; the rows of every conversation swept so far are kept in {cache.folder} (each as it was "
+                       "swept): run it again to go on from there")
+
+
+def sweep_paths(files: Sequence[Path], unit: Unit, jobs: int, show: bool) -> Streamed:
+    """Sweep ``files`` under ``unit``, the largest first, in ``jobs`` worker processes (one: here), a progress bar
+    of their bytes when ``show``; a stop raises ``results.Stopped`` saying how far it got and what is kept."""
+    from tqdm.auto import tqdm
+
+    sizes = [_size(f) for f in files]
+    got = Streamed(files, len(unit.setups), unit.cache)
+    bar = tqdm(total=sum(sizes), desc="tune", unit="B", unit_scale=True, unit_divisor=1024, disable=not show)
+
+    def done(swept: Swept) -> None:
+        got.done(swept)
+        bar.update(swept.size)
+
+    order = sorted(range(len(files)), key=lambda i: -sizes[i])  # the largest first: none left to run alone at the end
+    in_workers = jobs > 1 and len(files) > 1
+    try:
+        if in_workers:
+            run_files(sweep_file, unit, [files[i] for i in order], jobs, done)
+        else:
+            for i in order:
+                done(sweep_file(files[i], unit))
+    except KeyboardInterrupt as err:
+        raise Stopped(got.stopped(in_workers)) from err
+    finally:
+        bar.close()
+    return got
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

@@ -23,7 +23,6 @@ import functools
 import itertools
 import operator
 import os
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
@@ -35,6 +34,7 @@ from ..replaying.options import Options, check_worker, options_of, takes_options
 from ..replaying.plan import ExactCounts, Plan, plan
 from ..replaying.summaries import Summaries, SummaryCost, answerer
 from . import workers
+from .columns import COLUMNS, Rows, frame
 from .forks import Baseline, Setup, rows
 from .grid import LIFETIME, config_grid, example_config, grid_table, with_lifetime
 from .presets import AUTO_ROW, Auto, Preset, by_agent
@@ -52,52 +52,6 @@ Config: TypeAlias = TomlSource | ContextConfig | Preset | Auto
 
 __all__ = ["tune", "tune_cost", "config_grid", "COLUMNS", "rows", "Setup"]
 
-#: The measured columns of a tune frame, in order (after conversation, source, config and the grid keys).
-COLUMNS = (
-    "window",
-    "strategies",
-    "worker",
-    "threshold",
-    "calls",
-    "lost_calls",
-    "summary_calls",
-    "limits_full",
-    "limits_idle",
-    "limits_overflow",
-    "summaries",
-    "summary_tokens",
-    "summary_tokens_max",
-    "resets",
-    "overflows",
-    "failed_turns",
-    "stale",
-    "first_limit_call",
-    "max_count",
-    "tokens_read",
-    "baseline_tokens_read",
-    "saved",
-    "overhead",
-    "overhead_calls",
-    "usage_growth",
-    "cached",
-    "cache_write",
-    "logged_cached",
-    "err_cached_mean",
-    "err_cached_p95",
-    "cached_share",
-    "compactions_warm",
-    "warm_rewrite_usd",
-    "usd",
-    "baseline_usd",
-    "usd_saved",
-    "facts_kept",
-    "err_exact_mean",
-    "err_exact_p95",
-    "err_usage_mean",
-    "err_usage_p95",
-)
-
-
 # ----------------------------------------------------------------------
 # the sweep
 # ----------------------------------------------------------------------
@@ -105,10 +59,6 @@ def _as_list(x: object) -> list[Any]:
     if isinstance(x, (str, bytes, Mapping, ContextConfig, Preset, Auto)) or not isinstance(x, Iterable):  # a preset is a tuple
         return [x]
     return list(x)
-
-
-def _strategies(cfg: ContextConfig) -> str:
-    return ",".join(s.use for s in cfg.strategies)
 
 
 @takes_options
@@ -344,11 +294,12 @@ def tune(
                    client=client, chunk=chunk, estimate=False)
     summaries = sweep.summaries
     results = _schedule(sweep, None if summaries is None else _completing(summaries))
-    table = _Rows()
+    table = Rows()
     for i in range(len(sweep.conversations)):
         for j in range(len(sweep.configs)):
             table.add(results.pop((i, j)))
-    df = _frame(sweep, [(c.id, c.source) for c in sweep.conversations], table)
+    df = frame(sweep.configs, sweep.labels, sweep.grid_keys, sweep.judge is not None,
+               [(c.id, c.source) for c in sweep.conversations], table)
     if sweep.results is not None:  # how many rows an earlier run kept, and where (convlab.tuning.results)
         df.attrs["kept"], df.attrs["result_cache"] = sweep.kept, str(sweep.results.folder)
     if sweep.judge is not None:
@@ -691,78 +642,6 @@ def _along_forks(plans: list[Plan], counts: ExactCounts, configs: list[Setup], a
     return bases, [(i, js) for i, js, _ in units]
 
 
-_MISSING = object()  # a measure a row does not hold
-
-
-class _Rows:
-    """Measured rows kept compactly, in order: one tuple a row over the keys the rows hold (a sweep of a folder
-    of real logs holds hundreds of thousands of rows; a dict each would be most of its memory)."""
-
-    def __init__(self) -> None:
-        self.keys: tuple[str, ...] = ()
-        self._at: dict[str, int] = {}
-        self.values: list[tuple[Any, ...]] = []
-
-    def pack(self, row: Mapping[str, Any]) -> tuple[Any, ...]:
-        """``row`` as a tuple over ``keys`` (a key new to the table added at its end)."""
-        if tuple(row) == self.keys:  # nearly every row: the keys of the first, in its order
-            return tuple(row.values())
-        for k in row:
-            if k not in self._at:
-                self._at[k] = len(self.keys)
-                self.keys += (k,)
-        return tuple(row.get(k, _MISSING) for k in self.keys)
-
-    def add(self, row: Mapping[str, Any]) -> None:
-        self.values.append(self.pack(row))
-
-    def column(self, name: str) -> list[Any] | None:
-        """Every row's ``name`` (``_MISSING`` where a row lacks it), or None when no row holds it."""
-        i = self._at.get(name)
-        if i is None:
-            return None
-        return [t[i] if i < len(t) else _MISSING for t in self.values]
-
-
-def _frame(sweep: _Sweep, conversations: Sequence[tuple[Any, Any]], table: _Rows) -> pd.DataFrame:
-    """The sweep's frame: one row per (conversation, config), ``COLUMNS`` after the grid keys; ``conversations``
-    the (id, source) of each, ``table`` their measured rows in (conversation, config) order."""
-    import pandas as pd
-
-    keys = [k for k in sweep.grid_keys if k not in COLUMNS]
-    columns = list(COLUMNS)
-    if sweep.judge is not None:  # with a judge: retained, after facts_kept
-        columns.insert(columns.index("facts_kept") + 1, "retained")
-    # built a column at a time: what a config says once per config, what a replay measured once per row
-    per_config = []
-    for j, cfg in enumerate(sweep.configs):
-        said = dict(zip(sweep.grid_keys, sweep.labels[j], strict=True))
-        said.update(window=cfg.config.window,  # a grid over window: the same value
-                    strategies=_strategies(cfg.config), worker=None if cfg.worker is None else repr(cfg.worker),
-                    threshold=cfg.config.threshold)
-        per_config.append(said)
-    n_configs, n = len(sweep.configs), len(conversations)
-    data: dict[str, list[Any]] = {
-        "conversation": [c for c, _ in conversations for _ in range(n_configs)],
-        "source": [src for _, src in conversations for _ in range(n_configs)],
-        "config": list(range(n_configs)) * n,
-    }
-    for name in (*keys, *columns):
-        col = table.column(name)
-        if name in per_config[0]:  # the config's, unless its replay measured it (presets.AUTO: each log's window)
-            data[name] = ([said[name] for said in per_config] * n if col is None else
-                          [said[name] if v is _MISSING else v
-                           for v, said in zip(col, itertools.cycle(per_config), strict=False)])
-        else:
-            data[name] = [None] * (n * n_configs) if col is None else [None if v is _MISSING else v for v in col]
-    df = pd.DataFrame(data, columns=["conversation", "source", "config", *keys, *columns])
-    for col_name in ("first_limit_call", "window", "threshold"):
-        df[col_name] = df[col_name].astype("Int64")
-    df["saved"] = 1 - df["tokens_read"] / df["baseline_tokens_read"].where(df["baseline_tokens_read"] > 0)
-    df["usd_saved"] = df["baseline_usd"] - df["usd"]
-    return df
-
-
 # ----------------------------------------------------------------------
 # a sweep of log files (convlab.tuning.files)
 # ----------------------------------------------------------------------
@@ -777,11 +656,8 @@ def _tune_files(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
                 options: Options, *, grid: Mapping[str, Sequence[object]] | None, jobs: int | None, progress: bool | None,
                 scheduler: str | None, chunk: int | None) -> pd.DataFrame:
     """``tune`` of log files and folders, each file read where it is swept (``convlab.tuning.files``)."""
-    from tqdm.auto import tqdm
-
-    from ..errors import ReadWarning
     from ..importers import log_files
-    from .files import Unit, sweep_file
+    from .files import Unit, sweep_paths
 
     if any(isinstance(c, Auto) for c in _as_list(configs)):
         raise ValueError("presets.AUTO picks each log's preset from its conversations: read them first "
@@ -800,78 +676,14 @@ def _tune_files(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
     files = [f for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths) for f in log_files(p)]
     cache = sweep.results
     setup_keys = [setup_key(s, sweep.agent, sweep.knobs, {}) for s in sweep.configs] if cache is not None else []
-    unit = Unit(sweep.configs, sweep.agent, sweep.knobs, cache, setup_keys)
-    sizes = [_size(f) for f in files]
-    table = _Rows()
-    per_file: dict[int, tuple[list[tuple[Any, Any]], list[tuple[Any, ...]]]] = {}
-    index = {str(f): i for i, f in enumerate(files)}
     show = (len(files) * len(sweep.configs) >= 20) if progress is None else bool(progress)
-    bar = tqdm(total=sum(sizes), desc="tune", unit="B", unit_scale=True, unit_divisor=1024, disable=not show)
-    kept = 0
-    unwritable: list[str] = []
-    not_logs: list[str] = []  # files with no chat log convlab reads, passed over quietly (as a read of the folder does)
-
-    def done(swept: Any) -> None:
-        nonlocal kept
-        for text, passed_over, read_warning in swept.said:
-            if read_warning:
-                warnings.warn(ReadWarning(text, passed_over=passed_over), stacklevel=4)
-            else:
-                warnings.warn(text, stacklevel=4)
-        if swept.unwritable is not None and not unwritable and cache is not None:  # said once, whichever worker met it
-            unwritable.append(swept.unwritable)
-            cache.say_unwritable(swept.unwritable, stacklevel=4)
-        metas, values = [], []
-        for cid, source, _key, earlier, measured in swept.conversations:
-            rows_now = dict(measured)
-            metas.append((cid, source))
-            values += [table.pack(earlier[j] if j in earlier else rows_now[j]) for j in range(len(sweep.configs))]
-            kept += len(earlier)
-        per_file[index[swept.path]] = (metas, values)
-        if swept.not_log:
-            not_logs.append(swept.path)
-        bar.update(swept.size)
-
-    order = sorted(range(len(files)), key=lambda i: -sizes[i])  # the largest first: none left to run alone at the end
-    try:
-        if sweep.jobs > 1 and len(files) > 1:
-            workers.run_files(sweep_file, unit, [files[i] for i in order], sweep.jobs, done)
-        else:
-            for i in order:
-                done(sweep_file(files[i], unit))
-    except KeyboardInterrupt as err:
-        said = f"tune stopped after {len(per_file):,} of the {len(files):,} files"
-        in_workers = sweep.jobs > 1 and len(files) > 1  # what the workers kept of the files they were on is not known here
-        if cache is not None and not unwritable and cache.unwritable is None and not (in_workers or cache.kept):
-            said += f": none of them could be kept in {cache.folder} (none finished), a new run starts over"
-        elif cache is not None and not unwritable and cache.unwritable is None:
-            said += (f"; the rows of every conversation swept so far are kept in {cache.folder} (each as it was "
-                     "swept): run it again to go on from there")
-        elif cache is not None:
-            said += f": none of them could be kept in {cache.folder} ({unwritable[0] if unwritable else cache.unwritable}), a new run starts over"
-        else:
-            said += ": nothing was kept (no result cache), a new run starts over"
-        raise Stopped(said) from err
-    finally:
-        bar.close()
-    conversations: list[tuple[Any, Any]] = []
-    for i in range(len(files)):
-        metas, values = per_file.get(i, ([], []))
-        conversations += metas
-        table.values += values
-    sweep.kept = kept
-    df = _frame(sweep, conversations, table)
-    df.attrs["files"], df.attrs["not_logs"] = len(files), sorted(not_logs)
+    got = sweep_paths(files, Unit(sweep.configs, sweep.agent, sweep.knobs, cache, setup_keys), sweep.jobs, show)
+    sweep.kept = got.kept
+    df = frame(sweep.configs, sweep.labels, sweep.grid_keys, False, got.assemble(), got.table)
+    df.attrs["files"], df.attrs["not_logs"] = len(files), sorted(got.not_logs)
     if cache is not None:
-        df.attrs["kept"], df.attrs["result_cache"] = kept, str(cache.folder)
+        df.attrs["kept"], df.attrs["result_cache"] = got.kept, str(cache.folder)
     return df
-
-
-def _size(path: os.PathLike[str]) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
 
 
 def _answering(ask: Summarize | None, judge: Judge | None) -> Summarize | None:

@@ -19,7 +19,7 @@ import multiprocessing
 import os
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,7 @@ from ..replaying.plan import ExactCounts, Plan
 from .probes import Relayed
 
 if TYPE_CHECKING:
+    import concurrent.futures
     import multiprocessing.context
     import multiprocessing.queues
     import multiprocessing.sharedctypes
@@ -249,6 +250,9 @@ def run_processes(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: li
     except _Stopped:
         if answering is None or not answering.failed:
             raise  # pragma: no cover - only the summarizer's own error stops a worker
+    except KeyboardInterrupt:  # a notebook's interrupt signals this process only: its workers are stopped now
+        _stop_workers(pool)
+        raise
     finally:
         if answering is not None:
             answering.close(stopping)
@@ -260,17 +264,31 @@ def run_processes(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: li
 _FILES: Any = None  # in a worker process of a streamed sweep: (sweep_file, its Unit), from _start_files
 
 
-def _start_files(sweep_file: Callable[..., Any], unit: Any) -> None:
+def _start_files(sweep_file: Callable[..., Any], unit: object) -> None:
     global _FILES
     _FILES = (sweep_file, unit)
 
 
-def _file_task(path: Any) -> Any:
+def _file_task(path: object) -> object:
     sweep_file, unit = _FILES
     return sweep_file(path, unit, paused=True)
 
 
-def run_files(sweep_file: Callable[..., Any], unit: Any, paths: list[Any], jobs: int, done: Callable[[Any], None]) -> None:
+def _stop_workers(pool: concurrent.futures.ProcessPoolExecutor) -> None:
+    """Terminate a process pool's workers and wait for them (a worker blocked on the pool's queue, or busy, would
+    keep ``shutdown`` and the interpreter's exit waiting)."""
+    processes = list(getattr(pool, "_processes", None) or {})
+    procs = [pool._processes[pid] for pid in processes if pid in pool._processes] if processes else []
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        proc.join(timeout=5)
+        if proc.is_alive():  # pragma: no cover - a worker that ignores SIGTERM
+            proc.kill()
+            proc.join()
+
+
+def run_files(sweep_file: Callable[..., Any], unit: object, paths: Sequence[object], jobs: int, done: Callable[[Any], None]) -> None:
     """A streamed sweep's files (``convlab.tuning.files``) on ``jobs`` worker processes, the largest first, each
     running ``sweep_file(path, unit)``; ``done`` is told each file's rows as they come. A worker starts with
     what this process holds (forked where the platform can), which in a streamed sweep is no conversation."""
@@ -301,6 +319,12 @@ def run_files(sweep_file: Callable[..., Any], unit: Any, paths: list[Any], jobs:
                 if next_path is not None:
                     pending.add(pool.submit(_file_task, next_path))
             del finished, future
+    except BaseException:
+        # stopped (Ctrl-C, a notebook's interrupt, which signals this process only): the workers are stopped now,
+        # not after the files they are on (minutes, for a large one); what they swept is kept already
+        # (convlab.tuning.files keeps each conversation's rows as it is swept)
+        _stop_workers(pool)
+        raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
