@@ -217,7 +217,7 @@ def run_tune(smoke: bool) -> Row:
     frames = []
 
     def sweep():
-        frames.append(convlab.tune([conv], BASE, grid=grid, progress=False))
+        frames.append(convlab.tune([conv], BASE, grid=grid, progress=False, result_cache=False))
 
     num, den, a, b = paired(lambda: once(sweep), lambda: once(lambda: convlab.replay(conv)), REPEATS["tune"])
     df = frames[-1]

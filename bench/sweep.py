@@ -64,7 +64,7 @@ def run(smoke: bool) -> Row:
     frames = []
 
     def sweep():
-        frames.append(convlab.tune(convs, BASE, grid=GRID, progress=False))
+        frames.append(convlab.tune(convs, BASE, grid=GRID, progress=False, result_cache=False))
 
     def replay_all():
         for c in convs:
@@ -99,10 +99,10 @@ def run_usd(smoke: bool) -> Row:
     frames = {}
 
     def priced():
-        frames["usd"] = convlab.tune(convs, BASE, grid=grid, progress=False, model="claude-sonnet-4-5")
+        frames["usd"] = convlab.tune(convs, BASE, grid=grid, progress=False, model="claude-sonnet-4-5", result_cache=False)
 
     def plain():
-        frames["tokens"] = convlab.tune(convs, BASE, grid=grid, progress=False)
+        frames["tokens"] = convlab.tune(convs, BASE, grid=grid, progress=False, result_cache=False)
 
     plain()  # warm up (imports, the tokenizer, genai-prices' snapshot)
     priced()

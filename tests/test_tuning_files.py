@@ -175,6 +175,20 @@ def test_what_a_sweep_of_paths_cannot_take_is_named(tmp_path):
     with pytest.raises(ReadError, match="no such file or folder"):
         tune(tmp_path / "missing")
     assert len(tune(log)) == 4
+    # a file named itself that is no log, or cannot be read, is refused as convlab.read refuses it
+    (tmp_path / "notes.txt").write_text("not a log\n")
+    with pytest.raises(ReadError, match=r"notes.txt: not a chat log convlab can read"):
+        tune(tmp_path / "notes.txt")
+    (tmp_path / "broken.json").write_text('{"mapping": {"a": ')
+    with pytest.raises(ReadError) as refused, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tune([log, tmp_path / "broken.json"])
+    with pytest.raises(ReadError) as read_says:
+        convlab.read(tmp_path / "broken.json")
+    assert str(refused.value) == str(read_says.value)
+    # a file given twice is swept twice, in its places, as the conversations read twice are
+    twice = tune([log, str(log)], jobs=2)
+    pd.testing.assert_frame_equal(twice, tune(read(log) + read(log)))
 
 
 rows_ = st.lists(st.dictionaries(st.sampled_from(["a", "b", "c", "d"]), st.one_of(st.none(), st.integers(), st.floats(allow_nan=True),
@@ -206,13 +220,18 @@ def test_the_command_line_streams_a_large_folder_and_prints_what_a_read_sweep_pr
     from convlab.cli import main
     from convlab.cli import tune as cli_tune
 
+    (mixed / "oasst" / "oasst1-en-trees-001-060.jsonl").unlink()  # no file is half of the folder: it streams
     argv = ["tune", str(mixed), "--grid", "window=32000,200000", "--grid", "strategy[1].over_tokens=none,20000",
             "--rows", "--no-progress", "--no-result-cache"]
+    streams, real_paths = [], files.sweep_paths
+    monkeypatch.setattr(files, "sweep_paths", lambda *a, **k: streams.append(1) or real_paths(*a, **k))
     assert main([*argv, "--out", str(tmp_path / "read.csv")]) == 0
     read_out, read_err = capsys.readouterr()
+    assert streams == []  # under STREAM_BYTES: read, then swept
     monkeypatch.setattr(cli_tune, "STREAM_BYTES", 0)
     assert main([*argv, "--out", str(tmp_path / "streamed.csv")]) == 0
     streamed_out, streamed_err = capsys.readouterr()
+    assert streams == [1]
     assert streamed_out.replace("streamed.csv", "read.csv") == read_out
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "streamed.csv"), pd.read_csv(tmp_path / "read.csv"))
     for err in (read_err, streamed_err):

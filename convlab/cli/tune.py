@@ -470,14 +470,16 @@ def _sweep(args: argparse.Namespace, configs: str | list[Config], grid: dict[str
     return df, convs, read, n_convs
 
 
-#: Inputs past this many bytes are swept a file at a time, each read where it is swept (``tune`` of their paths),
-#: when nothing needs the conversations here (a summarizer, ``--preset auto``, ``--dry-run``, a count-per-call plot).
+#: Inputs past this many bytes, in several files, are swept a file at a time, each read where it is swept (``tune``
+#: of their paths), when nothing needs the conversations here (a summarizer, ``--preset auto``, ``--dry-run``, a
+#: count-per-call plot); one large file is read here and its conversations go to the workers, as any input's do.
 STREAM_BYTES = 256 << 20
 
 
 def _streams(args: argparse.Namespace, configs: str | list[Config], grid: dict[str, list[Any]],
              summarizer: Provider | None) -> list[Path] | None:
-    """The log files of a sweep that goes a file at a time (``STREAM_BYTES`` of them or more), else None."""
+    """The log files of a sweep that goes a file at a time (``STREAM_BYTES`` of them or more, in several files none
+    of which is half of them), else None."""
     from ..importers import log_files
 
     if summarizer is not None or args.dry_run or (isinstance(configs, list) and _auto(configs)) or (args.plot and len(grid) < 2):
@@ -488,7 +490,9 @@ def _streams(args: argparse.Namespace, configs: str | list[Config], grid: dict[s
             found = [f for p in args.paths for f in log_files(p)]
     except ReadError:
         return None  # said by the read, as always
-    return found if sum(_size(f) for f in found) >= STREAM_BYTES else None
+    sizes = [_size(f) for f in found]
+    # a file at a time: worth it for many files; one file (or one that is most of them) would sweep in one process
+    return found if sum(sizes) >= STREAM_BYTES and len(found) > 1 and max(sizes) <= sum(sizes) / 2 else None
 
 
 def _size(path: Path) -> int:

@@ -58,32 +58,33 @@ class Swept:
 
     path: str
     size: int
+    index: int = 0  # the file's place among the sweep's (a file given twice is two places)
     conversations: list[tuple[Any, str | None, str | None, dict[int, dict[str, Any]], list[tuple[int, dict[str, Any]]]]] = \
         field(default_factory=list)
-    said: list[tuple[str, str | None, bool]] = field(default_factory=list)  # (warning, passed over, a ReadWarning)
+    said: list[tuple[str, str | None, type[Warning]]] = field(default_factory=list)  # (warning, passed over, its class)
     passed_over: bool = False
     not_log: bool = False  # a file that holds no chat log convlab reads (a read of its folder passes it over quietly)
     kept: int = 0  # rows replayed here and kept in the result cache
     unwritable: str | None = None  # why the result cache could not be written, if it could not
 
 
-def sweep_file(path: Path, unit: Unit, paused: bool = False) -> Swept:
+def sweep_file(path: Path, unit: Unit, paused: bool = False, index: int = 0) -> Swept:
     """Read ``path``, and replay each of its conversations under every setup its kept rows do not answer
     (``paused``: the cyclic collector off while a conversation's replays run, as in a worker process of a sweep)."""
     try:
         size = path.stat().st_size
     except OSError:
         size = 0
-    out = Swept(str(path), size)
+    out = Swept(str(path), size, index)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             convs = read_file(path)
         except ReadError as err:  # one file that cannot be read never stops the others
-            out.said.append((f"{err}; passed over", str(path), True))
+            out.said.append((f"{err}; passed over", str(path), ReadWarning))
             out.passed_over = True
             convs = None
-    out.said[:0] = [(str(w.message), getattr(w.message, "passed_over", None), isinstance(w.message, ReadWarning)) for w in caught]
+    out.said[:0] = [(str(w.message), getattr(w.message, "passed_over", None), w.category) for w in caught]
     if convs is None:
         out.not_log = not out.passed_over
         return out
@@ -118,16 +119,19 @@ class Streamed:
 
     def __init__(self, files: Sequence[Path], n_configs: int, cache: ResultCache | None) -> None:
         self.files, self.n_configs, self.cache = files, n_configs, cache
-        self.index = {str(f): i for i, f in enumerate(files)}
         self.table = Rows()
         self.per_file: dict[int, tuple[list[tuple[Any, Any]], list[tuple[Any, ...]]]] = {}
         self.kept = 0
         self.unwritable: str | None = None
         self.not_logs: list[str] = []
+        self.unread: dict[int, str] = {}  # a file that could not be read, by its place: why
 
     def done(self, swept: Swept) -> None:
-        for text, passed_over, read_warning in swept.said:
-            warnings.warn(ReadWarning(text, passed_over=passed_over) if read_warning else UserWarning(text), stacklevel=5)
+        for text, passed_over, category in swept.said:  # as the read said it, in the sweep's process
+            if issubclass(category, ReadWarning):
+                warnings.warn(ReadWarning(text, passed_over=passed_over), stacklevel=5)
+            else:
+                warnings.warn(text, category, stacklevel=5)
         if swept.unwritable is not None and self.unwritable is None and self.cache is not None:  # said once
             self.unwritable = swept.unwritable
             self.cache.say_unwritable(swept.unwritable, stacklevel=5)
@@ -137,9 +141,11 @@ class Streamed:
             metas.append((cid, source))
             values += [self.table.pack(earlier[j] if j in earlier else now[j]) for j in range(self.n_configs)]
             self.kept += len(earlier)
-        self.per_file[self.index[swept.path]] = (metas, values)
+        self.per_file[swept.index] = (metas, values)
         if swept.not_log:
             self.not_logs.append(swept.path)
+        if swept.passed_over:
+            self.unread[swept.index] = swept.said[-1][0].removesuffix("; passed over")
 
     def assemble(self) -> list[tuple[Any, Any]]:
         """Every file's rows into ``table`` in the files' order; the conversations' (id, source), in that order."""
@@ -181,10 +187,10 @@ def sweep_paths(files: Sequence[Path], unit: Unit, jobs: int, show: bool) -> Str
     in_workers = jobs > 1 and len(files) > 1
     try:
         if in_workers:
-            run_files(sweep_file, unit, [files[i] for i in order], jobs, done)
+            run_files(sweep_file, unit, [(i, files[i]) for i in order], jobs, done)
         else:
             for i in order:
-                done(sweep_file(files[i], unit))
+                done(sweep_file(files[i], unit, index=i))
     except KeyboardInterrupt as err:
         raise Stopped(got.stopped(in_workers)) from err
     finally:

@@ -25,6 +25,7 @@ import operator
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from ..context import ContextConfig, TomlSource, coerce, toml_document
@@ -673,17 +674,35 @@ def _tune_files(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
     if sweep.summaries is not None or sweep.judge is not None:
         raise ValueError("a sweep with a summarizer or a judge asks its calls from this process: read the logs first "
                          "(convlab.read(path)) and give tune the list")
-    files = [f for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths) for f in log_files(p)]
+    given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    files = [f for p in given for f in log_files(p)]
     cache = sweep.results
     setup_keys = [setup_key(s, sweep.agent, sweep.knobs, {}) for s in sweep.configs] if cache is not None else []
     show = (len(files) * len(sweep.configs) >= 20) if progress is None else bool(progress)
     got = sweep_paths(files, Unit(sweep.configs, sweep.agent, sweep.knobs, cache, setup_keys), sweep.jobs, show)
+    _refuse_given(given, files, got)
     sweep.kept = got.kept
     df = frame(sweep.configs, sweep.labels, sweep.grid_keys, False, got.assemble(), got.table)
     df.attrs["files"], df.attrs["not_logs"] = len(files), sorted(got.not_logs)
     if cache is not None:
         df.attrs["kept"], df.attrs["result_cache"] = got.kept, str(cache.folder)
     return df
+
+
+def _refuse_given(given: Sequence[str | os.PathLike[str]], files: Sequence[os.PathLike[str]], got: Any) -> None:
+    """A file named itself (not found in a folder) that is no chat log, or cannot be read, is a ``ReadError``, as
+    ``convlab.read`` of it is; a folder's such files are passed over (said, or quietly)."""
+    from ..errors import ReadError
+    from ..importers import FORMATS
+
+    named = {os.fspath(Path(p)) for p in given if not os.path.isdir(p)}
+    for i, f in enumerate(files):
+        if os.fspath(f) not in named:
+            continue
+        if os.fspath(f) in got.not_logs:
+            raise ReadError(f"{f}: not a chat log convlab can read (formats: {', '.join(FORMATS)})")
+        if i in got.unread:
+            raise ReadError(got.unread[i])
 
 
 def _answering(ask: Summarize | None, judge: Judge | None) -> Summarize | None:

@@ -269,9 +269,10 @@ def _start_files(sweep_file: Callable[..., Any], unit: object) -> None:
     _FILES = (sweep_file, unit)
 
 
-def _file_task(path: object) -> object:
+def _file_task(item: tuple[int, object]) -> object:
     sweep_file, unit = _FILES
-    return sweep_file(path, unit, paused=True)
+    index, path = item
+    return sweep_file(path, unit, paused=True, index=index)
 
 
 def _stop_workers(pool: concurrent.futures.ProcessPoolExecutor) -> None:
@@ -288,9 +289,10 @@ def _stop_workers(pool: concurrent.futures.ProcessPoolExecutor) -> None:
             proc.join()
 
 
-def run_files(sweep_file: Callable[..., Any], unit: object, paths: Sequence[object], jobs: int, done: Callable[[Any], None]) -> None:
+def run_files(sweep_file: Callable[..., Any], unit: object, paths: Sequence[tuple[int, object]], jobs: int,
+              done: Callable[[Any], None]) -> None:
     """A streamed sweep's files (``convlab.tuning.files``) on ``jobs`` worker processes, the largest first, each
-    running ``sweep_file(path, unit)``; ``done`` is told each file's rows as they come. A worker starts with
+    running ``sweep_file(path, unit, index=i)`` for each ``(i, path)``; ``done`` is told each file's rows as they come. A worker starts with
     what this process holds (forked where the platform can), which in a streamed sweep is no conversation."""
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -362,7 +364,7 @@ def run_dask(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: list[An
              done: Done) -> None:
     """The tasks (``units``) on a dask.distributed cluster (``client``: a Client, an address, or None for
     the current one), each running ``rows``; the plans are scattered once, and each worker counts the texts
-    of the conversations it is given (``_dask_task``), as a local worker process does."""
+    of the conversations it is given (``_dask_batch``), as a local worker process does."""
     try:
         import distributed
     except ImportError as err:  # pragma: no cover - an install problem
