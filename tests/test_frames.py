@@ -144,7 +144,10 @@ def test_the_wrong_kind_of_argument_says_what_to_pass():
         convlab.frame([c])
     with pytest.raises(TypeError, match="conversations_frame takes a list of Conversations"):
         convlab.conversations_frame(c)
-    with pytest.raises(TypeError, match=r"tune takes Conversations \(what convlab.read\(path\) returns\), got a str"):
+    with pytest.raises(TypeError, match=r"tune takes Conversations \(what convlab.read\(path\) returns\), got a int"):
+        convlab.tune([1], "")
+    # a path is a log file or folder to sweep a file at a time (issue 39): one that is not there says so
+    with pytest.raises(convlab.ReadError, match="chat.json: no such file or folder"):
         convlab.tune("chat.json", "")
 
 

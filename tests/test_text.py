@@ -224,8 +224,8 @@ def test_the_drawing_is_the_tree(case):
     assert parents == {n: t.graph.nodes[n]["parent"] for n in t.graph}
     path = set(t.path_ids(t.head)) if t.head else set()
     assert {n for n, mark in marks.items() if mark == "●"} == path
-    for line in text.splitlines():
-        if "●" in line:
+    for line in text.splitlines():  # the active path's mark (not a ● in a message's text) is in column 0
+        if ROW.match(line).group(3) == "●":
             assert line.startswith("●")
 
 

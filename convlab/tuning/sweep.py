@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from ..engine import Worker
+    from .files import Streamed
 
 #: One config of a sweep: TOML text, a path, a parsed document, a ``ContextConfig``, a preset, or ``presets.AUTO``.
 Config: TypeAlias = TomlSource | ContextConfig | Preset | Auto
@@ -689,7 +690,7 @@ def _tune_files(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
     return df
 
 
-def _refuse_given(given: Sequence[str | os.PathLike[str]], files: Sequence[os.PathLike[str]], got: Any) -> None:
+def _refuse_given(given: Sequence[str | os.PathLike[str]], files: Sequence[os.PathLike[str]], got: Streamed) -> None:
     """A file named itself (not found in a folder) that is no chat log, or cannot be read, is a ``ReadError``, as
     ``convlab.read`` of it is; a folder's such files are passed over (said, or quietly)."""
     from ..errors import ReadError
