@@ -91,7 +91,7 @@ def run_sweep(smoke: bool) -> Row:
     except realcorpus.Missing as err:
         row.error = f"not available: {err}"
         return row
-    grid = GRID if not smoke else {k: v[:2] for k, v in GRID.items()}
+    grid = GRID if not smoke else {k: v[:2] for k, v in GRID.items() if k != "strategy[0].idle_secs"}
     frames = []
 
     def sweep() -> None:
@@ -102,7 +102,7 @@ def run_sweep(smoke: bool) -> Row:
             convlab.replay(c)
 
     replay_all()  # warm up (imports, the tokenizer)
-    repeats = 2 if smoke else 3
+    repeats = 1 if smoke else 3
     num, den, a, b = paired(lambda: once(sweep), lambda: once(replay_all), repeats)
     df = frames[-1]
     row.finish(num, den)
@@ -144,7 +144,7 @@ def run_stream_memory(smoke: bool) -> Row:
         row.error = got["error"]
         return row
     few = probe(small, "stream", timeout, module="bench.sweepprobe") if not smoke else got
-    eager = probe(small, "read", timeout, module="bench.sweepprobe") if not smoke else probe(big, "read", timeout, module="bench.sweepprobe")
+    eager = probe(small, "read", timeout, module="bench.sweepprobe") if not smoke else got  # smoke: the streamed run only
     size = sum(v["bytes"] for v in big_info.values())
     small_size = sum(v["bytes"] for v in small_info.values())
     row.name = (f"a streamed sweep of a {size / (1 << 30):.2f} GB folder of real agent sessions ({got['conversations']:,} "
@@ -182,7 +182,7 @@ def run_cluster(smoke: bool) -> Row:
     except realcorpus.Missing as err:
         row.error = f"not available: {err}"
         return row
-    grid = GRID if not smoke else {k: v[:2] for k, v in GRID.items()}
+    grid = GRID if not smoke else {k: v[:2] for k, v in GRID.items() if k != "strategy[0].idle_secs"}
     jobs = len(os.sched_getaffinity(0))
     frames: dict[str, object] = {}
     with distributed.LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
@@ -196,7 +196,7 @@ def run_cluster(smoke: bool) -> Row:
             frames["local"] = convlab.tune(convs, BASE, grid=grid, progress=False, result_cache=False, jobs=jobs)
 
         remote()  # warm up: the workers' imports
-        repeats = 2 if smoke else 3
+        repeats = 1 if smoke else 3
         num, den, a, b = paired(lambda: once(remote), lambda: once(local), repeats)
     row.finish(num, den)
     try:

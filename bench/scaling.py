@@ -120,7 +120,7 @@ def run_drive(smoke: bool) -> list[Row]:
     small, big = SIZES["drive"][1 if smoke else 0]
     done = drive(50)  # the script still does what it says
     assert len(done.turns) == 50 and done.path()[-1]["content"] == "echo: message 49: how is it going?"
-    repeats = 2 if smoke else REPEATS["drive"]
+    repeats = 1 if smoke else REPEATS["drive"]
     rows = []
     for key, (lo, hi) in (("drive", (small, big)), ("drive-long", (2 * small, 2 * big))):
         row = Row(key, f"driving a session as users run it: per turn at {hi:,} turns / at {lo:,}", 1.3, "<=",
