@@ -79,6 +79,11 @@ def corpus(smoke: bool) -> list:
     return convs
 
 
+def sweep_grid(smoke: bool) -> dict:
+    """The real-log sweeps' grid: the ``sweep`` row's (100 configs), a corner of it in the smoke mode."""
+    return GRID if not smoke else {k: v[:2] for k, v in GRID.items() if k != "strategy[0].idle_secs"}
+
+
 def run_sweep(smoke: bool) -> Row:
     """A 100-config sweep of the real corpus over one replay of each of its conversations (the ``sweep`` row's
     grid and measure, on real logs)."""
@@ -87,11 +92,10 @@ def run_sweep(smoke: bool) -> Row:
     row = Row("real-sweep", "a 100-config sweep / one replay of the same corpus, on real logs of every format", 3, "<=",
               num_label="tune", den_label="replay")
     try:
-        convs = corpus(smoke)
+        convs, grid = corpus(smoke), sweep_grid(smoke)
     except realcorpus.Missing as err:
         row.error = f"not available: {err}"
         return row
-    grid = GRID if not smoke else {k: v[:2] for k, v in GRID.items() if k != "strategy[0].idle_secs"}
     frames = []
 
     def sweep() -> None:
@@ -178,11 +182,10 @@ def run_cluster(smoke: bool) -> Row:
         row.error = f"not available: {err}"
         return row
     try:
-        convs = corpus(smoke)
+        convs, grid = corpus(smoke), sweep_grid(smoke)
     except realcorpus.Missing as err:
         row.error = f"not available: {err}"
         return row
-    grid = GRID if not smoke else {k: v[:2] for k, v in GRID.items() if k != "strategy[0].idle_secs"}
     jobs = len(os.sched_getaffinity(0))
     frames: dict[str, object] = {}
     with distributed.LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \

@@ -192,52 +192,37 @@ def _clean(v: Any, depth: int) -> bool:
     any other type says no, and the repair's walk decides."""
     t = type(v)
     if t is dict:
+        if depth >= MAX_DEPTH or not all(type(k) is str and (k.isascii() or _SURROGATE.search(k) is None) for k in v):
+            return False
+        values = v.values()
+    elif t is list:
         if depth >= MAX_DEPTH:
             return False
-        for k, x in v.items():
-            if type(k) is not str or not (k.isascii() or _SURROGATE.search(k) is None):
-                return False
-            tx = type(x)
-            if tx is str:
-                if not (x.isascii() or _SURROGATE.search(x) is None):
-                    return False
-            elif tx is int:
-                if not -MAX_INT <= x < MAX_INT:
-                    return False
-            elif tx in _FINE:
-                continue
-            elif tx is float:
-                if not math.isfinite(x):
-                    return False
-            elif not _clean(x, depth + 1):
-                return False
-        return True
-    if t is list:
-        if depth >= MAX_DEPTH:
-            return False
-        for x in v:
-            tx = type(x)
-            if tx is str:
-                if not (x.isascii() or _SURROGATE.search(x) is None):
-                    return False
-            elif tx is int:
-                if not -MAX_INT <= x < MAX_INT:
-                    return False
-            elif tx in _FINE:
-                continue
-            elif tx is float:
-                if not math.isfinite(x):
-                    return False
-            elif not _clean(x, depth + 1):
-                return False
-        return True
-    if t is str:
+        values = v
+    elif t is str:
         return v.isascii() or _SURROGATE.search(v) is None
-    if t is int:
+    elif t is int:
         return -MAX_INT <= v < MAX_INT
-    if t is float:
+    elif t is float:
         return math.isfinite(v)
-    return t in _FINE
+    else:
+        return t in _FINE
+    for x in values:  # the leaves here, inline (a call each would be most of the cost); containers one level down
+        tx = type(x)
+        if tx is str:
+            if not (x.isascii() or _SURROGATE.search(x) is None):
+                return False
+        elif tx is int:
+            if not -MAX_INT <= x < MAX_INT:
+                return False
+        elif tx in _FINE:
+            continue
+        elif tx is float:
+            if not math.isfinite(x):
+                return False
+        elif not _clean(x, depth + 1):
+            return False
+    return True
 
 
 def write_whole(path: Path, value: object, default: Callable[[Any], Any] | None = None) -> None:

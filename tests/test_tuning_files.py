@@ -110,18 +110,24 @@ def test_kept_rows_are_shared_with_the_read_sweep_and_a_changed_file_is_swept_ag
     pd.testing.assert_frame_equal(changed, tune(read(mixed)))
 
 
-@pytest.mark.realdata
-def test_a_streamed_sweep_stopped_halfway_goes_on_and_ends_equal_to_one_that_never_stopped(mixed, tmp_path, monkeypatch):
-    cache = tmp_path / "cache"
+def stopping_at(n):
+    """``files.rows`` as it is, but its ``n``-th call is a Ctrl-C."""
     real_rows, calls = files.rows, []
 
-    def stop_at_the_third(*args, **kwargs):
+    def rows(*args, **kwargs):
         calls.append(1)
-        if len(calls) == 3:
+        if len(calls) == n:
             raise KeyboardInterrupt
         return real_rows(*args, **kwargs)
 
-    monkeypatch.setattr(files, "rows", stop_at_the_third)
+    return rows
+
+
+@pytest.mark.realdata
+def test_a_streamed_sweep_stopped_halfway_goes_on_and_ends_equal_to_one_that_never_stopped(mixed, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    real_rows = files.rows
+    monkeypatch.setattr(files, "rows", stopping_at(3))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with pytest.raises(results.Stopped, match=r"tune stopped after 0 of the 8 files; the rows of every conversation swept so far are kept in .*run it again"):
@@ -141,17 +147,9 @@ def test_a_cache_that_cannot_be_written_loses_nothing_and_is_said_once(mixed, tm
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         swept = tune(mixed, result_cache=blocked / "results", jobs=jobs)
-        real_rows, calls = files.rows, []
-
-        def stop_at_the_third(*args, **kwargs):
-            calls.append(1)
-            if len(calls) == 3:
-                raise KeyboardInterrupt
-            return real_rows(*args, **kwargs)
-
         with pytest.raises(results.Stopped, match=r"none of them could be kept in .*a-file/results \(Not a directory\)"):
             with pytest.MonkeyPatch.context() as m:
-                m.setattr(files, "rows", stop_at_the_third)
+                m.setattr(files, "rows", stopping_at(3))
                 tune(mixed, result_cache=blocked / "results", jobs=1)
         with pytest.raises(results.Stopped, match=r"none of them could be kept in .* \(none finished\)"):
             with pytest.MonkeyPatch.context() as m:

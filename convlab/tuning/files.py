@@ -64,7 +64,6 @@ class Swept:
     said: list[tuple[str, str | None, type[Warning]]] = field(default_factory=list)  # (warning, passed over, its class)
     passed_over: bool = False
     not_log: bool = False  # a file that holds no chat log convlab reads (a read of its folder passes it over quietly)
-    kept: int = 0  # rows replayed here and kept in the result cache
     unwritable: str | None = None  # why the result cache could not be written, if it could not
 
 
@@ -103,9 +102,7 @@ def sweep_file(path: Path, unit: Unit, paused: bool = False, index: int = 0) -> 
             with collector_paused() if paused else contextlib.nullcontext():
                 measured = rows(p, counts, todo, unit.agent, knobs=unit.knobs)
         if unit.cache is not None and key is not None and measured:  # kept as each conversation is swept
-            before = unit.cache.kept
             unit.cache.keep(key, {unit.setup_keys[j]: row for j, row in measured}, quiet=True)
-            out.kept += unit.cache.kept - before
             out.unwritable = unit.cache.unwritable
         out.conversations.append((c.id, c.source, key, kept, measured))
         del c, p
