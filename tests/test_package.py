@@ -476,14 +476,27 @@ def test_one_record_per_model_call_made_in_one_place():
     assert dataclasses.fields(ModelCall) and ModelCall.__dataclass_params__.frozen  # type: ignore[attr-defined]
 
 
-def test_no_two_classes_share_a_name():
-    """Issue 36: "names that lie or clash" (two classes named ``Record``; two named ``Compaction``)."""
+def shared_class_names(root: Path) -> dict[str, list[str]]:
+    """Each class name defined more than once under ``root`` (private ones too) -> the modules defining it."""
     seen: dict[str, list[str]] = {}
-    for m in MODULES:
-        for n in ast.walk(ast.parse((PACKAGE / m).read_text())):
-            if isinstance(n, ast.ClassDef) and not n.name.startswith("_"):
-                seen.setdefault(n.name, []).append(m.as_posix())
-    assert {name: where for name, where in seen.items() if len(where) > 1} == {}
+    for m in sorted(root.rglob("*.py")):
+        for n in ast.walk(ast.parse(m.read_text())):
+            if isinstance(n, ast.ClassDef):
+                seen.setdefault(n.name, []).append(m.relative_to(root).as_posix())
+    return {name: where for name, where in seen.items() if len(where) > 1}
+
+
+def test_no_two_classes_share_a_name():
+    """Issue 36: "names that lie or clash" (two classes named ``Record``; two named ``Compaction``), private ones too
+    (two named ``_Record``: a replay's frozen records' base, and the driver's book of them)."""
+    assert shared_class_names(PACKAGE) == {}
+
+
+def test_the_class_name_check_can_fail(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.py").write_text("class _Record:\n    pass\nclass Call:\n    class _Record:\n        pass\n")
+    (tmp_path / "sub" / "b.py").write_text("def f():\n    class Call:\n        pass\n")
+    assert shared_class_names(tmp_path) == {"_Record": ["a.py", "a.py"], "Call": ["a.py", "sub/b.py"]}
 
 
 def test_the_shared_knobs_are_one_value_every_entry_point_takes():
