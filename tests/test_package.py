@@ -499,20 +499,73 @@ def test_the_class_name_check_can_fail(tmp_path):
     assert shared_class_names(tmp_path) == {"_Record": ["a.py", "a.py"], "Call": ["a.py", "sub/b.py"]}
 
 
+#: What each entry point that takes the shared knobs declares of its own, none of them a knob of a replay: what it
+#: replays (the conversations, their configs or a space of them) and how a sweep or a search runs. A parameter added
+#: here is a visible change: a knob belongs in ``Options``, not beside it under a name of its own (``ttl=``).
+OWN_PARAMETERS = {
+    "replay": ("conversation", "config", "options"),
+    "tune": ("conversations", "configs", "options", "grid", "jobs", "progress", "scheduler", "client", "chunk"),
+    "tune_cost": ("conversations", "configs", "options", "grid", "jobs", "progress", "chunk"),
+    "search": ("conversations", "space", "options", "base", "objective", "constraints", "trials", "jobs", "seed",
+               "progress", "failed"),
+}
+
+
+def knob_problems(fn, own: tuple[str, ...]) -> list[str]:
+    """What keeps ``fn`` from taking the shared knobs as one value: ``options`` and the knobs by name (``**knobs``),
+    each shown in its signature (``takes_options``), no knob (nor an earlier name of one, nor ``dry_run``) declared
+    of its own, and its own parameters ``own``, no more and no fewer."""
+    import dataclasses
+    import inspect
+
+    from convlab.replaying.options import RENAMED, Options
+
+    knobs = {f.name for f in dataclasses.fields(Options) if f.init}
+    code = fn.__code__
+    declared = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+    shown = inspect.signature(fn).parameters
+    out = [] if "options" in declared else ["no options"]
+    out += [] if code.co_flags & inspect.CO_VARKEYWORDS else ["no **knobs"]
+    out += [f"{k} not in its signature" for k in sorted(knobs - set(shown))]
+    knob_like = knobs | set(RENAMED) | {"dry_run"}
+    out += [f"{p}: a knob of its own" for p in declared if p in knob_like]
+    out += [f"{p}: not one of its own {own}" for p in declared if p not in own and p not in knob_like]
+    return out + [f"{p}: listed, not declared" for p in own if p not in declared]
+
+
 def test_the_shared_knobs_are_one_value_every_entry_point_takes():
     """Issue 36: "the knobs a replay and a sweep share are one frozen, documented, typed value that replay, tune,
     tune_cost and search all take and check in one place": each takes ``options`` and the knobs by name (``**knobs``),
-    and none declares a knob of its own."""
+    and declares no knob of its own, under its name or another; the value cannot be changed once made."""
     import dataclasses
 
     from convlab.replaying.options import Options
 
-    knobs = {f.name for f in dataclasses.fields(Options)}
     for fn in (convlab.replay, convlab.tune, convlab.tune_cost, convlab.search):
-        code = fn.__code__
-        own = set(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
-        assert "options" in own and code.co_flags & 0x08, fn  # CO_VARKEYWORDS: **knobs
-        assert own & knobs == set() and not own & {"cache", "cache_ttl", "dry_run"}, fn
+        assert knob_problems(fn, OWN_PARAMETERS[fn.__name__]) == [], fn
+    options = Options(model=None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.model = "claude-sonnet-4-5"  # type: ignore[misc]
+    assert options == Options(model=None) and Options.__dataclass_params__.frozen  # type: ignore[attr-defined]
+
+
+def test_the_shared_knobs_check_can_fail():
+    from convlab.replaying.options import takes_options
+
+    def renamed(conversation, config=None, options=None, *, ttl=None, **knobs): ...
+    def earlier(conversation, config=None, options=None, *, cache=None, dry_run=False, **knobs): ...
+    def declared(conversation, config=None, *, model=None, **knobs): ...
+    def no_knobs(conversation, config=None, options=None): ...
+
+    own = ("conversation", "config", "options")
+    takes_options(renamed)
+    assert knob_problems(renamed, own) == ["ttl: not one of its own ('conversation', 'config', 'options')"]
+    assert knob_problems(takes_options(earlier), own) == ["cache: a knob of its own", "dry_run: a knob of its own"]
+    assert [x for x in knob_problems(declared, own) if "signature" not in x] == [
+        "no options", "model: a knob of its own", "options: listed, not declared"]
+    assert knob_problems(no_knobs, own)[:2] == ["no **knobs", "agent not in its signature"]
+    assert knob_problems(renamed, (*own, "ttl")) == []  # listed as its own, it passes: the list is the review
+    assert knob_problems(renamed, (*own, "ttl", "gone")) == ["gone: listed, not declared"]
 
 
 def test_the_arrow_checks_can_fail(tmp_path):
