@@ -3,6 +3,7 @@
 - ``convlab.__all__`` is pinned: adding or removing a public name is a visible change here,
   and every public name is documented: in docs/api.md or in docs/modules.md.
 - Every public name resolves (the lazy table points at real definitions).
+- Every ``convlab.x.y`` the docs name resolves from a fresh ``import convlab``.
 - No module imports another module's private names (nor a private module).
 - No function in the engine or the Claude Code importer is over 80 lines.
 - tests/ mirrors the modules: each has its test file, so dead code has nowhere to hide.
