@@ -37,14 +37,12 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports eac
     from .explore.matches import find as find
     from .explore.writing import write as write
     from .frames import conversations_frame as conversations_frame, frame as frame
-
-    # replay: the function, as callers use it (at run time, the package, callable as the function)
     from .importers import read as read
     from .providers import EchoLLM as EchoLLM, ScriptedLLM as ScriptedLLM, provider as provider
     from .providers.anthropic_chat import AnthropicChat as AnthropicChat
     from .providers.local_chat import LocalChat as LocalChat
     from .providers.openai_chat import OpenAIChat as OpenAIChat
-    from .replaying.driver import replay as replay
+    from .replaying.driver import replay as replay  # the function; the package is convlab.replaying
     from .replaying.model import ReplayLLM as ReplayLLM
     from .replaying.result import Replay as Replay
     from .text import brief as brief, readable as readable

@@ -3,6 +3,7 @@
 - ``convlab.__all__`` is pinned: adding or removing a public name is a visible change here,
   and every public name is documented: in docs/api.md or in docs/modules.md.
 - Every public name resolves (the lazy table points at real definitions).
+- Every ``convlab.x.y`` the docs name resolves from a fresh ``import convlab``.
 - No module imports another module's private names (nor a private module).
 - No function in the engine or the Claude Code importer is over 80 lines.
 - tests/ mirrors the modules: each has its test file, so dead code has nowhere to hide.
@@ -76,6 +77,133 @@ def test_the_type_checking_check_can_fail(tmp_path):
 def test_an_unknown_name_is_an_attribute_error():
     with pytest.raises(AttributeError, match="has no attribute 'Sesion'"):
         convlab.Sesion  # noqa: B018
+
+
+# -- what the docs name resolves (issue 36: docs/api.md's convlab.replaying.options.Options failed) -----------
+
+#: What the docs write as ``convlab.<name>...`` that is no Python name, each with what it is.
+NOT_PATHS = {
+    "convlab.tune.grid": "a config file's TOML table, [convlab.tune.grid]",
+    "convlab.tune.presets": "docs/modules.md's example of the import a package named tune would break",
+    "convlab.serve.unanswered": "a CUSTOM event the AG-UI server sends",
+    "convlab.serve.view_filled": "a CUSTOM event the AG-UI server sends",
+    "convlab.serve.waiting": "a CUSTOM event the AG-UI server sends",
+    "convlab.turn.cancelled": "a CUSTOM event the AG-UI server sends",
+    "convlab.head": "a custom entry type convlab writes in pi's layout",
+    "convlab.system": "a custom message type convlab writes in pi's layout",
+}
+
+#: docs/modules.md's table of old names: its first column names what is no more.
+MOVED = "## Where the tuning wing's modules moved"
+DOCS = [PACKAGE.parent / "README.md", *sorted((PACKAGE.parent / "docs").glob("*.md"))]
+
+
+def dotted_paths(files: list[Path], package: str = "convlab") -> set[str]:
+    """Every dotted path ``convlab.x[.y...]`` the files name, but the old names in the first column of
+    docs/modules.md's table of what moved."""
+    found: set[str] = set()
+    for f in files:
+        head, sep, moved = f.read_text(encoding="utf-8").partition(MOVED)
+        table, nxt, rest = moved.partition("\n## ")
+        text = head + sep + re.sub(r"^\|[^|\n]*\|", "|", table, flags=re.M) + nxt + rest
+        found |= set(re.findall(rf"\b{package}(?:\.[A-Za-z_]\w*)+", text))
+    return found
+
+
+#: Run in a fresh interpreter: each path after a fresh ``import convlab`` (every module of the package dropped from
+#: ``sys.modules`` first, so that no path resolves because an earlier one imported a module). A name the package
+#: offers as an attribute (``convlab.tuning``, ``convlab.Session``) is read as attributes all the way, as a user reads
+#: it; a module it does not offer (``convlab.tree``) is imported by its path and the rest read from it. The names of
+#: one module (``convlab.tuning.presets.AUTO``, ``.for_log``) are read after one fresh import: a module's names do not
+#: come and go with what else is imported, a package's modules do.
+RESOLVE = """
+import importlib, json, sys
+package, paths = json.load(sys.stdin)
+
+def fresh():
+    for name in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
+        del sys.modules[name]
+    return importlib.import_module(package)
+
+def module(parts):
+    for i in range(len(parts), 1, -1):
+        name = ".".join(parts[:i])
+        try:
+            return importlib.import_module(name), parts[i:]
+        except ModuleNotFoundError as err:
+            if not (err.name and err.name.startswith(package + ".") and name.startswith(err.name)):
+                raise
+    raise AttributeError(f"module {package!r} has no attribute or module {parts[1]!r}")
+
+def resolve(parts):  # what holds the last name (None: the path is a module, imported)
+    value = fresh()
+    value, rest = (value, parts[1:]) if hasattr(value, parts[1]) else module(parts)
+    owner = None
+    for part in rest:
+        owner, value = value, getattr(value, part)
+    return owner
+
+failed, modules = {}, {}
+for path in paths:
+    parent, _, last = path.rpartition(".")
+    try:
+        if parent in modules:
+            getattr(modules[parent], last)
+        elif isinstance(owner := resolve(path.split(".")), type(sys)) and not hasattr(owner, "__path__"):
+            modules[parent] = owner  # a module, not a package: its other names are read from it as it is
+    except Exception as err:
+        failed[path] = f"{type(err).__name__}: {err}"
+print(json.dumps(failed))
+"""
+
+
+def unresolved(paths: set[str], package: str = "convlab", where: Path = PACKAGE.parent) -> dict[str, str]:
+    """The paths of at least two names after the package's (``convlab.x.y``) that do not resolve from a fresh
+    ``import <package>`` (``RESOLVE``), each with why."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(where), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", RESOLVE], input=json.dumps([package, sorted(paths)]), env=env,
+                          capture_output=True, text=True, timeout=300, check=True)
+    return json.loads(done.stdout)
+
+
+def test_every_dotted_path_the_docs_name_resolves_from_a_fresh_import():
+    """Issue 36: after ``import convlab``, every ``convlab.x.y`` that README.md and docs/*.md name is there (the
+    lazily loaded packages left modules out: ``convlab.replaying.options``, ``convlab.tuning.measures``); a
+    ``convlab.x`` is a name of the face or a module of the package."""
+    import importlib.util
+
+    named = dotted_paths(DOCS)
+    assert {"convlab.replaying.options.Options", "convlab.tuning.measures.measures", "convlab.explore.writing.KEEPS"} <= named
+    assert set(NOT_PATHS) <= named  # a name no doc writes any more leaves the list
+    named -= set(NOT_PATHS)
+    short = {n for n in named if n.count(".") == 1}
+    assert [n for n in sorted(short) if not hasattr(convlab, n[8:]) and importlib.util.find_spec(n) is None] == []
+    assert unresolved(named - short) == {}
+
+
+def test_the_dotted_path_check_can_fail(tmp_path):
+    """A module its package does not load (even one an earlier path imported), a name not there, an old name left
+    out of the table of what moved."""
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    lazy = "import importlib\ndef __getattr__(name):\n    if name != {!r}:\n        raise AttributeError(name)\n" \
+           "    return importlib.import_module(__name__ + '.' + name)\n"
+    (pkg / "__init__.py").write_text(lazy.format("sub"))
+    (pkg / "sub" / "__init__.py").write_text(lazy.format("a"))
+    (pkg / "sub" / "a.py").write_text("from . import b\nx = 1\n")  # imports b: pkg.sub.b.y resolves after pkg.sub.a.x
+    (pkg / "sub" / "b.py").write_text("y = 2\n")
+    (pkg / "other.py").write_text("w = 3\n")
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"`pkg.sub.a.x`, `pkg.sub.b.y`, `pkg.other.w`, `pkg.other.v`, `pkg.gone.z`\n{MOVED}\n\n"
+                   "| Was | Is |\n| --- | --- |\n| `pkg.old.name` | `pkg.sub.a.x` |\n\n## After\n| `pkg.sub.kept` | x |\n")
+    paths = dotted_paths([doc], "pkg")
+    assert paths == {"pkg.sub.a.x", "pkg.sub.b.y", "pkg.other.w", "pkg.other.v", "pkg.gone.z", "pkg.sub.kept"}
+    assert sorted(unresolved(paths, "pkg", tmp_path)) == ["pkg.gone.z", "pkg.other.v", "pkg.sub.b.y", "pkg.sub.kept"]
 
 
 def functions(path: Path):
@@ -349,30 +477,96 @@ def test_one_record_per_model_call_made_in_one_place():
     assert dataclasses.fields(ModelCall) and ModelCall.__dataclass_params__.frozen  # type: ignore[attr-defined]
 
 
-def test_no_two_classes_share_a_name():
-    """Issue 36: "names that lie or clash" (two classes named ``Record``; two named ``Compaction``)."""
+def shared_class_names(root: Path) -> dict[str, list[str]]:
+    """Each class name defined more than once under ``root`` (private ones too) -> the modules defining it."""
     seen: dict[str, list[str]] = {}
-    for m in MODULES:
-        for n in ast.walk(ast.parse((PACKAGE / m).read_text())):
-            if isinstance(n, ast.ClassDef) and not n.name.startswith("_"):
-                seen.setdefault(n.name, []).append(m.as_posix())
-    assert {name: where for name, where in seen.items() if len(where) > 1} == {}
+    for m in sorted(root.rglob("*.py")):
+        for n in ast.walk(ast.parse(m.read_text())):
+            if isinstance(n, ast.ClassDef):
+                seen.setdefault(n.name, []).append(m.relative_to(root).as_posix())
+    return {name: where for name, where in seen.items() if len(where) > 1}
+
+
+def test_no_two_classes_share_a_name():
+    """Issue 36: "names that lie or clash" (two classes named ``Record``; two named ``Compaction``), private ones too
+    (two named ``_Record``: a replay's frozen records' base, and the driver's book of them)."""
+    assert shared_class_names(PACKAGE) == {}
+
+
+def test_the_class_name_check_can_fail(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.py").write_text("class _Record:\n    pass\nclass Call:\n    class _Record:\n        pass\n")
+    (tmp_path / "sub" / "b.py").write_text("def f():\n    class Call:\n        pass\n")
+    assert shared_class_names(tmp_path) == {"_Record": ["a.py", "a.py"], "Call": ["a.py", "sub/b.py"]}
+
+
+#: What each entry point that takes the shared knobs declares of its own, none of them a knob of a replay: what it
+#: replays (the conversations, their configs or a space of them) and how a sweep or a search runs. A parameter added
+#: here is a visible change: a knob belongs in ``Options``, not beside it under a name of its own (``ttl=``).
+OWN_PARAMETERS = {
+    "replay": ("conversation", "config", "options"),
+    "tune": ("conversations", "configs", "options", "grid", "jobs", "progress", "scheduler", "client", "chunk"),
+    "tune_cost": ("conversations", "configs", "options", "grid", "jobs", "progress", "chunk"),
+    "search": ("conversations", "space", "options", "base", "objective", "constraints", "trials", "jobs", "seed",
+               "progress", "failed"),
+}
+
+
+def knob_problems(fn, own: tuple[str, ...]) -> list[str]:
+    """What keeps ``fn`` from taking the shared knobs as one value: ``options`` and the knobs by name (``**knobs``),
+    each shown in its signature (``takes_options``), no knob (nor an earlier name of one, nor ``dry_run``) declared
+    of its own, and its own parameters ``own``, no more and no fewer."""
+    import dataclasses
+    import inspect
+
+    from convlab.replaying.options import RENAMED, Options
+
+    knobs = {f.name for f in dataclasses.fields(Options) if f.init}
+    code = fn.__code__
+    declared = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+    shown = inspect.signature(fn).parameters
+    out = [] if "options" in declared else ["no options"]
+    out += [] if code.co_flags & inspect.CO_VARKEYWORDS else ["no **knobs"]
+    out += [f"{k} not in its signature" for k in sorted(knobs - set(shown))]
+    knob_like = knobs | set(RENAMED) | {"dry_run"}
+    out += [f"{p}: a knob of its own" for p in declared if p in knob_like]
+    out += [f"{p}: not one of its own {own}" for p in declared if p not in own and p not in knob_like]
+    return out + [f"{p}: listed, not declared" for p in own if p not in declared]
 
 
 def test_the_shared_knobs_are_one_value_every_entry_point_takes():
     """Issue 36: "the knobs a replay and a sweep share are one frozen, documented, typed value that replay, tune,
     tune_cost and search all take and check in one place": each takes ``options`` and the knobs by name (``**knobs``),
-    and none declares a knob of its own."""
+    and declares no knob of its own, under its name or another; the value cannot be changed once made."""
     import dataclasses
 
     from convlab.replaying.options import Options
 
-    knobs = {f.name for f in dataclasses.fields(Options)}
     for fn in (convlab.replay, convlab.tune, convlab.tune_cost, convlab.search):
-        code = fn.__code__
-        own = set(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
-        assert "options" in own and code.co_flags & 0x08, fn  # CO_VARKEYWORDS: **knobs
-        assert own & knobs == set() and not own & {"cache", "cache_ttl", "dry_run"}, fn
+        assert knob_problems(fn, OWN_PARAMETERS[fn.__name__]) == [], fn
+    options = Options(model=None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.model = "claude-sonnet-4-5"  # type: ignore[misc]
+    assert options == Options(model=None) and Options.__dataclass_params__.frozen  # type: ignore[attr-defined]
+
+
+def test_the_shared_knobs_check_can_fail():
+    from convlab.replaying.options import takes_options
+
+    def renamed(conversation, config=None, options=None, *, ttl=None, **knobs): ...
+    def earlier(conversation, config=None, options=None, *, cache=None, dry_run=False, **knobs): ...
+    def declared(conversation, config=None, *, model=None, **knobs): ...
+    def no_knobs(conversation, config=None, options=None): ...
+
+    own = ("conversation", "config", "options")
+    takes_options(renamed)
+    assert knob_problems(renamed, own) == ["ttl: not one of its own ('conversation', 'config', 'options')"]
+    assert knob_problems(takes_options(earlier), own) == ["cache: a knob of its own", "dry_run: a knob of its own"]
+    assert [x for x in knob_problems(declared, own) if "signature" not in x] == [
+        "no options", "model: a knob of its own", "options: listed, not declared"]
+    assert knob_problems(no_knobs, own)[:2] == ["no **knobs", "agent not in its signature"]
+    assert knob_problems(renamed, (*own, "ttl")) == []  # listed as its own, it passes: the list is the review
+    assert knob_problems(renamed, (*own, "ttl", "gone")) == ["gone: listed, not declared"]
 
 
 def test_the_arrow_checks_can_fail(tmp_path):

@@ -5,5 +5,20 @@ Each works on a ``Session``, an imported ``Conversation`` and a replay's session
 summary) is the engine's, through the protocol (``convlab.engine.branches``). The modules are
 named after what they hold, not after the face's functions (``convlab.find`` is
 ``matches.find``; ``convlab.compare`` is ``branches.compare``; ``convlab.write`` is
-``writing.write``), so that no module shadows a function of the face.
+``writing.write``), so that no module shadows a function of the face. Each module is
+imported by its path (``from convlab.explore import writing``), or read as an attribute
+after ``import convlab`` (``convlab.explore.writing.FORMATS``).
 """
+
+import importlib as _importlib
+import pkgutil as _pkgutil
+
+#: the modules, imported on first attribute access (``convlab.explore.writing`` after ``import convlab``): every
+#: module in the folder, so that a module added is read so too without a list to keep
+_MODULES = frozenset(m.name for m in _pkgutil.iter_modules(__path__))
+
+
+def __getattr__(name: str):
+    if name not in _MODULES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _importlib.import_module(f"{__name__}.{name}")

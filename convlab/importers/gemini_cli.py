@@ -292,11 +292,11 @@ def _stream(rows: list[Any], source: str) -> list[Conversation]:
     for k, run in enumerate(runs):
         init = next((r for _, r in run if r["type"] == "init"), {})
         cid = str(init.get("session_id") or stem) + (f"#{k + 1}" if len(runs) > 1 else "")
-        out.append(_Stream(source, cid, init).conversation(run))
+        out.append(_StreamJsonRun(source, cid, init).conversation(run))
     return out
 
 
-class _Stream:
+class _StreamJsonRun:
     """The records of one stream-json run: a reply grows with its delta rows and calls until a result or a prompt."""
 
     def __init__(self, source: str, cid: str, init: Mapping[str, Any]) -> None:

@@ -38,9 +38,11 @@ Replay(conversation='c', calls=1, limits=0, stale=0, head='e1')
 """
 
 import importlib as _importlib
+import pkgutil as _pkgutil
 
-#: the modules, imported on first attribute access (``convlab.replaying.plan`` after ``import convlab``)
-_MODULES = ('plan', 'fit', 'model', 'driver', 'result', 'cost', 'prompt_cache', 'prices', 'summaries')
+#: the modules, imported on first attribute access (``convlab.replaying.plan`` after ``import convlab``): every
+#: module in the folder, so that a module added is read so too without a list to keep
+_MODULES = frozenset(m.name for m in _pkgutil.iter_modules(__path__))
 
 
 def __getattr__(name: str):

@@ -99,7 +99,7 @@ class _Start:
     """Where a replay stood when one of its turns started: what ``Replayer.fork`` goes on from."""
 
     events: int  # events so far
-    record: tuple[int, ...]  # the length of each of the record's lists (``_Record.lengths``)
+    record: tuple[int, ...]  # the length of each of the record's lists (``_RecordBook.lengths``)
     map: int  # writes to the id map so far (``_IdMap.at`` rebuilds the map as it was)
     model: Any  # ReplayLLM.mark()
     clock: float  # the session's clock (a loaded session's starts at 0 at the least: a log's times may be earlier)
@@ -148,8 +148,8 @@ class _Started:
 
 
 @dataclass
-class _Record:
-    """What a replay records, one owner: each list grows as the replay runs (records are never changed,
+class _RecordBook:
+    """The book of what a replay records, one owner: each list grows as the replay runs (records are never changed,
     but for a limit's outcome, known once it is answered) and ``until`` cuts them all at a turn."""
 
     map: _IdMap = field(default_factory=_IdMap)  # imported id -> session id (where the log goes on)
@@ -165,10 +165,10 @@ class _Record:
         return (len(self.stale), len(self.lost), len(self.calls), len(self.summary_calls), len(self.limits),
                 len(self.compactions), len(self.consulted))
 
-    def until(self, at: _Start) -> _Record:
+    def until(self, at: _Start) -> _RecordBook:
         """The record as it was when the turn of ``at`` started."""
         stale, lost, calls, summaries, limits, compactions, consulted = at.record
-        return _Record(self.map.at(at.map), self.stale[:stale], self.lost[:lost], self.calls[:calls],
+        return _RecordBook(self.map.at(at.map), self.stale[:stale], self.lost[:lost], self.calls[:calls],
                        self.summary_calls[:summaries], self.limits[:limits], self.compactions[:compactions],
                        self.consulted[:consulted])
 
@@ -187,7 +187,7 @@ class Replayer:
     and by the log). Use ``replay()``; this is the machinery it shares with
     ``tune``. What each protocol step recorded is read from the events that
     step emitted, never from side channels. Everything recorded is
-    ``record``'s (a ``_Record``); the model holds only where it stands
+    ``record``'s (a ``_RecordBook``); the model holds only where it stands
     between calls. ``result()`` is the ``Replay``, priced, and ``fork`` cuts
     the record and the model at a turn (``until``), patching nothing.
 
@@ -228,9 +228,9 @@ class Replayer:
         counts = counts if counts is not None else ExactCounts()
         model = ReplayLLM.for_plan(plan, config.window, summarize=summarize, counts=counts, summary_size=summary_size,
                                    overhead=overhead, summary_request=summary_request)
-        self._setup(plan, config, agent, model, _Record(), None)
+        self._setup(plan, config, agent, model, _RecordBook(), None)
 
-    def _setup(self, plan: Plan, config: ContextConfig, agent: str, model: ReplayLLM, record: _Record,
+    def _setup(self, plan: Plan, config: ContextConfig, agent: str, model: ReplayLLM, record: _RecordBook,
                start: tuple[bytes, float] | None) -> None:
         """The replay of ``plan`` under ``config`` with ``model`` and ``record`` as they are; its Session
         new, or loaded from ``start`` (log lines ending between turns, and the clock there)."""
@@ -278,7 +278,7 @@ class Replayer:
         new.worker = check_worker(worker)
         new.pricing = self.pricing
         if turn == 0:
-            new._setup(self.plan, config, self.agent, self.llm.until(ReplayLLM().mark(), config.window), _Record(), None)
+            new._setup(self.plan, config, self.agent, self.llm.until(ReplayLLM().mark(), config.window), _RecordBook(), None)
             return new
         at = self.starts[turn]
         new._setup(self.plan, config, self.agent, self.llm.until(at.model, config.window), self.record.until(at),

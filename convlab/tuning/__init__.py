@@ -9,6 +9,8 @@ Everything here reads replays (``convlab.replaying``); nothing in
   (conversation, config);
 - ``forks``: one log under many configs, as a tree of shared replays (``rows``);
 - ``measures``: a row's figures, read from a ``Replay`` (what every figure sums);
+- ``columns``: a sweep's frame (``COLUMNS``, ``frame``), its rows kept compactly;
+- ``files``: a sweep of log files, each file read where it is swept;
 - ``workers``: where a sweep runs (this process, worker processes, dask);
 - ``results``: a sweep's rows kept on disk, so that a run again replays only
   what is new and a stopped one goes on;
@@ -26,9 +28,11 @@ the package has another name so that nothing shadows it.
 """
 
 import importlib as _importlib
+import pkgutil as _pkgutil
 
-#: the modules, imported on first attribute access (``convlab.tuning.sweep`` after ``import convlab``)
-_MODULES = ('sweep', 'forks', 'workers', 'results', 'grid', 'compact', 'presets', 'retention', 'facts', 'probes', 'ranking', 'search', 'plots')
+#: the modules, imported on first attribute access (``convlab.tuning.sweep`` after ``import convlab``): every
+#: module in the folder, so that a module added is read so too without a list to keep
+_MODULES = frozenset(m.name for m in _pkgutil.iter_modules(__path__))
 
 
 def __getattr__(name: str):
