@@ -6,6 +6,7 @@ that changed is replayed again."""
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -185,3 +186,74 @@ def test_the_key_of_a_priced_sweep_holds_the_prices_version_and_the_day(monkeypa
     assert key == results.setup_key(setup, "bot", opts.replaying(), {})
     monkeypatch.setattr(results, "_version", lambda package: "0.0.0-other")
     assert results.setup_key(setup, "bot", opts.replaying(), {}) != key
+
+
+# -- issue 40 (1): the warning of a cache that cannot be written names what its reader can give -----------------
+
+
+def _parameters(*functions) -> set[str]:
+    """The keywords ``functions`` take: their own, and ``Options``' fields where they take ``**knobs``."""
+    import dataclasses
+    import inspect
+
+    from convlab.replaying.options import Options
+
+    out: set[str] = set()
+    for f in functions:
+        params = inspect.signature(f).parameters
+        out |= {n for n, p in params.items() if p.kind is not p.VAR_KEYWORD}
+        if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            out |= {field.name for field in dataclasses.fields(Options) if field.init}
+    return out
+
+
+def _tune_flags() -> set[str]:
+    import argparse
+
+    from convlab.cli import build_parser
+
+    [commands] = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return {flag for action in commands.choices["tune"]._actions for flag in action.option_strings}
+
+
+def _said(make) -> str:
+    """The one ``CacheWarning`` ``make()`` raises, as text."""
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        make()
+    [warning] = [w.message for w in said if issubclass(w.category, convlab.CacheWarning)]
+    return str(warning)
+
+
+@pytest.mark.parametrize("which", ["summary", "judge", "result"])
+def test_an_unwritable_cache_says_how_to_give_it_a_folder_in_names_that_exist(which, tmp_path, monkeypatch):
+    """Each keyword the hint names is a parameter of a function it names (``tune``'s and ``replay``'s knobs are
+    ``Options``' fields), each flag one of ``convlab tune``'s, and the variable moves the default folder."""
+    import re
+
+    from convlab.replaying import summaries
+    from convlab.tuning import probes
+
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    ask = {"model": None, "messages": [{"role": "user", "content": "hi"}, {"role": "user", "content": "Sum up."}]}
+    if which == "summary":
+        hint, callers, flags = summaries.SUMMARY_HINT, (convlab.tune, convlab.replay), {"--no-summary-cache"}
+        said = _said(lambda: summaries.Summaries(convlab.EchoLLM(), blocked / "s").complete(ask))
+        default = summaries.default_folder
+    elif which == "judge":
+        hint, callers, flags = probes.JUDGE_HINT, (convlab.tune, convlab.retention, probes.Judge), set()
+        said = _said(lambda: probes.Judge(convlab.EchoLLM(), cache=blocked / "j").complete(ask))
+        default = lambda: probes.Judge(convlab.EchoLLM()).folder  # noqa: E731
+    else:
+        hint, callers, flags = results.RESULT_HINT, (convlab.tune,), {"--result-cache", "--no-result-cache"}
+        said = _said(lambda: results.ResultCache(blocked / "r").keep("k" * 64, {"c": {"calls": 1}}))
+        monkeypatch.delenv("CONVLAB_RESULT_CACHE")
+        default = results.default_folder
+    assert "cannot be written (" in said and hint in said
+    keywords = set(re.findall(r"(?<![\w-])([a-z_]+)=", hint))
+    assert keywords and keywords <= _parameters(*callers), keywords - _parameters(*callers)
+    assert set(re.findall(r"(?<![\w-])--[a-z-]+", hint)) == flags and flags <= _tune_flags()
+    [variable] = set(re.findall(r"\b([A-Z][A-Z_]+)=", hint))
+    monkeypatch.setenv(variable, str(tmp_path / "home"))
+    assert (tmp_path / "home") in Path(default()).parents

@@ -54,7 +54,14 @@ if TYPE_CHECKING:
     from ..replaying.plan import Plan
     from .forks import Setup
 
-__all__ = ["ResultCache", "for_sweep", "default_folder", "conversation_key", "setup_key", "rows_of", "Stopped"]
+__all__ = ["ResultCache", "for_sweep", "default_folder", "conversation_key", "setup_key", "rows_of", "Stopped",
+           "RESULT_HINT"]
+
+
+#: How a caller gives the result cache a folder that can be written, or does without one: what the
+#: ``CacheWarning`` of a folder that cannot be written says, to a caller of ``tune`` and a user of ``convlab tune``.
+RESULT_HINT = ("result_cache=DIR to tune, --result-cache DIR to `convlab tune`, or XDG_CACHE_HOME=DIR (the default "
+               "folder is under it); result_cache=False or --no-result-cache keeps none")
 
 
 class Stopped(KeyboardInterrupt):
@@ -191,8 +198,8 @@ class ResultCache:
         """The one ``CacheWarning`` of a folder that cannot be written."""
         warnings.warn(CacheWarning(
             f"the result cache {self.folder} cannot be written ({reason}): this sweep's results are used "
-            "but not kept, so a later run replays them again (give result_cache= a folder that can be written, or "
-            "XDG_CACHE_HOME)", folder=str(self.folder), reason=reason), stacklevel=stacklevel)
+            f"but not kept, so a later run replays them again (give it a folder that can be written: {RESULT_HINT})",
+            folder=str(self.folder), reason=reason), stacklevel=stacklevel)
 
 
 def rows_of(entry: Mapping[str, Mapping[str, Any]], keys: Iterable[str]) -> dict[int, dict[str, Any]]:
