@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from . import corpus
@@ -47,12 +48,12 @@ def run_load(smoke: bool) -> Row:
     return row
 
 
-def probe(path: Path, mode: str, timeout: float, module: str = "bench.lazyprobe") -> dict:
-    """Run ``python -m <module> PATH MODE`` (a probe) in a fresh interpreter; its JSON answer."""
+def probe(path: Path, mode: str, timeout: float, module: str = "bench.lazyprobe", args: Sequence[str] = ()) -> dict:
+    """Run ``python -m <module> PATH MODE [ARGS...]`` (a probe) in a fresh interpreter; its JSON answer."""
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    proc = subprocess.run([sys.executable, "-m", module, str(path), mode], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", module, str(path), mode, *args], capture_output=True, text=True,
                           timeout=timeout, env=env, cwd=root)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:

@@ -242,11 +242,11 @@ def run_tune(smoke: bool) -> Row:
 SIBLINGS = (100_000, 2_000)
 
 
-def siblings_log(n: int) -> Path:
+def siblings_log(n: int, folder: Path | None = None) -> Path:
     """An id/parentId log (``{"messages": [...], "currentId"}``) of one user message and ``n`` regenerations of
     its reply, each about 600 bytes with the log's usage: the widest tree a chat UI's regenerate button makes.
-    Written once into the bench cache."""
-    path = cache_dir() / f"siblings-{n}.json"
+    Written once into ``folder`` (default: the bench cache); the same bytes every time (nothing drawn)."""
+    path = (cache_dir() if folder is None else folder) / f"siblings-{n}.json"
     if not path.exists():
         rows = [{"id": "u0", "parentId": None, "role": "user", "content": "hello " * 20}]
         rows += [{"id": f"a{i}", "parentId": "u0", "role": "assistant", "content": f"reply {i} " + "word " * 100,

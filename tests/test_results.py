@@ -6,6 +6,7 @@ that changed is replayed again."""
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -185,3 +186,180 @@ def test_the_key_of_a_priced_sweep_holds_the_prices_version_and_the_day(monkeypa
     assert key == results.setup_key(setup, "bot", opts.replaying(), {})
     monkeypatch.setattr(results, "_version", lambda package: "0.0.0-other")
     assert results.setup_key(setup, "bot", opts.replaying(), {}) != key
+
+
+# -- issue 40 (1): the warning of a cache that cannot be written names what its reader can give -----------------
+
+
+def _parameters(*functions) -> set[str]:
+    """The keywords ``functions`` take: their own, and ``Options``' fields where they take ``**knobs``."""
+    import dataclasses
+    import inspect
+
+    from convlab.replaying.options import Options
+
+    out: set[str] = set()
+    for f in functions:
+        params = inspect.signature(f).parameters
+        out |= {n for n, p in params.items() if p.kind is not p.VAR_KEYWORD}
+        if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            out |= {field.name for field in dataclasses.fields(Options) if field.init}
+    return out
+
+
+def _tune_flags() -> set[str]:
+    import argparse
+
+    from convlab.cli import build_parser
+
+    [commands] = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return {flag for action in commands.choices["tune"]._actions for flag in action.option_strings}
+
+
+def _said(make) -> str:
+    """The one ``CacheWarning`` ``make()`` raises, as text."""
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        make()
+    [warning] = [w.message for w in said if issubclass(w.category, convlab.CacheWarning)]
+    return str(warning)
+
+
+@pytest.mark.parametrize("which", ["summary", "judge", "result"])
+def test_an_unwritable_cache_says_how_to_give_it_a_folder_in_names_that_exist(which, tmp_path, monkeypatch):
+    """Each keyword the hint names is a parameter of a function it names (``tune``'s and ``replay``'s knobs are
+    ``Options``' fields), each flag one of ``convlab tune``'s, and the variable moves the default folder."""
+    import re
+
+    from convlab.replaying import summaries
+    from convlab.tuning import probes
+
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    ask = {"model": None, "messages": [{"role": "user", "content": "hi"}, {"role": "user", "content": "Sum up."}]}
+    if which == "summary":
+        hint, callers, flags = summaries.SUMMARY_HINT, (convlab.tune, convlab.replay), {"--no-summary-cache"}
+        said = _said(lambda: summaries.Summaries(convlab.EchoLLM(), blocked / "s").complete(ask))
+        default = summaries.default_folder
+    elif which == "judge":
+        hint, callers, flags = probes.JUDGE_HINT, (convlab.tune, convlab.retention, probes.Judge), set()
+        said = _said(lambda: probes.Judge(convlab.EchoLLM(), cache=blocked / "j").complete(ask))
+        default = lambda: probes.Judge(convlab.EchoLLM()).folder  # noqa: E731
+    else:
+        hint, callers, flags = results.RESULT_HINT, (convlab.tune,), {"--result-cache", "--no-result-cache"}
+        said = _said(lambda: results.ResultCache(blocked / "r").keep("k" * 64, {"c": {"calls": 1}}))
+        monkeypatch.delenv("CONVLAB_RESULT_CACHE")
+        default = results.default_folder
+    assert "cannot be written (" in said and hint in said
+    keywords = set(re.findall(r"(?<![\w-])([a-z_]+)=", hint))
+    assert keywords and keywords <= _parameters(*callers), keywords - _parameters(*callers)
+    assert set(re.findall(r"(?<![\w-])--[a-z-]+", hint)) == flags and flags <= _tune_flags()
+    [variable] = set(re.findall(r"\b([A-Z][A-Z_]+)=", hint))
+    monkeypatch.setenv(variable, str(tmp_path / "home"))
+    assert (tmp_path / "home") in Path(default()).parents
+
+
+# -- issue 40 (3): a kept row is read as untrusted: a damaged one is replayed and written again, never shown ----------
+
+
+def _deep(n: int) -> object:
+    value: object = 1
+    for _ in range(n):
+        value = [value]
+    return value
+
+
+#: Damage done to a kept entry: (what, the rows' field, the value put there). The field None: each whole row;
+#: "<entry>": the whole file; the value KeyError: the field taken out.
+DAMAGE = [
+    ("a value nested 300 deep", "tokens_read", _deep(300)),
+    ("a non-number", "calls", "many"),
+    ("a huge float", "tokens_read", 1e300),
+    ("a huge negative float", "tokens_read", -1e300),
+    ("huge dollars", "usd", 1e300),
+    ("negative dollars", "usd", -1e300),
+    ("an infinity", "cached_share", float("inf")),
+    ("a huge whole number", "max_count", 10**30),
+    ("a count as a float", "calls", 3.0),
+    ("a bool", "stale", True),
+    ("a missing key", "tokens_read", KeyError),
+    ("a key no sweep writes", "not_a_measure", 1),
+    ("a non-dict row", None, ["calls", 3]),
+    ("a non-dict entry", "<entry>", ["rows"]),
+]
+
+
+def _entries(folder) -> list[tuple]:
+    import json
+
+    return [(path, json.loads(path.read_text())) for path in folder.rglob("*.json")]
+
+
+def _damage(folder, field, value) -> None:
+    """Every row of every entry in ``folder`` damaged the same way."""
+    import json
+
+    for path, entry in _entries(folder):
+        for config, row in entry["rows"].items():
+            if field is None:
+                entry["rows"][config] = value
+            elif value is KeyError:
+                del row[field]
+            else:
+                row[field] = value
+        path.write_text(json.dumps(value if field == "<entry>" else entry))
+        assert results.ResultCache(folder).load(path.stem) == {}  # read as absent
+
+
+def _kept_whole(folder) -> bool:
+    """Every entry in ``folder`` reads back whole (the damaged one was written again)."""
+    entries = _entries(folder)
+    return bool(entries) and all(results.ResultCache(folder).load(e["key"]) == e["rows"] != {} for _, e in entries)
+
+
+@pytest.mark.parametrize(("what", "field", "value"), DAMAGE, ids=[d[0] for d in DAMAGE])
+def test_a_damaged_row_is_replayed_and_written_again_never_shown(what, field, value, tmp_path, made):
+    clean = tune(convs(1), result_cache=tmp_path, model="claude-sonnet-4-5")
+    assert (clean["usd"] > 0).all()
+    _damage(tmp_path, field, value)
+    made.clear()
+    again = tune(convs(1), result_cache=tmp_path, model="claude-sonnet-4-5")
+    assert len(made) == 3 and again.attrs["kept"] == 0  # every config replayed, as with no cache
+    pd.testing.assert_frame_equal(again, clean)
+    assert _kept_whole(tmp_path)
+    made.clear()
+    third = tune(convs(1), result_cache=tmp_path, model="claude-sonnet-4-5")
+    assert made == [] and third.attrs["kept"] == 3
+    pd.testing.assert_frame_equal(third, clean)
+
+
+@pytest.mark.parametrize(("what", "field", "value"), DAMAGE, ids=[d[0] for d in DAMAGE])
+def test_the_command_line_on_a_damaged_row_prints_the_clean_table(what, field, value, tmp_path, capsys):
+    from convlab.cli import main
+
+    log = tmp_path / "s.jsonl"
+    s = convlab.Session(log=log)
+    for i in range(4):
+        s.submit({"type": "client.message", "agent_id": "bot", "message": {"role": "user", "content": f"question {i} " * 50}})
+    folder = tmp_path / "kept"
+    argv = ["tune", str(log), "--grid", "window=20000,30000", "--model", "claude-sonnet-4-5", "--result-cache", str(folder),
+            "--no-progress"]
+    assert main(argv) == 0
+    clean = capsys.readouterr().out
+    _damage(folder, field, value)
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert out == clean and "internal error" not in err and "kept from an earlier run" not in err
+    assert _kept_whole(folder)
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert out == clean and "2 of the 2 rows were kept from an earlier run" in " ".join(err.split())
+
+
+def test_a_kept_row_is_checked_for_every_measure_a_sweep_writes_and_no_other():
+    """``results.ROW`` is the frame's measured columns less what a config says and what the frame works out: a
+    measure added to the sweep and not to ``ROW`` would make every kept row read as damaged (replayed each run)."""
+    from convlab.tuning.columns import COLUMNS
+
+    said_by_the_config, worked_out = {"window", "strategies", "worker", "threshold"}, {"saved", "usd_saved"}
+    assert set(results.ROW) == set(COLUMNS) - said_by_the_config - worked_out

@@ -51,12 +51,18 @@ from ..providers.sdk import public_url
 from ..tree import MESSAGE_KEYS, input_tokens
 
 __all__ = ["Summaries", "SummaryCost", "default_folder", "model_of", "answerer", "request_key",
-           "SummaryFolder"]
+           "SummaryFolder", "SUMMARY_HINT"]
 
 
 #: Where a summarizer's summaries are kept (``Options.summary_cache``): None (``default_folder``), a folder,
 #: or False (memory only).
 SummaryFolder: TypeAlias = str | os.PathLike[str] | Literal[False] | None
+
+#: How a caller gives the summary cache a folder that can be written, or does without one: what the
+#: ``CacheWarning`` of a folder that cannot be written says. The same words reach a caller of ``tune`` or
+#: ``replay`` and a user of ``convlab tune``, so each names what it has.
+SUMMARY_HINT = ("summary_cache=DIR to tune or replay, or XDG_CACHE_HOME=DIR (the default folder is under it, "
+                "for `convlab tune` too); summary_cache=False or --no-summary-cache keeps them in memory only")
 
 
 def default_folder() -> Path:
@@ -203,11 +209,13 @@ class Summaries:
     (1, SummaryCost(calls=0, input_tokens=0, cached=1, cached_input_tokens=4, estimated=0, failed=0, refused=0, unkept=0))
     """
 
-    def __init__(self, provider: providers.Provider, folder: str | os.PathLike | None):
+    def __init__(self, provider: providers.Provider, folder: str | os.PathLike | None, *, hint: str = SUMMARY_HINT):
+        """``hint``: how the caller gives the folder, said when it cannot be written (a judge's cache: ``probes.JUDGE_HINT``)."""
         if not callable(getattr(provider, "complete", None)):
             raise TypeError(f"a summarizer is a provider (with complete(request)), got {provider!r}")
         self.provider = provider
         self.folder = Path(folder).expanduser() if folder is not None else None
+        self.hint = hint
         self._answering = answerer(provider)  # what else of the provider changes its answer: in every key
         self._lock = threading.Lock()
         self._known: dict[str, dict[str, Any]] = {}  # key -> entry
@@ -289,8 +297,8 @@ class Summaries:
             if first:
                 warnings.warn(CacheWarning(
                     f"the cache folder {self.folder} cannot be written ({reason}): the replies {self.provider!r} makes are "
-                    "used in this run but not kept, so a later run asks for them again (give the cache a folder that "
-                    "can be written: cache=..., or XDG_CACHE_HOME)", folder=str(self.folder), reason=reason), stacklevel=2)
+                    f"used in this run but not kept, so a later run asks for them again (give it a folder that can be "
+                    f"written: {self.hint})", folder=str(self.folder), reason=reason), stacklevel=2)
 
     def _write(self, key: str, entry: dict[str, Any]) -> None:
         if self.folder is None:

@@ -55,7 +55,7 @@ from ..tokens import count_tokens
 from .facts import Fact, holds, message_text, normal
 
 __all__ = ["QUESTIONS", "RETRY", "ANSWER", "GRADE", "Judge", "JudgeCost", "Relayed", "Probed", "Asking",
-           "questions_from", "grade", "probe", "judge_for", "DEFAULT_WINDOW", "WINDOW_SHARE", "JUDGE_KEY"]
+           "questions_from", "grade", "probe", "judge_for", "DEFAULT_WINDOW", "WINDOW_SHARE", "JUDGE_KEY", "JUDGE_HINT"]
 
 QUESTIONS = ("Write up to {n} short questions that the conversation above answers, each with its answer copied "
              "word for word from it (a number, a name, a path, a date, a word). Reply with only a JSON array: "
@@ -72,6 +72,10 @@ DEFAULT_WINDOW = 128_000
 WINDOW_SHARE = 0.7
 #: The key a ``Relayed`` judge's requests carry to the calling process (taken off before the call).
 JUDGE_KEY = "judge"
+#: How a caller gives the judge's cache a folder that can be written, or does without one: what the
+#: ``CacheWarning`` of a folder that cannot be written says (``convlab tune`` has no judge).
+JUDGE_HINT = ("judge_cache=DIR to tune or retention, Judge(provider, cache=DIR), or XDG_CACHE_HOME=DIR (the default "
+              "folder is under it); judge_cache=False keeps them in memory only")
 
 _WORD = re.compile(r"[^\W_]+")
 
@@ -130,7 +134,7 @@ class Judge:
         self.window = window or (n_ctx if isinstance(n_ctx, int) else DEFAULT_WINDOW)
         self.provider = provider
         self.dry_run = dry_run
-        self._calls = Summaries(provider, folder)  # the cache of model calls, as summaries are kept
+        self._calls = Summaries(provider, folder, hint=JUDGE_HINT)  # the cache of model calls, as summaries are kept
 
     @property
     def folder(self) -> Path | None:

@@ -18,7 +18,9 @@ written to a temporary name and renamed into place after each unit of work
 (a conversation's configs, or a part of them), so a sweep stopped halfway
 (Ctrl-C, a killed kernel) keeps every unit it finished, and a file on disk is
 always whole. An entry is read as untrusted: one that cannot be read, or
-whose key or rows are not what this module writes, is made again. A folder
+whose key or rows are not what this module writes (``ROW``: every measure a
+sweep writes, each of its type, finite or NaN, not negative where the sweep's
+figure never is, no larger than ``LARGEST``), is made again. A folder
 that cannot be written (read-only, a full disk) loses nothing of the sweep:
 one ``CacheWarning`` names it and why, and the results stay in memory.
 
@@ -40,6 +42,7 @@ import functools
 import hashlib
 import importlib.metadata
 import json
+import math
 import os
 import pickle
 import warnings
@@ -54,7 +57,49 @@ if TYPE_CHECKING:
     from ..replaying.plan import Plan
     from .forks import Setup
 
-__all__ = ["ResultCache", "for_sweep", "default_folder", "conversation_key", "setup_key", "rows_of", "Stopped"]
+__all__ = ["ResultCache", "for_sweep", "default_folder", "conversation_key", "setup_key", "rows_of", "Stopped",
+           "RESULT_HINT", "ROW", "LARGEST"]
+
+
+#: How a caller gives the result cache a folder that can be written, or does without one: what the
+#: ``CacheWarning`` of a folder that cannot be written says, to a caller of ``tune`` and a user of ``convlab tune``.
+RESULT_HINT = ("result_cache=DIR to tune, --result-cache DIR to `convlab tune`, or XDG_CACHE_HOME=DIR (the default "
+               "folder is under it); result_cache=False or --no-result-cache keeps none")
+
+
+#: What a kept row holds: each measure a sweep writes (``measures.measures`` and the baseline's figures a row
+#: carries, ``forks.rows``) and its kind: ``"count"`` a whole number, not negative (``"count?"``: or None);
+#: ``"int"`` a whole number; ``"amount"`` a number, not negative, or NaN (unknown); ``"signed"`` a number or NaN.
+ROW: dict[str, str] = {
+    **dict.fromkeys(("calls", "lost_calls", "summary_calls", "limits_full", "limits_idle", "limits_overflow",
+                     "summaries", "summary_tokens", "summary_tokens_max", "resets", "overflows", "failed_turns", "stale",
+                     "max_count", "tokens_read", "cached", "cache_write", "baseline_tokens_read"), "count"),
+    **dict.fromkeys(("first_limit_call", "overhead_calls"), "count?"),
+    "overhead": "int",
+    **dict.fromkeys(("logged_cached", "err_cached_p95", "err_exact_p95", "err_usage_p95", "cached_share", "usd",
+                     "baseline_usd", "compactions_warm", "warm_rewrite_usd", "facts_kept"), "amount"),
+    **dict.fromkeys(("err_exact_mean", "err_cached_mean", "err_usage_mean", "usage_growth"), "signed"),
+}
+#: The largest figure a kept row may hold, either way (2^53: no sweep's tokens or dollars come near it; the
+#: largest whole number a float holds exactly).
+LARGEST = 2**53
+
+
+def _figure(value: object, kind: str) -> bool:
+    """Whether ``value`` is a figure of ``kind`` (``ROW``'s) as a sweep writes it."""
+    if value is None:
+        return kind == "count?"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    measured = kind in ("amount", "signed")  # a float: a count is always written whole
+    if isinstance(value, float) and (not measured or math.isnan(value)):
+        return measured
+    return abs(value) <= LARGEST and (value >= 0 or kind in ("int", "signed"))  # abs: inf is past it
+
+
+def _whole(row: object) -> bool:
+    """Whether ``row`` is a row as a sweep writes it: ``ROW``'s measures and no other, each a figure of its kind."""
+    return isinstance(row, dict) and row.keys() == ROW.keys() and all(_figure(row[k], kind) for k, kind in ROW.items())
 
 
 class Stopped(KeyboardInterrupt):
@@ -160,16 +205,18 @@ class ResultCache:
         return self.folder / key[:2] / f"{key}.json"
 
     def load(self, key: str) -> dict[str, dict[str, Any]]:
-        """The rows kept for the conversation ``key``, by config key; ``{}`` for none (or an entry not whole)."""
+        """The rows kept for the conversation ``key``, by config key; ``{}`` for none, or for an entry that is
+        not whole or not what a sweep writes (any row of it: a figure missing, of another type, infinite, past
+        ``LARGEST`` or negative where the sweep's never is): read as untrusted, it is replayed and written again."""
         try:
             with open(self._path(key), encoding="utf-8") as f:
                 entry = json.load(f)
-        except (OSError, ValueError, RecursionError):
+        except (OSError, ValueError, RecursionError):  # RecursionError: json's reader, on an entry nested thousands deep
             return {}
         rows = entry.get("rows") if isinstance(entry, dict) and entry.get("key") == key else None
-        if not isinstance(rows, dict):
+        if not isinstance(rows, dict) or not all(isinstance(k, str) and _whole(r) for k, r in rows.items()):
             return {}
-        return {k: r for k, r in rows.items() if isinstance(k, str) and isinstance(r, dict)}
+        return rows
 
     def keep(self, key: str, rows: Mapping[str, Mapping[str, Any]], quiet: bool = False) -> None:
         """``rows`` (by config key) added to the conversation ``key``'s entry, written whole. A folder that cannot
@@ -191,8 +238,8 @@ class ResultCache:
         """The one ``CacheWarning`` of a folder that cannot be written."""
         warnings.warn(CacheWarning(
             f"the result cache {self.folder} cannot be written ({reason}): this sweep's results are used "
-            "but not kept, so a later run replays them again (give result_cache= a folder that can be written, or "
-            "XDG_CACHE_HOME)", folder=str(self.folder), reason=reason), stacklevel=stacklevel)
+            f"but not kept, so a later run replays them again (give it a folder that can be written: {RESULT_HINT})",
+            folder=str(self.folder), reason=reason), stacklevel=stacklevel)
 
 
 def rows_of(entry: Mapping[str, Mapping[str, Any]], keys: Iterable[str]) -> dict[int, dict[str, Any]]:
