@@ -69,6 +69,7 @@ class Conversation:
         source: str | None = None,
         metadata: dict[str, Any] | None = None,
         left_out: list[str] | None = None,
+        no_text: list[str] | None = None,
     ) -> None:
         if not isinstance(tree, Tree):
             raise TypeError(f"Conversation wraps a convlab.tree.Tree, got {type(tree).__name__}")
@@ -85,6 +86,10 @@ class Conversation:
         #: one line each, as the ``ReadWarning`` said them. ``convlab.read`` refuses a file that loses most of its
         #: messages so, or every message of one speaker.
         self.left_out: list[str] = list(left_out or [])
+        #: The messages (ids) read with no text because the importer found none where its format keeps a message's
+        #: text (a key it does not read, an object where text goes), each said in a ``ReadWarning``. ``convlab.read``
+        #: refuses a file in which most messages, or most of one speaker's, read empty so.
+        self.no_text: list[str] = list(no_text or [])
 
     @property
     def tree(self) -> nx.DiGraph:

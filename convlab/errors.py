@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["CacheWarning", "CallCancelled", "Refused", "ConfigError", "ExploreError", "LogError", "LogWarning", "PriceError", "ProviderError", "ReadError", "ReadWarning", "SummaryWarning",
            "TokenizerError", "TuneWarning"]
 
@@ -123,11 +125,15 @@ class TuneWarning(UserWarning):
     """A config of a sweep acts on most model calls, its threshold sits below the hidden
     prompt the provider reads at every call, or it made turns fail: its figures say more
     about that than about the config (``convlab.rank``). ``left_out`` maps each config the
-    ranking left out to why (empty when the warning is about configs it ranks)."""
+    ranking left out to why (empty when the warning is about configs it ranks); ``usage``
+    each conversation whose baseline's dollars are off its log's own (``ranking.USAGE_OFF``:
+    ``ranked.attrs["usage_off"]``), empty when the warning is about something else."""
 
-    def __init__(self, message: str, left_out: dict[int, str] | None = None) -> None:
+    def __init__(self, message: str, left_out: dict[int, str] | None = None, *,
+                 usage: dict[str, dict[str, Any]] | None = None) -> None:
         super().__init__(message)
         self.left_out: dict[int, str] = dict(left_out or {})
+        self.usage: dict[str, dict[str, Any]] = dict(usage or {})
 
 
 class TokenizerError(RuntimeError):

@@ -438,6 +438,65 @@ def test_an_export_naming_its_assistant_in_a_way_convlab_does_not_know_is_refuse
             convlab.read(p, progress=False)
 
 
+def _moved(export: dict, move, which=lambda m: True) -> dict:
+    """The branching export with the text of each message ``which`` picks moved by ``move(record, text)``."""
+    for m in export["messages"]:
+        if which(m):
+            move(m, m.pop("message"))
+    return export
+
+
+def _unknown_key(m, text):
+    m["msg"] = text
+
+
+def _nested(m, text):
+    m["message"] = {"content": text}
+
+
+@pytest.mark.parametrize("move", [_unknown_key, _nested])
+def test_an_export_whose_text_convlab_does_not_find_is_refused_not_read_empty(tmp_path, move):
+    """Issue 35: "a read that leaves out most of a file's messages (or all of one role) is a ReadError naming the
+    format it tried". The 175-message export with its text under a key the importer does not read (``msg``) or
+    nested in an object (``{"message": {"content": ...}}``) read as 175 empty messages, exit 0 and no warning; now
+    it is refused, naming the format, how many messages read empty and the first."""
+    p = tmp_path / "export.json"
+    p.write_text(json.dumps(_moved(branching_export(), move)))
+    with pytest.warns(convlab.ReadWarning, match=r"node 'm0': no text under content, text, message or body; read empty"):
+        with pytest.raises(convlab.ReadError, match=r"export\.json: does not read as generic: 175 of its 175 messages read empty, "
+                                                    r"their text not where generic keeps it \(node 'm0' the first\)"):
+            convlab.read(p, progress=False)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        assert convlab.read(tmp_path, progress=False) == []  # in a folder: said, and the walk goes on
+    assert any("does not read as generic: 175 of its 175 messages read empty" in str(w.message) for w in said)
+    p.write_text(json.dumps(_moved(branching_export(), move, lambda m: m["role"] == "Claude")))  # one speaker's
+    with pytest.warns(convlab.ReadWarning), pytest.raises(convlab.ReadError, match=r"does not read as generic: 87 of its 87 "
+                                                                                   r"assistant messages read empty, their text "
+                                                                                   r"not where generic keeps it \(node 'm1' the first\)"):
+        convlab.read(p, progress=False)
+
+
+def test_messages_the_log_wrote_empty_or_a_few_whose_text_is_elsewhere_are_read(tmp_path):
+    """Logs do hold empty messages (pi's aborted replies, ChatGPT's empty system message; a real Claude.ai export
+    blanked upstream is 547 empty messages of its 557, read in test_importers_formats): a message the log wrote
+    empty is no misread, and a few whose text is elsewhere are read empty and said, the file kept."""
+    export = branching_export()
+    for m in export["messages"][1:]:
+        m["message"] = ""  # every message but the first, written empty
+    p = tmp_path / "export.json"
+    p.write_text(json.dumps(export))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", convlab.ReadWarning)
+        [c] = convlab.read(p, progress=False)
+    assert len(c) == 175 and c.no_text == [] and sum(1 for _, a in c.tree.nodes(data=True) if a["content"] == "") == 174
+    p.write_text(json.dumps(_moved(branching_export(), _nested, lambda m: int(m["id"][1:]) % 20 == 7)))  # 9 of 175
+    with pytest.warns(convlab.ReadWarning, match=r"node 'm7': no text under content, text, message or body; read empty"):
+        [c] = convlab.read(p, progress=False)
+    assert len(c) == 175 and c.no_text == [f"m{i}" for i in range(7, 175, 20)]
+    assert [c.tree.nodes[n]["content"] for n in c.no_text] == [""] * 9
+
+
 # -- Cline / Roo Code: a task folder generated from the layout in cline/cline's source -------------------------
 
 def test_a_cline_task_folder_reads_as_one_conversation_with_usage_per_call(tmp_path):

@@ -355,9 +355,10 @@ def _with_a_preset(convs: list[Any], notes: Notes) -> list[Any]:
 SHOWN_LEFT = 5
 
 
-def _left_out(warning: Warning | str) -> bool:
-    """A warning about the configs the ranking left out: the ranking's table says it (also under -q)."""
-    return bool(getattr(warning, "left_out", None))
+def _said_below(warning: Warning | str) -> bool:
+    """A warning the output itself says (also under -q): the configs the ranking left out (its table), and the
+    conversations whose dollars with no strategy are off their logs' own usage (the note under the table)."""
+    return bool(getattr(warning, "left_out", None) or getattr(warning, "usage", None))
 
 
 def _pareto_path(plot: str) -> str:
@@ -404,10 +405,12 @@ def run(args: argparse.Namespace, out: TextIO, notes: Notes) -> None:
         notes.say(_say_cost(cost, dry_run=False))
         if cost.failed:  # at the top of the output, whatever -q says: the rows below rest on it
             out.write("\n".join(textwrap.wrap(_say_failed(cost), width)) + "\n\n")
-    with notes.watch("ranking", said_in_output=_left_out):
+    with notes.watch("ranking", said_in_output=_said_below):
         ranked = rank(df, by="usd" if args.model else "tokens", failed=args.failed)
     out.write("\n".join(_ranking_table(ranked, keys, n_convs, width, df, model=args.model,
                                        unswept=read - n_convs)) + "\n")
+    if ranked.attrs.get("usage_note"):  # the dollars above, against what the logs say they paid
+        out.write("\n".join(textwrap.wrap(f"the dollars against the logs: {ranked.attrs['usage_note']}", width)) + "\n")
     if not (df["limits_full"] + df["limits_idle"] + df["limits_overflow"]).any() and len(df):
         out.write("\n".join(textwrap.wrap(_none_fired(df, args, text, configs), width)) + "\n")
     if args.rows:

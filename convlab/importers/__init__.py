@@ -32,6 +32,7 @@ import os
 import warnings
 import zipfile
 import zlib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,7 @@ from typing import IO, Any, BinaryIO
 
 from ..conversation import Conversation
 from ..errors import ReadError
+from ..tokens import content_text
 from . import (
     agui,
     chatgpt,
@@ -145,17 +147,40 @@ def _convert(doc: Document, format: str | None) -> list[Conversation]:
 def _whole_enough(convs: list[Conversation], source: str, name: str) -> None:
     """A file the format almost fits is refused, never half read: a ``ReadError`` naming the format when the read
     left out most of the file's messages, or every message of one speaker (a file naming its assistant in a way
-    the importer does not know)."""
+    the importer does not know), or read most of them, or most of one speaker's, empty because their text was not
+    where the format keeps it (under a key the importer does not read, or nested in an object).
+
+    A message the log itself wrote empty is no sign of a misread: a real Claude.ai export blanked upstream reads
+    547 empty messages of 557 and is read; only messages the importer found no text for (``Conversation.no_text``)
+    and that hold nothing else (no tool call or result, thinking or image) count."""
     left = [line for c in convs for line in c.left_out]
-    if not left:
-        return
-    kept = sum(len(c) for c in convs)
     roles = {a["role"] for c in convs for _, a in c.tree.nodes(data=True) if a["kind"] == "message"}  # not a summary
     missing = [r for r in ("user", "assistant") if r not in roles]
-    if len(left) <= kept and not missing:
+    kept = sum(len(c) for c in convs)
+    if left and (len(left) > kept or missing):
+        why = f"no {missing[0]} message was left" if missing and len(left) <= kept else f"{len(left)} of its {len(left) + kept} messages"
+        raise read_error(source, f"does not read as {name}: {why} ({left[0]}{f'; and {len(left) - 1} more' if len(left) > 1 else ''})")
+    empty = [(c, n) for c in convs for n in dict.fromkeys(c.no_text) if n in c.tree and _nothing_in(c.tree.nodes[n])]
+    if not empty:
         return
-    why = f"no {missing[0]} message was left" if missing and len(left) <= kept else f"{len(left)} of its {len(left) + kept} messages"
-    raise read_error(source, f"does not read as {name}: {why} ({left[0]}{f'; and {len(left) - 1} more' if len(left) > 1 else ''})")
+    said = Counter(a["role"] for c in convs for _, a in c.tree.nodes(data=True) if a["kind"] == "message" and a.get("copied_from") is None)
+    blank = Counter(c.tree.nodes[n]["role"] for c, n in empty)
+    most = next((r for r in ("user", "assistant") if 2 * blank[r] > said[r]), None)
+    if 2 * len(empty) > said.total():
+        what = f"{len(empty)} of its {said.total()} messages"
+    elif most is not None:
+        what = f"{blank[most]} of its {said[most]} {most} messages"
+    else:
+        return
+    c, n = empty[0]
+    at = f"conversation {c.id!r}, node {n!r}" if len(convs) > 1 else f"node {n!r}"
+    raise read_error(source, f"does not read as {name}: {what} read empty, their text not where {name} keeps it ({at} the first)")
+
+
+def _nothing_in(node: dict[str, Any]) -> bool:
+    """Whether a message read has nothing a model would read: no text (white space is none), no part of another
+    kind (a tool call, thinking, an image), no tool calls, and is no tool's result."""
+    return not node.get("tool_calls") and node.get("tool_call_id") is None and not content_text(node.get("content")).strip()
 
 
 def _records(doc: Document) -> str:

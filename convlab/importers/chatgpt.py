@@ -87,6 +87,8 @@ def parse_one(conv: object, source: str, index: int) -> Conversation:
         raw_meta = table(message, "metadata")
         if raw_meta.get("model_slug"):
             meta["model"] = raw_meta["model_slug"]
+        if not isinstance(message.get("content"), (str, Mapping)):
+            problems.no_text(key, "no content object; read empty")
         node: dict[str, Any] = {
             "role": role,
             "content": content_of(message.get("content")),

@@ -61,6 +61,8 @@ def parse_one(item: object, source: str, index: int) -> Conversation:
             parent = None if parent in ROOT_IDS else str(parent)
         else:
             parent = previous
+        if not (isinstance(m.get("content"), list) and m["content"]) and not isinstance(m.get("text"), str):
+            problems.no_text(mid, "no text under content or text; read empty")
         records.append(ImportedMessage(mid, parent, {
             "role": role,
             "content": content_of(m),

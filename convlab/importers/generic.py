@@ -11,7 +11,9 @@ parent key hanging from the record that holds it.
   else ``sender`` or ``author``; the names exports use (``User``, ``Human``,
   ``Claude``, ``AI``, ``model``, ``bot``) read as user or assistant,
   ``developer`` as system;
-- content: ``content`` (a string or parts), else ``text``, ``message`` or ``body``;
+- content: ``content`` (a string or parts), else ``text``, ``message`` or ``body``; a message with none of
+  them (its text under another key, or nested in an object) reads empty and is said, and a file where most
+  messages do is refused (``convlab.read``: read right or refused);
 - time: ``createdAt``, ``created_at``, ``timestamp`` or ``time``;
 - usage: ``usage``, else ``promptTokens``/``tokenCount`` as LibreChat writes them;
 - the head: the record ``currentId`` / ``currentMessageId`` names, else the
@@ -84,13 +86,14 @@ def _role(m: Mapping[str, Any], problems: Problems, mid: str) -> str | None:
     return role_of(m.get(key), problems, mid)
 
 
-def _content(m: Mapping[str, Any]) -> str | list[Any]:
+def _content(m: Mapping[str, Any]) -> str | list[Any] | None:
+    """The message's content; None when none of the keys holds text (the file keeps it elsewhere)."""
     content = m.get("content")
     if isinstance(content, str):
         return content
     if isinstance(content, list):
         return text_or_parts(content)
-    return next((m[k] for k in _TEXT_KEYS if isinstance(m.get(k), str)), "")
+    return next((m[k] for k in _TEXT_KEYS if isinstance(m.get(k), str)), None)
 
 
 def _usage(m: Mapping[str, Any], role: str) -> dict[str, Any] | None:
@@ -106,8 +109,11 @@ def _records(messages: list[Any], problems: Problems) -> list[ImportedMessage]:
         role = _role(m, problems, mid)
         if role is not None:
             meta = {k: m[k] for k in ("model", "sender", "name") if isinstance(m.get(k), str)}
+            content = _content(m)
+            if content is None:
+                problems.no_text(mid, "no text under content, text, message or body; read empty")
             records.append(ImportedMessage(mid, parent_of(m, PARENT_KEYS, holder), {
-                "role": role, "content": _content(m), "time": next((to_time(m[k]) for k in _TIME_KEYS if k in m), None),
+                "role": role, "content": content if content is not None else "", "time": next((to_time(m[k]) for k in _TIME_KEYS if k in m), None),
                 "usage": _usage(m, role), "metadata": meta}))
     return records
 

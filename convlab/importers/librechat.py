@@ -81,6 +81,8 @@ def parse_one(item: object, source: str, index: int) -> Conversation:
         usage = None
         if role == "assistant" and m.get("promptTokens") is not None:
             usage = usage_of({"input_tokens": m.get("promptTokens"), "output_tokens": m.get("tokenCount")})
+        if not (isinstance(m.get("content"), list) and m["content"]) and not isinstance(m.get("text"), str):
+            problems.no_text(mid, "no text under content or text; read empty")
         records.append(ImportedMessage(mid, parent_of(m, ("parentMessageId",), holder), {
             "role": role,
             "content": content_of(m),

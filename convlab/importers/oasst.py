@@ -65,6 +65,8 @@ def parse_one(item: object, source: str, index: int) -> Conversation:
             if role is None:
                 continue
             text = m.get("text")
+            if not isinstance(text, str):
+                problems.no_text(mid, "no text; read empty")
             records.append(ImportedMessage(mid, parent, {
                 "role": role,
                 "content": text if isinstance(text, str) else "",

@@ -69,6 +69,8 @@ def parse_one(item: object, source: str, index: int) -> Conversation:
             continue
         parent = m.get("parentId")
         meta = {k: m[k] for k in ("model", "modelName", "done", "error") if m.get(k) is not None}
+        if m.get("content") is None:
+            problems.no_text(key, "no content; read empty")
         node: dict[str, Any] = {
             "role": role,
             "content": content_of(m.get("content")),

@@ -107,6 +107,7 @@ class Problems:
         self.conversation = conversation
         self.items: list[tuple[str | None, str]] = []
         self.left: list[str] = []  # what left a message of the log out, one line per message
+        self.empty: list[str] = []  # the messages read with no text because none was where the format keeps it
 
     def add(self, node: str | None, what: str) -> None:
         self.items.append((node, what))
@@ -115,6 +116,12 @@ class Problems:
         """A message of the log the importer could not read: a problem, and counted (``Conversation.left_out``)."""
         self.add(node, what)
         self.left.append(f"node {node!r}: {what}" if node is not None else what)
+
+    def no_text(self, node: str, what: str) -> None:
+        """A message read with no text because the importer found none where the format keeps a message's text (a
+        key it does not read, an object where text goes): a problem, and counted (``Conversation.no_text``)."""
+        self.add(node, what)
+        self.empty.append(node)
 
     def __bool__(self) -> bool:
         return bool(self.items)
@@ -523,7 +530,8 @@ def conversation(
         problems.add(None, "its id, title or metadata held what JSON cannot carry; read repaired (jsondata.repaired)")
     left = list(problems.left)
     problems.warn()
-    return Conversation(tree, id=id, title=title_text, format=format, source=source, metadata=metadata, left_out=left)
+    return Conversation(tree, id=id, title=title_text, format=format, source=source, metadata=metadata, left_out=left,
+                        no_text=list(problems.empty))
 
 
 def _newest_leaf(tree: Tree, records: list[ImportedMessage]) -> str | None:

@@ -18,7 +18,11 @@ if TYPE_CHECKING:
 
     from .forks import Setup
 
-__all__ = ["COLUMNS", "Rows", "MISSING", "frame", "strategies"]
+__all__ = ["COLUMNS", "USAGE_COLUMNS", "Rows", "MISSING", "frame", "strategies"]
+
+#: Each conversation's baseline against its log's own usage (``measures.against_usage``), columns of a tune frame.
+USAGE_COLUMNS = ("usage_usd", "usage_usd_replayed", "usage_cached", "usage_cached_replayed",
+                 "usage_cache_write", "usage_cache_write_replayed")
 
 #: The measured columns of a tune frame, in order (after conversation, source, config and the grid keys).
 COLUMNS = (
@@ -58,6 +62,7 @@ COLUMNS = (
     "usd",
     "baseline_usd",
     "usd_saved",
+    *USAGE_COLUMNS,
     "facts_kept",
     "err_exact_mean",
     "err_exact_p95",

@@ -28,7 +28,7 @@ from ..replaying.driver import Replayer
 from ..replaying.model import Summarize
 from ..replaying.plan import ExactCounts, Plan
 from ..replaying.result import Figures, Replay
-from .measures import measures
+from .measures import against_usage, measures
 from .probes import Asking
 from .retention import retained
 
@@ -136,8 +136,9 @@ def _closest(root: _SharedReplay, config: Setup) -> tuple[_SharedReplay, int | N
 class Baseline:
     """A conversation's baseline replay (no config: nothing fires, the log as it was), run once:
     the ``root`` its configs share or fork from, and what every row of it carries from it (its tokens
-    read and dollars, and the hidden overhead: ``given``, else the log's, ``Replay.hidden_overhead``,
-    with the number of calls it rests on)."""
+    read and dollars, the hidden overhead: ``given``, else the log's, ``Replay.hidden_overhead``,
+    with the number of calls it rests on, and its dollars against the log's own usage,
+    ``measures.against_usage``)."""
 
     root: _SharedReplay
     carried: dict[str, Any]
@@ -149,7 +150,9 @@ class Baseline:
         base = Replayer(p, None, counts=counts, agent=agent, summarize=summarize, **knobs).run()
         result = base.result()
         root = _SharedReplay.made(base, 0, result=result)
-        return cls(root, _carried(result, root.row, knobs.get("overhead")), result.figures())
+        pricing = base.pricing
+        usage = against_usage(result, p, pricing.prices(pricing.model) if pricing is not None else None)
+        return cls(root, _carried(result, root.row, knobs.get("overhead"), usage), result.figures())
 
     def leaves(self, setup: Setup) -> tuple[int, Any] | None:
         """Where ``setup`` first says something else than the baseline: the turn, and what it
@@ -162,11 +165,11 @@ class Baseline:
         return None
 
 
-def _carried(base: Replay, row: Mapping[str, Any], given: int | None) -> dict[str, Any]:
+def _carried(base: Replay, row: Mapping[str, Any], given: int | None, usage: Mapping[str, Any]) -> dict[str, Any]:
     hidden = {"overhead": given, "overhead_calls": None} if given is not None else base.hidden_overhead()
     growth = base.fit.growth() if base.fit is not None else None
     return {"baseline_tokens_read": row["tokens_read"], "baseline_usd": row["usd"], **hidden,
-            "usage_growth": math.nan if growth is None else growth}
+            "usage_growth": math.nan if growth is None else growth, **usage}
 
 
 def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, Setup]], agent: str, *,

@@ -13,12 +13,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..replaying.result import Figures, ModelCall, Replay, SummaryCall
+from .columns import USAGE_COLUMNS
 from .retention import facts_kept
 
-__all__ = ["measures", "cost_measures"]
+if TYPE_CHECKING:
+    from ..replaying.plan import Plan
+    from ..replaying.prices import Prices
+
+__all__ = ["measures", "cost_measures", "against_usage"]
 
 
 def measures(replay: Replay, baseline: Mapping[str, Figures] | None = None) -> dict[str, Any]:
@@ -70,6 +75,56 @@ def cost_measures(replay: Replay, baseline: Mapping[str, Figures] | None = None)
     """
     answered, summaries, lost = _summed(replay, baseline)
     return _costs(replay, answered, summaries, lost, _read(answered, summaries, lost))
+
+
+def against_usage(replay: Replay, p: Plan, prices: Prices | None) -> dict[str, Any]:
+    """A replay's dollars against its log's own, over the answered calls whose logged usage applies (the
+    calls the log says what they cost): ``usage_usd`` (the log's usage priced at ``prices``: its input,
+    cache reads, cache writes and output as it records them), ``usage_usd_replayed`` (the replay's dollars
+    there), ``usage_cached`` / ``usage_cached_replayed`` and ``usage_cache_write`` /
+    ``usage_cache_write_replayed`` (the log's cache reads and writes, and the replay's predicted). The
+    replay takes each call's input and output from the log, so the cache is all they can differ by. NaN each
+    without ``prices`` or such a call. What ``tune`` carries from each conversation's baseline, and
+    ``rank`` checks (``ranking.USAGE_OFF``).
+
+    >>> from convlab.tree import Tree
+    >>> from convlab.conversation import Conversation
+    >>> from convlab.replaying.driver import replay
+    >>> from convlab.replaying.plan import plan
+    >>> from convlab.replaying.prices import Prices
+    >>> t = Tree()
+    >>> _ = t.add({"id": "u1", "role": "user", "content": "hi " * 3000, "time": 0.0}, None)
+    >>> usage = {"input_tokens": 10, "cache_creation_input_tokens": 3000, "output_tokens": 5}  # Anthropic's: 3,010 in all
+    >>> _ = t.add({"id": "a1", "role": "assistant", "content": "ok", "time": 1.0, "usage": usage}, "u1")
+    >>> _ = t.add({"id": "u2", "role": "user", "content": "more", "time": 2.0}, "a1")
+    >>> usage = {"input_tokens": 10, "cache_creation_input_tokens": 3010, "output_tokens": 5}  # a second write: a miss
+    >>> _ = t.add({"id": "a2", "role": "assistant", "content": "sure", "time": 3.0, "usage": usage}, "u2")
+    >>> t.head = "a2"
+    >>> c = Conversation(t, id="c")
+    >>> m = against_usage(replay(c, model="claude-sonnet-4-5"), plan(c), Prices("claude-sonnet-4-5"))
+    >>> m["usage_cached"], m["usage_cached_replayed"], m["usage_cache_write"], m["usage_cache_write_replayed"]
+    (0, 3018, 6010, 3012)
+    >>> round(m["usage_usd"], 5), round(m["usage_usd_replayed"], 5)
+    (0.02275, 0.01235)
+    """
+    calls = [c for c in replay.answered() if c.applies and c.logged is not None and c.priced and c.usd is not None]
+    if prices is None or not calls:
+        return dict.fromkeys(USAGE_COLUMNS, math.nan)
+    usd = replayed = 0.0
+    cached = cached_replayed = written = written_replayed = 0
+    for c in calls:
+        node = p.nodes.get(str(c.reply))
+        usage = node.get("usage") if node is not None else None
+        wrote = usage.get("cache_creation_input_tokens") if isinstance(usage, Mapping) else None
+        logged_read = min(c.logged_cached or 0, c.read)
+        logged_write = min(wrote if isinstance(wrote, int) and not isinstance(wrote, bool) and wrote > 0 else 0, c.read - logged_read)
+        out = c.output or 0
+        usd += prices.usd(c.read, logged_read, logged_write, out)
+        replayed += c.usd or 0.0
+        cached, cached_replayed = cached + logged_read, cached_replayed + (c.cached or 0)
+        written, written_replayed = written + logged_write, written_replayed + (c.cache_write or 0)
+    return {"usage_usd": usd, "usage_usd_replayed": replayed, "usage_cached": cached,
+            "usage_cached_replayed": cached_replayed, "usage_cache_write": written, "usage_cache_write_replayed": written_replayed}
 
 
 def _summed(replay: Replay, baseline: Mapping[str, Figures] | None) -> tuple[list[ModelCall], list[SummaryCall], list[Figures]]:

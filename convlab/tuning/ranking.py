@@ -26,12 +26,13 @@ from typing import TYPE_CHECKING, Any
 from ..context import MARGIN, ContextConfig
 from ..errors import TuneWarning
 from ..tables import plain
+from .columns import USAGE_COLUMNS
 from .presets import EVERY_CALL
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["rank", "totals", "RANK_COLUMNS", "grid_keys", "config_label", "short_keys"]
+__all__ = ["rank", "totals", "usage_off", "USAGE_OFF", "RANK_COLUMNS", "grid_keys", "config_label", "short_keys"]
 
 #: The columns of ``rank``'s frame (after ``config`` and the grid keys).
 RANK_COLUMNS = (
@@ -105,7 +106,7 @@ def short_keys(keys: Sequence[str]) -> dict[str, str]:
 SUMMED = ("calls", "lost_calls", "summary_calls", "limits_full", "limits_idle", "limits_overflow", "summaries",
           "summary_tokens", "resets", "overflows", "failed_turns", "stale", "tokens_read", "baseline_tokens_read",
           "overhead_calls", "cached", "cache_write", "logged_cached", "compactions_warm", "usd", "baseline_usd", "usd_saved",
-          "warm_rewrite_usd")
+          "warm_rewrite_usd", *USAGE_COLUMNS)
 #: the largest over the conversations, and the earliest
 LARGEST, EARLIEST = ("summary_tokens_max", "max_count", "err_exact_p95", "err_usage_p95", "err_cached_p95"), ("first_limit_call",)
 #: means over the conversations, each weighted by its model calls (an error's mean is per call)
@@ -380,7 +381,92 @@ def rank(df: pd.DataFrame, by: str = "tokens", *, min_retained: float | None = N
     guessed = _guessed(whole)
     if guessed:
         warnings.warn(TuneWarning(guessed), stacklevel=2)
+    note, off = usage_off(whole)
+    out.attrs["usage_off"], out.attrs["usage_note"] = off, note
+    if note:
+        warnings.warn(TuneWarning(note, usage=off), stacklevel=2)
     return out
+
+
+#: the share by which a conversation's baseline dollars may differ from its log's own usage priced the same
+#: before ``rank`` says so (the goal the prompt cache's prediction meets on every real Claude Code session
+#: with the log's calls in hand: docs/cache.md)
+USAGE_OFF = 0.10
+
+
+def usage_off(df: pd.DataFrame) -> tuple[str, dict[str, dict[str, Any]]]:
+    """What a ranking says of the conversations whose baseline (no strategy) dollars differ by more than
+    ``USAGE_OFF`` from their log's own usage priced at the same prices (``measures.against_usage``, over the
+    calls the log records usage for): one note naming each one's two figures and the cause, the cache reads
+    and writes the replay predicts against the log's, the one further apart first (relatively: a log that
+    missed the cache where the replay reads it wrote what the replay did not, 4.30M tokens against 0.32M on
+    pi's large session, while its reads differ by 9%), and each one's figures (``ranked.attrs["usage_off"]``:
+    the conversation's id -> ``usd_replayed``, ``usd_logged``, ``off`` (replayed over logged, less 1),
+    ``cause``: ``"cache writes"`` or ``"cache reads"``, the one further apart). The replay takes each call's
+    input and output from the log: what it predicts of the prompt cache is all they can differ by, and every
+    config's dollars there rest on that prediction. ("", {}) for a frame with no such conversation, or none
+    priced.
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"conversation": ["pi", "cc"], "source": ["pi.jsonl", "cc.jsonl"],
+    ...                    "usage_usd": [30.33, 6.60], "usage_usd_replayed": [16.61, 6.67],
+    ...                    "usage_cached": [43_230_000, 16_550_000], "usage_cached_replayed": [47_210_000, 16_530_000],
+    ...                    "usage_cache_write": [4_300_000, 240_000], "usage_cache_write_replayed": [320_000, 260_000]})
+    >>> note, off = usage_off(df)
+    >>> print(note)
+    the replay with no strategy costs more than 10% more or less than the log's own usage priced the same (input, cache reads and writes, output as the log records them, on the calls it records them for) in 1 conversation: pi, $16.61 replayed against $30.33 logged (-45%), furthest apart its cache writes: 0.32M tokens predicted, 4.30M logged (cache reads: 47.21M predicted, 43.23M logged). Over all 2 conversations with usage: $23.28 replayed against $36.93 logged (-37%). The calls' input and output are the log's, so the prompt cache the replay predicts is all the two differ by, and every config's dollars there rest on it
+    >>> off["pi"]["cause"], round(off["pi"]["off"], 3)
+    ('cache writes', -0.452)
+    """
+    if any(c not in df.columns for c in ("conversation", *USAGE_COLUMNS)):  # a frame from before the columns
+        return "", {}
+    per = df.drop_duplicates(["source", "conversation"] if "source" in df.columns else ["conversation"])
+    per = per[(per["usage_usd"] > 0) & per["usage_usd_replayed"].notna()]
+    off: dict[str, dict[str, Any]] = {}
+    said, uncached = [], False
+    for r in _records(per[["conversation", *USAGE_COLUMNS]]):
+        replayed, logged = float(r["usage_usd_replayed"]), float(r["usage_usd"])
+        if abs(replayed / logged - 1) <= USAGE_OFF or str(r["conversation"]) in off:
+            continue
+        sides = {"cache reads": (r["usage_cached_replayed"], r["usage_cached"]),
+                 "cache writes": (r["usage_cache_write_replayed"], r["usage_cache_write"])}
+        cause = "cache writes" if _apart(*sides["cache writes"]) > _apart(*sides["cache reads"]) else "cache reads"
+        other = next(k for k in sides if k != cause)
+        off[str(r["conversation"])] = {"usd_replayed": replayed, "usd_logged": logged, "off": replayed / logged - 1, "cause": cause}
+        (main, main_log), (then, then_log) = _tokens(*sides[cause]), _tokens(*sides[other])
+        besides = f" ({other}: {then} predicted, {then_log} logged)" if any(sides[other]) else ""
+        none = not any(sides["cache reads"][:1] + sides["cache writes"][:1]) and bool(sides["cache reads"][1])
+        uncached |= none
+        said.append(f"{r['conversation']}, ${replayed:,.2f} replayed against ${logged:,.2f} logged ({replayed / logged - 1:+.0%}), "
+                    f"furthest apart its {cause}: {main} tokens predicted, {main_log} logged{besides}"
+                    + (", no prompt cache predicted at all" if none else ""))
+    if not off:
+        return "", {}
+    shown = "; ".join(said[:3]) + (f"; and {len(said) - 3} more (ranked.attrs['usage_off'] names them)" if len(said) > 3 else "")
+    total = ""
+    if len(per) > 1:
+        replayed, logged = float(per["usage_usd_replayed"].sum()), float(per["usage_usd"].sum())
+        total = (f". Over all {_count(len(per), 'conversation')} with usage: ${replayed:,.2f} replayed against ${logged:,.2f} "
+                 f"logged ({replayed / logged - 1:+.0%})")
+    rule = (". Where it predicts no prompt cache at all, convlab has no cache rule for the model (it has Anthropic's and "
+            "OpenAI's: prompt_cache)") if uncached else ""
+    return (f"the replay with no strategy costs more than {USAGE_OFF:.0%} more or less than the log's own usage priced the same "
+            f"(input, cache reads and writes, output as the log records them, on the calls it records them for) in "
+            f"{_count(len(off), 'conversation')}: {shown}{total}. The calls' input and output are the log's, so the prompt "
+            f"cache the replay predicts is all the two differ by, and every config's dollars there rest on it{rule}"), off
+
+
+def _apart(predicted: float, logged: float) -> float:
+    """How far apart two counts are, as a share of the larger (0 when both are 0)."""
+    most = max(abs(float(predicted)), abs(float(logged)))
+    return abs(float(predicted) - float(logged)) / most if most else 0.0
+
+
+def _tokens(predicted: float, logged: float) -> tuple[str, str]:
+    """Two counts of tokens in few characters, in one unit (0 as itself): ``("0.32M", "4.30M")``, ``("16.9k", "0")``."""
+    most = max(abs(float(predicted)), abs(float(logged)))
+    unit, size, places = ("M", 1e6, 2) if most >= 1e6 else ("k", 1e3, 1) if most >= 1e3 else ("", 1, 0)
+    return tuple(f"{float(n) / size:,.{places}f}{unit}" if n else "0" for n in (predicted, logged))  # type: ignore[return-value]
 
 
 #: above this many tokens of logged input per transcript token, a log reads content its file does not hold

@@ -154,7 +154,16 @@ def tune(
     o200k_base; above 2 the log reads content its file does not hold, such
     as a Codex rollout's encrypted reasoning, so what a call on a history a
     strategy rewrote reads is a guess and ``convlab.rank`` says so; NaN on
-    fewer than 3 calls with usage); and the count's error in
+    fewer than 3 calls with usage); the baseline against the log's own usage, on its
+    calls whose logged usage applies (``measures.against_usage``; NaN each without
+    a model or such a call): ``usage_usd`` (that usage priced at the sweep's prices:
+    its input, cache reads, cache writes and output as the log records them),
+    ``usage_usd_replayed`` (the baseline's dollars on the same calls),
+    ``usage_cached`` / ``usage_cached_replayed`` and ``usage_cache_write`` /
+    ``usage_cache_write_replayed`` (the log's cache reads and writes, and the
+    baseline's predicted): the calls' input and output are the log's, so the
+    prompt cache is all they differ by, and ``convlab.rank`` says where the
+    dollars are more than 10% apart (``ranking.USAGE_OFF``); and the count's error in
     tokens (count minus reference, per model call, summary calls not
     included): ``err_exact_*`` against the exact o200k_base count of the
     transcript the model read (every call; it holds no hidden prompt, so on
