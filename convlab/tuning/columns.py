@@ -12,17 +12,14 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..context import ContextConfig
+from .measures import USAGE_COLUMNS
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from .forks import Setup
 
-__all__ = ["COLUMNS", "USAGE_COLUMNS", "Rows", "MISSING", "frame", "strategies"]
-
-#: Each conversation's baseline against its log's own usage (``measures.against_usage``), columns of a tune frame.
-USAGE_COLUMNS = ("usage_usd", "usage_usd_replayed", "usage_cached", "usage_cached_replayed",
-                 "usage_cache_write", "usage_cache_write_replayed")
+__all__ = ["COLUMNS", "Rows", "MISSING", "frame", "strategies"]
 
 #: The measured columns of a tune frame, in order (after conversation, source, config and the grid keys).
 COLUMNS = (

@@ -16,14 +16,17 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..replaying.result import Figures, ModelCall, Replay, SummaryCall
-from .columns import USAGE_COLUMNS
 from .retention import facts_kept
 
 if TYPE_CHECKING:
     from ..replaying.plan import Plan
     from ..replaying.prices import Prices
 
-__all__ = ["measures", "cost_measures", "against_usage"]
+__all__ = ["measures", "cost_measures", "against_usage", "USAGE_COLUMNS"]
+
+#: Each conversation's baseline against its log's own usage (``against_usage``), columns of a tune frame.
+USAGE_COLUMNS = ("usage_usd", "usage_usd_replayed", "usage_cached", "usage_cached_replayed",
+                 "usage_cache_write", "usage_cache_write_replayed")
 
 
 def measures(replay: Replay, baseline: Mapping[str, Figures] | None = None) -> dict[str, Any]:

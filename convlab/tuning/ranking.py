@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..context import MARGIN, ContextConfig
 from ..errors import TuneWarning
 from ..tables import plain
-from .columns import USAGE_COLUMNS
+from .measures import USAGE_COLUMNS
 from .presets import EVERY_CALL
 
 if TYPE_CHECKING:
