@@ -176,3 +176,152 @@ def managed_agent_events() -> list[dict]:
         ev(15, "agent.message", content=text("Three.")),
         ev(16, "span.model_request_end", is_error=False, model_request_start_id="sevt_14_0", model_usage=usage(30, 500)),
     ]
+
+
+#: anomalyco/opencode (formerly sst/opencode), read in the stored code index:
+#: packages/opencode/src/storage/storage.ts@00d1fee82d432a8d2ad4344e22461857b03be1eb (a key is a path under
+#: <data>/storage, one JSON file per key) and src/session/index.ts@0002b1fa7df4460349692a647b6fa61d3cc58f12 (keys
+#: ["session", projectID, id], ["message", sessionID, id], ["part", messageID, id]; getUsage: tokens.input without the
+#: cached input, cache.read and cache.write apart, reasoning apart); src/session/message-v2.ts@007a9409bafea06d6b9084ff1f6d1fe9f5e3a803
+#: (User and Assistant infos; text, reasoning, tool (callID, state), step-start, step-finish (tokens, cost) and
+#: compaction (auto, overflow, tail_start_id) parts; toModelMessages; filterCompacted); src/session/session.sql.ts@063e8306d9895af9bdd175306cfa4fa3291fd83a
+#: (tables session, message and part, their data the JSON less its ids), src/storage/db.ts@032cb74b095f4ff07de9fb93f5d36973623e5fa5
+#: (opencode.db in the data folder) and src/storage/json-migration.ts@062aa8c024a00b7348dd3160c0b4fbbfce074ee2
+#: (the storage moved into the database: ids from the file paths, the message and part JSON less their ids as data).
+OPENCODE_SOURCE = "anomalyco/opencode: src/storage/storage.ts, src/session/message-v2.ts, src/session/session.sql.ts"
+
+
+def opencode_sessions(tail: str | None = None) -> dict:
+    """Two OpenCode sessions as OpenCode writes them: ``ses_1`` (a prompt with an attached file's synthetic text, a
+    reply of two steps (reasoning, a read call and its result, then text), a second prompt, a failed reply, a reply
+    whose edit call fails, an automatic compaction (``tail_start_id`` = ``tail``) and its summary, a last turn) and
+    ``ses_2``, a sub-agent's session under it. ``{"sessions": [info], "messages": {sid: [info]}, "parts": {mid: [part]}}``."""
+    t0 = 1_760_000_000_000
+    tokens = lambda i, o, r, read, write: {"input": i, "output": o, "reasoning": r, "cache": {"read": read, "write": write}}  # noqa: E731
+    user = lambda mid, sid, k: {"id": mid, "sessionID": sid, "role": "user", "time": {"created": t0 + 1000 * k},  # noqa: E731
+                                "agent": "build", "model": {"providerID": "anthropic", "modelID": "claude-sonnet-4-5"}}
+
+    def reply(mid, sid, parent, k, **kw):
+        return {"id": mid, "sessionID": sid, "role": "assistant", "time": {"created": t0 + 1000 * k, "completed": t0 + 1000 * k + 500},
+                "parentID": parent, "modelID": "claude-sonnet-4-5", "providerID": "anthropic", "mode": "build", "agent": "build",
+                "path": {"cwd": "/w", "root": "/w"}, "cost": 0.02, "tokens": tokens(0, 0, 0, 0, 0), "finish": "stop", **kw}
+
+    def part(pid, mid, sid, kind, **kw):
+        return {"id": pid, "messageID": mid, "sessionID": sid, "type": kind, **kw}
+
+    def finish(pid, mid, sid, t, cost=0.01):
+        return part(pid, mid, sid, "step-finish", reason="stop", cost=cost, tokens=t)
+
+    def tool(pid, mid, sid, call, name, args, state):
+        return part(pid, mid, sid, "tool", callID=call, tool=name, state={"input": args, "time": {"start": t0, "end": t0 + 1}, **state})
+
+    s1, s2 = "ses_1", "ses_2"
+    compaction = {"auto": True, **({"tail_start_id": tail} if tail else {})}
+    messages = {s1: [user("msg_01", s1, 1), reply("msg_02", s1, "msg_01", 2), user("msg_03", s1, 3),
+                     reply("msg_04", s1, "msg_03", 4, error={"name": "APIError", "data": {"message": "overloaded", "isRetryable": True}},
+                           finish=None),
+                     reply("msg_05", s1, "msg_03", 5), user("msg_06", s1, 6), reply("msg_07", s1, "msg_06", 7, summary=True, mode="compaction"),
+                     user("msg_08", s1, 8), reply("msg_09", s1, "msg_08", 9)],
+                s2: [user("msg_21", s2, 10), reply("msg_22", s2, "msg_21", 11)]}
+    parts = {
+        "msg_01": [part("prt_011", "msg_01", s1, "text", text="why does parse() fail?"),
+                   part("prt_012", "msg_01", s1, "text", text="Called the Read tool with the following input: parser.py", synthetic=True),
+                   part("prt_013", "msg_01", s1, "file", mime="text/plain", filename="parser.py", url="file:///w/parser.py")],
+        "msg_02": [part("prt_021", "msg_02", s1, "step-start"),
+                   part("prt_022", "msg_02", s1, "reasoning", text="Read it first.", time={"start": t0, "end": t0 + 1}),
+                   part("prt_023", "msg_02", s1, "text", text="Let me read it."),
+                   tool("prt_024", "msg_02", s1, "call_1", "read", {"filePath": "/w/parser.py"},
+                        {"status": "completed", "output": "def parse(): return None", "title": "parser.py", "metadata": {}}),
+                   finish("prt_025", "msg_02", s1, tokens(100, 20, 5, 1000, 50)),
+                   part("prt_026", "msg_02", s1, "step-start"),
+                   part("prt_027", "msg_02", s1, "text", text="It returns None."),
+                   finish("prt_028", "msg_02", s1, tokens(30, 10, 0, 1150, 0))],
+        "msg_03": [part("prt_031", "msg_03", s1, "text", text="fix it")],
+        "msg_04": [part("prt_041", "msg_04", s1, "step-start"), part("prt_042", "msg_04", s1, "text", text="I will fi")],
+        "msg_05": [part("prt_051", "msg_05", s1, "step-start"),
+                   tool("prt_052", "msg_05", s1, "call_2", "edit", {"filePath": "/w/parser.py"},
+                        {"status": "error", "error": "file changed since it was read"}),
+                   finish("prt_053", "msg_05", s1, tokens(40, 15, 0, 1200, 0)),
+                   part("prt_054", "msg_05", s1, "step-start"),
+                   part("prt_055", "msg_05", s1, "text", text="Fixed."),
+                   finish("prt_056", "msg_05", s1, tokens(20, 5, 0, 1300, 0))],
+        "msg_06": [part("prt_061", "msg_06", s1, "compaction", **compaction)],
+        "msg_07": [part("prt_071", "msg_07", s1, "step-start"), part("prt_072", "msg_07", s1, "text", text="We fixed parse()."),
+                   finish("prt_073", "msg_07", s1, tokens(1500, 40, 0, 0, 0))],
+        "msg_08": [part("prt_081", "msg_08", s1, "text", text="thanks")],
+        "msg_09": [part("prt_091", "msg_09", s1, "step-start"), part("prt_092", "msg_09", s1, "text", text="You're welcome."),
+                   finish("prt_093", "msg_09", s1, tokens(10, 5, 0, 100, 0))],
+        "msg_21": [part("prt_211", "msg_21", s2, "text", text="find the tests")],
+        "msg_22": [part("prt_221", "msg_22", s2, "step-start"), part("prt_222", "msg_22", s2, "text", text="tests/test_parser.py"),
+                   finish("prt_223", "msg_22", s2, tokens(50, 8, 0, 0, 0))],
+    }
+    sessions = [{"id": s1, "projectID": "p1", "directory": "/w", "title": "fix the parser", "version": "1.0.0",
+                 "time": {"created": t0, "updated": t0 + 9000}},
+                {"id": s2, "projectID": "p1", "parentID": s1, "directory": "/w", "title": "find the tests (@general subagent)",
+                 "version": "1.0.0", "time": {"created": t0 + 10_000, "updated": t0 + 11_000}}]
+    return {"sessions": sessions, "messages": messages, "parts": parts}
+
+
+def opencode_storage(data: Path, tail: str | None = None) -> Path:
+    """OpenCode's data folder with the sessions of ``opencode_sessions`` in its JSON storage (``<data>/storage``,
+    pretty-printed as Storage.write writes); the storage folder."""
+    store, held = data / "storage", opencode_sessions(tail)
+
+    def write(path: Path, value: dict) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(value, indent=2))
+
+    for s in held["sessions"]:
+        write(store / "session" / s["projectID"] / f"{s['id']}.json", s)
+    for sid, messages in held["messages"].items():
+        for m in messages:
+            write(store / "message" / sid / f"{m['id']}.json", m)
+    for mid, parts in held["parts"].items():
+        for p in parts:
+            write(store / "part" / mid / f"{p['id']}.json", p)
+    write(store / "project" / "p1.json", {"id": "p1", "worktree": "/w", "vcs": "git", "time": {"created": 0}})
+    (store / "migration").write_text("2")
+    return store
+
+
+def opencode_database(path: Path, tail: str | None = None) -> Path:
+    """OpenCode's database (``session.sql.ts``'s session, message and part tables; the data column the JSON less its
+    ids, as json-migration.ts moves it) holding the sessions of ``opencode_sessions``."""
+    import sqlite3
+
+    held = opencode_sessions(tail)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = sqlite3.connect(path)
+    con.executescript("""
+        CREATE TABLE project (id text PRIMARY KEY, worktree text NOT NULL, time_created integer NOT NULL, time_updated integer NOT NULL);
+        CREATE TABLE session (id text PRIMARY KEY, project_id text NOT NULL REFERENCES project(id), workspace_id text, parent_id text,
+            slug text NOT NULL, directory text NOT NULL, path text, title text NOT NULL, version text NOT NULL, share_url text,
+            summary_additions integer, summary_deletions integer, summary_files integer, summary_diffs text,
+            cost real NOT NULL DEFAULT 0, tokens_input integer NOT NULL DEFAULT 0, tokens_output integer NOT NULL DEFAULT 0,
+            tokens_reasoning integer NOT NULL DEFAULT 0, tokens_cache_read integer NOT NULL DEFAULT 0,
+            tokens_cache_write integer NOT NULL DEFAULT 0, revert text, permission text, agent text, model text,
+            time_created integer NOT NULL, time_updated integer NOT NULL, time_compacting integer, time_archived integer);
+        CREATE TABLE message (id text PRIMARY KEY, session_id text NOT NULL REFERENCES session(id) ON DELETE CASCADE,
+            time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
+        CREATE TABLE part (id text PRIMARY KEY, message_id text NOT NULL REFERENCES message(id) ON DELETE CASCADE,
+            session_id text NOT NULL, time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
+        CREATE TABLE todo (session_id text NOT NULL, content text NOT NULL, status text NOT NULL, priority text NOT NULL,
+            position integer NOT NULL, time_created integer NOT NULL, time_updated integer NOT NULL, PRIMARY KEY (session_id, position));
+    """)
+    con.execute("INSERT INTO project VALUES ('p1', '/w', 0, 0)")
+    for s in held["sessions"]:
+        con.execute("INSERT INTO session (id, project_id, parent_id, slug, directory, title, version, time_created, time_updated) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", (s["id"], s["projectID"], s.get("parentID"), "", s["directory"],
+                                                           s["title"], s["version"], s["time"]["created"], s["time"]["updated"]))
+    strip = lambda value, *keys: json.dumps({k: v for k, v in value.items() if k not in keys})  # noqa: E731
+    for sid, messages in held["messages"].items():
+        for m in messages:
+            con.execute("INSERT INTO message VALUES (?, ?, ?, ?, ?)",
+                        (m["id"], sid, m["time"]["created"], m["time"]["created"], strip(m, "id", "sessionID")))
+    for mid, parts in held["parts"].items():
+        for p in parts:
+            con.execute("INSERT INTO part VALUES (?, ?, ?, ?, ?, ?)", (p["id"], mid, p["sessionID"], 0, 0,
+                                                                      strip(p, "id", "messageID", "sessionID")))
+    con.commit()
+    con.close()
+    return path

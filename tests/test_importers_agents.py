@@ -583,7 +583,7 @@ def test_each_agents_default_folder_finds_every_session(tmp_path):
         assert sorted(c.id for c in convs) == sorted(ids), folder
 
 
-# -- Anthropic Managed Agents, Cursor -----------------------------------------------------------------
+# -- Anthropic Managed Agents, Cursor (OpenCode: tests/test_importers_opencode.py) -----------------------------------------------------------------
 
 
 def test_a_managed_agents_event_stream_reads_a_reply_per_model_request(tmp_path):
@@ -617,26 +617,6 @@ def test_a_cursor_transcript_is_refused_by_name(tmp_path):
     (tmp_path / "agent-transcripts" / "chat.json").write_text(json.dumps([{"role": "user", "content": "hi"}]))
     with pytest.warns(convlab.ReadWarning, match=r"looks like a Cursor agent transcript: not read.*; passed over"):
         convs = convlab.read(tmp_path, progress=False)  # in a folder: named and passed over, the others read
-    assert [c.format for c in convs] == ["openai"]
-
-
-def test_opencode_storage_is_refused_by_name_and_passed_over_whole(tmp_path):
-    """OpenCode keeps a JSON file per session, message and part (and has since moved to SQLite): convlab does not
-    read it, and says so by name; a storage folder is passed over with one warning, not one per file."""
-    store = tmp_path / "opencode" / "storage"
-    files = {store / "session" / "global" / "ses_1.json": {"id": "ses_1", "projectID": "global", "title": "t", "time": {}},
-             store / "message" / "ses_1" / "msg_1.json": {"id": "msg_1", "sessionID": "ses_1", "role": "user", "time": {}},
-             store / "part" / "msg_1" / "prt_1.json": {"id": "prt_1", "messageID": "msg_1", "sessionID": "ses_1",
-                                                       "type": "text", "text": "hi"}}
-    for path, value in files.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(value))
-    with pytest.raises(convlab.ReadError, match=r"msg_1\.json: looks like an OpenCode storage file \(a message\): not read"):
-        convlab.read(store / "message" / "ses_1" / "msg_1.json", progress=False)
-    (tmp_path / "chat.json").write_text(json.dumps([{"role": "user", "content": "hi"}]))
-    with pytest.warns(convlab.ReadWarning) as caught:
-        convs = convlab.read(tmp_path, progress=False)
-    assert [str(w.message) for w in caught] == [f"{store}: looks like OpenCode's storage: not read; passed over"]
     assert [c.format for c in convs] == ["openai"]
 
 

@@ -56,6 +56,7 @@ from . import (
     managed_agents,
     oasst,
     openai,
+    opencode,
     openwebui,
     pi,
     session_log,
@@ -68,7 +69,7 @@ from .records import read_error, warn
 __all__ = ["read", "detect", "FORMATS", "MAX_DEPTH", "log_files", "read_file"]
 
 #: Importers in the order detection tries them (most specific shape first).
-_IMPORTERS: tuple[ModuleType, ...] = (session_log, agui, claude_code, codex, pi, gemini_cli, copilot_cli, cline, managed_agents, chatgpt, claude_ai, openwebui, librechat, generic, oasst, openai)
+_IMPORTERS: tuple[ModuleType, ...] = (session_log, agui, claude_code, codex, pi, gemini_cli, copilot_cli, cline, opencode, managed_agents, chatgpt, claude_ai, openwebui, librechat, generic, oasst, openai)
 
 #: The format names ``read`` can return (``Conversation.format``) and accepts as ``format=``.
 FORMATS: tuple[str, ...] = tuple(m.NAME for m in _IMPORTERS)
@@ -323,12 +324,13 @@ def read(path: str | os.PathLike, *, progress: bool = True, format: str | None =
     Codex CLI rollouts (``~/.codex/sessions``), Gemini CLI recordings,
     checkpoints and stream-json (``~/.gemini/tmp``), pi sessions
     (``~/.pi/agent/sessions``), Copilot CLI events and timelines
-    (``~/.copilot``), Cline / Roo Code task folders and Anthropic Managed
-    Agents event streams. A file whose format is
+    (``~/.copilot``), Cline / Roo Code task folders, OpenCode's sessions
+    (``~/.local/share/opencode``: its ``storage`` folder and its ``opencode.db``)
+    and Anthropic Managed Agents event streams. A file whose format is
     detected but that gives no message, or whose read would leave out most of
     its messages (or every message of one speaker), is a ``ReadError`` naming
-    that format, never an empty or half result; a Cursor agent transcript or
-    OpenCode's storage is refused by name. ``format`` (one of
+    that format, never an empty or half result; a Cursor agent transcript is
+    refused by name. ``format`` (one of
     ``FORMATS``) skips detection; a file that is not in that format is a
     ``ReadError`` saying what it reads as. A folder is read recursively,
     every file it recognises.
@@ -385,6 +387,9 @@ def _read_file(p: Path, how: _How, progress: bool) -> list[Conversation]:
     with f:
         try:
             size = os.fstat(f.fileno()).st_size
+            if f.read(16) == opencode.SQLITE_MAGIC:  # an SQLite database: OpenCode's, or no chat log
+                return _read_database(p, how)
+            f.seek(0)
             return _read_stream(f, str(p), size, how, progress)
         except OSError as err:
             raise ReadError(f"{p}: cannot be read ({err.strerror or err})") from None
@@ -396,17 +401,27 @@ def _read_file(p: Path, how: _How, progress: bool) -> list[Conversation]:
             raise ReadError(f"{p}: could not be read ({type(err).__name__}: {err})") from None
 
 
-def _folder_files(folder: Path) -> tuple[list[Path], list[Path]]:
-    """The files a read of ``folder`` reads, in order (hidden ones, OpenCode's storage and a Cline task's
-    companions left out), and the OpenCode stores it passes over."""
-    stores = sorted(d for d in [folder, *folder.rglob("*")] if d.is_dir() and unread.storage(d))
-    files = sorted(
+def _read_database(p: Path, how: _How) -> list[Conversation]:
+    """An SQLite file: OpenCode's database read (``opencode``), any other passed over as no chat log."""
+    convs = opencode.read_database(p) if how.format in (None, opencode.NAME) else None
+    if convs is None:
+        raise _NotALog(f"{p}: an SQLite database with no OpenCode session, message and part tables")
+    if not convs:
+        raise read_error(str(p), "OpenCode's database holds no session with a message")
+    return convs
+
+
+def _folder_files(folder: Path) -> list[Path]:
+    """The files a read of ``folder`` reads, in order: hidden ones and a Cline task's companions left out; of
+    OpenCode's storage only its session files (each read with its messages and parts), and none where an OpenCode
+    database beside it holds what OpenCode moved into it."""
+    stores = [d for d in [folder, *folder.rglob("*")] if d.is_dir() and opencode.storage(d)]
+    return sorted(
         f for f in folder.rglob("*")
         if f.is_file() and not any(part.startswith(".") for part in f.relative_to(folder).parts)
         and not cline.companion(f)  # read with the file it belongs to (a Cline task's ui_messages.json)
-        and not any(d in f.parents for d in stores)
+        and all(d not in f.parents or (opencode.session_file(f, d) and opencode.database(d.parent) is None) for d in stores)
     )
-    return files, stores
 
 
 def log_files(path: str | os.PathLike) -> list[Path]:
@@ -415,10 +430,7 @@ def log_files(path: str | os.PathLike) -> list[Path]:
     (``convlab.tune`` of a path). A path that is not there is a ``ReadError``."""
     p = Path(path)
     if p.is_dir():
-        files, stores = _folder_files(p)
-        for d in stores:
-            warn(f"{d}: looks like OpenCode's storage: not read; passed over", passed_over=str(d))
-        return files
+        return _folder_files(p)
     if not p.exists():
         raise ReadError(f"{p}: no such file or folder")
     return [p]
@@ -434,9 +446,7 @@ def read_file(path: str | os.PathLike) -> list[Conversation] | None:
 
 
 def _read_folder(folder: Path, how: _How) -> list[Conversation]:
-    files, stores = _folder_files(folder)
-    for d in stores:  # a format convlab does not read, passed over whole: one warning, not one per file
-        warn(f"{d}: looks like OpenCode's storage: not read; passed over", passed_over=str(d))
+    files = _folder_files(folder)
     files_bar = bar(total=len(files), unit="file", desc=f"reading {folder.name or folder}", enabled=how.progress)
     out: list[Conversation] = []
     try:
