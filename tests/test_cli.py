@@ -1076,6 +1076,26 @@ def test_rows_and_the_failed_ranking_mark_a_config_that_breaks_turns(capsys):
 
 
 @pytest.mark.realdata
+@pytest.mark.parametrize("quiet", [[], ["-q"]])
+def test_the_ranking_says_which_configs_it_left_out_and_why_with_or_without_q(quiet, capsys):
+    """Issue 34 (1): "The table says how many were left out and why, also under -q". The real tool_heavy.jsonl at
+    windows of 24,000 and 128,000, without --failed: the config whose turns fail (24,000) is not ranked, and the
+    lines under the table name it, its failed turns and their cause; -q hides notes, never this."""
+    real = require()
+    assert main(["tune", str(real / "claude_code" / "tool_heavy.jsonl"), "--grid", "window=24000,128000",
+                 "--no-progress", "--width", "120", *quiet]) == 0
+    out, err = capsys.readouterr()
+    ranked = [line.split() for line in out.splitlines() if line.split()[:1] in (["rank"], ["1"], ["2"])]
+    head, *rows = ranked
+    assert [r[head.index("window")] for r in rows] == ["128000"]  # config 0 (24,000) is not ranked
+    said = " ".join(out.split())
+    assert said.endswith("left out of the ranking: 1 config (--failed ranks the configs that make turns fail, last) "
+                         "config 0 (window=24000): 2 turns failed in d6e0bada-1959-4eec-a9d2-0bfade768d8f (the provider "
+                         "refused a call as too long and nothing made room; 4 logged calls never made)")
+    assert err == "" if quiet else "TuneWarning" not in err  # said once, in the table's place
+
+
+@pytest.mark.realdata
 def test_a_share_that_rounds_to_zero_is_0_percent_never_minus_0(capsys):
     """The real pi session under its own preset reads a few tokens more than the log did (its summary call): saved
     is -0.00002, which the ranking printed as "-0%"."""
