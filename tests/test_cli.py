@@ -1096,6 +1096,31 @@ def test_the_ranking_says_which_configs_it_left_out_and_why_with_or_without_q(qu
 
 
 @pytest.mark.realdata
+@pytest.mark.parametrize("plot", [False, True])
+def test_a_sweep_whose_every_config_breaks_turns_has_no_answer_and_nothing_to_plot(plot, tmp_path, capsys):
+    """The audit of issue 34: on the real tool_heavy.jsonl at a window of 24,000 (its one config makes turns fail)
+    --plot ended "internal error ... IndexError" (exit 1: the count per call of the config ranked first, of none),
+    and without --plot the run printed "(no config to rank)" and exited 0. Both now exit 3 ("ran, no answer"),
+    saying why; the ranking's lines still say which config was left out, and nothing is drawn."""
+    real = require()
+    png = tmp_path / "q.png"
+    argv = ["tune", str(real / "claude_code" / "tool_heavy.jsonl"), "--grid", "window=24000", "--no-progress",
+            "--width", "120", "-q", *(["--plot", str(png)] if plot else [])]
+    assert main(argv) == 3
+    out, err = capsys.readouterr()
+    said = " ".join(out.split())
+    assert "(no config to rank: every config swept is left out, below) left out of the ranking: 1 config" in said
+    assert "config 0 (window=24000): 2 turns failed in d6e0bada-1959-4eec-a9d2-0bfade768d8f" in said
+    nothing = f"; nothing to plot, so {png} and its trade-off were not written" if plot else ""
+    assert err == (f"convlab: no config to rank: the 1 config swept makes turns fail (the lines under the table say "
+                   f"how){nothing}; --failed ranks such a config, last\n")
+    assert list(tmp_path.iterdir()) == []  # neither q.png nor q-pareto.png
+    if plot:  # --failed: ranked (last, marked), so plotted
+        assert main([*argv, "--failed"]) == 0
+        assert png.stat().st_size > 5_000 and (tmp_path / "q-pareto.png").exists()
+
+
+@pytest.mark.realdata
 def test_a_share_that_rounds_to_zero_is_0_percent_never_minus_0(capsys):
     """The real pi session under its own preset reads a few tokens more than the log did (its summary call): saved
     is -0.00002, which the ranking printed as "-0%"."""

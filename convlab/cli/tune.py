@@ -421,11 +421,30 @@ def run(args: argparse.Namespace, out: TextIO, notes: Notes) -> None:
         else:
             df.to_csv(args.out, index=False)
         out.write(f"wrote {args.out}\n")
-    if args.plot:
+    left_out = ranked.attrs.get("left_out") or {}
+    unranked = not len(ranked) and bool(left_out)  # every config left out: no answer, and nothing to plot
+    if args.plot and not unranked:
         _plot(args, df, ranked, grid, convs, configs, out, notes)
     if cost is not None and cost.failed and not cost.calls and not cost.cached:
         raise Failed(f"every summary call failed ({plural(cost.failed, 'call')}): no row holds a summary the "
                       f"summarizer wrote; {_say_failed(cost)}")
+    if unranked:
+        raise Failed(_say_unranked(len(left_out), args))
+
+
+def _say_unranked(n: int, args: argparse.Namespace) -> str:
+    """Why a sweep whose every config the ranking left out gives no answer (exit 3), and no plot.
+
+    >>> import argparse
+    >>> _say_unranked(1, argparse.Namespace(plot="q.png", failed=False))
+    'no config to rank: the 1 config swept makes turns fail (the lines under the table say how); nothing to plot, so q.png and its trade-off were not written; --failed ranks such a config, last'
+    >>> _say_unranked(3, argparse.Namespace(plot=None, failed=False))
+    'no config to rank: all 3 configs swept make turns fail (the lines under the table say how); --failed ranks such a config, last'
+    """
+    what = "the 1 config swept makes" if n == 1 else f"all {n:,} configs swept make"
+    plot = f"; nothing to plot, so {args.plot} and its trade-off were not written" if args.plot else ""
+    failed = "" if args.failed else "; --failed ranks such a config, last"
+    return f"no config to rank: {what} turns fail (the lines under the table say how){plot}{failed}"
 
 
 def _sweep(args: argparse.Namespace, configs: str | list[Config], grid: dict[str, list[Any]], chosen: Options,
@@ -701,7 +720,8 @@ def _ranking_table(ranked: pd.DataFrame, keys: list[str], conversations: int, wi
         Column("pareto", ["yes" if p else "" for p in ranked["pareto"]], number=False),
         *([Column("fails", ["FAILS" if f else "" for f in fails], number=False)] if any(fails) else []),
     ]
-    lines = textwrap.wrap(intro, width) + (fit_table(cols, width) if len(ranked) else ["(no config to rank)"])
+    lines = textwrap.wrap(intro, width) + (fit_table(cols, width) if len(ranked) else
+                                           [f"(no config to rank{': every config swept is left out, below' if ranked.attrs.get('left_out') else ''})"])
     left_out: dict[int, str] = ranked.attrs.get("left_out") or {}
     if left_out:
         rows = {} if df is None else {int(r["config"]): r for _, r in df.drop_duplicates("config").iterrows()}
