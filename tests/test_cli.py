@@ -877,21 +877,28 @@ def test_tune_tells_files_and_conversations_apart_on_real_logs(capsys):
     assert rows[1][0].endswith("#0") and rows[1][0].startswith("webui")
 
 
+#: What a server says when a request is longer than its model's context (OpenAI's error; llama.cpp's server says the
+#: same): a refusal as too long (``ProviderError`` kind ``too_long``), not a failure.
+TOO_LONG = {"error": {"code": "context_length_exceeded", "type": "invalid_request_error",
+                      "message": "This model's maximum context length is 8192 tokens."}}
+
+
 class _Refusing:
     """A real OpenAI-compatible server on loopback that refuses every chat completion the way llama.cpp's server
-    refused Anthropic-shaped parts (HTTP 400 invalid_request_error), counting the requests."""
+    refused Anthropic-shaped parts (HTTP 400 invalid_request_error), or with ``error`` (``TOO_LONG``: as too long),
+    counting the requests."""
 
-    def __init__(self) -> None:
+    def __init__(self, error: dict | None = None) -> None:
         import http.server
         import threading
 
         calls = self.calls = []
+        said = error or {"error": {"code": 400, "type": "invalid_request_error", "message": "unsupported content[].type"}}
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
                 calls.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-                body = json.dumps({"error": {"code": 400, "type": "invalid_request_error",
-                                             "message": "unsupported content[].type"}}).encode()
+                body = json.dumps(said).encode()
                 self.send_response(400)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -927,6 +934,37 @@ def test_a_sweep_whose_every_summary_call_failed_says_so_at_the_top_and_exits_3(
     assert out.startswith("summaries: ") and "failed (" in out.splitlines()[0] and "unsupported content[].type" in " ".join(out.split())
     assert err.startswith("convlab: every summary call failed (") and "no row holds a summary the summarizer wrote" in err
     assert "configs ranked over 1 conversation" in out  # the table is still there, after what it rests on
+
+
+@pytest.mark.parametrize("quiet", [[], ["-q"]])
+def test_a_sweep_whose_every_summary_was_refused_as_too_long_says_so_at_the_top_and_exits_3(quiet, long_log,
+                                                                                             monkeypatch, capsys):
+    """The audit of issue 34: with --summarizer local (an 8k context) every summary call was refused as too long, and
+    the run exited 0 with nothing on stdout to say so (only a stderr note, which -q hides), its config ranked first.
+    A refusal as too long is a summary that failed, counted as a provider's error is: at the top of the output,
+    whatever -q says, and exit 3 when no summary was made."""
+    server = _Refusing(TOO_LONG)
+    try:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0000000000000000")
+        monkeypatch.setenv("OPENAI_MAX_RETRIES", "0")
+        code = main([*long_log, "--summarizer", "openai:gpt-4.1-mini", "--no-cache", "--width", "100", *quiet])
+    finally:
+        server.close()
+    out, err = capsys.readouterr()
+    n = len(server.calls)  # each a distinct request: the engine shortens a refused summary and asks again
+    assert code == 3 and n >= 3, (code, err)
+    top = " ".join(out.split("\n\n", 1)[0].split())
+    assert top == (f"summaries: of {n} summary calls, {n} were refused as too long for the summarizer (openai "
+                   f"gpt-4.1-mini: HTTP 400 context_length_exceeded: This model's maximum context length is 8192 tokens; "
+                   f"the engine shortened each summary, at most three times); 0 answered, made or from the cache. Where "
+                   f"a summary was refused the engine ran the held call as it was (docs/protocol.md, 5.3), so those rows "
+                   f"hold no summary there")
+    assert "configs ranked over 1 conversation" in out  # the table is still there, after what it rests on
+    last = err.splitlines()[-1]
+    assert last.startswith(f"convlab: every summary call was refused as too long ({n} calls): no row holds a summary "
+                           "the summarizer wrote; summaries: of ")
+    assert ("refused as too long for the summarizer (the engine shortened each" in " ".join(err.split())) != bool(quiet)
 
 
 @pytest.mark.parametrize("argv, said", [
