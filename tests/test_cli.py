@@ -995,13 +995,23 @@ def test_every_command_describes_itself_in_its_help(command, capsys):
 @pytest.mark.realdata
 def test_show_says_what_it_counts_where_the_log_counts_rows(capsys):
     """Issue 34 (5): "show reports 466 messages where the shared STATS.json says 657 nodes for the same session":
-    both figures, and why they differ, so the two can be reconciled."""
+    both figures, and why they differ, so the two can be reconciled. The audit of issue 34: it said "the log's forks
+    between its rows are none here" where STATS.json counts 8 branch points among the rows: it says how many, and
+    what they are here (none is a branch: each falls within one reply), on every real Claude Code file."""
+    from convlab.conversation import LOG_FORKS
+
     real = require()
     assert main(["show", str(real / CLAUDE_CODE), "--path", "--width", "100"]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    nodes = stats()[CLAUDE_CODE]["message_nodes"]
+    nodes, forks = stats()[CLAUDE_CODE]["message_nodes"], stats()[CLAUDE_CODE]["branch_points"]
     assert "466 messages, 0 branch points" in text and f"read from {nodes:,} message rows of the log" in text
     assert "a reply written over several rows, one per content block, is one message" in text
+    assert forks == 8 and (f"and the log's {forks} forks between its rows are 0 branch points here (a tool result "
+                           "written under one row of a reply whose next row hangs there too is no fork once the reply "
+                           "is one message)") in text
+    for name, counted in stats().items():
+        if name.startswith("claude_code/"):
+            assert [c.metadata[LOG_FORKS] for c in convlab.read(real / name)] == [counted["branch_points"]], name
 
 
 def test_value_in_dollars_without_a_model_is_refused_before_any_work(session_log, no_work, capsys):
