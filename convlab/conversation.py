@@ -15,7 +15,7 @@ import networkx as nx
 from .errors import ExploreError
 from .tree import Message, Tree
 
-__all__ = ["Conversation", "LOST_PARENT", "NO_CALL", "LOG_ROWS", "KEPT"]
+__all__ = ["Conversation", "LOST_PARENT", "NO_CALL", "LOG_ROWS", "LOG_FORKS", "KEPT"]
 
 #: The metadata key of an imported message whose log names a parent the file does not hold (a lost line, or a
 #: parent chain that loops back to it): kept as a top-level message, it names that parent. The history under it
@@ -32,6 +32,12 @@ NO_CALL = "no_call"
 #: message a row (Claude Code writes one reply over several rows, one per content block, and several tool results in
 #: one row): what a count made from the log's raw rows counts, beside ``len(conversation)``.
 LOG_ROWS = "log_rows"
+
+#: The ``Conversation.metadata`` key, beside ``LOG_ROWS``, of how many of those rows have two or more of them under
+#: them (through the log's rows that are no message): the forks a count made from the raw rows counts, which are
+#: no branch where they fall within one message (Claude Code writes a tool result under one row of a reply whose
+#: next row hangs there too).
+LOG_FORKS = "log_forks"
 
 #: The metadata key of an imported message that a log's own compaction put in its new history without it being a
 #: copy of an earlier message of the log (Codex keeps a reply's final text alone, not the whole reply): the id of

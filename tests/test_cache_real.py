@@ -5,6 +5,8 @@ prints the figures; docs/cache.md says what they show."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from realdata import require
 
@@ -236,3 +238,39 @@ def test_convlab_tune_prints_the_note_under_its_table(tmp_path, capsys):
     assert any("$17.07" in line for line in lines[:lines.index(note)])  # the table's baseline row, then the note
     assert "$16.61 replayed against $30.33 logged (-45%), furthest apart its cache writes: 0.32M tokens predicted, 4.30M logged" in note
     assert "replayed against" not in err
+
+
+API_DOC = " ".join((Path(__file__).parents[1] / "docs" / "api.md").read_text(encoding="utf-8").split())
+
+
+def test_a_shared_summary_call_reads_the_sessions_warm_prefix_from_the_cache():
+    """The audit of issue 34: docs/api.md said a row's summary calls add "never to cached"; a summary call sent as
+    the engine sends it, on the session's model, reads the session's warm prefix from the cache (the figures the
+    docs give, on the real subagent.jsonl at a window of 48,000); a bare one reads its exact count, none cached."""
+    import convlab
+    from convlab.replaying.driver import replay
+
+    conv = convlab.read(require() / "claude_code" / "subagent.jsonl")[0]
+    config = {"agent": {"bot": {"context": {"window": 48000, "strategy": [{"use": "summarize"}]}}}}
+    shared = replay(conv, config).summary_calls
+    read, cached = sum(s.read for s in shared), sum(s.cached for s in shared)
+    assert len(shared) == 3 and all(s.shared and not s.refused for s in shared)
+    assert f"{cached:,} of its three summary calls' {read:,} tokens are read from the cache" in API_DOC
+    assert (read, cached) == (94_212, 94_127)
+    bare = replay(conv, config, summary_request="bare").summary_calls
+    assert bare and all(s.cached == 0 and s.read == s.exact for s in bare)
+
+
+def test_a_compaction_forks_error_is_the_parents_history_its_file_does_not_hold():
+    """docs/api.md, "What the count can and cannot see": Claude Code's compaction fork reads its parent's whole
+    history, which its file does not hold; its err95 is nearly the whole call (the figures the docs give)."""
+    import convlab
+    from convlab.replaying.driver import replay
+
+    session = require() / "claude_code" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04" / "subagents"
+    fork = measures(replay(convlab.read(session / "agent-acompact-946d2b.jsonl")[0]))
+    assert (fork["calls"], fork["tokens_read"], fork["err_usage_p95"]) == (1, 139_534, 137_357)
+    assert (f"the call read {fork['tokens_read']:,} tokens and the count, the prompt's characters over four, says "
+            f"{fork['tokens_read'] - fork['err_usage_p95']:,.0f}: `err95` {fork['err_usage_p95']:,.0f}") in API_DOC
+    sub = measures(replay(convlab.read(session / "agent-aac57f5.jsonl")[0]))
+    assert f"{sub['err_usage_p95']:,.0f} tokens at the 95th percentile of the same session's sub-agent, {sub['calls']} calls" in API_DOC

@@ -877,21 +877,28 @@ def test_tune_tells_files_and_conversations_apart_on_real_logs(capsys):
     assert rows[1][0].endswith("#0") and rows[1][0].startswith("webui")
 
 
+#: What a server says when a request is longer than its model's context (OpenAI's error; llama.cpp's server says the
+#: same): a refusal as too long (``ProviderError`` kind ``too_long``), not a failure.
+TOO_LONG = {"error": {"code": "context_length_exceeded", "type": "invalid_request_error",
+                      "message": "This model's maximum context length is 8192 tokens."}}
+
+
 class _Refusing:
     """A real OpenAI-compatible server on loopback that refuses every chat completion the way llama.cpp's server
-    refused Anthropic-shaped parts (HTTP 400 invalid_request_error), counting the requests."""
+    refused Anthropic-shaped parts (HTTP 400 invalid_request_error), or with ``error`` (``TOO_LONG``: as too long),
+    counting the requests."""
 
-    def __init__(self) -> None:
+    def __init__(self, error: dict | None = None) -> None:
         import http.server
         import threading
 
         calls = self.calls = []
+        said = error or {"error": {"code": 400, "type": "invalid_request_error", "message": "unsupported content[].type"}}
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
                 calls.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-                body = json.dumps({"error": {"code": 400, "type": "invalid_request_error",
-                                             "message": "unsupported content[].type"}}).encode()
+                body = json.dumps(said).encode()
                 self.send_response(400)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -929,6 +936,37 @@ def test_a_sweep_whose_every_summary_call_failed_says_so_at_the_top_and_exits_3(
     assert "configs ranked over 1 conversation" in out  # the table is still there, after what it rests on
 
 
+@pytest.mark.parametrize("quiet", [[], ["-q"]])
+def test_a_sweep_whose_every_summary_was_refused_as_too_long_says_so_at_the_top_and_exits_3(quiet, long_log,
+                                                                                             monkeypatch, capsys):
+    """The audit of issue 34: with --summarizer local (an 8k context) every summary call was refused as too long, and
+    the run exited 0 with nothing on stdout to say so (only a stderr note, which -q hides), its config ranked first.
+    A refusal as too long is a summary that failed, counted as a provider's error is: at the top of the output,
+    whatever -q says, and exit 3 when no summary was made."""
+    server = _Refusing(TOO_LONG)
+    try:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0000000000000000")
+        monkeypatch.setenv("OPENAI_MAX_RETRIES", "0")
+        code = main([*long_log, "--summarizer", "openai:gpt-4.1-mini", "--no-cache", "--width", "100", *quiet])
+    finally:
+        server.close()
+    out, err = capsys.readouterr()
+    n = len(server.calls)  # each a distinct request: the engine shortens a refused summary and asks again
+    assert code == 3 and n >= 3, (code, err)
+    top = " ".join(out.split("\n\n", 1)[0].split())
+    assert top == (f"summaries: of {n} summary calls, {n} were refused as too long for the summarizer (openai "
+                   f"gpt-4.1-mini: HTTP 400 context_length_exceeded: This model's maximum context length is 8192 tokens; "
+                   f"the engine shortened each summary, at most three times); 0 answered, made or from the cache. Where "
+                   f"a summary was refused the engine ran the held call as it was (docs/protocol.md, 5.3), so those rows "
+                   f"hold no summary there")
+    assert "configs ranked over 1 conversation" in out  # the table is still there, after what it rests on
+    last = err.splitlines()[-1]
+    assert last.startswith(f"convlab: every summary call was refused as too long ({n} calls): no row holds a summary "
+                           "the summarizer wrote; summaries: of ")
+    assert ("refused as too long for the summarizer (the engine shortened each" in " ".join(err.split())) != bool(quiet)
+
+
 @pytest.mark.parametrize("argv, said", [
     (["tune", "x.jsonl", "--widht", "80"], "unrecognized arguments: --widht 80 (did you mean --width?)"),
     (["show", "x.jsonl", "--pathh"], "unrecognized arguments: --pathh (did you mean --path?)"),
@@ -957,13 +995,23 @@ def test_every_command_describes_itself_in_its_help(command, capsys):
 @pytest.mark.realdata
 def test_show_says_what_it_counts_where_the_log_counts_rows(capsys):
     """Issue 34 (5): "show reports 466 messages where the shared STATS.json says 657 nodes for the same session":
-    both figures, and why they differ, so the two can be reconciled."""
+    both figures, and why they differ, so the two can be reconciled. The audit of issue 34: it said "the log's forks
+    between its rows are none here" where STATS.json counts 8 branch points among the rows: it says how many, and
+    what they are here (none is a branch: each falls within one reply), on every real Claude Code file."""
+    from convlab.conversation import LOG_FORKS
+
     real = require()
     assert main(["show", str(real / CLAUDE_CODE), "--path", "--width", "100"]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    nodes = stats()[CLAUDE_CODE]["message_nodes"]
+    nodes, forks = stats()[CLAUDE_CODE]["message_nodes"], stats()[CLAUDE_CODE]["branch_points"]
     assert "466 messages, 0 branch points" in text and f"read from {nodes:,} message rows of the log" in text
     assert "a reply written over several rows, one per content block, is one message" in text
+    assert forks == 8 and (f"and the log's {forks} forks between its rows are 0 branch points here (a tool result "
+                           "written under one row of a reply whose next row hangs there too is no fork once the reply "
+                           "is one message)") in text
+    for name, counted in stats().items():
+        if name.startswith("claude_code/"):
+            assert [c.metadata[LOG_FORKS] for c in convlab.read(real / name)] == [counted["branch_points"]], name
 
 
 def test_value_in_dollars_without_a_model_is_refused_before_any_work(session_log, no_work, capsys):
@@ -991,17 +1039,27 @@ def test_presets_without_a_config_say_what_runs_and_at_which_window(session_log,
 
 
 @pytest.mark.realdata
-def test_the_readmes_preset_example_shows_a_difference_on_the_real_session(capsys):
+def test_the_readmes_preset_example_shows_a_difference_on_the_real_session(tmp_path, capsys):
     """Issue 34 (2): "at the default window no preset fires on the real session, so the README's suggested command
-    prints 4 identical rows": at the README's window they differ, and at the default the output says nothing fired."""
+    prints 4 identical rows": at the README's window they differ, and at the default the output says nothing fired.
+    The figures the README prints for them are the ones the command gives (it said 4%, 1% and -5% of the dollars
+    saved where the command gave 10%, 7% and 1%)."""
     real = require()
     readme = " ".join((Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8").split())
     assert "convlab tune logs/ --model claude-sonnet-4-5 --preset agents --window 128000" in readme
     argv = ["tune", str(real / CLAUDE_CODE), "--model", "claude-sonnet-4-5", "--preset", "agents", "--no-progress", "-q"]
-    assert main([*argv, "--window", "128000", "--rows", "--failed"]) == 0  # (Gemini CLI's breaks a turn there)
-    head, *lines = [line.split() for line in rows_table(capsys.readouterr().out)]
-    dollars = {r[head.index("preset")]: r[head.index("usd")] for r in lines}  # at any terminal's width
-    assert set(dollars) == {"claude-code", "codex", "gemini-cli", "pi"} and len(set(dollars.values())) == 4
+    csv = tmp_path / "agents.csv"
+    assert main([*argv, "--window", "128000", "--failed", "--out", str(csv)]) == 0  # (Gemini CLI's breaks a turn there)
+    capsys.readouterr()
+    row = pd.read_csv(csv).set_index("preset")
+    assert set(row.index) == {"claude-code", "codex", "gemini-cli", "pi"} and row["usd"].round(2).nunique() == 4
+    (baseline,) = set(row["baseline_usd"].round(2))
+    cc, cx, pi = (row.loc[p] for p in ("claude-code", "codex", "pi"))
+    assert (f"Claude Code's saves {cc.saved:.0%} of the tokens and {cc.usd_saved / cc.baseline_usd:.0%} of the dollars "
+            f"(${cc.usd:.2f} against ${baseline:.2f} with no strategy), Codex's {cx.saved:.0%} and "
+            f"{cx.usd_saved / cx.baseline_usd:.0%} (${cx.usd:.2f}), pi's {pi.saved:.0%} and "
+            f"{pi.usd_saved / pi.baseline_usd:.0%} (${pi.usd:.2f}); Gemini CLI's") in readme
+    assert row.loc["gemini-cli", "failed_turns"] > 0 and "a turn fails at 128,000" in readme
     assert main(argv) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "no config fired on these logs: every row is the log as it was (the engine's largest count was" in out
@@ -1063,6 +1121,51 @@ def test_rows_and_the_failed_ranking_mark_a_config_that_breaks_turns(capsys):
     # (48%, not 57%: each summary call reads the hidden prompt too, as the engine sends it: issue 37)
     assert (broken[head.index("saved")], broken[head.index("failed")], broken[head.index("lost")]) == ("48%", "25", "102")
     assert all(r[head.index("failed")] == "0" for r in table if r[head.index("window")] == "64000")
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("quiet", [[], ["-q"]])
+def test_the_ranking_says_which_configs_it_left_out_and_why_with_or_without_q(quiet, capsys):
+    """Issue 34 (1): "The table says how many were left out and why, also under -q". The real tool_heavy.jsonl at
+    windows of 24,000 and 128,000, without --failed: the config whose turns fail (24,000) is not ranked, and the
+    lines under the table name it, its failed turns and their cause; -q hides notes, never this."""
+    real = require()
+    assert main(["tune", str(real / "claude_code" / "tool_heavy.jsonl"), "--grid", "window=24000,128000",
+                 "--no-progress", "--width", "120", *quiet]) == 0
+    out, err = capsys.readouterr()
+    ranked = [line.split() for line in out.splitlines() if line.split()[:1] in (["rank"], ["1"], ["2"])]
+    head, *rows = ranked
+    assert [r[head.index("window")] for r in rows] == ["128000"]  # config 0 (24,000) is not ranked
+    said = " ".join(out.split())
+    assert said.endswith("left out of the ranking: 1 config (--failed ranks the configs that make turns fail, last) "
+                         "config 0 (window=24000): 2 turns failed in d6e0bada-1959-4eec-a9d2-0bfade768d8f (the provider "
+                         "refused a call as too long and nothing made room; 4 logged calls never made)")
+    assert err == "" if quiet else "TuneWarning" not in err  # said once, in the table's place
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("plot", [False, True])
+def test_a_sweep_whose_every_config_breaks_turns_has_no_answer_and_nothing_to_plot(plot, tmp_path, capsys):
+    """The audit of issue 34: on the real tool_heavy.jsonl at a window of 24,000 (its one config makes turns fail)
+    --plot ended "internal error ... IndexError" (exit 1: the count per call of the config ranked first, of none),
+    and without --plot the run printed "(no config to rank)" and exited 0. Both now exit 3 ("ran, no answer"),
+    saying why; the ranking's lines still say which config was left out, and nothing is drawn."""
+    real = require()
+    png = tmp_path / "q.png"
+    argv = ["tune", str(real / "claude_code" / "tool_heavy.jsonl"), "--grid", "window=24000", "--no-progress",
+            "--width", "120", "-q", *(["--plot", str(png)] if plot else [])]
+    assert main(argv) == 3
+    out, err = capsys.readouterr()
+    said = " ".join(out.split())
+    assert "(no config to rank: every config swept is left out, below) left out of the ranking: 1 config" in said
+    assert "config 0 (window=24000): 2 turns failed in d6e0bada-1959-4eec-a9d2-0bfade768d8f" in said
+    nothing = f"; nothing to plot, so {png} and its trade-off were not written" if plot else ""
+    assert err == (f"convlab: no config to rank: the 1 config swept makes turns fail (the lines under the table say "
+                   f"how){nothing}; --failed ranks such a config, last\n")
+    assert list(tmp_path.iterdir()) == []  # neither q.png nor q-pareto.png
+    if plot:  # --failed: ranked (last, marked), so plotted
+        assert main([*argv, "--failed"]) == 0
+        assert png.stat().st_size > 5_000 and (tmp_path / "q-pareto.png").exists()
 
 
 @pytest.mark.realdata

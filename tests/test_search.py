@@ -295,6 +295,21 @@ def test_cli_no_feasible_config_lists_the_closest_trials_and_what_each_missed(lo
                             line), line
 
 
+def test_a_token_objective_is_a_whole_number_of_tokens(logged, capsys):
+    """The audit of issue 34: "best tokens_read = 1.42688e+07 over 6 conversations": a figure in tokens is a whole
+    number with separators and its unit, in the best line and in a constraint a trial missed."""
+    path, base = logged
+    common = ["search", str(path), "--base", str(base), "--objective", "tokens_read", "--trials", "2", "--jobs", "1",
+              "--no-progress"]
+    assert main(common) == 0
+    err = capsys.readouterr().err
+    assert re.match(r"convlab: best tokens_read = \d{1,3}(,\d{3})+ tokens over 1 conversation \(the sum of every ", err), err
+    assert main([*common, "--constraint", "tokens_read <= 1000"]) == 3
+    err = capsys.readouterr().err
+    assert "e+" not in err and re.search(r"tokens_read = \d{1,3}(,\d{3})+ tokens over 1 conversation; missed tokens_read "
+                                         r"\d{1,3}(,\d{3})+, needs <= 1,000$", err, flags=re.M), err
+
+
 def test_the_best_value_is_the_corpus_figure_tune_shows_with_its_unit_and_scope(logged, tmp_path, capsys):
     """Issue 34 (2): "search prints best usd = $0.0574 where tune shows $8.96 for the same config over the same
     folder": the objective is what the user pays over the whole corpus, tune's rows summed, named with its unit
@@ -322,7 +337,10 @@ def test_a_config_that_breaks_turns_never_wins_a_search():
                            progress=False)
     assert found.best["agent"]["bot"]["context"]["window"] == 200000 and found.feasible == 1
     broken = found.frame.set_index("window").loc[50000]
-    assert not broken["feasible"] and broken["missed"].startswith("failed_turns 4, needs == 0 (a config that breaks turns never wins")
+    assert not broken["feasible"] and broken["missed"].startswith("failed_turns 4, needs == 0")
+    # the reason once, after the last constraint it explains (it was said after failed_turns and again after lost_calls)
+    assert broken["missed"].count("a config that breaks turns never wins") == 1
+    assert broken["missed"].endswith(" (a config that breaks turns never wins; failed=True lets it)")
     allowed = convlab.search([c], {"window": [50000, 200000]}, base=BASE, objective="tokens_read", trials=2, jobs=1,
                              progress=False, failed=True)
     assert allowed.feasible == 2 and allowed.frame["missed"].tolist() == ["", ""]
@@ -332,6 +350,26 @@ def test_without_optuna_the_error_names_the_extra(monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "optuna", None)  # what a missing package imports as
     with pytest.raises(ImportError, match=r"convlab\[search\]"):
         convlab.search(CONVS, GRID, base=BASE, objective="calls", jobs=1, progress=False)
+
+
+@pytest.mark.realdata
+def test_cli_closest_trials_that_break_turns_say_why_once_and_name_the_flag(tmp_path, capsys):
+    """The audit of issue 34: the closest trials said "failed=True lets it" (the Python argument, where a CLI user
+    needs --failed) after failed_turns and again after lost_calls, and their tokens as 1.81831e+07. On the shared
+    Codex logs around a window of 26,000 (every trial breaks 26 turns): the flag, once, and whole tokens."""
+    from agentdata import require as agents
+
+    base = tmp_path / "base.toml"
+    base.write_text('[agent.bot.context]\nwindow = 26000\n[[agent.bot.context.strategy]]\nuse = "summarize"\n')
+    assert main(["search", str(agents() / "codex"), "--base", str(base), "--objective", "tokens_read", "--trials", "3",
+                 "--jobs", "1", "--no-progress", "--constraint", "saved >= 0.9"]) == 3
+    out, err = capsys.readouterr()
+    closest = err.splitlines()[1:]
+    assert out == "" and closest and "e+" not in err and "failed=True" not in err
+    for line in closest:
+        assert re.fullmatch(r"  trial \d \(window=\d+\): tokens_read = \d{1,3}(,\d{3})+ tokens over 3 conversations; "
+                            r"missed saved 0\.\d+, needs >= 0\.9; failed_turns 26, needs == 0; lost_calls \d+, needs == 0 "
+                            r"\(a config that breaks turns never wins; --failed lets it\)", line), line
 
 
 @pytest.mark.realdata

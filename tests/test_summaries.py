@@ -8,6 +8,7 @@ import threading
 import time
 import warnings
 
+import pandas as pd
 import pytest
 
 import convlab
@@ -295,3 +296,82 @@ def test_a_damaged_cache_entry_is_made_again_never_a_crash(damage, tmp_path):
         return
     assert llm.calls == 2 and reply == made and s.cost().cached == 0
     assert json.loads(entry.read_text()) == good  # made again, and written whole
+
+
+class _Refusing:
+    """A summarizer that refuses every summary call (``kind``: ``too_long``, as a small model's context does, or
+    ``failed``, as a server's HTTP 400 does), naming a model other than the session's."""
+
+    model = "gpt-4.1-mini"
+
+    def __init__(self, kind):
+        self.kind, self.calls = kind, 0
+
+    def complete(self, request):
+        self.calls += 1
+        raise convlab.ProviderError(self.kind, "maximum context length is 8192 tokens" if self.kind == "too_long" else
+                                    "HTTP 400 invalid_request_error: unsupported content[].type")
+
+
+@pytest.mark.realdata
+@pytest.mark.filterwarnings("ignore::convlab.errors.SummaryWarning")  # (the failed ones are said: tested elsewhere)
+@pytest.mark.parametrize("kind", ["too_long", "failed"])
+@pytest.mark.parametrize("model", [None, "claude-sonnet-4-5"])
+def test_a_summary_call_the_summarizer_refused_or_failed_reads_caches_and_costs_nothing(kind, model):
+    """The audit of issue 34: on the real subagent.jsonl at a window of 48,000 with a summarizer that refuses every
+    summary, the model calls read exactly the baseline's 454,704 tokens, yet the row said 1,434,989 (saved -216%)
+    refused as too long and 837,765 failed; with a model 30 refused summaries cost $0.39; its cached was 1,169,935
+    without a model and 428,853 with one; the records said refused: False. A summary call the provider refused or
+    failed reads nothing, caches nothing, costs nothing, and its record says which: the row is the baseline's,
+    column for column, with or without a model."""
+    from realdata import require
+
+    from convlab.replaying.driver import replay
+    from convlab.tuning.measures import measures
+
+    conv = convlab.read(require() / "claude_code" / "subagent.jsonl")[0]
+    config = {"agent": {"bot": {"context": {"window": 48000, "strategy": [{"use": "summarize"}]}}}}
+    summarizer = _Refusing(kind)
+    df = convlab.tune([conv], config, summarizer=summarizer, summary_cache=False, model=model, progress=False, jobs=1)
+    row = df.iloc[0]
+    base = measures(replay(conv, model=model))  # the log as it was: no strategy
+    assert summarizer.calls and row["summary_calls"] >= 10 and row["summaries"] == 0
+    assert (row["tokens_read"], row["baseline_tokens_read"], row["saved"]) == (base["tokens_read"], 454_704, 0.0)
+    assert (row["cached"], row["cache_write"]) == (base["cached"], base["cache_write"]) == (428_853, 25_850)
+    if model is None:
+        assert pd.isna(row["usd"])
+    else:
+        assert row["usd"] == pytest.approx(row["baseline_usd"]) and row["usd"] == pytest.approx(base["usd"])
+    calls = replay(conv, config, summarizer=summarizer, summary_cache=False, model=model).summary_calls
+    assert calls and all((c.refused, c.failed) == (kind == "too_long", kind == "failed") and not c.answered for c in calls)
+    assert all(c.cached == 0 and c.cache_write == 0 and c.usd == (None if model is None else 0.0) for c in calls)
+
+
+def test_a_summarizer_on_another_model_reads_nothing_cached_with_or_without_a_model_to_price_in():
+    """The audit of issue 34: a column must not depend on --model. Without a model to price in, the summarizer's
+    model was dropped, and its calls read the session's cache as if on the session's model; with one they read
+    nothing cached. A summarizer naming another model than the log's reads nothing cached either way."""
+    from convlab.tree import Tree
+    from convlab.conversation import Conversation
+    from convlab.replaying.driver import replay
+
+    t, parent = Tree(), None
+    for i in range(6):
+        t.add({"id": f"u{i}", "role": "user", "content": f"question {i} " + "word " * 3000, "time": 10.0 * i}, parent)
+        t.add({"id": f"a{i}", "role": "assistant", "content": "ok", "time": 10.0 * i + 1, "metadata": {"model": "claude-opus-4-6"},
+               "usage": {"input_tokens": 3100 * (i + 1), "output_tokens": 1}}, f"u{i}")
+        parent = f"a{i}"
+    t.head = parent
+    conv = Conversation(t, id="c")
+    config = {"agent": {"bot": {"context": {"window": 24000, "strategy": [{"use": "summarize"}]}}}}
+
+    class Named(EchoLLM):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+    for name, shares in (("gpt-4.1-mini", False), ("claude-opus-4-6", True)):
+        runs = [replay(conv, config, summarizer=Named(name), summary_cache=False, model=m).summary_calls
+                for m in (None, "claude-opus-4-6")]
+        assert runs[0] and [[c.cached for c in r] for r in runs][0] == [[c.cached for c in r] for r in runs][1]
+        assert all((c.cached > 0) == shares for c in runs[0]), (name, [c.cached for c in runs[0]])

@@ -101,6 +101,11 @@ DOLLARS = ("usd", "baseline_usd", "usd_saved")
 
 SHARES = ("saved", "saved_usd", "cached_share", "facts_kept", "retained")
 
+#: Columns counted in tokens, as ``figure`` shows them: a whole number with its unit.
+TOKENS = ("tokens_read", "baseline_tokens_read", "cached", "cache_write", "logged_cached", "summary_tokens",
+          "summary_tokens_max", "max_count", "overhead", "err_cached_mean", "err_cached_p95", "err_exact_mean",
+          "err_exact_p95", "err_usage_mean", "err_usage_p95")
+
 
 #: What a search's objective is over the corpus (``convlab.tuning.ranking.totals``), said beside its value.
 SCOPE = {**{c: "the sum of every conversation's, as tune's rows add up" for c in (*DOLLARS, "tokens_read", "calls", "summaries", "resets", "stale")},
@@ -109,10 +114,12 @@ SCOPE = {**{c: "the sum of every conversation's, as tune's rows add up" for c in
 
 
 def figure(column: str, value: float) -> str:
-    """A figure with its unit: dollars, a share, or a number.
+    """A figure with its unit: dollars, a share, tokens, or a number.
 
     >>> figure("saved", -0.00002), figure("saved", 0.1234), figure("usd", 8.956), figure("calls", 1234.0)
     ('0.0%', '12.3%', '$8.96', '1,234')
+    >>> figure("tokens_read", 14268812.0), figure("summary_tokens", 1.0)
+    ('14,268,812 tokens', '1 token')
     """
     if value != value:
         return "NaN"
@@ -121,6 +128,9 @@ def figure(column: str, value: float) -> str:
     if column in SHARES:
         shown = f"{value:.1%}"
         return "0.0%" if shown == "-0.0%" else shown  # as percent: a share that rounds to zero has no sign
+    if column in TOKENS:
+        n = round(value)
+        return f"{n:,} token{'' if n == 1 else 's'}"
     return f"{value:,.6g}"
 
 

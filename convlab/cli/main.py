@@ -68,7 +68,8 @@ def _joined(argv: list[str]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``convlab``; returns the exit status: 0 when it produced its output, 2 for a mistake in the
     call, a config or the input (one line on stderr), 3 when the work ran but gave no answer (no config
-    met a search's constraints; every summary call of a sweep failed), 1 for a fault of convlab itself
+    met a search's constraints; every summary call of a sweep failed; every config of a sweep makes turns
+    fail), 1 for a fault of convlab itself
     (one line too; ``CONVLAB_DEBUG=1`` shows its traceback).
 
     >>> main(["tune", "missing.jsonl", "--config", "missing.toml"])

@@ -25,7 +25,7 @@ class Usage(Exception):
 
 class Failed(Exception):
     """The work ran, but its answer is no answer (no config met the constraints; every summary call
-    failed): what it found on stderr, exit 3."""
+    failed; every config swept makes turns fail): what it found on stderr, exit 3."""
 
 
 def _ours(category: type) -> bool:

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace, out: TextIO, notes: Notes) -> None:
     from ..context import load_config
     from ..errors import ConfigError
     from ..replaying.options import Options
-    from ..tuning.search import check, default_space, search
+    from ..tuning.search import BREAKS, check, default_space, search
 
     check_pricing(args)
     if args.objective.lstrip("-") in ("usd", "baseline_usd", "usd_saved") and args.model is None:
@@ -82,7 +82,8 @@ def run(args: argparse.Namespace, out: TextIO, notes: Notes) -> None:
             values = ", ".join(f"{k.rsplit('.', 1)[-1]}={row[k]}" for k in ["window", *keys] if k in row.index)
             breaks = broke(row["failed_turns"], row["lost_calls"])  # --failed: not a missed constraint, still no answer
             said = "failed_turns" in row["missed"] or "lost_calls" in row["missed"]  # the default: a missed constraint
-            missed = row["missed"] + (f"; and {breaks}" if breaks and not said else "")
+            missed = row["missed"].replace(BREAKS, BREAKS.replace("failed=True", "--failed"))  # the CLI's word for it
+            missed += f"; and {breaks}" if breaks and not said else ""
             lines.append(f"  trial {int(row['trial'])} ({values}): {column} = {figure(column, row['value'])} {scope}; "
                          f"missed {missed}")
         raise Failed("\n".join(lines))

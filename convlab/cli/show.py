@@ -11,6 +11,8 @@ from .arguments import add_reading_options, width
 from .notes import Notes, Usage, plural, read_logs
 
 if TYPE_CHECKING:
+    import networkx as nx
+
     from .arguments import Parser
 
 def add(sub: argparse._SubParsersAction[Parser]) -> None:
@@ -30,7 +32,7 @@ def add(sub: argparse._SubParsersAction[Parser]) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO, notes: Notes) -> None:
-    from ..conversation import LOG_ROWS
+    from ..conversation import LOG_FORKS, LOG_ROWS
     from ..text import brief, fit, render_path, render_summary, render_tree
 
     convs = read_logs([args.file], args, notes)
@@ -50,8 +52,25 @@ def run(args: argparse.Namespace, out: TextIO, notes: Notes) -> None:
         out.write(render_summary(c.tree, c.head, width) + "\n")
         rows = c.metadata.get(LOG_ROWS)
         if isinstance(rows, int) and rows != len(c):  # what a count of the log's raw rows counts instead
-            out.write("\n".join(textwrap.wrap(
-                f"(read from {rows:,} message rows of the log: a reply written over several rows, one per content "
-                f"block, is one message, and the log's forks between its rows are none here; a row of several tool results is "
-                f"one message each)", width)) + "\n")
+            out.write("\n".join(textwrap.wrap(_rows_said(rows, c.metadata.get(LOG_FORKS), c.tree), width)) + "\n")
         out.write(render(c.tree, c.head, width, labels=c.labels()) + "\n")
+
+
+def _rows_said(rows: int, forks: object, graph: nx.DiGraph) -> str:
+    """What the count of the log's raw rows counts that the tree does not: its message rows, and its forks between
+    them, beside the tree's messages and branch points.
+
+    >>> from convlab.tree import Tree
+    >>> t = Tree()
+    >>> for mid, parent in [("u1", None), ("a1", "u1")]:
+    ...     _ = t.add({"id": mid, "role": "user", "content": "x"}, parent)
+    >>> _rows_said(3, 1, t.graph)
+    "(read from 3 message rows of the log: a reply written over several rows, one per content block, is one message, and the log's 1 fork between its rows is 0 branch points here (a tool result written under one row of a reply whose next row hangs there too is no fork once the reply is one message); a row of several tool results is one message each)"
+    """
+    said = f"(read from {rows:,} message rows of the log: a reply written over several rows, one per content block, is one message"
+    if isinstance(forks, int) and forks:
+        branches = sum(1 for n in graph if graph.out_degree(n) > 1)
+        said += (f", and the log's {plural(forks, 'fork')} between its rows {'is' if forks == 1 else 'are'} "
+                 f"{plural(branches, 'branch point')} here (a tool result written under one row of a reply whose next "
+                 f"row hangs there too is no fork once the reply is one message)")
+    return said + "; a row of several tool results is one message each)"

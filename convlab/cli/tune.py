@@ -216,10 +216,21 @@ def _say_cost(cost: SummaryCost, dry_run: bool) -> str:
 
 
 def _say_failed(cost: SummaryCost) -> str:
-    """What the failed summary calls of a sweep mean for its rows."""
-    return (f"summaries: {cost.failed} of {plural(cost.calls + cost.failed, 'summary call')} failed "
-            f"({cost.error or 'no reason given'}); {cost.calls} made, {cost.cached} from the cache. Where a summary "
-            f"failed the engine ran the held call as it was (docs/protocol.md, 5.3), so those rows hold no summary there")
+    """What the summary calls of a sweep that failed, or that the summarizer refused as too long, mean for its rows.
+
+    >>> from convlab.replaying.summaries import SummaryCost
+    >>> _say_failed(SummaryCost(0, 0, 0, 0, failed=10, error="HTTP 400"))
+    'summaries: of 10 summary calls, 10 failed (HTTP 400); 0 answered, made or from the cache. Where a summary failed the engine ran the held call as it was (docs/protocol.md, 5.3), so those rows hold no summary there'
+    >>> _say_failed(SummaryCost(30, 0, 2, 0, refused=30, refusal="too_long: 8192 tokens"))
+    'summaries: of 32 summary calls, 30 were refused as too long for the summarizer (too_long: 8192 tokens; the engine shortened each summary, at most three times); 2 answered, made or from the cache. Where a summary was refused the engine ran the held call as it was (docs/protocol.md, 5.3), so those rows hold no summary there'
+    """
+    said = ([f"{cost.failed} failed ({cost.error or 'no reason given'})"] if cost.failed else []) + \
+        ([f"{cost.refused} were refused as too long for the summarizer ({cost.refusal.rstrip('.') or 'no reason given'}; the engine "
+          f"shortened each summary, at most three times)"] if cost.refused else [])
+    how = " or ".join(w for w, n in (("failed", cost.failed), ("was refused", cost.refused)) if n)
+    return (f"summaries: of {plural(cost.calls + cost.cached + cost.failed, 'summary call')}, {' and '.join(said)}; "
+            f"{cost.answered} answered, made or from the cache. Where a summary {how} the engine ran the held call as it "
+            f"was (docs/protocol.md, 5.3), so those rows hold no summary there")
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
@@ -403,7 +414,7 @@ def run(args: argparse.Namespace, out: TextIO, notes: Notes) -> None:
     cost: SummaryCost | None = df.attrs.get("summary_cost") if summarizer is not None else None
     if cost is not None:
         notes.say(_say_cost(cost, dry_run=False))
-        if cost.failed:  # at the top of the output, whatever -q says: the rows below rest on it
+        if cost.failed or cost.refused:  # at the top of the output, whatever -q says: the rows below rest on it
             out.write("\n".join(textwrap.wrap(_say_failed(cost), width)) + "\n\n")
     with notes.watch("ranking", said_in_output=_said_below):
         ranked = rank(df, by="usd" if args.model else "tokens", failed=args.failed)
@@ -424,11 +435,31 @@ def run(args: argparse.Namespace, out: TextIO, notes: Notes) -> None:
         else:
             df.to_csv(args.out, index=False)
         out.write(f"wrote {args.out}\n")
-    if args.plot:
+    left_out = ranked.attrs.get("left_out") or {}
+    unranked = not len(ranked) and bool(left_out)  # every config left out: no answer, and nothing to plot
+    if args.plot and not unranked:
         _plot(args, df, ranked, grid, convs, configs, out, notes)
-    if cost is not None and cost.failed and not cost.calls and not cost.cached:
-        raise Failed(f"every summary call failed ({plural(cost.failed, 'call')}): no row holds a summary the "
-                      f"summarizer wrote; {_say_failed(cost)}")
+    if cost is not None and (cost.failed or cost.refused) and not cost.answered:
+        how = " or ".join(w for w, n in (("failed", cost.failed), ("was refused as too long", cost.refused)) if n)
+        raise Failed(f"every summary call {how} ({plural(cost.failed + cost.refused, 'call')}): no row holds a "
+                      f"summary the summarizer wrote; {_say_failed(cost)}")
+    if unranked:
+        raise Failed(_say_unranked(len(left_out), args))
+
+
+def _say_unranked(n: int, args: argparse.Namespace) -> str:
+    """Why a sweep whose every config the ranking left out gives no answer (exit 3), and no plot.
+
+    >>> import argparse
+    >>> _say_unranked(1, argparse.Namespace(plot="q.png", failed=False))
+    'no config to rank: the 1 config swept makes turns fail (the lines under the table say how); nothing to plot, so q.png and its trade-off were not written; --failed ranks such a config, last'
+    >>> _say_unranked(3, argparse.Namespace(plot=None, failed=False))
+    'no config to rank: all 3 configs swept make turns fail (the lines under the table say how); --failed ranks such a config, last'
+    """
+    what = "the 1 config swept makes" if n == 1 else f"all {n:,} configs swept make"
+    plot = f"; nothing to plot, so {args.plot} and its trade-off were not written" if args.plot else ""
+    failed = "" if args.failed else "; --failed ranks such a config, last"
+    return f"no config to rank: {what} turns fail (the lines under the table say how){plot}{failed}"
 
 
 def _sweep(args: argparse.Namespace, configs: str | list[Config], grid: dict[str, list[Any]], chosen: Options,
@@ -704,7 +735,8 @@ def _ranking_table(ranked: pd.DataFrame, keys: list[str], conversations: int, wi
         Column("pareto", ["yes" if p else "" for p in ranked["pareto"]], number=False),
         *([Column("fails", ["FAILS" if f else "" for f in fails], number=False)] if any(fails) else []),
     ]
-    lines = textwrap.wrap(intro, width) + (fit_table(cols, width) if len(ranked) else ["(no config to rank)"])
+    lines = textwrap.wrap(intro, width) + (fit_table(cols, width) if len(ranked) else
+                                           [f"(no config to rank{': every config swept is left out, below' if ranked.attrs.get('left_out') else ''})"])
     left_out: dict[int, str] = ranked.attrs.get("left_out") or {}
     if left_out:
         rows = {} if df is None else {int(r["config"]): r for _, r in df.drop_duplicates("config").iterrows()}

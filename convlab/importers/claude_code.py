@@ -40,11 +40,12 @@ system, snapshots) are links in the chain and are walked through.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..conversation import LOG_ROWS, LOST_PARENT, NO_CALL, Conversation
+from ..conversation import LOG_FORKS, LOG_ROWS, LOST_PARENT, NO_CALL, Conversation
 from .documents import Document
 from .records import ImportedMessage, Problems, conversation, table, to_time, usage_of
 
@@ -230,6 +231,21 @@ class RowIndex:
             parent = row.get("parentUuid")
         return "root", None
 
+    def message_row_above(self, row: Mapping[str, Any]) -> str | None:
+        """The uuid of the message row ``row`` hangs under, through the rows that are no message (progress, hooks);
+        None for a row under none (a root, a boundary, a row not in the file, a loop)."""
+        seen: set[str] = set()
+        parent = row.get("parentUuid")
+        while isinstance(parent, str) and parent not in seen:
+            seen.add(parent)
+            above = self.by_uuid.get(parent)
+            if above is None or _is_boundary(above):
+                return None
+            if _is_message(above):
+                return parent
+            parent = above.get("parentUuid")
+        return None
+
     def first_value(self, key: str, group: str | None) -> Any:
         """The first truthy ``key`` of a row of ``group`` (version, cwd, ...)."""
         return next((r.get(key) for r in self.rows if r.get(key) and _group(r) == group), None)
@@ -276,6 +292,7 @@ class _Builder:
     def conversation(self) -> Conversation:
         node_of, group_of = self.index.node_of, self.index.group_of
         rows = 0
+        under: Counter[str] = Counter()  # per message row, the message rows under it (what a count of raw rows forks at)
         for r in self.index.rows:
             u = r.get("uuid")
             if not isinstance(u, str) or u not in node_of or group_of[node_of[u]] != self.group:
@@ -284,11 +301,15 @@ class _Builder:
                 self.boundary(r, u)
                 continue
             rows += 1
+            above = self.index.message_row_above(r)
+            if above is not None:
+                under[above] += 1
             if r["type"] == "assistant":
                 self.assistant(r, u)
             else:
                 self.user(r, u)
-        meta: dict[str, Any] = {"session_id": self.index.session, "models": self.models, LOG_ROWS: rows}
+        meta: dict[str, Any] = {"session_id": self.index.session, "models": self.models, LOG_ROWS: rows,
+                                LOG_FORKS: sum(1 for n in under.values() if n > 1)}
         for key in ("version", "cwd", "gitBranch", "slug"):
             value = self.index.first_value(key, self.group)
             if value is not None:

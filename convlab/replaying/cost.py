@@ -43,12 +43,14 @@ model reads the same blocks as a model call on the history it summarizes (the
 warm part, the hidden prompt, the path from its root), then its prompt: while
 the cache is warm, that prefix is read from it, and the call's own reads and
 writes go into the cache the later calls find. A bare one (no system prompt,
-no tools) or one on another model (a summarizer naming one) reads nothing
-cached and writes nothing: its input at the full price.
+no tools) or one on another model (a summarizer naming one, with or without
+a model to price in) reads nothing cached and writes nothing: its input at the
+full price. One the summarizer refused or failed reads nothing at all.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -88,7 +90,8 @@ class Pricing:
         else:
             rule("anthropic", self.ttl)
         self.prices(self.model)
-        self.prices(self.summarizer_model)
+        if self.model is not None:  # dollars asked for: the summarizer's too (without, its name says only its cache)
+            self.prices(self.summarizer_model)
 
     def prices(self, model: str | None) -> Prices | None:
         """genai-prices' prices of ``model`` (looked up once), or None for no model."""
@@ -148,8 +151,8 @@ def price(calls: Sequence[ModelCall], summary_calls: Sequence[SummaryCall], sess
           the_fit: Fit, pricing: Pricing) -> tuple[list[ModelCall], list[SummaryCall]]:
     """A replay's ``calls`` and ``summary_calls``, priced: new records, each call with its ``cached``,
     ``cache_write``, ``logged_cached``, ``output`` and ``usd`` (None without a model), each summary call
-    with its ``cached``, ``cache_write`` and ``usd``. A call the provider refused as too long reads nothing,
-    writes nothing to the cache and costs nothing (0 each, $0). The calls are priced in the order they ran
+    with its ``cached``, ``cache_write`` and ``usd``. A call the provider refused as too long, or a summary call
+    the summarizer refused or failed, reads nothing, writes nothing to the cache and costs nothing (0 each, $0). The calls are priced in the order they ran
     (each summary call before the model call it came before, ``SummaryCall.call``): they share the cache."""
     pricer = _Pricer(session, p, counts, the_fit, pricing)
     before: dict[int, list[int]] = {}
@@ -179,8 +182,7 @@ class _Pricer:
         self.warmed: set[tuple[str | None, str]] = set()
         self.last: dict[tuple[str | None, Any, str], float] = {}  # per cache and model: when its previous call ran
         self.prices = pricing.prices(pricing.model)
-        self.summary_prices = pricing.prices(pricing.summarizer_model or pricing.model)
-        self.other_model = pricing.summarizer_model is not None and pricing.summarizer_model != pricing.model
+        self.summary_prices = pricing.prices(pricing.summarizer_model or pricing.model) if pricing.model is not None else None
 
     def exact_of(self, sid: str) -> int:
         """The exact tokens of the session message ``sid`` (a copy counts as its original)."""
@@ -242,10 +244,20 @@ class _Pricer:
         return replace(c, cached=cached, cache_write=cache_write, logged_cached=_logged_cached(self.plan, c) if c.applies else None,
                        output=output, usd=usd, cache_alive=alive, miss_usd=miss)
 
+    def other_model(self, reply: str | None) -> bool:
+        """Whether the summarizer names a model other than the session's at ``reply`` (the model priced, else the
+        log's own there): its calls then read another cache, nothing of the session's. The same with or without a
+        model to price in, so ``cached`` never depends on whether dollars were asked for."""
+        named = self.pricing.summarizer_model
+        if named is None:
+            return False
+        session = self.pricing.model or self.fit.of(reply)[1] or self.logged_model
+        return _bare(named) != _bare(session)
+
     def summary(self, s: SummaryCall) -> SummaryCall:
         """A summary call priced, on the session's cache where it was sent as the engine sends it."""
         cached = cache_write = 0
-        if not s.refused and s.shared and not self.other_model:
+        if s.answered and s.shared and not self.other_model(s.reply):
             cache, _, front, (root, model, hidden, ratio) = self.where(s.reply, s.time)
             sent = self.blocks(front, s.head, root, model, ratio)
             prompt = (("prompt", id(s)), round(ratio * (s.prompt if s.head is not None else s.exact)))  # its own
@@ -257,7 +269,7 @@ class _Pricer:
             cached = min(cached, s.read)
             cache_write = min(cache_write, s.read - cached)
         prices = self.summary_prices
-        usd = None if prices is None else 0.0 if s.refused else prices.usd(s.read, cached, cache_write, s.output)
+        usd = None if prices is None else 0.0 if not s.answered else prices.usd(s.read, cached, cache_write, s.output)
         return replace(s, cached=cached, cache_write=cache_write, usd=usd)
 
 
@@ -298,6 +310,16 @@ class _Keys:
                     key = self(orig)
             known[s] = key
         return known[sid]
+
+
+def _bare(model: str | None) -> str:
+    """A model's name as two names of one model share it: no provider prefix, no date or ``-latest`` suffix.
+
+    >>> _bare("anthropic:claude-sonnet-4-5"), _bare("claude-sonnet-4-5-20250929"), _bare("gpt-4.1-mini")
+    ('claude-sonnet-4-5', 'claude-sonnet-4-5', 'gpt-4.1-mini')
+    """
+    name = (model or "").rsplit(":", 1)[-1].lower()
+    return re.sub(r"-(\d{8}|latest)$", "", name)
 
 
 def _logged_cached(p: Plan, call: ModelCall) -> int | None:

@@ -330,7 +330,7 @@ class Replayer:
                 made = dataclasses.replace(made, call=len(rec.calls) + 1)  # the model call it comes before
                 rec.summary_calls.append(made)
                 rec.consulted.append((self.turn, "read", made.read, made.refused))
-                if getattr(self.worker, "verify", False) and not made.refused:
+                if getattr(self.worker, "verify", False) and made.answered:
                     rec.summary_calls.append(self.llm.verify_pass(made))
             return
         started, read = self._started, self.llm.last

@@ -422,7 +422,12 @@ class ReplayLLM:
         if refused:
             raise ProviderError("too_long", f"{read} tokens is more than the window of {self.window}")
         if self.summarize is not None:
-            real = self.summarize(request, exact, self._state.stand_ins > 0)
+            try:
+                real = self.summarize(request, exact, self._state.stand_ins > 0)
+            except ProviderError as err:  # the summarizer refused it as too long, or failed it: it read nothing
+                too_long = err.kind == "too_long"
+                self.last_summary = SummaryCall(read, too_long, failed=not too_long, **where)
+                raise
             if real is not None:
                 out = (real.get("usage") or {}).get("output_tokens")
                 output = out if isinstance(out, int) and not isinstance(out, bool) and out >= 0 else \

@@ -213,8 +213,9 @@ class Options:
         if self.model is None and self.prompt_cache is None:
             return None
         named = getattr(self.summarizer, "model", None) if self.summarizer is not None else None
-        return Pricing(self.model, self.prompt_cache, self.prompt_cache_ttl,
-                       named if isinstance(named, str) and self.model else None)
+        # the summarizer's model with or without a model to price in: whether its calls share the session's
+        # prompt cache is the same either way (a column of a row never depends on whether dollars were asked for)
+        return Pricing(self.model, self.prompt_cache, self.prompt_cache_ttl, named if isinstance(named, str) else None)
 
     def summaries(self, *, dry_run: bool = False) -> Summaries | None:
         """The ``Summaries`` summary calls go to (None: no summarizer, the stand-in answers them)."""

@@ -129,8 +129,11 @@ class ModelCall(_Record):
 class SummaryCall(_Record):
     """One summary call: ``read`` (the input tokens it sent: with ``shared``, the agent's hidden prompt
     and what the log's fit says its messages read, as a model call's; else their exact count),
-    ``refused`` (too long for the window: it read nothing), ``output`` (the summary's tokens),
-    ``stand_in`` (the replay wrote the summary itself: no summarizer, or the summarizer gave none).
+    ``refused`` (refused as too long, by the window or by the summarizer, whose context may be smaller:
+    it read nothing), ``failed`` (the summarizer failed it, an error of the provider's: it read nothing),
+    ``output`` (the summary's tokens), ``stand_in`` (the replay wrote the summary itself: no summarizer,
+    or the summarizer gave none). A refused or failed call is in no sum of a row: it reads, caches and
+    costs nothing (``answered``: neither).
 
     Where it ran, for the prompt cache: ``time`` (the clock), ``head`` (the last message it
     summarized, when what it sent is the session's path from its root to there, then the prompt: the
@@ -144,7 +147,8 @@ class SummaryCall(_Record):
 
     Once priced (``cost.price``): ``cached`` and ``cache_write`` (what the prompt cache read and wrote
     for it: a shared request on the session's model reads the session's warm prefix; a bare one, or
-    one on another model, reads nothing cached) and ``usd`` (None without a model)."""
+    one on another model, reads nothing cached; a refused or failed one, 0 each) and ``usd`` (None without a
+    model; $0 for a refused or failed one: no provider bills a call it refused or failed)."""
 
     read: int
     refused: bool
@@ -161,6 +165,12 @@ class SummaryCall(_Record):
     prompt: int = 0
     cached: int | None = None
     cache_write: int | None = None
+    failed: bool = False
+
+    @property
+    def answered(self) -> bool:
+        """The provider answered it (neither refused nor failed): a call a row's figures sum."""
+        return not (self.refused or self.failed)
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)

@@ -156,7 +156,9 @@ class SummaryCost:
     ``refused``: the calls among ``calls`` (and ``cached``) the provider
     refused as too long (the summarizer's context is smaller than what it
     was asked to summarize: the engine shortens it, at most three times, then
-    runs the held call as it was). ``unkept``: the calls among ``calls`` whose
+    runs the held call as it was), and ``refusal`` what it said to the first of
+    them. ``answered``: the summaries made or from the cache that the provider
+    did not refuse. ``unkept``: the calls among ``calls`` whose
     answer the cache's folder could not keep (read-only, full: a
     ``CacheWarning`` says which and why): used all the same, made again by a
     later run.
@@ -171,11 +173,18 @@ class SummaryCost:
     error: str = field(default="", repr=False)
     refused: int = 0
     unkept: int = 0
+    refusal: str = field(default="", repr=False)
 
     @property
     def exact(self) -> bool:
         """True when no figure rests on a stand-in for a summary not made yet."""
         return self.estimated == 0
+
+    @property
+    def answered(self) -> int:
+        """The summary calls the provider answered with a summary (made in this run or from the cache):
+        ``calls`` and ``cached`` less the ones it refused as too long."""
+        return self.calls + self.cached - self.refused
 
     def __add__(self, other: SummaryCost) -> SummaryCost:
         """Two sweeps' summaries together (``tune`` with ``presets.AUTO`` runs one per agent): the counts added,
@@ -183,7 +192,7 @@ class SummaryCost:
         return SummaryCost(self.calls + other.calls, self.input_tokens + other.input_tokens, self.cached + other.cached,
                            self.cached_input_tokens + other.cached_input_tokens, self.estimated + other.estimated,
                            self.failed + other.failed, self.error or other.error, self.refused + other.refused,
-                           self.unkept + other.unkept)
+                           self.unkept + other.unkept, self.refusal or other.refusal)
 
 
 class Summaries:
@@ -232,6 +241,8 @@ class Summaries:
 
     def cost(self) -> SummaryCost:
         with self._lock:
+            refused = [entry for key in (*self._made, *self._from_disk)
+                       if (entry := self._known.get(key, {})).get("error") == "too_long"]
             return SummaryCost(
                 calls=len(self._made) + len(self._needed),
                 input_tokens=sum(self._made.values()) + sum(t for t, _ in self._needed.values()),
@@ -240,8 +251,9 @@ class Summaries:
                 estimated=sum(1 for _, guessed in self._needed.values() if guessed),
                 failed=len(self._failed),
                 error=next(iter(self._failed.values()), ""),
-                refused=sum(1 for key in (*self._made, *self._from_disk) if self._known.get(key, {}).get("error") == "too_long"),
+                refused=len(refused),
                 unkept=len(self._unkept),
+                refusal=next((str(entry.get("message") or "") for entry in refused), ""),
             )
 
     def warn_failed(self, stacklevel: int = 3) -> None:

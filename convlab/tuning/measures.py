@@ -1,7 +1,8 @@
 """Measures: one row of a sweep, read from a ``Replay`` (what each figure sums, written once).
 
 Every figure of a row sums the same calls: the model calls the provider
-answered, the summary calls it answered, and the ``lost`` calls (logged
+answered, the summary calls it answered (one it refused as too long, or
+failed, reads, caches and costs nothing), and the ``lost`` calls (logged
 replies the replay never gave: their turn failed, or its worker ended it,
 first), each counted at its figure in ``baseline`` (``Replay.figures()`` of
 the baseline replay: the log as it was; without one a lost call counts
@@ -133,7 +134,7 @@ def against_usage(replay: Replay, p: Plan, prices: Prices | None) -> dict[str, A
 def _summed(replay: Replay, baseline: Mapping[str, Figures] | None) -> tuple[list[ModelCall], list[SummaryCall], list[Figures]]:
     """The calls a row sums: the answered model calls, the answered summary calls, the lost calls' figures."""
     lost = [baseline[r] for r in replay.lost if r in baseline] if baseline is not None else []
-    return replay.answered(), [s for s in replay.summary_calls if not s.refused], lost
+    return replay.answered(), [s for s in replay.summary_calls if s.answered], lost
 
 
 def _read(answered: Sequence[ModelCall], summaries: Sequence[SummaryCall], lost: Sequence[Figures]) -> int:

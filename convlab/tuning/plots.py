@@ -367,8 +367,8 @@ def compaction_costs(df: pd.DataFrame, *, title: str | None = None):
     after a compaction on a warm cache paid beyond a cached read (``warm_rewrite_usd``) is drawn apart; the
     log as it was (``baseline_usd``) is the dashed line. Each bar says its compactions (summaries + resets),
     how many fell on a warm cache, its own summary calls and, where known, ``facts_kept``. A config that made
-    turns fail is drawn hatched and says so: its dollars count each call it never made at the log's own, no
-    answer. Each config's figures are ``convlab.tuning.ranking.totals``'.
+    turns fail is drawn last (at the bottom), hatched, and says so: its dollars count each call it never made
+    at the log's own, no answer. Each config's figures are ``convlab.tuning.ranking.totals``'.
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"config": [0, 1], "window": [200000] * 2, "preset": ["masking", "pi"], "usd": [31.2, 6.7],
@@ -380,6 +380,9 @@ def compaction_costs(df: pd.DataFrame, *, title: str | None = None):
     ['masking\\n186 compactions (185 warm), facts kept 71%', 'pi\\n1 compaction (1 warm), 1 summary call']
     >>> [t.get_text() for t in ax.texts]
     ['$31.20', '$6.70']
+    >>> broken = df.assign(config=[1, 0], failed_turns=[0, 1])  # pi, config 0, breaks a turn: drawn last, never first
+    >>> [t.get_text() for t in compaction_costs(broken).axes[0].get_yticklabels()]
+    ['masking\\n186 compactions (185 warm), facts kept 71%', 'pi\\n1 compaction (1 warm), 1 summary call, 1 turn failed']
     """
     from .ranking import config_label, grid_keys, short_keys, totals
 
@@ -389,6 +392,7 @@ def compaction_costs(df: pd.DataFrame, *, title: str | None = None):
     keys = grid_keys(df) if "window" in df.columns and "source" in df.columns else []
     names = short_keys(keys)
     data = totals(df).reset_index(drop=True)
+    data = data.iloc[_broke(data).argsort(kind="stable")].reset_index(drop=True)  # a config that broke turns: last
     broke = _broke(data)
     labels = [str(row["preset"]) if "preset" in data.columns and isinstance(row.get("preset"), str) else config_label(row, keys, names)
               for _, row in data.iterrows()]

@@ -178,7 +178,7 @@ def _summary_call(replay: Replay, x: ContextLimit) -> SummaryCall | None:
     before the call the limit holds (``SummaryCall.call``; an overflow's comes before the call run again), a
     first pass, not a second (``kind``); None when none did (the worker wrote its summary itself)."""
     before = x.call + 1 if x.reason == "overflow" else x.call
-    made = [c for c in replay.summary_calls if c.call == before and c.kind == "summary" and not c.refused]
+    made = [c for c in replay.summary_calls if c.call == before and c.kind == "summary" and c.answered]
     return made[-1] if made else None
 
 

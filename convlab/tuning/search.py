@@ -152,12 +152,13 @@ class _Constraint:
     bound: float
     why: str = ""  # a constraint the search adds itself says why
 
-    def missed(self, row: Mapping[str, Any]) -> str:
-        """What ``row`` misses of it, as a person reads it (``"saved 0.14, needs >= 0.2"``); "" when it meets it."""
+    def missed(self, row: Mapping[str, Any], why: bool = True) -> str:
+        """What ``row`` misses of it, as a person reads it (``"saved 0.14, needs >= 0.2"``), with why the search
+        added it (unless ``why=False``); "" when it meets it."""
         if not self.violation(row):
             return ""
         x = float(row[self.column])
-        return f"{self.column} {'NaN' if math.isnan(x) else f'{x:,.4g}'}, needs {self.op} {self.bound:,.4g}{self.why}"
+        return f"{self.column} {_number(x)}, needs {self.op} {_number(self.bound)}{self.why if why else ''}"
 
     def distance(self, row: Mapping[str, Any]) -> float:
         """How far ``row`` is from meeting it, against the bound's size (0 when it meets it)."""
@@ -171,6 +172,31 @@ class _Constraint:
         ok = {">=": x >= self.bound, "<=": x <= self.bound, "==": x == self.bound,
               ">": x > self.bound, "<": x < self.bound}[self.op]
         return 0.0 if ok else max(abs(x - self.bound), 1e-9)
+
+
+def _number(x: float) -> str:
+    """A figure of a constraint as a person reads it: a whole one past a thousand (a count of tokens) with
+    separators, never in e-notation; a small one to four significant digits.
+
+    >>> _number(14268812.4), _number(1e7), _number(0.18779), _number(26.0), _number(float("nan"))
+    ('14,268,812', '10,000,000', '0.1878', '26', 'NaN')
+    """
+    if math.isnan(x):
+        return "NaN"
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:,.4g}"
+
+
+#: Why the search adds ``failed_turns == 0`` and ``lost_calls == 0`` (``failed=True``: it does not), said once
+#: after the last of them a trial missed. ``convlab search`` names its own flag for ``failed=True``.
+BREAKS = " (a config that breaks turns never wins; failed=True lets it)"
+
+
+def _missed(constraints: Sequence[_Constraint], row: Mapping[str, Any]) -> list[str]:
+    """What ``row`` missed, constraint by constraint, each reason the search gave said once, after the last
+    constraint it explains (``failed_turns 4, needs == 0; lost_calls 9, needs == 0 (a config that breaks ...)``)."""
+    missed = [c for c in constraints if c.violation(row)]
+    last = {c.why: i for i, c in enumerate(missed)}
+    return [c.missed(row, why=last[c.why] == i) for i, c in enumerate(missed)]
 
 
 _BOUND = re.compile(r"^\s*(>=|<=|==|>|<)\s*([-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?)\s*$")
@@ -244,8 +270,7 @@ def _checked(space: Mapping[str, object] | None, options: Options, *, base: Toml
     columns = [c for c in frame.columns if c in OBJECTIVES or c not in ("conversation", "source", "config", *COLUMNS)]
     column, maximise = _objective(objective, columns, model)
     given = _constraints(constraints, columns)
-    own = [] if failed else [_Constraint(c, "==", 0.0, " (a config that breaks turns never wins; failed=True lets it)")
-                             for c in ("failed_turns", "lost_calls")]
+    own = [] if failed else [_Constraint(c, "==", 0.0, BREAKS) for c in ("failed_turns", "lost_calls")]
     return _Checked(doc, dims, column, maximise, given + own, options)
 
 
@@ -569,7 +594,7 @@ def _run(study: optuna.Study, checked: _Checked, score: _Scorer, n: int, batch: 
             for t, values, measured in zip(asked, points, score(points), strict=True):
                 value = float(measured[checked.column])
                 violations = [c.violation(measured) for c in checked.constraints] + [float(math.isnan(value))]
-                missed = [m for m in (c.missed(measured) for c in checked.constraints) if m]
+                missed = _missed(checked.constraints, measured)
                 if math.isnan(value):
                     missed.append(f"{checked.column} is NaN (nothing to score)")
                 distance = sum(c.distance(measured) for c in checked.constraints) + float(math.isnan(value))
