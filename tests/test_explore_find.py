@@ -180,6 +180,25 @@ def test_on_a_real_codex_session_tool_finds_every_output_the_raw_rollout_holds(a
         assert len(found) == raw[tool], tool
 
 
+def test_many_matches_down_one_long_chain_have_their_own_paths_branches_and_depths():
+    """An agent session's shape: one chain (and a side branch), a match in every message; each match's path, depth,
+    branch and on_path are the tree's and frame's, however the walks share the chain (bench row ``find`` times it)."""
+    t = Tree()
+    parent = None
+    for i in range(3000):
+        parent = t.add({"id": f"m{i}", "role": ("user", "assistant")[i % 2], "content": f"step {i} of the plan"}, parent)["id"]
+    t.add({"id": "side", "role": "user", "content": "a plan B"}, "m1499")
+    t.head = parent
+    df = convlab.find(t, "plan")
+    assert len(df) == 3001
+    frame = convlab.frame(convlab.Conversation(t, id="c")).set_index("id")
+    for row in df.iloc[::250].itertuples():
+        assert row.path == tuple(t.path_ids(row.id)) and row.depth == len(row.path)
+        assert row.branch == frame.loc[row.id, "branch"] and row.on_path == frame.loc[row.id, "on_path"]
+    side = df.set_index("id").loc["side"]
+    assert side["path"][-2:] == ("m1499", "side") and not side["on_path"] and side["depth"] == 1501
+
+
 @st.composite
 def trees(draw):
     n = draw(st.integers(1, 30))

@@ -18,7 +18,7 @@ from ..errors import ExploreError
 from ..frames import branches
 from ..text import brief
 from ..toolcalls import answers, calls
-from ..tree import ROLES, Tree
+from ..tree import ROLES, Tree, ancestors, path_to
 from .sources import Source, table, tree_of
 
 if TYPE_CHECKING:
@@ -194,14 +194,56 @@ def _rows(tree: Tree, found: Matcher | None, roles: set[str] | None, tool: str |
             hits.append((node, snippet(s, span)))
     if not hits:
         return []
-    path = tree.path_ids() if tree.head is not None else []
+    by_id = {a["id"]: a for a in nodes}
+    path = path_to(by_id, tree.head)  # the active path
     on_path = set(path)
-    branch = branches(nodes, path, of=[node["id"] for node, _ in hits])
+    ids = [node["id"] for node, _ in hits]
+    branch = branches(nodes, path, of=ids)
+    paths = paths_to(by_id, ids)
     labels = tree.labels
     out = []
     for node, match in hits:
         nid = node["id"]
-        ids = tuple(tree.path_ids(nid))
-        out.append((nid, node["role"], node.get("kind") or "message", node["seq"], len(ids), branch[nid], nid in on_path,
-                    labels.get(nid), match, ids))
+        p = paths[nid]
+        out.append((nid, node["role"], node.get("kind") or "message", node["seq"], len(p), branch[nid], nid in on_path,
+                    labels.get(nid), match, p))
+    return out
+
+
+def paths_to(nodes: Mapping[str, Mapping[str, Any]], ids: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """The ids root -> each of ``ids`` (``nodes``: id -> node, as ``convlab.tree.path_to`` reads them), each walk up
+    (``convlab.tree.ancestors``) stopping at the first message a walk before it passed: a path is the part of an
+    earlier one above that message plus the new ids (a slice and a join, at C speed). The walks together pass each
+    message at most once, so a search with thousands of matches down one long chain (an agent's session) walks the
+    chain once, not once a match. (The paths themselves hold a reference per message each: the ``path`` column.)
+
+    >>> t = Tree()
+    >>> for nid, parent in [("u1", None), ("a1", "u1"), ("u2", "a1"), ("a2", "u1")]:
+    ...     _ = t.add({"id": nid, "role": "user", "content": ""}, parent)
+    >>> paths_to(t.graph.nodes, ["a1", "u2", "a2"])
+    {'a1': ('u1', 'a1'), 'u2': ('u1', 'a1', 'u2'), 'a2': ('u1', 'a2')}
+    """
+    out: dict[str, tuple[str, ...]] = {}
+    # a message walked past -> the id whose path holds it, and its index there (two flat maps, not a pair a
+    # message: a long chain would make the collector walk the paths already built once per thousand pairs)
+    owner: dict[str, str] = {}
+    index: dict[str, int] = {}
+    for nid in ids:
+        if nid in out:
+            continue
+        walked: list[str] = []
+        for n in ancestors(nodes, nid):
+            if n in owner:
+                above, at = out[owner[n]], index[n]
+                walked.reverse()
+                p = (above if at + 1 == len(above) else above[: at + 1]) + tuple(walked)  # (one copy, not two, down a chain)
+                break
+            walked.append(n)
+        else:
+            walked.reverse()
+            p = tuple(walked)
+        out[nid] = p
+        for k, w in enumerate(walked, len(p) - len(walked)):
+            owner[w] = nid
+            index[w] = k
     return out
