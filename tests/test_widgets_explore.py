@@ -49,6 +49,37 @@ def test_a_match_on_a_hidden_branch_is_shown_when_focused():
     assert tv.data["focus"] == side and side in rows(tv) and rows(tv)[side]["match"]
 
 
+def test_a_step_to_a_drawn_match_sends_the_header_alone_and_one_to_a_hidden_match_lays_the_tree_out(monkeypatch):
+    """Stepping through thousands of matches must not lay the whole tree out each time (O(tree) a step)."""
+    import convlab.widgets.treeview as module
+
+    s = convlab.Session()
+    s.submit({"type": "client.message", "agent_id": "bot", "message": {"id": "u1", "role": "user", "content": "start here"}})
+    s.submit({"type": "client.messages", "agent_id": "bot", "messages": [*s.view("u1")[:1], {"role": "user", "content": "a side here"}]})
+    s.submit({"type": "client.messages", "agent_id": "bot", "messages": [{"role": "user", "content": "a new root"}]})
+    tv = TreeView(s, max_depth=0)
+    tv.search("here")
+    side = convlab.find(s, "a side", role="user")["id"].iloc[0]
+    assert tv.matches[:1] == ["u1"] and side in tv.matches
+    tv.search("start here", role="user")  # one match, drawn: a step stays on it
+    layouts, sent = [], []
+    real = module.layout
+    monkeypatch.setattr(module, "layout", lambda *a, **k: layouts.append(1) or real(*a, **k))
+    monkeypatch.setattr(tv, "send", sent.append)
+    tv.step()
+    assert layouts == [] and len(sent) == 1 and sent[0]["set"] == [] and sent[0]["drop"] == []
+    assert sent[0]["meta"]["focus"] == "u1" and sent[0]["meta"]["status"] == "match 1 of 1"
+    tv.search("here", role="user")  # u1, then the side branch behind u1
+    assert side not in rows(tv)  # behind its parent's marker
+    layouts.clear()
+    while tv.data["focus"] != side:
+        tv.step()
+    assert layouts and side in rows(tv) and rows(tv)[side]["match"]  # opened: laid out again
+    layouts.clear()
+    tv.step(-1)
+    assert layouts == [] and tv.data["focus"] == "u1"  # back to a drawn match: the header alone
+
+
 def test_a_bad_pattern_from_the_browser_is_said_in_the_status_line():
     tv = TreeView(session())
     tv._on_msg(tv, {"type": "search", "text": "(", "regex": True}, None)

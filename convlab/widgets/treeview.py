@@ -560,19 +560,24 @@ class TreeView(Live, anywidget.AnyWidget):
             return None
         self.match_at = (self.match_at + by) % len(self.matches)
         self.status = f"match {self.match_at + 1} of {len(self.matches)}"
-        self._reveal()
-        self.refresh()
+        if self._reveal():
+            self.refresh()
+        else:  # the match is drawn already: only the header changes (which match is focused), no layout again
+            self._patch({}, [], {**self._meta, "status": self.status, **self._explore_meta()}, None, None)
         return self.matches[self.match_at]
 
-    def _reveal(self) -> None:
-        """Show the focused match: every branch on the way to it expanded."""
+    def _reveal(self) -> bool:
+        """Show the focused match: every branch on the way to it expanded, unless its row is drawn already.
+        Whether the tree must be laid out again (a branch was opened)."""
         if self.match_at is None:
-            return
-        tree = self.source.message_tree
+            return False
         focus = self.matches[self.match_at]
-        for n in [None, *tree.path_ids(focus)[:-1]]:
+        if focus in self._rows:
+            return False
+        for n in [None, *self.source.message_tree.path_ids(focus)[:-1]]:
             self.collapsed.discard(n)
             self.expanded.add(n)
+        return True
 
     def mark(self, node_id: str | None) -> None:
         """Pick ``node_id`` as the first side of a comparison (None: unpick); ``compare`` takes the second."""
