@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import convlab
+from convlab.explore.sessions import session_of
 from convlab.tree import Tree
 from convlab.widgets import Lab, TreeView
 
@@ -177,6 +178,18 @@ def test_a_tree_view_alone_says_summarize_needs_a_lab():
     tv = TreeView(session())
     tv.summarize_from("u1")
     assert "show this session in a Lab" in tv.data["status"]
+
+def test_the_event_log_of_a_session_from_a_converted_log_says_times_as_spans_not_epoch_seconds():
+    t = Tree()
+    for k, (nid, parent) in enumerate([("u1", None), ("a1", "u1"), ("u2", "a1"), ("a2", "u2")]):
+        t.add({"id": nid, "role": "user" if nid[0] == "u" else "assistant", "content": nid, "time": 1770908700.5 + 300 * k}, parent)
+    t.head = "a2"
+    s = session_of(convlab.Conversation(t, id="c", format="claude_code"))  # as convlab.merge loads a log
+    lab = Lab(s)
+    text = "".join(block.value for block in lab.events.lines.children)
+    assert "1770908" not in text
+    assert "t=0 s" in text and "t=15 min" in text  # the last message, 900 s after the first
+    lab.close()
 
 
 JS_TEST = r"""

@@ -79,6 +79,21 @@ def esc(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
+def duration(secs: float) -> str:
+    """A span of the session's clock as the Lab says it (the gauge's idle time, the event log's times): seconds under
+    a minute and a half, minutes under an hour and a half, then hours.
+
+    >>> duration(0.4), duration(75), duration(600), duration(7200)
+    ('0 s', '75 s', '10 min', '2.0 h')
+    """
+    secs = max(0.0, float(secs))
+    if secs < 90:
+        return f"{secs:.0f} s"
+    if secs < 5400:
+        return f"{secs / 60:.0f} min"
+    return f"{secs / 3600:.1f} h"
+
+
 def role_badge(node: Mapping[str, Any]) -> str:
     role = _role(node)
     extra = ""
