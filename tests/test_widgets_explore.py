@@ -179,6 +179,26 @@ def test_a_tree_view_alone_says_summarize_needs_a_lab():
     tv.summarize_from("u1")
     assert "show this session in a Lab" in tv.data["status"]
 
+def test_a_summary_proposal_keeping_many_messages_says_how_many_and_folds_their_ids():
+    s = convlab.Session(worker="manual")
+    for k in range(8):
+        s.submit({"type": "client.message", "agent_id": "bot", "message": {"role": "user", "content": f"q{k}"}})
+        s.decide([{"type": "llm.call"}])
+        s.decide([])
+    lab = Lab(s)
+    s.submit({"type": "client.message", "agent_id": "bot", "message": {"id": "q9", "role": "user", "content": "and now?"}})
+    lab.flush()
+    path = [m["id"] for m in s.path()]
+    panel = lab.decisions
+    panel.propose(s.summarize(path[1], path[2], summarizer="the first answer"))  # early in the path: the rest is kept
+    proposed = next(c for c in panel.body.children if "summarize from here" in getattr(c, "value", ""))
+    kept = [m.get("id") for m in panel.proposal[0]["messages"] if m.get("id")]
+    assert len(kept) == len(path) - 2
+    assert f"{len(kept)} kept messages + 1 new message<details" in proposed.value  # the ids folded, not in the line
+    assert ", ".join([*kept[:1], "(new)", *kept[1:]]) in proposed.value  # the folded list, in order
+    assert panel.summary in panel.body.children  # the summary to edit
+    lab.close()
+
 def test_the_event_log_of_a_session_from_a_converted_log_says_times_as_spans_not_epoch_seconds():
     t = Tree()
     for k, (nid, parent) in enumerate([("u1", None), ("a1", "u1"), ("u2", "a1"), ("a2", "u2")]):
