@@ -179,6 +179,24 @@ def test_a_tree_view_alone_says_summarize_needs_a_lab():
     tv.summarize_from("u1")
     assert "show this session in a Lab" in tv.data["status"]
 
+def test_the_compare_panel_keeps_its_summary_above_a_box_that_scrolls_and_wraps():
+    from convlab.widgets.comparison import HEIGHT
+
+    s = convlab.Session()
+    s.submit({"type": "client.message", "agent_id": "bot", "message": {"id": "u1", "role": "user", "content": "start"}})
+    for k in range(60):
+        s.submit({"type": "client.message", "agent_id": "bot", "message": {"role": "user", "content": "x" * 300 + f" step {k}"}})
+    long_leaf = s.head
+    s.submit({"type": "client.messages", "agent_id": "bot", "messages": [*s.view("u1")[:1], {"role": "user", "content": "short"}]})
+    lab = Lab(s)
+    lab.tree.compare(long_leaf, s.head)
+    html = lab.comparison.html.value
+    summary, box = html.index("cl-compare-summary"), html.index("cl-compare-scroll")
+    assert summary < box and f"max-height:{HEIGHT}px;overflow:auto" in html
+    assert "table-layout:fixed" in html and "overflow-wrap:anywhere" in html
+    assert lab.comparison.layout.max_width == "100%"
+    lab.close()
+
 def test_a_summary_proposal_keeping_many_messages_says_how_many_and_folds_their_ids():
     s = convlab.Session(worker="manual")
     for k in range(8):
