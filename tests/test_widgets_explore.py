@@ -179,6 +179,22 @@ def test_a_tree_view_alone_says_summarize_needs_a_lab():
     tv.summarize_from("u1")
     assert "show this session in a Lab" in tv.data["status"]
 
+def test_a_merged_message_is_marked_with_the_branch_it_came_from_in_the_tree_and_the_chat():
+    s = convlab.Session()
+    s.submit({"type": "client.message", "agent_id": "bot", "message": {"id": "u1", "role": "user", "content": "plan a trip"}})
+    s.submit({"type": "client.message", "agent_id": "bot", "message": {"id": "u2", "role": "user", "content": "try Lisbon"}})
+    s.submit({"type": "client.messages", "agent_id": "bot", "messages": s.view("e1") + [{"id": "u3", "role": "user", "content": "try Porto"}]})
+    lab = Lab(s)
+    s.merge("e2", summarizer="Lisbon: 3 days.")
+    lab.flush()
+    merged = next(m["id"] for m in s.path() if m.get("metadata", {}).get("merged_from"))
+    tree_rows = rows(lab.tree)
+    assert tree_rows[merged]["merged"] == "e2" and tree_rows["u3"]["merged"] is None
+    assert {"from": merged, "to": "e2", "type": "merged_from"} in lab.tree.data["links"]  # the leaf is drawn: linked
+    chat = {r["id"]: r for r in lab.chat.shown()}
+    assert chat[merged]["merged"] == "e2" and chat["u3"]["merged"] is None
+    lab.close()
+
 def test_the_compare_panel_keeps_its_summary_above_a_box_that_scrolls_and_wraps():
     from convlab.widgets.comparison import HEIGHT
 

@@ -39,6 +39,7 @@ from ..errors import ExploreError
 from ..text import brief
 from ..tree import lane_child, newest_leaves, path_to
 from . import intents
+from .chat import merged_leaf
 from .live import INTERVAL, Live, hold, kinds
 from .source import Given, Source, source_of
 
@@ -60,7 +61,8 @@ def _preview(content: str | list[Any] | None) -> str:
 
 def _row(a: Mapping[str, Any], row: int, lane: int, path: bool, head: bool,
          turn_status: Mapping[str, str], marks: Marks | None = None) -> dict[str, Any]:
-    """One drawn row: what the browser needs of a message (its label and whether a search found it: ``marks``)."""
+    """One drawn row: what the browser needs of a message (its label and whether a search found it: ``marks``;
+    ``merged``: the leaf of the branch it merged back, drawn beside it)."""
     tid = a.get("turn_id")
     marks = marks or _NO_MARKS
     return {
@@ -79,6 +81,7 @@ def _row(a: Mapping[str, Any], row: int, lane: int, path: bool, head: bool,
         "text": _preview(a.get("content")),
         "label": marks.labels.get(a["id"]),
         "match": a["id"] in marks.matches,
+        "merged": merged_leaf(a),
     }
 
 
@@ -95,9 +98,14 @@ _NO_SEARCH: dict[str, Any] = {"query": "", "matches": 0, "match_at": None, "focu
 
 
 def _links(a: Mapping[str, Any], shown: Container[str]) -> list[dict[str, Any]]:
-    """The dashed links from a drawn message to the shown message it copies or replaced."""
-    return [{"from": a["id"], "to": a[key], "type": key}
-            for key in ("copied_from", "replaces") if a.get(key) is not None and a[key] in shown]
+    """The dashed links from a drawn message to the shown message it copies or replaced, or the leaf of the
+    branch it merged back."""
+    links = [{"from": a["id"], "to": a[key], "type": key}
+             for key in ("copied_from", "replaces") if a.get(key) is not None and a[key] in shown]
+    leaf = merged_leaf(a)
+    if leaf is not None and leaf in shown:
+        links.append({"from": a["id"], "to": leaf, "type": "merged_from"})
+    return links
 
 
 def layout(
@@ -416,7 +424,7 @@ class TreeView(Live, anywidget.AnyWidget):
             sets[nid] = _row(a, first + k, 0, True, nid == head, self._status, marks)
             if a.get("turn_id"):
                 self._turn_rows[a["turn_id"]] = (*self._turn_rows.get(a["turn_id"], ()), nid)
-            if a.get("copied_from") is not None or a.get("replaces") is not None:
+            if a.get("copied_from") is not None or a.get("replaces") is not None or a.get("metadata"):
                 links += _links(a, shown)
         for tid in turns:
             status = self._status.get(tid, "")

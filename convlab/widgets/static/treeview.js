@@ -13,10 +13,10 @@
  * @typedef {{id: string, parent: (string|null), row: number, lane: number,
  *   role: string, kind: string, path: boolean, head: boolean, copy: boolean,
  *   replaces: boolean, status: string, turn: (string|null), text: string,
- *   label: (string|null), match: boolean}} TreeNode
+ *   label: (string|null), match: boolean, merged: (string|null)}} TreeNode
  * @typedef {{id: (string|null), row: number, lane: number, hidden: number,
  *   expanded: boolean}} Marker
- * @typedef {{from: string, to: string, type: ("copied_from"|"replaces")}} Link
+ * @typedef {{from: string, to: string, type: ("copied_from"|"replaces"|"merged_from")}} Link
  * @typedef {{rows: number, lanes: number, total: number, head: (string|null),
  *   selected: (string|null), status: string, readonly: boolean, version: number,
  *   query?: string, matches?: number, match_at?: (number|null), focus?: (string|null),
@@ -264,6 +264,7 @@ function legend() {
   item(html("span", "cl-swatch-line"), "active path");
   item(html("span", "cl-swatch-head"), "head");
   item(html("span", "cl-swatch-dash"), "copy / replaced");
+  item(html("span", "cl-swatch-merged", "⤶"), "merged back");
   item(html("span", "cl-swatch-x", "✕"), "cancelled / failed");
   return box;
 }
@@ -403,6 +404,7 @@ function render({ model, el }) {
     if (n.status) bits.push(n.status);
     if (n.copy) bits.push("copy");
     if (n.label) bits.push(`label: ${n.label}`);
+    if (n.merged) bits.push(`merged back from ${n.merged}`);
     tip.append(html("div", "cl-tip-head", bits.join(" · ")), html("div", "cl-tip-body", n.text || "(empty)"));
     tip.style.display = "block";
     const r = el.getBoundingClientRect();
@@ -451,6 +453,11 @@ function render({ model, el }) {
     const body = svg("tspan", { class: "cl-label-text", dx: 8 });
     body.textContent = label(n.text);
     t.append(idSpan, roleSpan);
+    if (n.merged) {
+      const mark = svg("tspan", { class: "cl-label-merged", dx: 8 });
+      mark.textContent = `⤶ merged from ${shortId(n.merged)}`;
+      t.append(mark);
+    }
     if (n.label) {
       const tag = svg("tspan", { class: "cl-label-tag", dx: 8 });
       tag.textContent = `[${label(n.label, 32)}]`;
