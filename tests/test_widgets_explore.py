@@ -179,6 +179,48 @@ def test_a_tree_view_alone_says_summarize_needs_a_lab():
     tv.summarize_from("u1")
     assert "show this session in a Lab" in tv.data["status"]
 
+
+def test_picking_two_messages_to_compare_changes_nothing_in_the_session():
+    """A click while picking picks (it does not look at the branch): no view, no head move, no turn, no event."""
+    s = session()
+    lab = Lab(s)
+    tv = lab.tree
+    events, head = len(s.events), s.head
+    tv._on_msg(tv, {"type": "picking", "on": True}, None)
+    assert tv.data["picking"] is True and tv.data["marked"] is None
+    tv._on_msg(tv, {"type": "pick", "id": "e2"}, None)
+    assert tv.data["marked"] == "e2" and tv.data["picking"] is True and tv.compared is None
+    tv._on_msg(tv, {"type": "pick", "id": "e2"}, None)  # the same one again: still waiting for the second
+    assert tv.compared is None and "click another message" in tv.data["status"]
+    tv._on_msg(tv, {"type": "pick", "id": "e4"}, None)
+    assert repr(lab.comparison) == "ComparePanel(a='e2', b='e4', steps=4)"
+    assert tv.data["picking"] is False and tv.data["marked"] is None
+    # a selected message picked with the button, the second clicked
+    tv.selected = "e1"
+    tv._on_msg(tv, {"type": "mark", "id": "e1"}, None)
+    assert tv.data["picking"] is True
+    tv._on_msg(tv, {"type": "pick", "id": "e4"}, None)
+    assert tv.compared.attrs["a"]["leaf"] == "e1" and tv.compared.attrs["b"]["leaf"] == "e4"
+    tv._on_msg(tv, {"type": "picking", "on": True}, None)
+    tv._on_msg(tv, {"type": "picking", "on": False}, None)  # cancelled
+    assert tv.data["picking"] is False
+    tv._on_msg(tv, {"type": "pick", "id": "nope"}, None)
+    assert "pick: 'nope' is no message" in tv.data["status"]
+    assert len(s.events) == events and s.head == head and s.turns[-1]["id"] == "t3"
+    lab.close()
+
+
+def test_picking_in_a_read_only_conversation_leaves_its_head():
+    t = Tree()
+    for nid, parent, text in [("u1", None, "hi"), ("a1", "u1", "hello"), ("a2", "u1", "hey there")]:
+        t.add({"id": nid, "role": "user" if nid[0] == "u" else "assistant", "content": text}, parent)
+    t.head = "a1"
+    tv = TreeView(convlab.Conversation(t, id="c"))
+    tv.start_picking()
+    tv.pick("a2")
+    assert tv.pick("a1")["change"].tolist() == ["regenerated"] and t.head == "a1"
+
+
 def test_a_merged_message_is_marked_with_the_branch_it_came_from_in_the_tree_and_the_chat():
     s = convlab.Session()
     s.submit({"type": "client.message", "agent_id": "bot", "message": {"id": "u1", "role": "user", "content": "plan a trip"}})
@@ -194,6 +236,7 @@ def test_a_merged_message_is_marked_with_the_branch_it_came_from_in_the_tree_and
     chat = {r["id"]: r for r in lab.chat.shown()}
     assert chat[merged]["merged"] == "e2" and chat["u3"]["merged"] is None
     lab.close()
+
 
 def test_the_compare_panel_keeps_its_summary_above_a_box_that_scrolls_and_wraps():
     from convlab.widgets.comparison import HEIGHT
@@ -212,6 +255,7 @@ def test_the_compare_panel_keeps_its_summary_above_a_box_that_scrolls_and_wraps(
     assert "table-layout:fixed" in html and "overflow-wrap:anywhere" in html
     assert lab.comparison.layout.max_width == "100%"
     lab.close()
+
 
 def test_a_summary_proposal_keeping_many_messages_says_how_many_and_folds_their_ids():
     s = convlab.Session(worker="manual")
@@ -233,6 +277,7 @@ def test_a_summary_proposal_keeping_many_messages_says_how_many_and_folds_their_
     assert panel.summary in panel.body.children  # the summary to edit
     lab.close()
 
+
 def test_the_event_log_of_a_session_from_a_converted_log_says_times_as_spans_not_epoch_seconds():
     t = Tree()
     for k, (nid, parent) in enumerate([("u1", None), ("a1", "u1"), ("u2", "a1"), ("a2", "u2")]):
@@ -251,7 +296,7 @@ import test from "node:test";
 import assert from "node:assert/strict";
 import * as tv from "MODULE";
 
-const base = { selected: null, marked: null, query: "", matches: 0, match_at: null };
+const base = { selected: null, marked: null, picking: false, query: "", matches: 0, match_at: null };
 
 test("the search counter says where the focus is", () => {
   assert.equal(tv.matchCount(base), "");
@@ -260,14 +305,21 @@ test("the search counter says where the focus is", () => {
 });
 
 test("the compare button picks, then compares two different messages", () => {
-  assert.equal(tv.compareAction(base).intent, null);
+  assert.deepEqual(tv.compareAction(base).intent, { type: "picking", on: true });
   assert.deepEqual(tv.compareAction({ ...base, selected: "a1" }).intent, { type: "mark", id: "a1" });
-  const waiting = tv.compareAction({ ...base, selected: "a1", marked: "a1" });
+  const picking = tv.compareAction({ ...base, picking: true });
+  assert.deepEqual(picking.intent, { type: "picking", on: false });
+  const waiting = tv.compareAction({ ...base, selected: "a1", marked: "a1", picking: true });
   assert.deepEqual(waiting.intent, { type: "mark", id: null });
   assert.ok(waiting.text.startsWith("Picked a1"));
   const go = tv.compareAction({ ...base, selected: "b2", marked: "a1" });
   assert.deepEqual(go.intent, { type: "compare", a: "a1", b: "b2" });
   assert.equal(go.text, "Compare with a1");
+});
+
+test("a click while picking picks, else looks at the branch", () => {
+  assert.deepEqual(tv.clickIntent({ ...base, picking: true }, "a2"), { type: "pick", id: "a2" });
+  assert.deepEqual(tv.clickIntent(base, "a2"), { type: "checkout", id: "a2" });
 });
 """
 
@@ -289,4 +341,4 @@ def test_the_search_and_compare_buttons_pure_functions_under_node(tmp_path):
     test_file.write_text(JS_TEST.replace("MODULE", module.as_uri()))
     proc = subprocess.run([node, "--test", str(test_file)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "# pass 2" in proc.stdout and "# fail 0" in proc.stdout, proc.stdout
+    assert "# pass 3" in proc.stdout and "# fail 0" in proc.stdout, proc.stdout
