@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports eac
     from .engine import Session as Session, chat_worker as chat_worker
     from .explore.branches import compare as compare
     from .explore.matches import find as find
+    from .explore.sessions import merge as merge, summarize as summarize
     from .explore.writing import write as write
     from .frames import conversations_frame as conversations_frame, frame as frame
     from .importers import read as read
@@ -104,6 +105,8 @@ _LAZY = {
     "find": "convlab.explore.matches",
     "compare": "convlab.explore.branches",
     "write": "convlab.explore.writing",
+    "merge": "convlab.explore.sessions",
+    "summarize": "convlab.explore.sessions",
     "Lab": "convlab.widgets",
     "TreeView": "convlab.widgets",
     "ChatView": "convlab.widgets",

@@ -174,6 +174,28 @@ class Conversation:
             raise ExploreError(f"node: {node_id!r} is no message of conversation {self.id!r}")
         return node_id
 
+    # -- what changes a tree goes through an engine: a log has none ---------------------------------------------
+    def merge(self, *_args: object, **_kwargs: object) -> None:
+        """A conversation read from a log has no engine, and convlab never edits a tree behind an engine's back:
+        ``convlab.merge(c, leaf)`` merges it in a new Session holding it, and returns that Session.
+
+        >>> from convlab.tree import Tree
+        >>> Conversation(Tree(), id="c").merge("a2")
+        Traceback (most recent call last):
+        ...
+        convlab.errors.ExploreError: conversation 'c' is read from a log: it has no engine to merge through. convlab.merge(c, leaf) merges it in a new Session holding it (and returns it); Session.load(convlab.write(c, path)) keeps that session in a log
+        """
+        raise ExploreError(f"conversation {self.id!r} is read from a log: it has no engine to merge through. "
+                           "convlab.merge(c, leaf) merges it in a new Session holding it (and returns it); "
+                           "Session.load(convlab.write(c, path)) keeps that session in a log")
+
+    def summarize(self, *_args: object, **_kwargs: object) -> None:
+        """A conversation has no decision to answer with a summary: ``convlab.summarize(c, start)`` gives the
+        proposal a session of it would make; it runs in such a session (``Session.load(convlab.write(c, path))``)."""
+        raise ExploreError(f"conversation {self.id!r} is read from a log: it has no decision to answer with a "
+                           "summary. convlab.summarize(c, start) gives the proposal; it runs in a session of it, "
+                           "Session.load(convlab.write(c, path)), answering a waiting decision")
+
     def tokens(self) -> int:
         """The count of docs/protocol.md 5.1 for the path to the head (the log's usage where it has it)."""
         return self._tree.count()

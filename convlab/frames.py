@@ -56,37 +56,61 @@ def _depths(nodes: list[dict[str, Any]]) -> dict[str, int]:
 
 def branches(nodes: list[dict[str, Any]], path: list[str], of: Iterable[str] | None = None) -> dict[str, int]:
     """The ``branch`` column of ``frame`` (and of ``convlab.find``), per node of ``nodes`` (in ``seq`` order;
-    ``path``: the active path's ids), or only per node of ``of`` (a search's few matches: each lane is
-    followed down from it alone). Branch index per node: the number of the leaf its lane ends at (the lane rule,
-    ``convlab.tree.lane_child``, followed down from it), leaves numbered in a
-    depth-first walk, children oldest first."""
-    kids: dict[str | None, list[str]] = {}
+    ``path``: the active path's ids), or only per node of ``of`` (a search's matches: each lane is followed
+    down from it to its leaf, or to a message a lane followed before passed, so that the walks together pass
+    each message at most once, however many matches lie down one long chain). Branch index per node: the
+    number of the leaf its lane ends at (the lane rule, ``convlab.tree.lane_child``, followed down from it),
+    leaves numbered in a depth-first walk, children oldest first.
+
+    A node's children are kept as its first child and, only for a node with several, the list of them: a
+    long chain (an agent's session) makes no list a message."""
+    first: dict[str | None, str] = {}  # a node -> its oldest child
+    several: dict[str | None, list[str]] = {}  # a node with more than one child -> its children, oldest first
     for a in nodes:
-        kids.setdefault(a["parent"], []).append(a["id"])
+        p, nid = a["parent"], a["id"]
+        if p not in first:
+            first[p] = nid
+        elif p in several:
+            several[p].append(nid)
+        else:
+            several[p] = [first[p], nid]
     number: dict[str, int] = {}
-    stack = list(reversed(kids.get(None, [])))
+    stack = list(reversed(several[None])) if None in several else [first[None]] if None in first else []
     while stack:
         n = stack.pop()
-        below = kids.get(n)
-        if below:
-            stack.extend(reversed(below))
+        while n not in several and n in first:  # down a run of only children (a chain): next in preorder
+            n = first[n]
+        if n in several:
+            stack.extend(reversed(several[n]))
         else:
             number[n] = len(number)
     newest = newest_leaves(nodes)
     continues = dict(itertools.pairwise(path))  # a node on the active path -> the next one
+
+    def down(n: str) -> str | None:  # the child that continues n's lane (None: a leaf)
+        return lane_child(several[n], newest, continues.get(n)) if n in several else first.get(n)
+
     if of is not None:
+        starts = list(of)
         found: dict[str, int] = {}
-        for start in of:
+        for start in starts:
+            walked: list[str] = []
             n = start
-            while kids.get(n):
-                n = lane_child(kids[n], newest, continues.get(n))  # type: ignore[assignment]  # kids[n] is not empty
-            found[start] = number[n]
-        return found
+            while n not in found:  # down the lane, to its leaf or to a message a lane before passed
+                below = lane_child(several[n], newest, continues.get(n)) if n in several else first.get(n)
+                if below is None:
+                    break
+                walked.append(n)
+                n = below
+            lane = found[n] if n in found else number[n]
+            for w in (*walked, n):  # the lane from each message it passed ends at the same leaf
+                found[w] = lane
+        return {start: found[start] for start in starts}
     branch: dict[str, int] = {}
     for a in reversed(nodes):  # children before their parents
         n = a["id"]
-        below = kids.get(n)
-        branch[n] = number[n] if not below else branch[lane_child(below, newest, continues.get(n))]  # type: ignore[index]  # below is not empty
+        below = down(n)
+        branch[n] = number[n] if below is None else branch[below]
     return branch
 
 

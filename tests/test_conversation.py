@@ -52,3 +52,12 @@ def test_checkout_moves_the_head_in_memory_and_tokens_follow():
     with pytest.raises(KeyError, match="no node 'zz'"):
         c.checkout("zz")
     assert c.head == "a2"
+
+
+def test_merge_and_summarize_on_a_conversation_say_the_way_through_a_session():
+    """A log has no engine: the methods a Session has for them name the way, never a bare AttributeError."""
+    c = conv()
+    with pytest.raises(convlab.ExploreError, match=r"no engine to merge through\. convlab\.merge\(c, leaf\)"):
+        c.merge("a2")
+    with pytest.raises(convlab.ExploreError, match=r"convlab\.summarize\(c, start\) gives the proposal"):
+        c.summarize("u1")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import collections
+import gzip
+import json
 import warnings
 
 import pytest
@@ -11,6 +14,7 @@ from hypothesis import strategies as st
 import convlab
 from convlab.tree import Tree
 
+from agentdata import agents  # noqa: F401  (the fixture)
 from realdata import real  # noqa: F401  (the fixture)
 
 # u1 - a1 - u2 - a2
@@ -114,6 +118,85 @@ def test_labels_show_in_their_column():
     c.message_tree.set_label("u3", "the German question")
     df = convlab.find(c, role="user")
     assert df.set_index("id")["label"].to_dict() == {"u1": None, "u2": None, "u3": "the German question"}
+
+
+def test_a_result_that_carries_only_its_call_id_is_found_by_its_call_tool_name():
+    """Claude Code, Codex, Gemini CLI and Copilot CLI results name no tool: only the id of the call they answer."""
+    t = Tree()
+    t.add({"id": "u1", "role": "user", "content": "list the files"}, None)
+    t.add({"id": "a1", "role": "assistant", "content": "", "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "exec_command", "arguments": "{}"}}]}, "u1")
+    t.add({"id": "r1", "role": "tool", "tool_call_id": "call_1", "content": "a.txt"}, "a1")
+    t.add({"id": "a2", "role": "assistant", "content": [{"type": "tool_use", "id": "tu_2", "name": "Read", "input": {}}]}, "r1")
+    t.add({"id": "r2", "role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu_2", "content": "hello"}]}, "a2")
+    t.add({"id": "r3", "role": "tool", "tool_call_id": "nobody_called_me", "content": "?"}, "r2")
+    t.head = "r3"
+    c = convlab.Conversation(t, id="c")
+    assert convlab.find(c, tool="exec_command")["id"].tolist() == ["a1", "r1"]
+    assert convlab.find(c, tool="Read")["id"].tolist() == ["a2", "r2"]  # a user message of tool_result parts
+    assert convlab.find(c, tool="Read", role="user")["id"].tolist() == ["r2"]
+    assert convlab.find(c, "hello", tool="Read")["id"].tolist() == ["r2"]
+
+
+def _claude_code_results(path) -> collections.Counter:
+    """Per tool name, the tool_result blocks of a raw Claude Code log that answer a tool_use of that name."""
+    rows = [json.loads(line) for line in gzip.open(path, "rt") if line.strip()]
+    blocks = [p for r in rows for p in ((r.get("message") or {}).get("content") or ()) if isinstance(p, dict)]
+    named = {p["id"]: p["name"] for p in blocks if p.get("type") == "tool_use"}
+    return collections.Counter(named.get(p["tool_use_id"]) for p in blocks if p.get("type") == "tool_result")
+
+
+def _codex_results(path) -> collections.Counter:
+    """Per tool name, the function and custom tool call outputs of a raw Codex rollout that answer a call of that name."""
+    items = [r["payload"] for r in map(json.loads, open(path, encoding="utf-8").read().splitlines())
+             if r.get("type") == "response_item"]
+    named = {p["call_id"]: p["name"] for p in items if p.get("type") in ("function_call", "custom_tool_call")}
+    return collections.Counter(named.get(p["call_id"]) for p in items
+                               if p.get("type") in ("function_call_output", "custom_tool_call_output"))
+
+
+@pytest.mark.realdata
+def test_on_a_real_claude_code_session_tool_finds_every_result_the_raw_log_holds(real):  # noqa: F811
+    path = real / "claude_code" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl.gz"
+    raw = _claude_code_results(path)
+    assert raw["Bash"] > 100  # the session ran Bash 120 times
+    c = max(convlab.read(path, progress=False), key=len)
+    for tool in ("Bash", "Edit", "Read"):
+        found = convlab.find(c, tool=tool)
+        results = found[found["role"] == "tool"]
+        assert len(results) == raw[tool], tool
+        assert all(c.message_tree.node(i)["tool_call_id"] for i in results["id"])
+        assert (found["role"] == "assistant").sum() > 0
+
+
+@pytest.mark.realdata
+def test_on_a_real_codex_session_tool_finds_every_output_the_raw_rollout_holds(agents):  # noqa: F811
+    path = agents / "codex" / "rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl"
+    raw = _codex_results(path)
+    assert raw["exec_command"] > 200
+    c = max(convlab.read(path, progress=False), key=len)
+    for tool in ("exec_command", "apply_patch", "write_stdin"):
+        found = convlab.find(c, tool=tool, role="tool")
+        assert len(found) == raw[tool], tool
+
+
+def test_many_matches_down_one_long_chain_have_their_own_paths_branches_and_depths():
+    """An agent session's shape: one chain (and a side branch), a match in every message; each match's path, depth,
+    branch and on_path are the tree's and frame's, however the walks share the chain (bench row ``find`` times it)."""
+    t = Tree()
+    parent = None
+    for i in range(3000):
+        parent = t.add({"id": f"m{i}", "role": ("user", "assistant")[i % 2], "content": f"step {i} of the plan"}, parent)["id"]
+    t.add({"id": "side", "role": "user", "content": "a plan B"}, "m1499")
+    t.head = parent
+    df = convlab.find(t, "plan")
+    assert len(df) == 3001
+    frame = convlab.frame(convlab.Conversation(t, id="c")).set_index("id")
+    for row in df.iloc[::250].itertuples():
+        assert row.path == tuple(t.path_ids(row.id)) and row.depth == len(row.path)
+        assert row.branch == frame.loc[row.id, "branch"] and row.on_path == frame.loc[row.id, "on_path"]
+    side = df.set_index("id").loc["side"]
+    assert side["path"][-2:] == ("m1499", "side") and not side["on_path"] and side["depth"] == 1501
 
 
 @st.composite

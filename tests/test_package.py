@@ -30,7 +30,7 @@ PUBLIC = [
     "readable",
     "conversations_frame", "count_tokens", "frame", "kept", "load_config", "newest_leaf", "read", "replay", "tune", "tune_cost",
     "rank", "TuneWarning", "retention", "retention_cost", "search", "presets",
-    "ExploreError", "find", "compare", "write",
+    "ExploreError", "find", "compare", "write", "merge", "summarize",
 ]
 
 

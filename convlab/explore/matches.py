@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ExploreError
 from ..frames import branches
 from ..text import brief
-from ..toolcalls import calls
-from ..tree import ROLES, Tree
+from ..toolcalls import answers, calls
+from ..tree import ROLES, Tree, ancestors, path_to
 from .sources import Source, table, tree_of
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["find", "FIND_COLUMNS", "searchable", "tools_of", "SNIPPET"]
+__all__ = ["find", "FIND_COLUMNS", "searchable", "tools_of", "call_names", "SNIPPET"]
 
 #: The columns of ``find``, in order.
 FIND_COLUMNS = ("id", "role", "kind", "seq", "depth", "branch", "on_path", "label", "match", "path")
@@ -56,19 +56,41 @@ def searchable(node: Mapping[str, Any]) -> str:
     return "\n".join(pieces)
 
 
-def tools_of(node: Mapping[str, Any]) -> set[str]:
-    """The tools a message calls, or whose result it is (a ``tool`` message's ``name`` or ``metadata.tool_name``).
+def tools_of(node: Mapping[str, Any], named: Mapping[str, str | None] | None = None) -> set[str]:
+    """The tools a message calls, or whose result it is: a result's own ``name`` or ``metadata.tool_name`` (pi's),
+    and the name of each call it answers (``convlab.toolcalls.answers``: a ``tool`` message's ``tool_call_id``, a
+    user message's ``tool_result`` parts), looked up in ``named`` (call id -> tool name: ``call_names``).
 
     >>> sorted(tools_of({"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]}))
     ['Bash']
     >>> tools_of({"role": "tool", "content": "ok", "metadata": {"tool_name": "read"}})
     {'read'}
+    >>> tools_of({"role": "tool", "tool_call_id": "t1", "content": "ok"}, {"t1": "Bash"})
+    {'Bash'}
     """
     names = {n for n in calls(node).values() if isinstance(n, str)}
     if node.get("role") == "tool":
         meta = node.get("metadata") or {}
         names |= {n for n in (node.get("name"), meta.get("tool_name") if isinstance(meta, Mapping) else None) if isinstance(n, str)}
+    if named:
+        names |= {n for n in map(named.get, answers(node)) if isinstance(n, str)}
     return names
+
+
+def call_names(nodes: Iterable[Mapping[str, Any]]) -> dict[str, str | None]:
+    """Every tool call of ``nodes``, ``{call id: tool name}``, in one pass: what names a result that carries only its
+    call's id (Claude Code's, Codex's, Gemini CLI's, Copilot CLI's logs). A call id logged twice (a copy of a call
+    after a compaction) names the same call; the later one is kept.
+
+    >>> call_names([{"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]},
+    ...             {"role": "tool", "tool_call_id": "t1", "content": "ok"}])
+    {'t1': 'Bash'}
+    """
+    named: dict[str, str | None] = {}
+    for node in nodes:
+        if node.get("role") == "assistant":
+            named.update(calls(node))
+    return named
 
 
 def _roles(role: str | Iterable[str] | None) -> set[str] | None:
@@ -156,11 +178,12 @@ def find(source: Source, text: str | None = None, *, role: str | Iterable[str] |
 
 def _rows(tree: Tree, found: Matcher | None, roles: set[str] | None, tool: str | None) -> list[tuple[Any, ...]]:
     nodes = tree.nodes_in_order()
+    named = call_names(nodes) if tool is not None else None
     hits: list[tuple[dict[str, Any], str]] = []
     for node in nodes:
         if roles is not None and node["role"] not in roles:
             continue
-        if tool is not None and tool not in tools_of(node):
+        if tool is not None and tool not in tools_of(node, named):
             continue
         if found is None:
             hits.append((node, brief(node["content"])[: 2 * SNIPPET]))
@@ -171,14 +194,56 @@ def _rows(tree: Tree, found: Matcher | None, roles: set[str] | None, tool: str |
             hits.append((node, snippet(s, span)))
     if not hits:
         return []
-    path = tree.path_ids() if tree.head is not None else []
+    by_id = {a["id"]: a for a in nodes}
+    path = path_to(by_id, tree.head)  # the active path
     on_path = set(path)
-    branch = branches(nodes, path, of=[node["id"] for node, _ in hits])
+    ids = [node["id"] for node, _ in hits]
+    branch = branches(nodes, path, of=ids)
+    paths = paths_to(by_id, ids)
     labels = tree.labels
     out = []
     for node, match in hits:
         nid = node["id"]
-        ids = tuple(tree.path_ids(nid))
-        out.append((nid, node["role"], node.get("kind") or "message", node["seq"], len(ids), branch[nid], nid in on_path,
-                    labels.get(nid), match, ids))
+        p = paths[nid]
+        out.append((nid, node["role"], node.get("kind") or "message", node["seq"], len(p), branch[nid], nid in on_path,
+                    labels.get(nid), match, p))
+    return out
+
+
+def paths_to(nodes: Mapping[str, Mapping[str, Any]], ids: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """The ids root -> each of ``ids`` (``nodes``: id -> node, as ``convlab.tree.path_to`` reads them), each walk up
+    (``convlab.tree.ancestors``) stopping at the first message a walk before it passed: a path is the part of an
+    earlier one above that message plus the new ids (a slice and a join, at C speed). The walks together pass each
+    message at most once, so a search with thousands of matches down one long chain (an agent's session) walks the
+    chain once, not once a match. (The paths themselves hold a reference per message each: the ``path`` column.)
+
+    >>> t = Tree()
+    >>> for nid, parent in [("u1", None), ("a1", "u1"), ("u2", "a1"), ("a2", "u1")]:
+    ...     _ = t.add({"id": nid, "role": "user", "content": ""}, parent)
+    >>> paths_to(t.graph.nodes, ["a1", "u2", "a2"])
+    {'a1': ('u1', 'a1'), 'u2': ('u1', 'a1', 'u2'), 'a2': ('u1', 'a2')}
+    """
+    out: dict[str, tuple[str, ...]] = {}
+    # a message walked past -> the id whose path holds it, and its index there (two flat maps, not a pair a
+    # message: a long chain would make the collector walk the paths already built once per thousand pairs)
+    owner: dict[str, str] = {}
+    index: dict[str, int] = {}
+    for nid in ids:
+        if nid in out:
+            continue
+        walked: list[str] = []
+        for n in ancestors(nodes, nid):
+            if n in owner:
+                above, at = out[owner[n]], index[n]
+                walked.reverse()
+                p = (above if at + 1 == len(above) else above[: at + 1]) + tuple(walked)  # (one copy, not two, down a chain)
+                break
+            walked.append(n)
+        else:
+            walked.reverse()
+            p = tuple(walked)
+        out[nid] = p
+        for k, w in enumerate(walked, len(p) - len(walked)):
+            owner[w] = nid
+            index[w] = k
     return out

@@ -52,6 +52,7 @@ STYLE = """<style>
 .clw-msg-summary { border-left-color: #7c3aed; background: #f5f3ff; }
 .clw-streaming .clw-text { color: #475569; }
 .clw-badge { font-weight: 600; font-size: 11.5px; color: #94a3b8; }
+.clw-merged { color: #0e7490; font-style: italic; font-size: 11.5px; }
 ROLE_RULES
 .clw-id { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 11px; color: #94a3b8; }
 .clw-text { white-space: pre-wrap; word-break: break-word; line-height: 1.4; }
@@ -79,11 +80,43 @@ def esc(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
+def duration(secs: float) -> str:
+    """A span of the session's clock as the Lab says it (the gauge's idle time, the event log's times): seconds under
+    a minute and a half, minutes under an hour and a half, then hours.
+
+    >>> duration(0.4), duration(75), duration(600), duration(7200)
+    ('0 s', '75 s', '10 min', '2.0 h')
+    """
+    secs = max(0.0, float(secs))
+    if secs < 90:
+        return f"{secs:.0f} s"
+    if secs < 5400:
+        return f"{secs / 60:.0f} min"
+    return f"{secs / 3600:.1f} h"
+
+
+def merged_leaf(node: Mapping[str, Any]) -> str | None:
+    """The leaf of the branch a message merged back (``metadata["merged_from"]``, ``Session.merge``), or None: the
+    mark the tree view and the chat draw beside it.
+
+    >>> merged_leaf({"metadata": {"merged_from": {"leaf": "a3", "ancestor": "a1"}}}), merged_leaf({"content": "hi"})
+    ('a3', None)
+    """
+    meta = node.get("metadata")
+    provenance = meta.get("merged_from") if isinstance(meta, Mapping) else None
+    if not isinstance(provenance, Mapping):
+        return None
+    return provenance["leaf"] if isinstance(provenance.get("leaf"), str) else "?"
+
+
 def role_badge(node: Mapping[str, Any]) -> str:
     role = _role(node)
     extra = ""
     if node.get("copied_from"):
         extra = f' <span class="clw-muted">copy of {esc(node["copied_from"])}</span>'
+    merged = merged_leaf(node)
+    if merged is not None:
+        extra += f' <span class="clw-merged">⤶ merged from {esc(merged)}</span>'
     return (f'<span class="clw-badge clw-role-{esc(role)}">{esc(role)}</span> '
             f'<span class="clw-id">{esc(node.get("id"))}</span>{extra}')
 
@@ -287,7 +320,7 @@ class ChatView(Live, w.VBox):
     def _row(self, node: Mapping[str, Any], k: int, n: int) -> dict[str, Any]:
         """What the browser draws for a message: ``k`` of its ``n`` siblings."""
         role = _role(node)
-        return {"id": node["id"], "role": role, "copy": node.get("copied_from"),
+        return {"id": node["id"], "role": role, "copy": node.get("copied_from"), "merged": merged_leaf(node),
                 "text": readable(node.get("content")), "k": k, "n": n,
                 "edit": not self.readonly, "regen": role == "assistant" and not self.readonly}
 

@@ -22,18 +22,31 @@ from .chat import STYLE, esc, role_badge
 from .live import INTERVAL, Live, close_inside, hold, kinds
 from .source import Given, source_of
 
-__all__ = ["DecisionPanel", "plan_text", "reset_plan", "accept_plan", "summary_in", "with_summary"]
+__all__ = ["DecisionPanel", "plan_text", "plan_html", "reset_plan", "accept_plan", "summary_in", "with_summary"]
+
+
+#: A plan line names the messages a replace keeps when they are this few; more are a count, listed folded.
+NAMED_KEPT = 3
+
+
+def _kept(a: Mapping[str, Any]) -> list[str]:
+    return [str(m.get("id") or "(new)") for m in a.get("messages") or ()]
 
 
 def _action_text(a: Mapping[str, Any]) -> str:
     kind = a.get("type")
     if kind == "context.replace":
-        kept = [m.get("id") or "(new)" for m in a.get("messages", ())]
+        listed = _kept(a)
+        kept = [i for i in listed if i != "(new)"]
+        new = len(listed) - len(kept)
         bits = []
         if a.get("summary") is not None:
             bits.append("a summary")
         if kept:
-            bits.append(f"{len(kept)} kept message{'s' if len(kept) != 1 else ''} ({', '.join(map(str, kept))})")
+            named = f" ({', '.join(kept)})" if len(kept) <= NAMED_KEPT else ""
+            bits.append(f"{len(kept):,} kept message{'s' if len(kept) != 1 else ''}{named}")
+        if new:
+            bits.append(f"{new:,} new message{'s' if new != 1 else ''}")
         return "context.replace: a new branch at the root with " + (" + ".join(bits) or "nothing")
     if kind == "llm.call":
         return f"llm.call {a.get('id') or ''}".rstrip() + (" (the held call)" if a.get("id") else "")
@@ -45,8 +58,32 @@ def plan_text(actions: Sequence[Mapping[str, Any]]) -> list[str]:
 
     >>> plan_text([{"type": "context.replace", "summary": "s", "messages": [{"id": "u9"}]}, {"type": "llm.call", "id": "llm-7"}])
     ['context.replace: a new branch at the root with a summary + 1 kept message (u9)', 'llm.call llm-7 (the held call)']
+    >>> plan_text([{"type": "context.replace", "messages": [{"id": f"m{i}"} for i in range(40)] + [{"role": "user"}]}])
+    ['context.replace: a new branch at the root with 40 kept messages + 1 new message']
+    >>> plan_text([{"type": "context.replace", "messages": [{"id": "u1"}, {"role": "user"}, {"id": "q3"}]}])
+    ['context.replace: a new branch at the root with 2 kept messages (u1, q3) + 1 new message']
     """
     return [_action_text(a) for a in actions]
+
+
+def plan_html(actions: Sequence[Mapping[str, Any]]) -> str:
+    """A plan as the panel shows it: one numbered line per action (``plan_text``), and under a replace that keeps
+    more than ``NAMED_KEPT`` messages their ids in a folded list (a count first: a summary from early in a long
+    session keeps hundreds, and the summary to edit stays in view). Every string escaped.
+
+    >>> html = plan_html([{"type": "context.replace", "messages": [{"id": f"m{i}"} for i in range(5)]}])
+    >>> "5 kept messages" in html, "<details" in html, "m4" in html
+    (True, True, True)
+    """
+    items = []
+    for a, text in zip(actions, plan_text(actions), strict=True):
+        listed = _kept(a) if a.get("type") == "context.replace" else []
+        many = sum(i != "(new)" for i in listed) > NAMED_KEPT
+        folded = ("<details class='cl-kept'><summary class='clw-muted'>the kept messages, in order</summary>"
+                  "<div class='clw-muted' style='max-height:120px;overflow:auto;overflow-wrap:anywhere'>"
+                  f"{esc(', '.join(listed))}</div></details>") if many else ""
+        items.append(f"<li>{esc(text)}{folded}</li>")
+    return f"<ol style='margin:2px 0 4px 0'>{''.join(items)}</ol>"
 
 
 def accept_plan(decision: Mapping[str, Any], summary: str | None) -> list[dict[str, Any]]:
@@ -202,10 +239,9 @@ class DecisionPanel(Live, w.VBox):
                 f'model {esc(req.get("model") or "default")} · {len(req.get("messages") or [])} messages'
                 + (" · stream" if call.get("stream") else ""))
         proposed = list(d.get("proposed") or [])
-        lines = "".join(f"<li>{esc(t)}</li>" for t in plan_text(proposed))
         out: list[w.Widget] = [
             w.HTML(f"<div>{facts}</div><div class='clw-muted'>{held}</div>"
-                   f"<div style='margin-top:4px'>proposed:</div><ol style='margin:2px 0 4px 0'>{lines}</ol>"),
+                   f"<div style='margin-top:4px'>proposed:</div>{plan_html(proposed)}"),
         ]
         replace = next((a for a in proposed if a.get("type") == "context.replace"), None)
         has_summary = replace is not None and replace.get("summary") is not None
@@ -261,10 +297,9 @@ class DecisionPanel(Live, w.VBox):
     def _proposed(self) -> list[w.Widget]:
         """A person's own plan (``propose``), its summary editable, and the buttons that run or drop it."""
         plan = self.proposal or []
-        lines = "".join(f"<li>{esc(t)}</li>" for t in plan_text(plan))
         out: list[w.Widget] = [w.HTML("<div style='margin-top:6px'><b>summarize from here</b> "
                                       "<span class='clw-muted'>(proposed by you; nothing changed until you accept)</span>:"
-                                      f"</div><ol style='margin:2px 0 4px 0'>{lines}</ol>")]
+                                      f"</div>{plan_html(plan)}")]
         if summary_in(plan) is not None:
             out.append(self.summary)
         out.append(w.HBox([

@@ -15,7 +15,7 @@ it, the log does not.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import ipywidgets as w
@@ -23,11 +23,11 @@ from ipywidgets.widgets.widget_string import HTMLStyle
 
 from ..engine import Session
 from ..text import brief
-from .chat import STYLE, esc
+from .chat import STYLE, duration, esc
 from .live import INTERVAL, Live
 from .source import Given, source_of
 
-__all__ = ["EventLog", "describe"]
+__all__ = ["EventLog", "describe", "line", "origin_of"]
 
 _COLORS = {"head": "#d97706", "context": "#7c3aed", "turn": "#2563eb", "message": "#059669",
            "llm": "#0891b2", "decision": "#db2777", "state": "#64748b", "session": "#64748b",
@@ -107,17 +107,35 @@ def describe(ev: Mapping[str, Any]) -> str:
 MAX_BLOCKS = 12
 
 
-def line(ev: Mapping[str, Any]) -> str:
-    """One event as a line of the log (HTML, every field escaped).
+def line(ev: Mapping[str, Any], origin: float = 0.0) -> str:
+    """One event as a line of the log (HTML, every field escaped); its time as the Lab says a span (``duration``),
+    from ``origin`` (the session's first message: a session loaded from a converted log runs on the log's clock,
+    seconds since 1970, which say nothing as they are). The exact time is in the event (``session.events``).
 
-    >>> line({"seq": 3, "time": 0.0, "type": "head.moved", "from": "e1", "to": "u2"})
-    '<div><span class="clw-t">3 t=0.0</span> <span class="clw-ty" style="color:#d97706">head.moved</span> e1 -&gt; u2</div>'
+    >>> line({"seq": 3, "time": 1770908760.5, "type": "head.moved", "from": "e1", "to": "u2"}, origin=1770908700.0)
+    '<div><span class="clw-t">3 t=60 s</span> <span class="clw-ty" style="color:#d97706">head.moved</span> e1 -&gt; u2</div>'
     """
     t = str(ev.get("type"))
     color = _COLORS.get(t.split(".")[0], "#334155")
     turn = f" {ev['turn_id']}" if ev.get("turn_id") else ""
-    return (f'<div><span class="clw-t">{esc(ev.get("seq"))} t={esc(ev.get("time"))}{esc(turn)}</span> '
+    when = ev.get("time")
+    shown = duration(when - origin) if isinstance(when, (int, float)) and not isinstance(when, bool) else "?"
+    return (f'<div><span class="clw-t">{esc(ev.get("seq"))} t={esc(shown)}{esc(turn)}</span> '
             f'<span class="clw-ty" style="color:{color}">{esc(t)}</span> {esc(describe(ev))}</div>')
+
+
+def origin_of(events: Sequence[Mapping[str, Any]]) -> tuple[float, bool]:
+    """Where the log's times count from: the time of the session's first message (``message.new``), else of its
+    first event; and whether that is settled (a message was found: later events cannot change it).
+
+    >>> origin_of([{"type": "session.started", "time": 0.0}, {"type": "message.new", "time": 1770908700.5}])
+    (1770908700.5, True)
+    """
+    for ev in events:
+        if ev.get("type") == "message.new" and isinstance(ev.get("time"), (int, float)):
+            return float(ev["time"]), True
+    first = events[0].get("time") if events else None
+    return (float(first) if isinstance(first, (int, float)) and not isinstance(first, bool) else 0.0), False
 
 
 class EventLog(Live, w.VBox):
@@ -143,6 +161,7 @@ class EventLog(Live, w.VBox):
         self._block_layout, self._block_style = w.Layout(), HTMLStyle()  # shared: a block is one widget
         self._seen = 0  # events read so far
         self._types: set[str] = set()
+        self._origin, self._settled = 0.0, False  # where the times count from (``origin_of``)
         self._quiet = False
         super().__init__([w.HTML(STYLE), w.HBox([w.HTML('<span class="clw-title">Events</span>'), self.filter, self.count],
                                               layout=w.Layout(align_items="center")), self.lines])
@@ -226,7 +245,9 @@ class EventLog(Live, w.VBox):
 
     def _put(self, evs: list[Mapping[str, Any]]) -> None:
         """Put the lines of ``evs`` (newest first) on top; keep the newest ``limit`` lines."""
-        lines = [line(ev) for ev in evs]
+        if not self._settled:  # until the first message, read once it is recorded (the events before it: a few)
+            self._origin, self._settled = origin_of(self.live.events)
+        lines = [line(ev, self._origin) for ev in evs]
         if len(self._blocks) >= MAX_BLOCKS:  # many small blocks: one block again
             evs = evs + self.shown()
             lines = lines + [ln for _b, _e, ls in self._blocks for ln in ls]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import ipywidgets as w
 
 from ..tokens import count_tokens
-from .chat import STYLE, esc
+from .chat import STYLE, duration, esc
 from .live import INTERVAL, Live, kinds
 from .source import REPLAY_HINT, Given, source_of
 
@@ -50,15 +50,6 @@ def gauge_marks(config: ContextConfig | None) -> list[tuple[str, int]]:
         if getattr(st, "over_tokens", None) is not None:
             marks.append((f"{st.use} over_tokens", int(st.over_tokens)))
     return marks
-
-
-def _duration(secs: float) -> str:
-    secs = max(0.0, float(secs))
-    if secs < 90:
-        return f"{secs:.0f} s"
-    if secs < 5400:
-        return f"{secs / 60:.0f} min"
-    return f"{secs / 3600:.1f} h"
 
 
 _EVENTS = ("message.new", "head.moved", "turn.", "llm.completed", "context.", "state.changed")
@@ -136,12 +127,12 @@ class ContextGauge(Live, w.VBox):
             engine = ""
         else:
             of = f" of {window:,} window" if window else " (no window)"
-            idle_bits = [f"{st.use} after {_duration(st.idle_secs)} idle"
+            idle_bits = [f"{st.use} after {duration(st.idle_secs)} idle"
                          for st in strategies if getattr(st, "idle_secs", None) is not None]
             if self.idle is None:
                 tail = "no turn has ended yet"
             else:
-                tail = f"idle {_duration(self.idle)} since the last turn ended"
+                tail = f"idle {duration(self.idle)} since the last turn ended"
             if idle_bits:
                 tail += " · " + ", ".join(idle_bits)
             tail += " · strategies: " + (", ".join(st.use for st in strategies) or "none")

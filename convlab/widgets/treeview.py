@@ -39,6 +39,7 @@ from ..errors import ExploreError
 from ..text import brief
 from ..tree import lane_child, newest_leaves, path_to
 from . import intents
+from .chat import merged_leaf
 from .live import INTERVAL, Live, hold, kinds
 from .source import Given, Source, source_of
 
@@ -60,7 +61,8 @@ def _preview(content: str | list[Any] | None) -> str:
 
 def _row(a: Mapping[str, Any], row: int, lane: int, path: bool, head: bool,
          turn_status: Mapping[str, str], marks: Marks | None = None) -> dict[str, Any]:
-    """One drawn row: what the browser needs of a message (its label and whether a search found it: ``marks``)."""
+    """One drawn row: what the browser needs of a message (its label and whether a search found it: ``marks``;
+    ``merged``: the leaf of the branch it merged back, drawn beside it)."""
     tid = a.get("turn_id")
     marks = marks or _NO_MARKS
     return {
@@ -79,6 +81,7 @@ def _row(a: Mapping[str, Any], row: int, lane: int, path: bool, head: bool,
         "text": _preview(a.get("content")),
         "label": marks.labels.get(a["id"]),
         "match": a["id"] in marks.matches,
+        "merged": merged_leaf(a),
     }
 
 
@@ -91,13 +94,19 @@ class Marks(NamedTuple):
 
 _NO_MARKS = Marks({}, frozenset())
 #: The header of a tree view with no search and nothing picked.
-_NO_SEARCH: dict[str, Any] = {"query": "", "matches": 0, "match_at": None, "focus": None, "marked": None}
+_NO_SEARCH: dict[str, Any] = {"query": "", "matches": 0, "match_at": None, "focus": None, "marked": None,
+                              "picking": False}
 
 
 def _links(a: Mapping[str, Any], shown: Container[str]) -> list[dict[str, Any]]:
-    """The dashed links from a drawn message to the shown message it copies or replaced."""
-    return [{"from": a["id"], "to": a[key], "type": key}
-            for key in ("copied_from", "replaces") if a.get(key) is not None and a[key] in shown]
+    """The dashed links from a drawn message to the shown message it copies or replaced, or the leaf of the
+    branch it merged back."""
+    links = [{"from": a["id"], "to": a[key], "type": key}
+             for key in ("copied_from", "replaces") if a.get(key) is not None and a[key] in shown]
+    leaf = merged_leaf(a)
+    if leaf is not None and leaf in shown:
+        links.append({"from": a["id"], "to": leaf, "type": "merged_from"})
+    return links
 
 
 def layout(
@@ -310,8 +319,10 @@ class TreeView(Live, anywidget.AnyWidget):
             self.query = ""
             self.matches: list[str] = []
             self.match_at: int | None = None
-            #: The message picked as the first side of a comparison (``mark``), the last comparison made.
+            #: The message picked as the first side of a comparison (``mark``), the last comparison made; ``picking``:
+            #: a click on a message picks it (``pick``) instead of looking at its branch, so picking changes nothing.
             self.marked: str | None = None
+            self.picking = False
             self.compared: pd.DataFrame | None = None
             self._on_compare: list[Callable[[pd.DataFrame], None]] = []
             self._on_summarize: list[Callable[[str], None]] = []
@@ -416,7 +427,7 @@ class TreeView(Live, anywidget.AnyWidget):
             sets[nid] = _row(a, first + k, 0, True, nid == head, self._status, marks)
             if a.get("turn_id"):
                 self._turn_rows[a["turn_id"]] = (*self._turn_rows.get(a["turn_id"], ()), nid)
-            if a.get("copied_from") is not None or a.get("replaces") is not None:
+            if a.get("copied_from") is not None or a.get("replaces") is not None or a.get("metadata"):
                 links += _links(a, shown)
         for tid in turns:
             status = self._status.get(tid, "")
@@ -475,7 +486,7 @@ class TreeView(Live, anywidget.AnyWidget):
             self.continue_from(nid)
         elif kind == "toggle" and (nid is None or isinstance(nid, str)):
             self.toggle(nid)
-        elif kind in ("search", "step", "mark", "compare", "summarize"):
+        elif kind in ("search", "step", "mark", "pick", "picking", "compare", "summarize"):
             self._explore_intent(kind, content)
         elif kind == "sync":
             self.flush()
@@ -527,7 +538,7 @@ class TreeView(Live, anywidget.AnyWidget):
     def _explore_meta(self) -> dict[str, Any]:
         focus = self.matches[self.match_at] if self.match_at is not None else None
         return {"query": self.query, "matches": len(self.matches), "match_at": self.match_at, "focus": focus,
-                "marked": self.marked}
+                "marked": self.marked, "picking": self.picking}
 
     def _explorable(self) -> Any:  # Any: the Session or the Conversation shown, what convlab.find takes
         return self.conversation if self.readonly else self.live
@@ -560,26 +571,62 @@ class TreeView(Live, anywidget.AnyWidget):
             return None
         self.match_at = (self.match_at + by) % len(self.matches)
         self.status = f"match {self.match_at + 1} of {len(self.matches)}"
-        self._reveal()
-        self.refresh()
+        if self._reveal():
+            self.refresh()
+        else:  # the match is drawn already: only the header changes (which match is focused), no layout again
+            self._header()
         return self.matches[self.match_at]
 
-    def _reveal(self) -> None:
-        """Show the focused match: every branch on the way to it expanded."""
+    def _header(self) -> None:
+        """Send what the header says (the selection, the status, the search, what is picked) and no rows: what
+        changes when the rows drawn stay as they are."""
+        self._patch({}, [], {**self._meta, "selected": self.selected, "status": self.status, **self._explore_meta()},
+                    None, None)
+
+    def _reveal(self) -> bool:
+        """Show the focused match: every branch on the way to it expanded, unless its row is drawn already.
+        Whether the tree must be laid out again (a branch was opened)."""
         if self.match_at is None:
-            return
-        tree = self.source.message_tree
+            return False
         focus = self.matches[self.match_at]
-        for n in [None, *tree.path_ids(focus)[:-1]]:
+        if focus in self._rows:
+            return False
+        for n in [None, *self.source.message_tree.path_ids(focus)[:-1]]:
             self.collapsed.discard(n)
             self.expanded.add(n)
+        return True
 
     def mark(self, node_id: str | None) -> None:
-        """Pick ``node_id`` as the first side of a comparison (None: unpick); ``compare`` takes the second."""
+        """Pick ``node_id`` as the first side of a comparison (None: unpick, and stop picking); a click on another
+        message then picks the second (``pick``) and compares them. Nothing of the session changes."""
         self.flush()
         self.marked = node_id if node_id is None or node_id in self.source.message_tree else None
-        self.status = "" if node_id is None else f"picked {node_id}: select another message and compare"
-        self.refresh()
+        self.picking = self.marked is not None
+        self.status = "" if self.marked is None else f"picked {self.marked}: click another message to compare (nothing moves)"
+        self._header()
+
+    def start_picking(self, on: bool = True) -> None:
+        """"Pick to compare" with nothing selected: the next two messages clicked are the two sides (``pick``), and
+        clicking them never looks at their branches, so the session does not change (``on=False``: stop)."""
+        self.flush()
+        self.picking, self.marked = bool(on), None
+        self.status = "click the first message to compare (nothing moves)" if on else ""
+        self._header()
+
+    def pick(self, node_id: str) -> pd.DataFrame | None:
+        """A message clicked while picking: the first side (``mark``), or the second, which compares them
+        (``compare``) and stops picking; the comparison, or None when only the first side is picked."""
+        if node_id not in self.source.message_tree:
+            raise ExploreError(f"pick: {node_id[:80]!r} is no message of this tree")
+        if self.marked is None:
+            self.mark(node_id)
+            return None
+        if node_id == self.marked:
+            self.flush()
+            self.status = f"picked {node_id}: click another message to compare (nothing moves)"
+            self._header()
+            return None
+        return self.compare(self.marked, node_id)
 
     def compare(self, a: str, b: str) -> pd.DataFrame:
         """The two branches ending at ``a`` and ``b`` side by side (``convlab.compare``), told to every
@@ -588,11 +635,11 @@ class TreeView(Live, anywidget.AnyWidget):
 
         self.flush()
         df = compare(self._explorable(), a, b)
-        self.compared, self.marked = df, None
+        self.compared, self.marked, self.picking = df, None, False
         self.status = f"compared {a} with {b}"
         for fn in list(self._on_compare):
             fn(df)
-        self.refresh()
+        self._header()
         return df
 
     def summarize_from(self, node_id: str) -> None:
@@ -621,6 +668,10 @@ class TreeView(Live, anywidget.AnyWidget):
                 self.step(content["by"])
             elif kind == "mark" and (content.get("id") is None or isinstance(content.get("id"), str)):
                 self.mark(content.get("id"))
+            elif kind == "pick" and isinstance(content.get("id"), str):
+                self.pick(content["id"])
+            elif kind == "picking" and isinstance(content.get("on"), bool):
+                self.start_picking(content["on"])
             elif kind == "compare" and isinstance(content.get("a"), str) and isinstance(content.get("b"), str):
                 self.compare(content["a"], content["b"])
             elif kind == "summarize" and isinstance(content.get("id"), str):

@@ -13,7 +13,7 @@
 // id, ok}. Every string is set with textContent, never as HTML.
 
 /**
- * @typedef {{id: string, role: string, copy: (string|null), text: string,
+ * @typedef {{id: string, role: string, copy: (string|null), merged: (string|null), text: string,
  *   k: number, n: number, edit: boolean, regen: boolean}} Row
  * @typedef {{version: number, rows: Map<string, Row>, order: string[]}} Held
  * @typedef {{type: "rows", base: (number|null), version: number, order: string[], set: Row[]}} Rows
@@ -59,9 +59,10 @@ function button(label, title, onClick, extra = "") {
   return b;
 }
 
-function badge(top, role, id, copy) {
+function badge(top, role, id, copy, merged) {
   top.append(elem("span", `clw-badge clw-role-${role}`, role), " ", elem("span", "clw-id", id));
   if (copy) top.append(" ", elem("span", "clw-muted", `copy of ${copy}`));
+  if (merged) top.append(" ", elem("span", "clw-merged", `⤶ merged from ${merged}`));
 }
 
 function render({ model, el }) {
@@ -102,7 +103,7 @@ function render({ model, el }) {
     const div = elem("div", `clw-msg clw-msg-${row.role}`);
     div.dataset.id = row.id;
     const top = elem("div", "clw-top clw-small");
-    badge(top, row.role, row.id, row.copy);
+    badge(top, row.role, row.id, row.copy, row.merged);
     const navBox = elem("span", "clw-nav");
     const v = { el: div, row, count: elem("span", "clw-count"), navBox, editor: null, prev: null, next: null };
     v.prev = button("‹", "the previous sibling (look at its branch)",

@@ -13,14 +13,14 @@
  * @typedef {{id: string, parent: (string|null), row: number, lane: number,
  *   role: string, kind: string, path: boolean, head: boolean, copy: boolean,
  *   replaces: boolean, status: string, turn: (string|null), text: string,
- *   label: (string|null), match: boolean}} TreeNode
+ *   label: (string|null), match: boolean, merged: (string|null)}} TreeNode
  * @typedef {{id: (string|null), row: number, lane: number, hidden: number,
  *   expanded: boolean}} Marker
- * @typedef {{from: string, to: string, type: ("copied_from"|"replaces")}} Link
+ * @typedef {{from: string, to: string, type: ("copied_from"|"replaces"|"merged_from")}} Link
  * @typedef {{rows: number, lanes: number, total: number, head: (string|null),
  *   selected: (string|null), status: string, readonly: boolean, version: number,
  *   query?: string, matches?: number, match_at?: (number|null), focus?: (string|null),
- *   marked?: (string|null), nodes: TreeNode[], markers: Marker[], links: Link[]}} TreeData
+ *   marked?: (string|null), picking?: boolean, nodes: TreeNode[], markers: Marker[], links: Link[]}} TreeData
  * @typedef {{type: "patch", base: number, version: number, set: TreeNode[],
  *   drop: string[], meta: Object, markers?: Marker[], links?: Link[]}} Patch
  * @typedef {{x: number, y: number}} Point
@@ -203,7 +203,8 @@ export function applyPatch(data, patch) {
 }
 
 const EMPTY = { rows: 0, lanes: 0, total: 0, head: null, selected: null, status: "", readonly: false,
-  version: 0, query: "", matches: 0, match_at: null, focus: null, marked: null, nodes: [], markers: [], links: [] };
+  version: 0, query: "", matches: 0, match_at: null, focus: null, marked: null, picking: false, nodes: [], markers: [],
+  links: [] };
 
 /**
  * What the search counter says: "3 / 7", "no match", or nothing before a search.
@@ -217,7 +218,8 @@ export function matchCount(data) {
 
 /**
  * The compare button: its text and the intent it sends (null: disabled). Python owns the
- * comparison; the page only picks the two messages.
+ * comparison; the page only picks the two messages. While picking (`data.picking`) a click on a
+ * message picks it ({type: "pick"}) instead of looking at its branch, so picking never moves the head.
  * @param {TreeData} data
  * @returns {{text: string, intent: (Object|null)}}
  */
@@ -225,8 +227,17 @@ export function compareAction(data) {
   if (data.marked && data.selected && data.selected !== data.marked) {
     return { text: `Compare with ${shortId(data.marked)}`, intent: { type: "compare", a: data.marked, b: data.selected } };
   }
-  if (data.marked) return { text: `Picked ${shortId(data.marked)} (select another)`, intent: { type: "mark", id: null } };
-  return { text: "Pick to compare", intent: data.selected ? { type: "mark", id: data.selected } : null };
+  if (data.marked) return { text: `Picked ${shortId(data.marked)}: click another (here: cancel)`, intent: { type: "mark", id: null } };
+  if (data.picking) return { text: "Click a message to pick (here: cancel)", intent: { type: "picking", on: false } };
+  return { text: "Pick to compare", intent: data.selected ? { type: "mark", id: data.selected } : { type: "picking", on: true } };
+}
+
+/**
+ * What a click on a message sends: while picking, the pick; else a look at its branch.
+ * @param {TreeData} data @param {string} id @returns {{type: string, id: string}}
+ */
+export function clickIntent(data, id) {
+  return { type: data.picking ? "pick" : "checkout", id };
 }
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -264,6 +275,7 @@ function legend() {
   item(html("span", "cl-swatch-line"), "active path");
   item(html("span", "cl-swatch-head"), "head");
   item(html("span", "cl-swatch-dash"), "copy / replaced");
+  item(html("span", "cl-swatch-merged", "⤶"), "merged back");
   item(html("span", "cl-swatch-x", "✕"), "cancelled / failed");
   return box;
 }
@@ -280,7 +292,7 @@ function render({ model, el }) {
   const status = html("span", "cl-status");
   const pick = html("button", "cl-compare", "Pick to compare");
   pick.type = "button";
-  pick.title = "Pick the selected message, then select another and compare their branches";
+  pick.title = "Pick two messages (the selected one, or click one) and compare their branches; picking moves nothing";
   const sum = html("button", "cl-summarize", "Summarize from here");
   sum.type = "button";
   sum.title = "Propose a summary from the selected message in the decision panel (nothing changes until you accept it)";
@@ -403,6 +415,7 @@ function render({ model, el }) {
     if (n.status) bits.push(n.status);
     if (n.copy) bits.push("copy");
     if (n.label) bits.push(`label: ${n.label}`);
+    if (n.merged) bits.push(`merged back from ${n.merged}`);
     tip.append(html("div", "cl-tip-head", bits.join(" · ")), html("div", "cl-tip-body", n.text || "(empty)"));
     tip.style.display = "block";
     const r = el.getBoundingClientRect();
@@ -451,6 +464,11 @@ function render({ model, el }) {
     const body = svg("tspan", { class: "cl-label-text", dx: 8 });
     body.textContent = label(n.text);
     t.append(idSpan, roleSpan);
+    if (n.merged) {
+      const mark = svg("tspan", { class: "cl-label-merged", dx: 8 });
+      mark.textContent = `⤶ merged from ${shortId(n.merged)}`;
+      t.append(mark);
+    }
     if (n.label) {
       const tag = svg("tspan", { class: "cl-label-tag", dx: 8 });
       tag.textContent = `[${label(n.label, 32)}]`;
@@ -473,7 +491,7 @@ function render({ model, el }) {
     if (fitWidth) fitLabel(t, body, trailing, fitWidth - 10);
 
     for (const target of [band, g, t]) {
-      target.addEventListener("click", () => send("checkout", n.id));
+      target.addEventListener("click", () => model.send(clickIntent(data, n.id)));
       target.addEventListener("mousemove", (ev) => showTip(n, ev));
       target.addEventListener("mouseleave", hideTip);
     }
@@ -540,6 +558,7 @@ function render({ model, el }) {
     pick.textContent = act.text;
     pick.disabled = !act.intent;
     status.className = "cl-status" + (data.status ? " cl-status-on" : "");
+    el.classList.toggle("cl-picking", Boolean(data.picking));
     measure();
     root.setAttribute("height", String(s.height));
     hideTip();
