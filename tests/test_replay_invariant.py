@@ -25,7 +25,7 @@ from convlab.replaying.plan import plan
 from convlab.tree import Tree
 from convlab.tuning.measures import measures
 
-from agent_samples import cline_task, managed_agent_events
+from agent_samples import cline_task, managed_agent_events, opencode_storage
 from agentdata import log_files as agent_files
 from agentdata import require as require_agents
 from realdata import REAL, log_files, require
@@ -297,7 +297,8 @@ def session_log_sample(tmp_path):
 
 def test_each_format_s_output_replays_exactly(tmp_path):
     """The formats the real data has no file of (OpenAI lists, AG-UI recordings, the generic id/parent tree,
-    convlab's own log with summaries a strategy made), each read and replayed through the invariant."""
+    convlab's own log with summaries a strategy made, Cline, Managed Agents, OpenCode), each read and replayed
+    through the invariant."""
     path, msgs = openai_sample(tmp_path)
     path.write_text(json.dumps(msgs))
     conversations = {"openai": convlab.read(path, progress=False)}
@@ -314,6 +315,7 @@ def test_each_format_s_output_replays_exactly(tmp_path):
     conversations["convlab"] = convlab.read(session_log_sample(tmp_path), progress=False)
     conversations["cline"] = convlab.read(cline_task(tmp_path / "tasks" / "t1"), progress=False)  # no shared Cline log
     conversations["managed_agents"] = convlab.read(_lines(tmp_path / "events.jsonl", managed_agent_events()), progress=False)
+    conversations["opencode"] = convlab.read(opencode_storage(tmp_path / "opencode"), progress=False)  # no shared OpenCode log
     # with the formats the real logs are in (test_every_real_log_replays_exactly), every importer
     formats = {c.format for convs in conversations.values() for c in convs}
     assert formats | REAL_FORMATS | AGENT_FORMATS == set(FORMATS), "a format with no file to replay"

@@ -59,12 +59,12 @@ COLUMNS = (
     "usd",
     "baseline_usd",
     "usd_saved",
-    *USAGE_COLUMNS,
     "facts_kept",
     "err_exact_mean",
     "err_exact_p95",
     "err_usage_mean",
     "err_usage_p95",
+    *USAGE_COLUMNS,  # last: each conversation's baseline against its log's own usage, the same on each of its rows
 )
 
 

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import CacheWarning
 from ..jsondata import write_whole
+from .measures import USAGE_COLUMNS
 
 if TYPE_CHECKING:
     from ..replaying.plan import Plan
@@ -79,6 +80,7 @@ ROW: dict[str, str] = {
     **dict.fromkeys(("logged_cached", "err_cached_p95", "err_exact_p95", "err_usage_p95", "cached_share", "usd",
                      "baseline_usd", "compactions_warm", "warm_rewrite_usd", "facts_kept"), "amount"),
     **dict.fromkeys(("err_exact_mean", "err_cached_mean", "err_usage_mean", "usage_growth"), "signed"),
+    **dict.fromkeys(USAGE_COLUMNS, "amount"),  # the baseline against the log's own usage (NaN where it has none)
 }
 #: The largest figure a kept row may hold, either way (2^53: no sweep's tokens or dollars come near it; the
 #: largest whole number a float holds exactly).
