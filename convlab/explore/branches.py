@@ -97,7 +97,7 @@ def compare(source: Source, a: str, b: str, *, encoding: str = "o200k_base") -> 
     >>> df[["step", "a_id", "b_id", "change", "diff"]].values.tolist()
     [[1, 'u1', 'e2', 'edited', 'weather in [-NYC?-] {+LA?+}'], [2, 'e1', 'e3', 'differs', 'echo: weather in [-NYC?-] {+LA?+}']]
     >>> df.attrs["summary"]
-    'bot: e1 and e3 share only the root; e1 adds 2 messages (10 tokens), e3 adds 2 (10); going on reads about 10 tokens from e1, 9 from e3'
+    'bot: e1 and e3 share no message (each starts at its own root); e1 adds 2 messages (10 tokens), e3 adds 2 (10); going on reads about 10 tokens from e1, 9 from e3'
     """
     tree = tree_of(source)
     a, b = node_of(tree, a, "a"), node_of(tree, b, "b")
@@ -125,7 +125,7 @@ def compare(source: Source, a: str, b: str, *, encoding: str = "o200k_base") -> 
 
 def _summary(name: str, ancestor: str | None, sides: dict[str, dict[str, Any]]) -> str:
     a, b = sides["a"], sides["b"]
-    shared = "share only the root" if ancestor is None else f"diverge after {ancestor}"
+    shared = "share no message (each starts at its own root)" if ancestor is None else f"diverge after {ancestor}"
     plural = "" if a["messages"] == 1 else "s"
     return (f"{name}: {a['leaf']} and {b['leaf']} {shared}; {a['leaf']} adds {a['messages']} message{plural} "
             f"({a['tokens']:,} tokens), {b['leaf']} adds {b['messages']} ({b['tokens']:,}); going on reads about "
