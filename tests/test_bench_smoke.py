@@ -24,12 +24,12 @@ ROWS = ("match", "count", "load", "tokens", "sweep", "lazy", "peer", "treeview",
 
 
 @pytest.mark.browser
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900)
 def test_bench_smoke_gives_every_row_a_finite_ratio(tmp_path):
     """Every row on generated inputs (``drive`` gives two rows: drive and drive-long)."""
     if not Path("/usr/bin/chromium").exists():
         pytest.skip("the TreeView row needs /usr/bin/chromium (make browser)")
-    benchsmoke.run(tmp_path, ROWS, only=tuple(r for r in ROWS if r != "drive-long"), timeout=540)
+    benchsmoke.run(tmp_path, ROWS, only=tuple(r for r in ROWS if r != "drive-long"), timeout=840)
 
 
 @pytest.mark.realdata

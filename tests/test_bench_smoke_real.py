@@ -23,19 +23,19 @@ def _logs():
 
 
 @pytest.mark.realdata
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(480)
 def test_a_read_row_for_every_format_and_the_real_sweep(tmp_path):
     """One read row a format found in the shared logs, and the 100-config sweep's row (a corner of it)."""
-    benchsmoke.run(tmp_path, (*(f"read-{f}" for f in FORMATS), "real-sweep"), only=("real-read", "real-sweep"), timeout=270)
+    benchsmoke.run(tmp_path, (*(f"read-{f}" for f in FORMATS), "real-sweep"), only=("real-read", "real-sweep"), timeout=450)
 
 
 @pytest.mark.realdata
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(480)
 def test_the_streamed_sweep_measures_its_memory(tmp_path):
-    benchsmoke.run(tmp_path, ("stream-memory",), timeout=270)
+    benchsmoke.run(tmp_path, ("stream-memory",), timeout=450)
 
 
 @pytest.mark.realdata
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(480)
 def test_the_cluster_row_sweeps_on_a_local_dask_cluster(tmp_path):
-    benchsmoke.run(tmp_path, ("cluster",), timeout=270)
+    benchsmoke.run(tmp_path, ("cluster",), timeout=450)
