@@ -12,17 +12,17 @@ worker's judge is a ``Relayed`` one that marks its requests.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import itertools
 import multiprocessing
 import os
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..collector import paused as collector_paused  # the pause is written once, in convlab.collector
 from ..errors import ProviderError
 from ..replaying.plan import ExactCounts, Plan
 from .probes import Relayed
@@ -107,25 +107,6 @@ def _start_worker(rows: Callable[..., Any], plans: list[Plan], counts: ExactCoun
     judge = None if asker is None or relay.judge_window is None else Relayed(asker, relay.judge_window)
     _WORK = (rows, plans, counts, configs, agent, knobs, asker if relay.summaries else None, bases,
              {} if judge is None else {"judge": judge, "probes": relay.probes})
-
-
-@contextlib.contextmanager
-def collector_paused(collect: bool = True) -> Iterator[None]:
-    """The cyclic collector off while the replays of a conversation run: they stay
-    alive until its last config is placed, so it would walk them again and again
-    for nothing (a third of a replay's time, half of one that compacts often); one
-    collection at the end (``collect``: what was made is garbage). Left as it was
-    if it was off."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-        if collect:
-            gc.collect()
 
 
 def _task(i: int, js: list[int]) -> tuple[int, Measured]:
