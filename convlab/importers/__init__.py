@@ -39,6 +39,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import IO, Any, BinaryIO
 
+from .. import collector
 from ..conversation import Conversation
 from ..errors import ReadError
 from ..tokens import content_text
@@ -155,17 +156,17 @@ def _whole_enough(convs: list[Conversation], source: str, name: str) -> None:
     547 empty messages of 557 and is read; only messages the importer found no text for (``Conversation.no_text``)
     and that hold nothing else (no tool call or result, thinking or image) count."""
     left = [line for c in convs for line in c.left_out]
-    roles = {a["role"] for c in convs for _, a in c.tree.nodes(data=True) if a["kind"] == "message"}  # not a summary
-    missing = [r for r in ("user", "assistant") if r not in roles]
     kept = sum(len(c) for c in convs)
+    # the nodes are looked at only when the read left out or emptied some: a read of a whole file costs nothing here
+    missing = [r for r in ("user", "assistant") if r not in _said(convs)] if left else []
     if left and (len(left) > kept or missing):
         why = f"no {missing[0]} message was left" if missing and len(left) <= kept else f"{len(left)} of its {len(left) + kept} messages"
         raise read_error(source, f"does not read as {name}: {why} ({left[0]}{f'; and {len(left) - 1} more' if len(left) > 1 else ''})")
-    empty = [(c, n) for c in convs for n in dict.fromkeys(c.no_text) if n in c.tree and _nothing_in(c.tree.nodes[n])]
+    empty = [(c, n) for c in convs for n in dict.fromkeys(c.no_text) if n in c.message_tree and _nothing_in(c.message_tree.node(n))]
     if not empty:
         return
-    said = Counter(a["role"] for c in convs for _, a in c.tree.nodes(data=True) if a["kind"] == "message" and a.get("copied_from") is None)
-    blank = Counter(c.tree.nodes[n]["role"] for c, n in empty)
+    said = _said(convs, copies=False)
+    blank = Counter(c.message_tree.node(n)["role"] for c, n in empty)
     most = next((r for r in ("user", "assistant") if 2 * blank[r] > said[r]), None)
     if 2 * len(empty) > said.total():
         what = f"{len(empty)} of its {said.total()} messages"
@@ -176,6 +177,13 @@ def _whole_enough(convs: list[Conversation], source: str, name: str) -> None:
     c, n = empty[0]
     at = f"conversation {c.id!r}, node {n!r}" if len(convs) > 1 else f"node {n!r}"
     raise read_error(source, f"does not read as {name}: {what} read empty, their text not where {name} keeps it ({at} the first)")
+
+
+def _said(convs: list[Conversation], copies: bool = True) -> Counter[str]:
+    """The messages read, by role: summaries left out, and a compaction's copies of earlier messages too unless
+    ``copies``. Read from the trees' own nodes (a networkx graph of each would cost more than the read)."""
+    return Counter(a["role"] for c in convs for a in c.message_tree.nodes_in_order()
+                   if a["kind"] == "message" and (copies or a.get("copied_from") is None))
 
 
 def _nothing_in(node: dict[str, Any]) -> bool:
@@ -369,12 +377,13 @@ def read(path: str | os.PathLike, *, progress: bool = True, format: str | None =
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
     how = _How(progress, format, Limits(max_depth, max_inflated))
     p = Path(path)
-    if p.is_dir():
-        return _read_folder(p, how)
-    try:
-        return _read_file(p, how, progress)
-    except _NotALog as err:
-        raise ReadError(f"{err}: not a chat log convlab can read (formats: {', '.join(FORMATS)})") from None
+    with collector.paused(collect=False):  # what a read builds lives on, and holds no cycle: nothing to walk
+        if p.is_dir():
+            return _read_folder(p, how)
+        try:
+            return _read_file(p, how, progress)
+        except _NotALog as err:
+            raise ReadError(f"{err}: not a chat log convlab can read (formats: {', '.join(FORMATS)})") from None
 
 
 def _read_file(p: Path, how: _How, progress: bool) -> list[Conversation]:
@@ -440,7 +449,8 @@ def read_file(path: str | os.PathLike) -> list[Conversation] | None:
     """The conversations of one file as a read of its folder reads it: None for a file that is not a chat log
     (a folder's read passes it over quietly); a ``ReadError`` for a log that cannot be read."""
     try:
-        return _read_file(Path(path), _How(False, None, Limits(MAX_DEPTH, None)), False)
+        with collector.paused(collect=False):  # as ``read``
+            return _read_file(Path(path), _How(False, None, Limits(MAX_DEPTH, None)), False)
     except _NotALog:
         return None
 
