@@ -120,9 +120,11 @@ def input_tokens(usage: Mapping[str, Any] | None) -> int | None:
     if not usage:
         return None
     keys = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-    if not any(k in usage for k in keys):
+    get = usage.get  # three lookups, no loop: this runs for every model reply a tree records
+    fresh, written, read = get("input_tokens"), get("cache_creation_input_tokens"), get("cache_read_input_tokens")
+    if fresh is None and written is None and read is None and not any(k in usage for k in keys):
         return None
-    return sum(int(usage.get(k) or 0) for k in keys)
+    return int(fresh or 0) + int(written or 0) + int(read or 0)
 
 
 #: More tokens than any model reads or writes in one call (the largest windows hold a few million): a
@@ -193,10 +195,14 @@ def new_node(fields: Mapping[str, Any], **recorded: Any) -> Node:
     >>> new_node({"role": "user", "content": "hi", "name": "sam", "seq": 9}, id="u1", seq=1)
     {'id': 'u1', 'parent': None, 'role': 'user', 'content': 'hi', 'seq': 1, 'time': None, 'turn_id': None, 'copied_from': None, 'kind': 'message', 'usage': None, 'state': None, 'replaces': None, 'name': 'sam'}
     """
-    node = {k: recorded[k] if k in recorded else fields.get(k, d) for k, d in _DEFAULTS.items()}
+    node = _DEFAULTS.copy()  # the schema's keys in its order: a value set below keeps its key's place
+    for values in (fields, recorded):  # the keys given, not the schema's: a message holds a few of its thirteen
+        for key in values:
+            if key in _DEFAULTS:
+                node[key] = values[key]
     if node["kind"] is None:
         node["kind"] = "message"
-    for key in MESSAGE_KEYS:
+    for key in MESSAGE_KEYS:  # after the schema, in MESSAGE_KEYS' order, when set
         if fields.get(key) is not None:
             node[key] = fields[key]
     return node  # type: ignore[return-value]  # built key by key from _DEFAULTS (the Node schema): mypy cannot follow
@@ -550,7 +556,6 @@ class Tree:
         own (what ``node`` returns), so a change of state shows in both."""
         return self._store.graph()
 
-
     # -- reading -------------------------------------------------------
     def __contains__(self, node_id: object) -> bool:
         return node_id in self._store
@@ -717,12 +722,6 @@ class Tree:
         return k, parent
 
     # -- writing -------------------------------------------------------
-    def _check_new(self, nid: str, parent: str | None) -> None:
-        if nid in self._store:
-            raise ValueError(f"id {nid!r} is already recorded")
-        if parent is not None and parent not in self._store:
-            raise ValueError(f"parent {parent!r} is not recorded")
-
     def add(self, node: Mapping[str, Any], parent: str | None) -> dict[str, Any]:
         """Record ``node`` under ``parent`` and return the stored attributes.
 
@@ -730,10 +729,13 @@ class Tree:
         attributes; ``seq`` is given here. The head does not move.
         """
         nid = node["id"]
-        self._check_new(nid, parent)
+        store = self._store
+        if nid in store:
+            raise ValueError(f"id {nid!r} is already recorded")
+        if parent is not None and parent not in store:
+            raise ValueError(f"parent {parent!r} is not recorded")
         self.seq += 1
         attrs = new_node(node, parent=parent, seq=self.seq)
-        store = self._store
         stored = store.put(cast(dict[str, Any], attrs), self._record(nid, parent, attrs))  # stored as a plain dict
 
         if parent is None:
@@ -752,8 +754,8 @@ class Tree:
         call = nid if reported is not None else None
         if parent is None:
             return Record(1, nid, chars, chars, call, reported)
-        up = self._store.record(parent)
-        return Record(up.depth + 1, up.top, chars, chars + up.cum, up.last_call if call is None else call, reported)
+        depth, top, _, cum, last_call, _ = self._store.record(parent)
+        return Record(depth + 1, top, chars, chars + cum, last_call if call is None else call, reported)
 
     def set_state(self, node_id: str, state: Mapping[str, Any]) -> None:
         self._store.set_state(node_id, jsondata.copy(state))
