@@ -308,6 +308,16 @@ def lost(record: ImportedMessage, parent: str) -> None:
     record.node["metadata"] = {**(meta if isinstance(meta, Mapping) else {}), LOST_PARENT: parent}
 
 
+def _put(tree: Tree, rec: ImportedMessage) -> None:
+    """``rec`` added to ``tree``: its node is the record's own dict, made for it by its importer, given its id (not
+    copied: a read makes hundreds of thousands), an empty ``metadata`` left out."""
+    node = rec.node
+    node["id"] = rec.id
+    if "metadata" in node and not node["metadata"]:
+        del node["metadata"]
+    tree.add(node, rec.parent)
+
+
 def build(records: list[ImportedMessage], problems: Problems) -> Tree:
     """A sound tree from records in the log's order (its head is not set).
 
@@ -322,7 +332,8 @@ def build(records: list[ImportedMessage], problems: Problems) -> Tree:
     by_id: dict[str, ImportedMessage] = {}
     order: list[ImportedMessage] = []
     for r in records:
-        _check_usage(r, problems)
+        if r.node.get("usage") is not None:
+            _check_usage(r, problems)
         _repair_text(r, problems)
         if r.id in by_id:
             problems.left_out(r.id, "id used twice; the later message left out")
@@ -344,10 +355,7 @@ def build(records: list[ImportedMessage], problems: Problems) -> Tree:
         stack = [r]
         while stack:
             rec = stack.pop()
-            node = {**rec.node, "id": rec.id}
-            if not node.get("metadata"):
-                node.pop("metadata", None)
-            tree.add(node, rec.parent)
+            _put(tree, rec)
             stack.extend(reversed(waiting.pop(rec.id, [])))
 
     for r in order:
