@@ -113,15 +113,13 @@ class Document:
     (one JSON value, the only item) or ``"lines"`` (JSON lines: the records).
     ``head`` is the first ``HEAD`` items (what ``detect`` looks at) and
     ``first`` the first of them; ``items`` yields every item, once (``given``
-    counts them). ``deep``: the JSON nests deeper than ``SHALLOW``. ``raw``
-    holds the file's bytes where they were read whole (JSON lines, one object).
+    counts them). ``raw`` holds the file's bytes where they were read whole (JSON lines, one object).
     """
 
     def __init__(self, source: str, kind: str, items: Iterable[Any], *, raw: bytes | None = None, count: int | None = None,
                  size: int | None = None, position: Callable[[], int] | None = None, problem: str | None = None,
-                 progress: bool = False, deepest: Callable[[], int] | int = 0) -> None:
+                 progress: bool = False) -> None:
         self.source = source
-        self._deepest = deepest
         self.kind = kind
         self.raw = raw
         self._count = count  # items, when they are in memory
@@ -134,12 +132,6 @@ class Document:
         self._rest = rest
         self._taken = False
         self.given = 0  # items given out by ``items`` so far
-
-    @property
-    def deep(self) -> bool:
-        """Whether the JSON nests deeper than ``SHALLOW`` (so far, for a stream): then a message may too."""
-        deepest = self._deepest() if callable(self._deepest) else self._deepest
-        return deepest > SHALLOW
 
     @property
     def first(self) -> Any:
@@ -227,14 +219,20 @@ def _loads(text: str, depth: int, fast: bool) -> Any:
         return jsontext.loads(text, depth)
 
 
-def _line(line: str, depth: int, deep: bool) -> Any:
-    """One JSON line; in a file that nests deep somewhere, each line measured first."""
-    fast = True
-    if deep:
-        scan = DepthScanner(depth)
-        scan.feed(line.encode("utf-8", "surrogatepass"))
-        fast = scan.deepest <= SHALLOW
-    return _loads(line, depth, fast)
+def _shallow(text: str, depth: int, cap: int) -> bool:
+    """Whether JSON ``text`` nests no deeper than ``SHALLOW`` nor ``depth``. A text with no more brackets than that
+    cannot; any other is measured (``TooDeep`` past ``cap``)."""
+    limit = min(SHALLOW, depth)
+    if text.count("[") + text.count("{") <= limit:
+        return True
+    scan = DepthScanner(cap)
+    scan.feed(text.encode("utf-8", "surrogatepass"))
+    return scan.deepest <= limit
+
+
+def _line(line: str, depth: int) -> Any:
+    """One JSON line: ``json``'s if it is shallow, else read without recursion (``TooDeep`` past ``depth``)."""
+    return _loads(line, depth, _shallow(line, depth, depth))
 
 
 def _array_prefix(text: str, source: str, err: json.JSONDecodeError, depth: int, fast: bool) -> list[Any]:
@@ -260,7 +258,7 @@ def _array_prefix(text: str, source: str, err: json.JSONDecodeError, depth: int,
     return items
 
 
-def _json_lines(text: str, source: str, depth: int, deep: bool) -> tuple[list[Any], str | None]:
+def _json_lines(text: str, source: str, depth: int) -> tuple[list[Any], str | None]:
     """The records of JSON lines (split at line feeds only: a JSON string may hold U+2028), and what was left out."""
     records: list[Any] = []
     bad: list[int] = []
@@ -271,7 +269,7 @@ def _json_lines(text: str, source: str, depth: int, deep: bool) -> tuple[list[An
         if not line.strip():
             continue
         try:
-            records.append(_line(line, depth, deep))
+            records.append(_line(line, depth))
         except json.JSONDecodeError:
             bad.append(k + 1)
         except (TooDeep, TooLong) as err:
@@ -287,13 +285,13 @@ def _json_lines(text: str, source: str, depth: int, deep: bool) -> tuple[list[An
     return records, f"{source}: {'; '.join(said)}; left out" if said else None
 
 
-def _looks_like_lines(text: str, depth: int, deep: bool) -> bool:
+def _looks_like_lines(text: str, depth: int) -> bool:
     """JSON lines: more than one line, the first an object (or one convlab refuses for what it holds)."""
     if "\n" not in text:
         return False
     first = text.split("\n", 1)[0].strip()
     try:
-        return isinstance(_line(first, depth, deep), dict)
+        return isinstance(_line(first, depth), dict)
     except json.JSONDecodeError:
         return False
     except (TooDeep, TooLong):
@@ -301,11 +299,13 @@ def _looks_like_lines(text: str, depth: int, deep: bool) -> bool:
 
 
 def parse_bytes(raw: bytes, source: str, progress: bool, limits: Limits = Limits()) -> Document:
-    """A file's (decompressed) bytes, parsed whole: one JSON value, JSON lines, or an array's complete items.
+    """A file's (decompressed) bytes, parsed whole: JSON lines, one JSON value, or an array's complete items.
 
-    How deep the bytes nest is measured first (``DepthScanner``, a pass at a few hundred MB/s): JSON
-    no deeper than ``SHALLOW`` is read by ``json``, deeper JSON without recursion, and past
-    ``limits.depth`` a document is refused (a JSON line is left out, with a warning)."""
+    JSON no deeper than ``SHALLOW`` is read by ``json``, deeper JSON without recursion, and past
+    ``limits.depth`` a document is refused (a JSON line is left out, with a warning). How deep a text
+    nests is measured (``DepthScanner``, a pass at a few hundred MB/s) only where it could be deep: a
+    text (a JSON line, or the whole value) with no more brackets than that cannot be, and its brackets
+    are counted at C speed."""
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
@@ -315,31 +315,24 @@ def parse_bytes(raw: bytes, source: str, progress: bool, limits: Limits = Limits
         raise read_error(source, "the file is empty")
     if stripped[0] not in "[{":
         raise NotJSON(f"{source}: not a JSON object, array or JSON lines")
-    scan = DepthScanner(sys.maxsize)  # measured only: the parser refuses what is too deep, line by line too
-    scan.feed(raw)
     depth = limits.depth
-    deep = scan.deepest > min(SHALLOW, depth)
+    if _looks_like_lines(stripped, depth):  # a whole object, and more after it: no one JSON value, each line its own
+        records, problem = _json_lines(stripped, source, depth)
+        return Document(source, "lines", records, raw=raw, count=len(records), problem=problem, progress=progress)
+    deep = not _shallow(stripped, depth, sys.maxsize)  # measured only: the parser says where it is too deep
     try:
         value = _loads(stripped, depth, not deep)
     except json.JSONDecodeError as err:
-        if _looks_like_lines(stripped, depth, deep):
-            records, problem = _json_lines(stripped, source, depth, deep)
-            return Document(source, "lines", records, raw=raw, count=len(records), problem=problem, progress=progress,
-                            deepest=scan.deepest)
         if stripped[0] == "[":
             items = _array_prefix(stripped, source, err, depth, not deep)
-            return Document(source, "array", items, count=len(items), progress=progress, deepest=scan.deepest)
+            return Document(source, "array", items, count=len(items), progress=progress)
         raise read_error(source, f"not valid JSON: {err.msg} at line {err.lineno} column {err.colno} (cut short?)") from None
     except (TooDeep, TooLong) as err:
-        if _looks_like_lines(stripped, depth, deep):
-            records, problem = _json_lines(stripped, source, depth, deep)
-            return Document(source, "lines", records, raw=raw, count=len(records), problem=problem, progress=progress,
-                            deepest=scan.deepest)
         hint = " (read(max_depth=) reads deeper)" if isinstance(err, TooDeep) else ""
         raise read_error(source, f"{err}{hint}") from None
     if isinstance(value, list):
-        return Document(source, "array", value, count=len(value), progress=progress, deepest=scan.deepest)
-    return Document(source, "object", [value], raw=raw, count=1, progress=progress, deepest=scan.deepest)
+        return Document(source, "array", value, count=len(value), progress=progress)
+    return Document(source, "object", [value], raw=raw, count=1, progress=progress)
 
 
 # -- a streamed array -----------------------------------------------------------------
@@ -379,8 +372,7 @@ def stream_array(f: BinaryIO, source: str, size: int | None, progress: bool, lim
         except (ijson.JSONError, ValueError) as err:  # ValueError: an integer too long for Python (json says so)
             raise Restart(str(err)) from None
 
-    return Document(source, "array", items(), size=size, position=counter.position, progress=progress,
-                    deepest=lambda: counter.scan.deepest)
+    return Document(source, "array", items(), size=size, position=counter.position, progress=progress)
 
 
 class _Counted:
