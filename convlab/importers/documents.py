@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -47,6 +48,12 @@ HEAD = 50
 
 #: Seconds of work before a progress bar shows.
 PROGRESS_DELAY = 1.0
+
+#: The first character that is not white space (``str.strip``'s).
+_TEXT = re.compile(r"\S")
+
+#: How a JSON text (or JSON lines) ends, nothing after it but a line break.
+_JSON_ENDS = ("]", "}", "]\n", "}\n", "]\r\n", "}\r\n")
 
 #: Bytes ijson reads at a time.
 _CHUNK = 1 << 16
@@ -264,9 +271,9 @@ def _json_lines(text: str, source: str, depth: int) -> tuple[list[Any], str | No
     bad: list[int] = []
     hostile: list[str] = []  # lines refused for what they hold, not for their syntax
     lines = text.split("\n")
-    last = max((k for k, line in enumerate(lines) if line.strip()), default=-1)
+    last = next((k for k in range(len(lines) - 1, -1, -1) if lines[k] and not lines[k].isspace()), -1)
     for k, line in enumerate(lines):
-        if not line.strip():
+        if not line or line.isspace():
             continue
         try:
             records.append(_line(line, depth))
@@ -287,9 +294,10 @@ def _json_lines(text: str, source: str, depth: int) -> tuple[list[Any], str | No
 
 def _looks_like_lines(text: str, depth: int) -> bool:
     """JSON lines: more than one line, the first an object (or one convlab refuses for what it holds)."""
-    if "\n" not in text:
+    end = text.find("\n")
+    if end < 0 or _TEXT.search(text, end) is None:  # one line, and white space after it
         return False
-    first = text.split("\n", 1)[0].strip()
+    first = text[:end].strip()
     try:
         return isinstance(_line(first, depth), dict)
     except json.JSONDecodeError:
@@ -310,11 +318,13 @@ def parse_bytes(raw: bytes, source: str, progress: bool, limits: Limits = Limits
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise read_error(source, f"not UTF-8 text (byte {err.start})") from None
-    stripped = text.strip()
-    if not stripped:
+    first = _TEXT.search(text)
+    if first is None:
         raise read_error(source, "the file is empty")
-    if stripped[0] not in "[{":
+    if text[first.start()] not in "[{":
         raise NotJSON(f"{source}: not a JSON object, array or JSON lines")
+    # white space around the JSON is JSON's own but for a rare other kind: the text is copied without it only then
+    stripped = text if first.start() == 0 and text.endswith(_JSON_ENDS) else text.strip()
     depth = limits.depth
     if _looks_like_lines(stripped, depth):  # a whole object, and more after it: no one JSON value, each line its own
         records, problem = _json_lines(stripped, source, depth)
