@@ -386,6 +386,11 @@ def read(path: str | os.PathLike, *, progress: bool = True, format: str | None =
             raise ReadError(f"{err}: not a chat log convlab can read (formats: {', '.join(FORMATS)})") from None
 
 
+#: A file this small is read in one call and looked at in memory (a folder of chats is thousands of them); a
+#: larger one is read as it is parsed (a JSON array streamed, item by item).
+_IN_MEMORY = 1 << 20
+
+
 def _read_file(p: Path, how: _How, progress: bool) -> list[Conversation]:
     try:
         f = open(p, "rb")
@@ -396,6 +401,11 @@ def _read_file(p: Path, how: _How, progress: bool) -> list[Conversation]:
     with f:
         try:
             size = os.fstat(f.fileno()).st_size
+            if size <= _IN_MEMORY:  # read at once: what follows looks at its start again and again, in memory
+                raw = f.read()
+                if raw[:16] == opencode.SQLITE_MAGIC:
+                    return _read_database(p, how)
+                return _read_stream(io.BytesIO(raw), str(p), len(raw), how, progress)
             if f.read(16) == opencode.SQLITE_MAGIC:  # an SQLite database: OpenCode's, or no chat log
                 return _read_database(p, how)
             f.seek(0)
@@ -424,13 +434,40 @@ def _folder_files(folder: Path) -> list[Path]:
     """The files a read of ``folder`` reads, in order: hidden ones and a Cline task's companions left out; of
     OpenCode's storage only its session files (each read with its messages and parts), and none where an OpenCode
     database beside it holds what OpenCode moved into it."""
-    stores = [d for d in [folder, *folder.rglob("*")] if d.is_dir() and opencode.storage(d)]
+    files, stores = _walk(folder)
     return sorted(
-        f for f in folder.rglob("*")
-        if f.is_file() and not any(part.startswith(".") for part in f.relative_to(folder).parts)
-        and not cline.companion(f)  # read with the file it belongs to (a Cline task's ui_messages.json)
+        f for f in files
+        if not cline.companion(f)  # read with the file it belongs to (a Cline task's ui_messages.json)
         and all(d not in f.parents or (opencode.session_file(f, d) and opencode.database(d.parent) is None) for d in stores)
     )
+
+
+def _walk(folder: Path) -> tuple[list[Path], list[Path]]:
+    """The files under ``folder`` that are not hidden and not under a hidden folder (a folder's own
+    name aside), and the folders among it and them that are OpenCode storage. One ``scandir`` a
+    folder and no ``stat`` a file (a year of sessions is thousands of files); a folder reached by a
+    symbolic link is not walked into, and one that cannot be listed is passed over, as ``rglob``'s."""
+    files: list[Path] = []
+    stores: list[Path] = []
+    todo = [folder]
+    while todo:
+        here = todo.pop()
+        try:
+            with os.scandir(here) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        names = set()
+        for entry in entries:
+            if entry.is_dir():
+                names.add(entry.name)
+                if not entry.is_symlink() and not entry.name.startswith("."):
+                    todo.append(here / entry.name)
+            elif entry.is_file() and not entry.name.startswith("."):
+                files.append(here / entry.name)
+        if names >= {"session", "message", "part"} and opencode.storage(here):
+            stores.append(here)
+    return files, stores
 
 
 def log_files(path: str | os.PathLike) -> list[Path]:
