@@ -734,3 +734,23 @@ def test_text_parts_without_text_are_kept_as_given(tmp_path):
     p.write_text(json.dumps(doc))
     [c] = convlab.read(p)
     assert c.tree.nodes["m1"]["content"] == [{"type": "text"}, {"type": "text", "text": 1.5}]
+
+
+def test_the_files_of_a_folder_are_those_rglob_finds_less_the_hidden_ones(tmp_path):
+    """``log_files`` walks a folder with one scandir a folder: the same files as ``rglob`` gives, sorted, less those
+    hidden or under a hidden folder (the folder's own name aside), not walking into a folder reached by a link."""
+    root = tmp_path / ".claude" / "projects"  # a hidden folder of its own: read whole
+    for rel in ["a/s1.jsonl", "a/b/s2.jsonl", "c.json", ".hidden.json", ".git/objects/x.json", "a/.cache/y.json"]:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("{}")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "far.json").write_text("{}")
+    (root / "linked").symlink_to(elsewhere, target_is_directory=True)
+    (root / "link.json").symlink_to(root / "c.json")
+    (root / "broken.json").symlink_to(root / "nowhere.json")
+    expected = sorted(f for f in root.rglob("*") if f.is_file()
+                      and not any(part.startswith(".") for part in f.relative_to(root).parts))
+    got = convlab.importers.log_files(root)
+    assert got == expected
+    assert [f.relative_to(root).as_posix() for f in got] == ["a/b/s2.jsonl", "a/s1.jsonl", "c.json", "link.json"]
