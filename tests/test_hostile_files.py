@@ -343,3 +343,42 @@ def test_a_json_line_holding_a_line_separator_is_one_line(tmp_path):
         warnings.simplefilter("error")
         [c] = convlab.read(p, progress=False)
     assert len(c) == 3 and c.tree.nodes["u1"]["content"] == "one\u2028two\u2029three\x85four\x0cfive"
+
+
+@pytest.mark.parametrize("levels", [350, 700, 990, 5_000])
+def test_json_read_first_or_measured_first_reads_the_same(levels):
+    """Where the cap is past json's recursion, json reads first and the text is measured only if it could not
+    (documents._parsed): the value is the one the non-recursive reader gives, at every depth either side of SHALLOW
+    and of the recursion limit."""
+    from convlab.importers import documents, jsontext
+
+    def spine(value):  # the nesting walked down, without recursion (== on such lists recurses)
+        n = 0
+        while isinstance(value, list):
+            assert len(value) == 1
+            value, n = value[0], n + 1
+        return n, value
+
+    text = "[" * levels + '"x"' + "]" * levels
+    assert spine(documents._parsed(text, 10_000, 10_000)) == spine(jsontext.loads(text, 10_000)) == (levels, "x")
+    with pytest.raises(jsontext.TooDeep, match=f"nests more than {levels - 1:,} levels deep"):
+        documents._parsed(text, levels - 1, levels - 1)
+
+
+def test_a_program_that_raised_the_recursion_limit_still_reads_deep_json_without_recursion():
+    """json recurses in C as deep as Python's recursion limit lets it: past documents._JSON_RECURSION the text is
+    measured first, and a deep one read by the non-recursive reader (in a subprocess: a crash would be a segfault)."""
+    code = textwrap.dedent("""
+        import sys
+        sys.setrecursionlimit(200_000)
+        from convlab.importers import documents
+        depth = 150_000
+        value = documents._parsed("[" * depth + "]" * depth, 200_000, 200_000)
+        n = 0
+        while value:
+            value, n = value[0], n + 1
+        print(n)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "149999"

@@ -49,6 +49,9 @@ HEAD = 50
 #: Seconds of work before a progress bar shows.
 PROGRESS_DELAY = 1.0
 
+#: Python's recursion limit up to which ``json`` may read a text before it is measured (the default is 1,000).
+_JSON_RECURSION = 3000
+
 #: The first character that is not white space (``str.strip``'s).
 _TEXT = re.compile(r"\S")
 
@@ -237,9 +240,25 @@ def _shallow(text: str, depth: int, cap: int) -> bool:
     return scan.deepest <= limit
 
 
+def _parsed(text: str, depth: int, cap: int) -> Any:
+    """JSON ``text`` parsed, ``json``'s way when it nests no deeper than ``SHALLOW``, else without recursion
+    (``TooDeep`` past ``depth``; the measure's own ``TooDeep`` past ``cap``). Where the cap is past what
+    ``json`` can recurse to, ``json`` reads first and the text is measured only if it could not: JSON that
+    ``json`` reads whole is within the cap, and read the same either way (unless a program raised Python's
+    recursion limit past ``_JSON_RECURSION``: ``json`` would recurse in C as deep as it lets it)."""
+    if depth >= sys.getrecursionlimit() <= _JSON_RECURSION:
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            raise
+        except (RecursionError, ValueError):  # too deep for json, or an integer too long for Python: measured
+            pass
+    return _loads(text, depth, _shallow(text, depth, cap))
+
+
 def _line(line: str, depth: int) -> Any:
     """One JSON line: ``json``'s if it is shallow, else read without recursion (``TooDeep`` past ``depth``)."""
-    return _loads(line, depth, _shallow(line, depth, depth))
+    return _parsed(line, depth, depth)
 
 
 def _array_prefix(text: str, source: str, err: json.JSONDecodeError, depth: int, fast: bool) -> list[Any]:
@@ -329,12 +348,11 @@ def parse_bytes(raw: bytes, source: str, progress: bool, limits: Limits = Limits
     if _looks_like_lines(stripped, depth):  # a whole object, and more after it: no one JSON value, each line its own
         records, problem = _json_lines(stripped, source, depth)
         return Document(source, "lines", records, raw=raw, count=len(records), problem=problem, progress=progress)
-    deep = not _shallow(stripped, depth, sys.maxsize)  # measured only: the parser says where it is too deep
     try:
-        value = _loads(stripped, depth, not deep)
+        value = _parsed(stripped, depth, sys.maxsize)  # measured only: the parser says where it is too deep
     except json.JSONDecodeError as err:
         if stripped[0] == "[":
-            items = _array_prefix(stripped, source, err, depth, not deep)
+            items = _array_prefix(stripped, source, err, depth, _shallow(stripped, depth, sys.maxsize))
             return Document(source, "array", items, count=len(items), progress=progress)
         raise read_error(source, f"not valid JSON: {err.msg} at line {err.lineno} column {err.colno} (cut short?)") from None
     except (TooDeep, TooLong) as err:
