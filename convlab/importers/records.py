@@ -166,8 +166,11 @@ _ROLE_ALIASES = {
 
 def role_of(raw: object, problems: Problems, node: str | None) -> str | None:
     """The protocol role for a format's role name; ``None`` (and a problem) when there is none."""
-    if isinstance(raw, str) and raw.strip().lower() in _ROLE_ALIASES:
-        return _ROLE_ALIASES[raw.strip().lower()]
+    role = _ROLE_ALIASES.get(raw) if raw.__class__ is str else None  # as nearly every log writes it: no copies
+    if role is None and isinstance(raw, str):
+        role = _ROLE_ALIASES.get(raw.strip().lower())
+    if role is not None:
+        return role
     problems.left_out(node, f"unknown role {raw!r}; message left out")
     return None
 
@@ -405,12 +408,18 @@ def _check_usage(r: ImportedMessage, problems: Problems) -> None:
         r.node["usage"] = None
 
 
+def _ascii(value: object) -> bool:
+    return isinstance(value, str) and value.isascii()
+
+
 def _repair_text(r: ImportedMessage, problems: Problems) -> None:
     """What a file holds that JSON cannot carry on (``jsondata.repaired``: a lone
     surrogate, which no UTF-8 text holds, NaN, a 70-bit integer) is read repaired,
     and said: the engine refuses such values, and a terminal cannot print a
     surrogate, so a conversation holds only what every layer can carry."""
-    (r.id, r.parent), ids = jsondata.repaired([r.id, r.parent])
+    ids = 0
+    if not (_ascii(r.id) and (r.parent is None or _ascii(r.parent))):  # plain ASCII ids, as nearly all are, need none
+        (r.id, r.parent), ids = jsondata.repaired([r.id, r.parent])
     r.node, fixed = jsondata.repaired(r.node)
     fixed += ids
     if fixed:
