@@ -186,13 +186,23 @@ def _repair(value: object) -> tuple[Any, int]:
 _FINE = (bool, type(None))
 
 
+def _clean_keys(v: dict) -> bool:
+    """Whether every key of ``v`` is text JSON carries: nearly always ASCII strings, told by one join."""
+    try:
+        if "".join(v).isascii():
+            return True
+    except TypeError:  # a key that is not a string
+        return False
+    return all(k.__class__ is str and (k.isascii() or _SURROGATE.search(k) is None) for k in v)
+
+
 def _clean(v: Any, depth: int) -> bool:
     """Whether ``repaired`` would change nothing in ``v``: JSON's own types walked without building
     anything (a read log is nearly always clean, and this is a third of the cost of the repair's walk);
     any other type says no, and the repair's walk decides."""
     t = type(v)
     if t is dict:
-        if depth >= MAX_DEPTH or not all(type(k) is str and (k.isascii() or _SURROGATE.search(k) is None) for k in v):
+        if depth >= MAX_DEPTH or not _clean_keys(v):
             return False
         values = v.values()
     elif t is list:
