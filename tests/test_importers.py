@@ -10,6 +10,7 @@ import gzip
 import io
 import json
 import random
+import re
 import sys
 import time
 import warnings
@@ -165,11 +166,17 @@ def test_a_long_read_outside_a_terminal_prints_nothing(monkeypatch, capsys):
 
 @pytest.mark.realdata
 def test_a_long_read_in_a_terminal_shows_the_conversations_read(monkeypatch):
-    """A streamed export's bar counts its bytes and names the conversations read; progress=False shows none."""
+    """A streamed export's bar counts its bytes and names the conversations read; progress=False shows none. (An
+    export of up to 64 MB is parsed whole, its bar counting conversations; this one, 224 KB, is streamed here.)"""
     real = require()
     terminal = as_terminal(monkeypatch)
     path = real / "claude_ai" / "claude-export-redacted.owi.json"
     slow(monkeypatch, claude_ai, 0.02)
+    convlab.read(path, progress=True)
+    assert terminal.getvalue().strip().split("\r")[-1].startswith("claude-export-redacted.owi.json: 100%")
+    assert "85/85" in terminal.getvalue().strip().split("\r")[-1]  # parsed whole: its conversations counted
+    terminal.seek(0), terminal.truncate()
+    monkeypatch.setattr(convlab.importers, "_STREAMED", 0)
     convlab.read(path, progress=True)
     out = terminal.getvalue()
     last = out.strip().split("\r")[-1]  # the bar as it stays on screen
@@ -754,3 +761,38 @@ def test_the_files_of_a_folder_are_those_rglob_finds_less_the_hidden_ones(tmp_pa
     got = convlab.importers.log_files(root)
     assert got == expected
     assert [f.relative_to(root).as_posix() for f in got] == ["a/b/s2.jsonl", "a/s1.jsonl", "c.json", "link.json"]
+
+
+def _read_all(path: Path) -> tuple[list | None, list[str] | str]:
+    """The conversations read (id, format, head, path, roots) and the warnings as they end (what was kept); None and
+    the error for a refused file."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            convs = convlab.read(path, progress=False)
+        except convlab.ReadError as err:
+            return None, str(err)
+    said = [re.sub(r".*(cut short\?\); kept)", r"\1", str(w.message).replace(str(path), "F")) for w in caught]
+    return [(c.id, c.format, c.head, c.path(), sorted(c.message_tree.children(None))) for c in convs], said
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", ["claude_ai/claude-export-redacted.owi.json", "chatgpt/chatgpt-photosynthesis.owi.json",
+                                  "openwebui/webui-goldwater.owi.json"])
+@pytest.mark.parametrize("cut", [None, 0.6])
+def test_an_export_parsed_whole_reads_as_it_reads_streamed(tmp_path, monkeypatch, name, cut):
+    """A JSON array of up to 64 MB is parsed whole (twice as fast), a larger one streamed item by item: the same
+    conversations and the same warnings either way, for a whole export and one cut short (where it breaks said as
+    a line and column parsed whole, as a byte streamed); an export of one conversation cut short is refused by both."""
+    real = require()
+    raw = (real / name).read_bytes()
+    path = tmp_path / Path(name).name
+    path.write_bytes(raw if cut is None else raw[: int(len(raw) * cut)])
+    whole = _read_all(path)
+    monkeypatch.setattr(convlab.importers, "_STREAMED", 0)
+    streamed = _read_all(path)
+    if whole[0] is None:
+        assert cut and streamed[0] is None and "cut short?" in whole[1] and "cut short?" in streamed[1]
+    else:
+        assert whole == streamed and whole[0]
+        assert cut is None or any(w.startswith("cut short?); kept the") for w in whole[1])
