@@ -154,12 +154,12 @@ def usage_problem(usage: object) -> str | None:
     """
     if not isinstance(usage, Mapping):
         return f"usage is a {type(usage).__name__}, not an object of token counts"
-    for key, value in usage.items():
-        if not (isinstance(key, str) and (key.endswith("_tokens") or key in ("prompt_eval_count", "eval_count"))):
-            continue
-        why = _count_problem(value)
-        if why is not None:
-            return f"usage.{key} {why}"
+    for key, value in usage.items():  # a count as providers write one (an int in range) needs no closer look
+        if (value.__class__ is not int or not 0 <= value <= MAX_USAGE) and isinstance(key, str) and (
+                key.endswith("_tokens") or key in ("prompt_eval_count", "eval_count")):
+            why = _count_problem(value)
+            if why is not None:
+                return f"usage.{key} {why}"
     return None
 
 
