@@ -796,3 +796,14 @@ def test_an_export_parsed_whole_reads_as_it_reads_streamed(tmp_path, monkeypatch
     else:
         assert whole == streamed and whole[0]
         assert cut is None or any(w.startswith("cut short?); kept the") for w in whole[1])
+
+
+@pytest.mark.realdata
+def test_a_read_builds_no_networkx_graph_until_one_is_asked_for():
+    """A conversation read keeps its messages in the tree's flat store; the networkx graph (three containers more a
+    message) is built the first time ``Conversation.tree`` is asked for, not by the read's own checks."""
+    real = require()
+    convs = [c for fmt in ("librechat", "oasst", "claude_code") for c in convlab.read(real / fmt, progress=False)]
+    assert convs and all(c.message_tree._store._built is None for c in convs)
+    c = convs[0]
+    assert c.tree.number_of_nodes() == len(c) and c.message_tree._store._built is not None
