@@ -345,8 +345,8 @@ def read(path: str | os.PathLike, *, progress: bool = True, format: str | None =
 
     ``progress=True`` shows a bar, in a terminal or a notebook, for work that
     takes longer than a second: the files of a folder, the conversations of a
-    large export, or its bytes while a huge one is streamed. ``progress=False``
-    shows none.
+    large export, or its bytes while a huge one (a JSON array past 64 MB) is
+    streamed item by item. ``progress=False`` shows none.
 
     No file can crash or exhaust the reader. JSON is read however deep it
     nests, up to ``max_depth`` levels of arrays and objects (default
