@@ -186,7 +186,7 @@ def to_time(value: object) -> float | None:
         return v / 1000.0 if v > 1e11 else v
     if isinstance(value, str) and value:
         try:
-            t = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+            t = _dt.datetime.fromisoformat(value)  # Python 3.11 reads a "Z" too
             if t.tzinfo is None:
                 t = t.replace(tzinfo=_dt.UTC)
             return t.timestamp()
@@ -200,17 +200,24 @@ def text_or_parts(parts: Iterable[Any]) -> str | list[Any]:
 
     Strings become text parts; ``{"type": "text", "text": ...}`` stays; any other part is kept as given.
     """
-    out: list[Any] = []
+    kept: list[Any] = []
+    texts: list[str | None] = []  # each kept part's text, None for a part of another kind
     for p in parts:
-        if isinstance(p, str):
-            out.append({"type": "text", "text": p})
+        if p.__class__ is str:
+            text = p
         elif _is_text(p):
-            out.append({"type": "text", "text": p["text"]})
-        elif p is not None:
-            out.append(p)
-    if all(_is_text(p) for p in out):
-        return "".join(p["text"] for p in out)
-    return out
+            text = p["text"]
+        elif isinstance(p, str):  # a str subclass
+            text = str(p)
+        elif p is None:
+            continue
+        else:
+            text = None
+        kept.append(p)
+        texts.append(text)
+    if None not in texts:  # every part is text (nearly every message): one string, no part made
+        return "".join(texts)  # type: ignore[arg-type]  # no None in it, as just checked
+    return [p if t is None else {"type": "text", "text": t} for p, t in zip(kept, texts, strict=True)]
 
 
 def _is_text(part: object) -> bool:
