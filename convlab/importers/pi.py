@@ -234,7 +234,8 @@ class _Session:
             model = (node.get("metadata") or {}).get("model")
             if model and model not in self.models:
                 self.models.append(model)
-            rec = ImportedMessage(eid, under, {**node, "time": time})
+            node["time"] = time  # the node is _message's own: set, not copied
+            rec = ImportedMessage(eid, under, node)
             self.node_of[eid] = rec
             return self.add(rec)
         if kind == "compaction":
