@@ -5,6 +5,8 @@ alive (the trees it returns, the replays a sweep still compares). With the
 collector on, each full collection walks every one of them again, for
 nothing: what such work leaves behind holds no cycle, and reference counting
 frees it. ``paused`` turns the collector off for the work and back on after.
+The collector is the process's: while it is paused, another thread's cycles
+wait for it too (they are collected when it is back on).
 """
 
 from __future__ import annotations
