@@ -269,8 +269,8 @@ def test_from_events_is_load_of_the_same_log_and_shares_nothing():
     assert made.snapshot() == loaded.snapshot() and list(made.events) == list(loaded.events)
     made.path()[0]["content"][0]["text"] = "changed"
     assert made.message_tree.node(made.head) is not s.message_tree.node(s.head)
-    assert all(a is not b for a, b in zip(made.events, s.events))
+    assert all(a is not b for a, b in zip(made.events, s.events, strict=True))
     with pytest.raises(LogError, match="event 2 is not a valid event"):
         Session.from_events([s.events[0], ["not", "an", "event"]])
-    with pytest.raises(LogError, match="not session.started"):
+    with pytest.raises(LogError, match=r"not session\.started"):
         Session.from_events(s.events[1:])
