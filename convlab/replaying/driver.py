@@ -564,9 +564,10 @@ class Replayer:
         """After a strategy's context.replace the log goes on from the new history:
         a kept message's original now stands for its copy, the old head for the new head."""
         tree = self.session.message_tree  # (its networkx graph is never built in a replay)
-        back = {sid: imp for imp, sid in self.record.map.items()}
-        for m in made:
-            orig = tree.node(m).get("copied_from")
+        origs = [tree.node(m).get("copied_from") for m in made]
+        wanted = {*origs, old_head}  # the map read backwards only where it is asked: a long log's map is long
+        back = {sid: imp for imp, sid in self.record.map.items() if sid in wanted}
+        for m, orig in zip(made, origs, strict=True):
             if orig in back:
                 self.record.map[back[orig]] = m
         if old_head in back:
