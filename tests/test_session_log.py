@@ -270,6 +270,7 @@ def test_from_events_is_load_of_the_same_log_and_shares_nothing():
     made.path()[0]["content"][0]["text"] = "changed"
     assert made.message_tree.node(made.head) is not s.message_tree.node(s.head)
     assert all(a is not b for a, b in zip(made.events, s.events, strict=True))
+    assert Session.from_events(s.events, shared=True).events[1] is s.events[1]  # a fork's: its parent's, uncopied
     with pytest.raises(LogError, match="event 2 is not a valid event"):
         Session.from_events([s.events[0], ["not", "an", "event"]])
     with pytest.raises(LogError, match=r"not session\.started"):

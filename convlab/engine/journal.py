@@ -319,12 +319,13 @@ class Journal:
             lazily[0].offset = -1
             lazily[0].warm(lazily[0].path_ids())
 
-    def _replay_events(self, name: str, events: Iterable[Mapping[str, Any]]) -> None:
+    def _replay_events(self, name: str, events: Iterable[Mapping[str, Any]], *, copied: bool = True) -> None:
         """Every event of ``events`` through the reducer, in order, each a copy (``jsondata.copy``: what its
-        log line reads back as, so the session shares nothing with them): a log read back without its lines."""
+        log line reads back as, so the session shares nothing with them), or itself (``copied=False``: a
+        caller that changes none of them): a log read back without its lines."""
         for number, ev in enumerate(events, 1):
             try:
-                event = checked_event(jsondata.copy(ev))
+                event = checked_event(jsondata.copy(ev) if copied else ev)
             except ValueError as err:
                 raise LogError(f"{name}: event {number} is not a valid event: {err}", line=number) from None
             self._replay_event(name, number, event)

@@ -155,12 +155,15 @@ class Session(Branches, Intake, Decisions, Calls, Turns, Reading, Journal):
         autorun: bool = True,
         clock: float | None = None,
         keep_events: int | None = None,
+        shared: bool = False,
     ) -> Session:
         """A session rebuilt from ``events`` held in memory (the first events of another session, say), as
         ``load`` rebuilds one from its log's lines, in memory only. Each event is copied as its log line
         would read back (``jsondata.copy``), so the two sessions share nothing; no JSON is written and read
-        again (a replay's fork of a long log: ``convlab.replaying.driver.Replayer.fork``). The arguments
-        are ``load``'s; a bad event raises ``LogError`` naming it.
+        again. ``shared=True`` takes the events as they are, uncopied, for a caller that never changes
+        them nor anything in them (a session never changes an event it recorded, nor a value a message
+        holds): a replay's fork of a long log, ``convlab.replaying.driver.Replayer.fork``. The other
+        arguments are ``load``'s; a bad event raises ``LogError`` naming it.
 
         >>> s = Session(); _ = s.submit({"type": "client.message", "agent_id": "bot", "message": {"role": "user", "content": "hi"}})
         >>> Session.from_events(s.events).snapshot() == s.snapshot()
@@ -174,7 +177,7 @@ class Session(Branches, Intake, Decisions, Calls, Turns, Reading, Journal):
         except ValueError as err:
             raise LogError(f"{name}: event 1 is not a valid event: {err}", line=1) from None
         self = cls._started_from(name, first, 1, config, agent, llm, worker, autorun, keep_events)
-        self._replay_events(name, events)
+        self._replay_events(name, events, copied=not shared)
         self.clock = max(float(self.events[-1]["time"]), float(clock or 0.0))
         return self
 

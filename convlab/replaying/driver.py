@@ -247,8 +247,9 @@ class Replayer:
             first = next((n.get("time") for n in plan.nodes.values() if n.get("time") is not None), None)
             self.session = Session(config=config, agent=agent, llm=llm, worker="manual", clock=first, keep_events=EVENTS_KEPT)
         else:
+            # shared, uncopied: the events a fork loads are its parent's, which nothing changes once recorded
             self.session = Session.from_events(start[0], config=config, agent=agent, llm=llm, worker="manual",
-                                               keep_events=EVENTS_KEPT)
+                                               keep_events=EVENTS_KEPT, shared=True)
             self.session.clock = start[1]
         model.bind(self.session)
         model.worker_request = getattr(self.worker, "summary_request", None)  # a compaction whose source sends its own way
@@ -283,8 +284,8 @@ class Replayer:
         return new
 
     def _events_until(self, n: int) -> list[Mapping[str, Any]]:
-        """The session's first ``n`` events as a fork loads them (``Session.from_events`` copies each: read from
-        memory, not written as log lines and read back, five times faster for a long log)."""
+        """The session's first ``n`` events as a fork loads them (``Session.from_events``): read from memory,
+        not written as log lines and read back (several times faster for a long log)."""
         return [ev for ev in self.session.events[:n] if ev["type"] not in _NOT_FORKED]
 
     # -- what the session says at the moment a call starts, ends or is held ------
