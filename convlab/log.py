@@ -19,7 +19,7 @@ from typing import IO, Any, BinaryIO
 from .errors import LogError, LogWarning
 from .tree import Tree, usage_problem
 
-__all__ = ["LogWriter", "read_lines", "parse_event", "event_at", "read_tree", "TREE_EVENTS", "apply_tree_event"]
+__all__ = ["LogWriter", "read_lines", "parse_event", "checked_event", "event_at", "read_tree", "TREE_EVENTS", "apply_tree_event"]
 
 
 #: How a log's bytes reach its file: ``os.write`` (a test makes it fail to play a full disk).
@@ -146,6 +146,12 @@ def parse_event(raw: bytes) -> dict[str, Any]:
         event = json.loads(raw)
     except RecursionError:  # a line is untrusted: nested past what json's reader follows is no event (a ValueError)
         raise ValueError("nested deeper than Python's JSON reader follows") from None
+    return checked_event(event)
+
+
+def checked_event(event: object) -> dict[str, Any]:
+    """``event`` when it is an event (an object with a type), else a ``ValueError``: what a log's line, or an event
+    given in memory (``Session.from_events``), must be."""
     if not isinstance(event, dict) or not isinstance(event.get("type"), str):
         raise ValueError("not an event object with a type")
     return event

@@ -252,3 +252,26 @@ def test_a_torn_last_line_of_a_file_object_is_dropped_with_a_warning(tmp_path):
     with pytest.warns(convlab.LogWarning, match="torn"):
         loaded = convlab.Session.load(io.BytesIO(raw))
     assert loaded.snapshot() == s.snapshot()
+
+
+def test_from_events_is_load_of_the_same_log_and_shares_nothing():
+    """A replay's fork loads its parent's events from memory (``Session.from_events``): the session its log's
+    lines would load, event for event, sharing no object with the events it was given; a bad event is named."""
+    import io
+
+    from convlab.engine import Session
+    from convlab.errors import LogError
+
+    s = Session()
+    s.submit({"type": "client.message", "agent_id": "bot", "message": {"role": "user", "content": [{"type": "text", "text": "hi"}]}})
+    raw = "".join(json.dumps(e) + "\n" for e in s.events).encode()
+    loaded, made = Session.load(io.BytesIO(raw)), Session.from_events(s.events)
+    assert made.snapshot() == loaded.snapshot() and list(made.events) == list(loaded.events)
+    made.path()[0]["content"][0]["text"] = "changed"
+    assert made.message_tree.node(made.head) is not s.message_tree.node(s.head)
+    assert all(a is not b for a, b in zip(made.events, s.events, strict=True))
+    assert Session.from_events(s.events, shared=True).events[1] is s.events[1]  # a fork's: its parent's, uncopied
+    with pytest.raises(LogError, match="event 2 is not a valid event"):
+        Session.from_events([s.events[0], ["not", "an", "event"]])
+    with pytest.raises(LogError, match=r"not session\.started"):
+        Session.from_events(s.events[1:])

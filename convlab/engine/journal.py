@@ -33,11 +33,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from .. import providers
+from .. import jsondata, providers
 from ..context import ContextConfig
 from ..errors import CallCancelled, LogError
 from ..lazy import LazyEvents, LazyTree
-from ..log import TREE_EVENTS, LogWriter, apply_tree_event, event_at, read_lines
+from ..log import TREE_EVENTS, LogWriter, apply_tree_event, checked_event, event_at, read_lines
 from ..tree import Message, Tree
 from ..wire import Decision, Event, Turn
 from .workers import WorkerLike
@@ -312,17 +312,33 @@ class Journal:
             ev = event_at(name, item)
             if lazily is not None:
                 lazily[0].offset = item[1]
-            try:
-                self._apply(ev)
-            except (KeyError, TypeError, ValueError, AttributeError) as err:
-                raise LogError(f"{name}: line {item[0]}: the {ev['type']} event does not fit the session ({err!r})", line=item[0]) from None
+            self._replay_event(name, item[0], ev, kept=lazily is None)
             if lazily is not None:
                 lazily[1].add_logged(item[1])
-            else:
-                self.events.append(cast(Event, ev))  # a logged event, checked by event_at
         if lazily is not None:
             lazily[0].offset = -1
             lazily[0].warm(lazily[0].path_ids())
+
+    def _replay_events(self, name: str, events: Iterable[Mapping[str, Any]], *, copied: bool = True) -> None:
+        """Every event of ``events`` through the reducer, in order, each a copy (``jsondata.copy``: what its
+        log line reads back as, so the session shares nothing with them), or itself (``copied=False``: a
+        caller that changes none of them): a log read back without its lines."""
+        for number, ev in enumerate(events, 1):
+            try:
+                event = checked_event(jsondata.copy(ev) if copied else ev)
+            except ValueError as err:
+                raise LogError(f"{name}: event {number} is not a valid event: {err}", line=number) from None
+            self._replay_event(name, number, event)
+
+    def _replay_event(self, name: str, number: int, ev: dict[str, Any], *, kept: bool = True) -> None:
+        """One logged event (line ``number`` of the log ``name``) through the reducer, and into ``events``
+        unless a lazy log keeps them (``kept=False``); an event that does not fit is a ``LogError`` naming it."""
+        try:
+            self._apply(ev)
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise LogError(f"{name}: line {number}: the {ev['type']} event does not fit the session ({err!r})", line=number) from None
+        if kept:
+            self.events.append(cast(Event, ev))  # a logged event, checked by event_at (or _replay_events)
 
     # ------------------------------------------------------------------
     # ids

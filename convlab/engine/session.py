@@ -23,12 +23,13 @@ docstring of the method says so ("gap").
 from __future__ import annotations
 
 import os
-from typing import BinaryIO, cast
+from collections.abc import Mapping, Sequence
+from typing import Any, BinaryIO, cast
 
 from .. import providers
 from ..context import ConfigLike, coerce
 from ..errors import LogError
-from ..log import LogWriter, event_at, read_lines
+from ..log import LogWriter, checked_event, event_at, read_lines
 from ..wire import EVENT_FIELDS
 from .branches import Branches
 from .calls import Calls
@@ -135,20 +136,66 @@ class Session(Branches, Intake, Decisions, Calls, Turns, Reading, Journal):
         head = next(lines, None)
         if head is None:
             raise LogError(f"{name}: the log is empty", line=1)
-        first = event_at(name, head)
+        self = cls._started_from(name, event_at(name, head), head[0], config, agent, llm, worker, autorun, keep_events)
+        self._replay_log(name, head, lines, lazy=path if lazy else None)  # (a file object with lazy=True was refused above)
+        self.clock = max(float(self.events[-1]["time"]), float(clock or 0.0))
+        if append and path is not None:  # (likewise)
+            self._log = LogWriter(path, new=False)
+        return self
+
+    @classmethod
+    def from_events(
+        cls,
+        events: Sequence[Mapping[str, Any]],
+        *,
+        config: ConfigLike = None,
+        agent: str | None = None,
+        llm: providers.LLM = None,
+        worker: WorkerLike = "chat",
+        autorun: bool = True,
+        clock: float | None = None,
+        keep_events: int | None = None,
+        shared: bool = False,
+    ) -> Session:
+        """A session rebuilt from ``events`` held in memory (the first events of another session, say), as
+        ``load`` rebuilds one from its log's lines, in memory only. Each event is copied as its log line
+        would read back (``jsondata.copy``), so the two sessions share nothing; no JSON is written and read
+        again. ``shared=True`` takes the events as they are, uncopied, for a caller that never changes
+        them nor anything in them (a session never changes an event it recorded, nor a value a message
+        holds): a replay's fork of a long log, ``convlab.replaying.driver.Replayer.fork``. The other
+        arguments are ``load``'s; a bad event raises ``LogError`` naming it.
+
+        >>> s = Session(); _ = s.submit({"type": "client.message", "agent_id": "bot", "message": {"role": "user", "content": "hi"}})
+        >>> Session.from_events(s.events).snapshot() == s.snapshot()
+        True
+        """
+        name = "the events"
+        if not events:
+            raise LogError(f"{name}: there are none", line=1)
+        try:
+            first = checked_event(events[0])
+        except ValueError as err:
+            raise LogError(f"{name}: event 1 is not a valid event: {err}", line=1) from None
+        self = cls._started_from(name, first, 1, config, agent, llm, worker, autorun, keep_events)
+        self._replay_events(name, events, copied=not shared)
+        self.clock = max(float(self.events[-1]["time"]), float(clock or 0.0))
+        return self
+
+    @classmethod
+    def _started_from(cls, name: str, first: Mapping[str, Any], line: int, config: ConfigLike, agent: str | None,
+                      llm: providers.LLM, worker: WorkerLike, autorun: bool, keep_events: int | None) -> Session:
+        """A session set up as the first event of its log (``line``) says (``session.started``: the agent, its
+        config unless ``config`` replaces it), its events not read yet; an event that says no such thing, or
+        another agent than ``agent``, is a ``LogError``."""
         if first.get("type") != "session.started":
-            raise LogError(f"{name}: line {head[0]} is {first.get('type')!r}, not session.started", line=head[0])
+            raise LogError(f"{name}: line {line} is {first.get('type')!r}, not session.started", line=line)
         logged_agent = first.get("agent")
         if not isinstance(logged_agent, str):
-            raise LogError(f"{name}: line {head[0]}: session.started names no agent (agent: {logged_agent!r})", line=head[0])
+            raise LogError(f"{name}: line {line}: session.started names no agent (agent: {logged_agent!r})", line=line)
         if agent is not None and agent != logged_agent:
             raise LogError(f"{name}: the log is agent {logged_agent!r}, not {agent!r}")
         logged = {"agent": {logged_agent: {"context": first.get("config") or {}}}}
         self = cls.__new__(cls)
         self._setup(logged_agent, coerce(logged if config is None else config, logged_agent), llm, worker, autorun, None,
                     keep_events)
-        self._replay_log(name, head, lines, lazy=path if lazy else None)  # (a file object with lazy=True was refused above)
-        self.clock = max(float(self.events[-1]["time"]), float(clock or 0.0))
-        if append and path is not None:  # (likewise)
-            self._log = LogWriter(path, new=False)
         return self

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
+from .. import jsondata
 from ..errors import ProviderError
 from ..providers.fakes import checked_replies, stand_in, summarized
 from ..tokens import content_text, count_tokens
@@ -408,8 +409,10 @@ class ReplayLLM:
             usage = dict(reply["usage"])
         else:
             usage = {"input_tokens": read, "output_tokens": self.count([{"content": reply["content"]}])}
-        keys = {k: copy.deepcopy(reply[k]) for k in _REPLY_KEYS if reply.get(k) is not None}
-        return {"content": copy.deepcopy(reply["content"]), "usage": usage, **keys}
+        # a copy of the logged reply (the plan's stays as logged): JSON data, so jsondata's copy, several times faster
+        # than deepcopy (a sweep gives every logged reply once per replay)
+        keys = {k: jsondata.copy(reply[k]) for k in _REPLY_KEYS if reply.get(k) is not None}
+        return {"content": jsondata.copy(reply["content"]), "usage": usage, **keys}
 
     def _summary(self, request: Mapping[str, Any], messages: list[Mapping[str, Any]]) -> dict[str, Any]:
         """A summary call: the window's check, then ``summarize``'s reply or the stand-in."""
