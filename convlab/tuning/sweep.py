@@ -531,14 +531,16 @@ def _schedule(sweep: _Sweep, ask: Summarize | None) -> dict[tuple[int, int], dic
              for i, js in workers.units(plans, len(configs), sweep.chunk, 1 if dask else sweep.jobs)]
     tasks = [(i, js) for i, js in tasks if js]
     in_processes = not dask and sweep.jobs > 1 and len(tasks) > 1
-    # fewer conversations than jobs: the baselines run here once and the forked workers take their
-    # configs in families that leave the baseline together (see _along_forks)
+    # the largest conversations (all of them, with fewer than jobs): their baselines run here once and the forked
+    # workers take their configs in families that leave the baseline together (see _along_forks), the others whole
     judge, probes = sweep.judge, sweep.probes
-    forked = (in_processes and workers.FORKS and ask is None and judge is None and sweep.chunk is None
-              and len(plans) < sweep.jobs)
-    if not (in_processes or dask) or forked:  # else each worker tokenizes its own conversations, side by side
+    forked = in_processes and workers.FORKS and ask is None and judge is None and sweep.chunk is None
+    cut = _largest({i for i, _ in tasks}, plans, sweep.jobs) if forked else set()
+    if not (in_processes or dask):  # else each worker tokenizes its own conversations, side by side
         todo = {i for i, _ in tasks}  # a conversation whose every row was kept is not counted again
         counts.prime(t for i, p in enumerate(plans) if i in todo for t in p.texts())
+    elif cut:  # the baselines run here
+        counts.prime(t for i in sorted(cut) for t in plans[i].texts())
     total = len(plans) * len(configs)
     show = (total >= 20) if sweep.progress is None else bool(sweep.progress)
     results: dict[tuple[int, int], dict[str, Any]] = dict(kept)
@@ -558,15 +560,17 @@ def _schedule(sweep: _Sweep, ask: Summarize | None) -> dict[tuple[int, int], dic
     try:
         if dask:
             workers.run_dask(rows, plans, counts, configs, agent, knobs, tasks, sweep.client, done)
-        elif forked:
+        elif cut:
             wanted: dict[int, list[int]] = {}
             for i, js in tasks:
-                wanted.setdefault(i, []).extend(js)
-            bases, tasks = _along_forks(plans, counts, configs, agent, knobs, sweep.jobs, done, wanted if kept else None)
+                if i in cut:
+                    wanted.setdefault(i, []).extend(js)
+            bases, families = _along_forks(plans, counts, configs, agent, knobs, sweep.jobs, done, wanted)
+            tasks = families + [(i, js) for i, js in tasks if i not in cut]  # the families first: the longest work
             if len(tasks) > 1:
                 workers.run_processes(rows, plans, counts, configs, agent, knobs, tasks, sweep.jobs, done, bases=bases)
             for i, js in tasks if len(tasks) == 1 else ():  # one unit: no worker to start
-                done(i, rows(plans[i], counts, [(j, configs[j]) for j in js], agent, knobs=knobs, base=bases[i]))
+                done(i, rows(plans[i], counts, [(j, configs[j]) for j in js], agent, knobs=knobs, base=bases.get(i)))
         elif in_processes:
             relay = workers.Relay(ask is not None, None if judge is None else judge.window, probes)
             workers.run_processes(rows, plans, counts, configs, agent, knobs, tasks, sweep.jobs, done,
@@ -610,16 +614,30 @@ def _kept(sweep: _Sweep, plans: list[Plan]) -> tuple[dict[tuple[int, int], dict[
     return kept, (conv_keys, setup_keys)
 
 
+#: How many conversations a job a sweep in forked worker processes cuts along their fork trees (``_largest``).
+CUT_PER_JOB = 2
+
+
+def _largest(todo: set[int], plans: list[Plan], jobs: int) -> set[int]:
+    """The conversations a sweep cuts along their fork trees (``_along_forks``): all of them when they are fewer
+    than ``jobs``, else the ``CUT_PER_JOB * jobs`` largest. One long conversation's forks can be most of a sweep (a
+    Codex session's 9 s of a 21 s sweep of 1,149 real conversations): whole, it would keep one worker busy long
+    after the others are done; cut into families of configs, its forks spread over every worker."""
+    if len(plans) < jobs:
+        return set(todo)
+    return set(sorted(todo, key=lambda i: (-len(plans[i].nodes), i))[:CUT_PER_JOB * jobs])
+
+
 def _along_forks(plans: list[Plan], counts: ExactCounts, configs: list[Setup], agent: str, knobs: Mapping[str, Any],
                  jobs: int, done: workers.Done, wanted: Mapping[int, list[int]] | None = None,
                  ) -> tuple[dict[int, Baseline], list[tuple[int, list[int]]]]:
-    """The units of a sweep of fewer conversations than jobs, cut along the fork tree: each
+    """The units of the conversations a sweep cuts along their fork trees (``_largest``): each
     conversation's baseline is replayed here, once (worker processes forked after it start with
     it), and the configs that never leave it are its rows at once (``done``). The others go in
     families, one per (turn, what they say there) where they first leave the baseline: a family
     shares what follows, two families never do. The longest (the earliest to leave) go first, and
     the largest are halved while there are fewer units than jobs. ``wanted``: per conversation, the configs
-    still to replay (the others were kept from an earlier run); None: all."""
+    still to replay (the others were kept from an earlier run, or the conversation is not cut); None: all."""
     bases: dict[int, Baseline] = {}
     units: list[tuple[int, list[int], int]] = []  # (conversation, configs, turns left)
     for i, p in enumerate(plans):
