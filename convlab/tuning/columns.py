@@ -84,11 +84,15 @@ class Rows:
         self.keys: tuple[str, ...] = ()
         self._at: dict[str, int] = {}
         self.values: list[tuple[Any, ...]] = []
+        #: whether a row may lack a key (``MISSING`` in a column): a row of other keys than the first was packed
+        self.gaps = False
+        self._columns: list[tuple[Any, ...]] | None = None  # the values a column at a time, made when first asked
 
     def pack(self, row: Mapping[str, Any]) -> tuple[Any, ...]:
         """``row`` as a tuple over ``keys`` (a key new to the table added at its end)."""
         if tuple(row) == self.keys:  # nearly every row: the keys of the first, in its order
             return tuple(row.values())
+        self.gaps = self.gaps or bool(self.keys)
         for k in row:
             if k not in self._at:
                 self._at[k] = len(self.keys)
@@ -97,13 +101,23 @@ class Rows:
 
     def add(self, row: Mapping[str, Any]) -> None:
         self.values.append(self.pack(row))
+        self._columns = None
+
+    def extend(self, packed: list[tuple[Any, ...]]) -> None:
+        """Rows this table ``pack``ed, at its end."""
+        self.values += packed
+        self._columns = None
 
     def column(self, name: str) -> list[Any] | None:
         """Every row's ``name`` (``MISSING`` where a row lacks it), or None when no row holds it."""
         i = self._at.get(name)
         if i is None:
             return None
-        return [t[i] if i < len(t) else MISSING for t in self.values]
+        if self._columns is None:  # every column at once, transposed at C speed (a row older than a key lacks it)
+            width = len(self.keys)
+            self._columns = list(zip(*(t if len(t) == width else t + (MISSING,) * (width - len(t)) for t in self.values),
+                                     strict=True)) or [()] * width
+        return list(self._columns[i])
 
 
 def frame(configs: Sequence[Setup], labels: Sequence[tuple[Any, ...]], grid_keys: Sequence[str], judged: bool,
@@ -138,7 +152,8 @@ def frame(configs: Sequence[Setup], labels: Sequence[tuple[Any, ...]], grid_keys
                           [said[name] if v is MISSING else v
                            for v, said in zip(col, itertools.cycle(per_config), strict=False)])
         else:
-            data[name] = [None] * (n * n_configs) if col is None else [None if v is MISSING else v for v in col]
+            data[name] = ([None] * (n * n_configs) if col is None else
+                          [None if v is MISSING else v for v in col] if table.gaps else col)
     df = pd.DataFrame(data, columns=["conversation", "source", "config", *keys, *columns])
     for col_name in ("first_limit_call", "window", "threshold"):
         df[col_name] = df[col_name].astype("Int64")

@@ -150,7 +150,7 @@ class Streamed:
         for i in range(len(self.files)):
             metas, values = self.per_file.pop(i, ([], []))
             conversations += metas
-            self.table.values += values
+            self.table.extend(values)
         return conversations
 
     def stopped(self, in_workers: bool) -> str:
