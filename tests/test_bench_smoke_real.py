@@ -39,3 +39,30 @@ def test_the_streamed_sweep_measures_its_memory(tmp_path):
 @pytest.mark.timeout(480)
 def test_the_cluster_row_sweeps_on_a_local_dask_cluster(tmp_path):
     benchsmoke.run(tmp_path, ("cluster",), timeout=450)
+
+
+@pytest.mark.realdata
+def test_a_copy_in_the_real_corpus_reads_as_its_source(tmp_path, monkeypatch):
+    """The corpus's copies are the real logs with fresh ids: each format's copy reads to conversations of the
+    same sizes, with as many warnings, as its source (the nil UUID, LibreChat's "no parent", is no id and kept)."""
+    import sys
+    import warnings
+
+    import convlab
+
+    monkeypatch.setenv("CONVLAB_BENCH_CACHE", str(tmp_path))
+    sys.path.insert(0, str(benchsmoke.ROOT))
+    from bench import realcorpus
+
+    def read(path):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            convs = convlab.read(path, progress=False)
+        return sorted(len(c) for c in convs), len(caught)
+
+    folder, info = realcorpus.build(0)
+    assert set(info) == set(FORMATS)
+    for fmt in FORMATS:
+        sources = [read(p) for p in map(realcorpus.Path, info[fmt]["sources"])]
+        copied = read(folder / fmt)
+        assert copied == (sorted(n for sizes, _ in sources for n in sizes), sum(w for _, w in sources)), fmt
