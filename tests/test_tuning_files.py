@@ -211,6 +211,20 @@ def test_rows_kept_as_tuples_give_back_every_column(drawn):
             assert got is want or got == want or (got != got and want != want)
 
 
+values_ = st.lists(st.one_of(st.integers(min_value=-2**70, max_value=2**70), st.floats(allow_nan=True), st.booleans(),
+                              st.none(), st.text()), max_size=12)
+
+
+@given(st.one_of(values_, st.lists(st.integers(), max_size=12), st.lists(st.one_of(st.integers(-2**63, 2**63 - 1), st.floats()), max_size=12)))
+def test_a_frame_column_made_at_c_speed_is_the_one_pandas_infers(values):
+    """The frame's numeric columns are made as numpy arrays (``columns._typed``): each is the column pandas makes
+    of the list, dtype and values alike, for any mix of ints (past 64 bits too), floats (NaN too), bools, None
+    and text."""
+    from convlab.tuning.columns import _typed
+
+    pd.testing.assert_series_equal(pd.Series(_typed(list(values))), pd.Series(list(values)), check_exact=True)
+
+
 @pytest.mark.realdata
 def test_the_command_line_streams_a_large_folder_and_prints_what_a_read_sweep_prints(mixed, tmp_path, capsys, monkeypatch):
     """``convlab tune FOLDER`` past ``STREAM_BYTES`` sweeps it file by file: the same table, the same rows and
