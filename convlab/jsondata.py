@@ -53,6 +53,16 @@ MAX_INT = 2**63
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def _utf8(text: str) -> bool:
+    """Whether ``text`` holds no surrogate (the one thing a str holds that UTF-8, and so JSON, cannot carry):
+    told by encoding it, four times as fast as searching it for one (a read checks every text it keeps)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def problem(value: object, where: str) -> str | None:
     """Why ``value`` is not JSON data (naming the place), or None when it is.
 
@@ -125,7 +135,7 @@ def _located(at: str, found: str | None) -> str | None:
 
 
 def _text_problem(text: str) -> str | None:
-    if text.isascii():
+    if text.isascii() or _utf8(text):
         return None
     m = _SURROGATE.search(text)
     return None if m is None else f"a lone surrogate (U+{ord(m.group()):04X}) is not text JSON can carry"
@@ -154,7 +164,7 @@ def _repair(value: object) -> tuple[Any, int]:
     def fix(v: Any, depth: int) -> Any:
         nonlocal count
         if isinstance(v, str):
-            if v.isascii() or _SURROGATE.search(v) is None:
+            if v.isascii() or _utf8(v):
                 return v
             count += 1
             return _SURROGATE.sub("\ufffd", v)
@@ -193,7 +203,7 @@ def _clean_keys(v: dict) -> bool:
             return True
     except TypeError:  # a key that is not a string
         return False
-    return all(k.__class__ is str and (k.isascii() or _SURROGATE.search(k) is None) for k in v)
+    return all(k.__class__ is str and (k.isascii() or _utf8(k)) for k in v)
 
 
 def _clean(v: Any, depth: int) -> bool:
@@ -210,7 +220,7 @@ def _clean(v: Any, depth: int) -> bool:
             return False
         values = v
     elif t is str:
-        return v.isascii() or _SURROGATE.search(v) is None
+        return v.isascii() or _utf8(v)
     elif t is int:
         return -MAX_INT <= v < MAX_INT
     elif t is float:
@@ -220,7 +230,7 @@ def _clean(v: Any, depth: int) -> bool:
     for x in values:  # the leaves here, inline (a call each would be most of the cost); containers one level down
         tx = type(x)
         if tx is str:
-            if not (x.isascii() or _SURROGATE.search(x) is None):
+            if not (x.isascii() or _utf8(x)):
                 return False
         elif tx is int:
             if not -MAX_INT <= x < MAX_INT:

@@ -154,3 +154,14 @@ def test_repaired_takes_what_is_not_json_from_python_as_the_walk_does():
 
     assert repaired((1, "a")) == ((1, "a"), 0) and repaired({"t": Text("x")})[1] == 0
     assert repaired(("\ud800",)) == (["\ufffd"], 1)
+
+
+@given(st.text(alphabet=st.characters(codec=None, categories=["Cs", "Lu", "Ll", "So", "Nd", "Zs"]), max_size=40)
+       | st.text(max_size=40))
+def test_a_text_is_carried_exactly_when_it_holds_no_surrogate(text):
+    """``_utf8``, the fast check every read makes of every text it keeps: true exactly when no code point of
+    ``text`` is a surrogate (U+D800 to U+DFFF), astral characters and mixed text alike."""
+    from convlab.jsondata import _utf8
+
+    assert _utf8(text) == (not any(0xD800 <= ord(c) <= 0xDFFF for c in text))
+    assert (repaired(text)[1] == 0) == _utf8(text)
