@@ -1,7 +1,8 @@
 """Python's cyclic collector, paused around work whose objects live on.
 
 A read or a replay builds hundreds of thousands of containers that all stay
-alive (the trees it returns, the replays a sweep still compares). With the
+alive (the trees it returns, the replays a sweep still compares, a sweep's
+rows and frame in the process that called it). With the
 collector on, each full collection walks every one of them again, for
 nothing: what such work leaves behind holds no cycle, and reference counting
 frees it. ``paused`` turns the collector off for the work and back on after.

@@ -19,6 +19,7 @@ wherever they run, so every way gives the same frame, row for row.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import operator
@@ -304,13 +305,18 @@ def tune(
     sweep = _check(conversations, configs, chosen, grid=grid, jobs=jobs, progress=progress, scheduler=scheduler,
                    client=client, chunk=chunk, estimate=False)
     summaries = sweep.summaries
-    results = _schedule(sweep, None if summaries is None else _completing(summaries))
-    table = Rows()
-    for i in range(len(sweep.conversations)):
-        for j in range(len(sweep.configs)):
-            table.add(results.pop((i, j)))
-    df = frame(sweep.configs, sweep.labels, sweep.grid_keys, sweep.judge is not None,
-               [(c.id, c.source) for c in sweep.conversations], table)
+    # what this process builds for a sweep (its plans, the rows, the frame) lives on and holds no cycle: the
+    # collector paused, or its full collections walk the conversations again and again (a second of a sweep of
+    # 1,149 real ones); with a summarizer or a judge, whose calls leave what they leave, only for the frame
+    with workers.collector_paused(collect=False) if summaries is None and sweep.judge is None else contextlib.nullcontext():
+        results = _schedule(sweep, None if summaries is None else _completing(summaries))
+    with workers.collector_paused(collect=False):
+        table = Rows()
+        for i in range(len(sweep.conversations)):
+            for j in range(len(sweep.configs)):
+                table.add(results.pop((i, j)))
+        df = frame(sweep.configs, sweep.labels, sweep.grid_keys, sweep.judge is not None,
+                   [(c.id, c.source) for c in sweep.conversations], table)
     if sweep.results is not None:  # how many rows an earlier run kept, and where (convlab.tuning.results)
         df.attrs["kept"], df.attrs["result_cache"] = sweep.kept, str(sweep.results.folder)
     if sweep.judge is not None:
