@@ -307,8 +307,10 @@ def tune(
     summaries = sweep.summaries
     # what this process builds for a sweep (its plans, the rows, the frame) lives on and holds no cycle: the
     # collector paused, or its full collections walk the conversations again and again (a second of a sweep of
-    # 1,149 real ones); with a summarizer or a judge, whose calls leave what they leave, only for the frame
-    with workers.collector_paused(collect=False) if summaries is None and sweep.judge is None else contextlib.nullcontext():
+    # 1,149 real ones); with a summarizer or a judge, whose calls leave what they leave, or on a dask cluster (its
+    # client's machinery runs here), only for the frame
+    alone = summaries is None and sweep.judge is None and sweep.scheduler != "dask"
+    with workers.collector_paused(collect=False) if alone else contextlib.nullcontext():
         results = _schedule(sweep, None if summaries is None else _completing(summaries))
     with workers.collector_paused(collect=False):
         table = Rows()
