@@ -718,7 +718,8 @@ def _tune_files(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
     got = sweep_paths(files, Unit(sweep.configs, sweep.agent, sweep.knobs, cache, setup_keys), sweep.jobs, show)
     _refuse_given(given, files, got)
     sweep.kept = got.kept
-    df = frame(sweep.configs, sweep.labels, sweep.grid_keys, False, got.assemble(), got.table)
+    with workers.collector_paused(collect=False):  # as tune's (the rows and the frame live on)
+        df = frame(sweep.configs, sweep.labels, sweep.grid_keys, False, got.assemble(), got.table)
     df.attrs["files"], df.attrs["not_logs"] = len(files), sorted(got.not_logs)
     if cache is not None:
         df.attrs["kept"], df.attrs["result_cache"] = got.kept, str(cache.folder)
