@@ -747,7 +747,8 @@ def test_the_files_of_a_folder_are_those_rglob_finds_less_the_hidden_ones(tmp_pa
     """``log_files`` walks a folder with one scandir a folder: the same files as ``rglob`` gives, sorted, less those
     hidden or under a hidden folder (the folder's own name aside), not walking into a folder reached by a link."""
     root = tmp_path / ".claude" / "projects"  # a hidden folder of its own: read whole
-    for rel in ["a/s1.jsonl", "a/b/s2.jsonl", "c.json", ".hidden.json", ".git/objects/x.json", "a/.cache/y.json"]:
+    # "a-b/z.json" sorts before "a/s1.jsonl" as a string ("-" < "/"), after it as a path (parts: "a" < "a-b")
+    for rel in ["a/s1.jsonl", "a/b/s2.jsonl", "c.json", ".hidden.json", ".git/objects/x.json", "a/.cache/y.json", "a-b/z.json"]:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text("{}")
     elsewhere = tmp_path / "elsewhere"
@@ -760,7 +761,7 @@ def test_the_files_of_a_folder_are_those_rglob_finds_less_the_hidden_ones(tmp_pa
                       and not any(part.startswith(".") for part in f.relative_to(root).parts))
     got = convlab.importers.log_files(root)
     assert got == expected
-    assert [f.relative_to(root).as_posix() for f in got] == ["a/b/s2.jsonl", "a/s1.jsonl", "c.json", "link.json"]
+    assert [f.relative_to(root).as_posix() for f in got] == ["a/b/s2.jsonl", "a/s1.jsonl", "a-b/z.json", "c.json", "link.json"]
 
 
 def _read_all(path: Path) -> tuple[list | None, list[str] | str]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import io
+import operator
 import os
 import warnings
 import zipfile
@@ -440,10 +441,14 @@ def _folder_files(folder: Path) -> list[Path]:
     database beside it holds what OpenCode moved into it."""
     files, stores = _walk(folder)
     return sorted(
-        f for f in files
-        if not cline.companion(f)  # read with the file it belongs to (a Cline task's ui_messages.json)
-        and all(d not in f.parents or (opencode.session_file(f, d) and opencode.database(d.parent) is None) for d in stores)
+        (f for f in files
+         if not cline.companion(f)  # read with the file it belongs to (a Cline task's ui_messages.json)
+         and all(d not in f.parents or (opencode.session_file(f, d) and opencode.database(d.parent) is None) for d in stores)),
+        key=_PARTS,  # a path's own order (its parts), compared at C speed: thousands of files
     )
+
+
+_PARTS = operator.attrgetter("parts")
 
 
 def _walk(folder: Path) -> tuple[list[Path], list[Path]]:
