@@ -8,8 +8,8 @@ sources' bytes and this module (convlab's own sources do not change it).
 
 Each copy is the source file with **fresh ids** (every UUID-shaped string,
 keys included, mapped to a new UUID per copy, the same old id to the same new
-one within a copy; the nil UUID, which LibreChat writes for "no parent", is no id
-and kept) and **its own texts**: a prose string (24 characters or
+one within a copy; the UUIDs that mean "no parent", LibreChat's nil UUID and
+Claude.ai's root, are no ids and kept) and **its own texts**: a prose string (24 characters or
 more, with a space, not JSON text) gets the word ``cN`` (N the copy's index)
 after its first space, so no two copies share a text and nothing that counts
 each distinct text once (the sweep's tokenizer) is flattered by the copies.
@@ -51,7 +51,9 @@ NOT_LOGS = {"README.md", "MANIFEST.json", "STATS.json", "FORMATS.md"}
 EXPORTS = {"chatgpt", "claude_ai", "openwebui", "oasst"}
 EXPORT_BYTES = 64 << 20
 
-_NIL = "00000000-0000-0000-0000-000000000000"
+#: UUIDs that are no id but a log's "no parent": LibreChat's nil UUID, Claude.ai's root (``claude_ai.ROOT_IDS``, written here:
+#: the corpus's key covers this file, not convlab's)
+_KEEP = {"00000000-0000-0000-0000-000000000000", "00000000-0000-4000-8000-000000000000"}
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
@@ -108,7 +110,7 @@ class _Copy:
 
     def _id(self, m: re.Match[str]) -> str:
         old = m.group()
-        if old == _NIL:  # no id: a sentinel (LibreChat's "no parent"), kept, or the copy would lose its roots
+        if old.lower() in _KEEP:  # no id: a sentinel ("no parent"), kept, or the copy would lose its roots
             return old
         new = self.ids.get(old)
         if new is None:

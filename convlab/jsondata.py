@@ -57,7 +57,7 @@ def _utf8(text: str) -> bool:
     """Whether ``text`` holds no surrogate (the one thing a str holds that UTF-8, and so JSON, cannot carry):
     told by encoding it, four times as fast as searching it for one (a read checks every text it keeps)."""
     try:
-        text.encode("utf-8")
+        str.encode(text, "utf-8")  # str's own: a subclass's encode says nothing of its code points
     except UnicodeEncodeError:
         return False
     return True

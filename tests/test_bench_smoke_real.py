@@ -45,13 +45,12 @@ def test_the_cluster_row_sweeps_on_a_local_dask_cluster(tmp_path):
 def test_a_copy_in_the_real_corpus_reads_as_its_source(tmp_path, monkeypatch):
     """The corpus's copies are the real logs with fresh ids: each format's copy reads to conversations of the
     same sizes, with as many warnings, as its source (the nil UUID, LibreChat's "no parent", is no id and kept)."""
-    import sys
     import warnings
 
     import convlab
 
     monkeypatch.setenv("CONVLAB_BENCH_CACHE", str(tmp_path))
-    sys.path.insert(0, str(benchsmoke.ROOT))
+    monkeypatch.syspath_prepend(str(benchsmoke.ROOT))
     from bench import realcorpus
 
     def read(path):

@@ -1,6 +1,7 @@
 """``convlab.collector``: the cyclic collector paused around work whose objects live on, and as it was after."""
 
 import gc
+import os
 
 import pytest
 
@@ -63,14 +64,16 @@ def test_a_read_pauses_the_collector_and_turns_it_back_on(tmp_path, monkeypatch)
     assert seen == [False] and gc.isenabled() and len(c) == 2
 
 
-def test_a_sweep_pauses_the_collector_in_the_calling_process_and_turns_it_back_on(monkeypatch):
-    """convlab.tune replays and builds its frame with the collector off in the calling process (a full collection
-    there walks every conversation it holds, again and again: a second of a sweep of 1,149 real ones), and leaves
-    it on; with a summarizer (whose calls may leave cycles) only the frame is built paused."""
+def test_a_sweep_pauses_the_collector_where_its_work_lives_on_and_turns_it_back_on(monkeypatch, tmp_path):
+    """convlab.tune pauses the collector through each unit of replays (in a worker process, or here with
+    jobs=1) and for the frame (a full collection walks every conversation the process holds, again and again: a
+    second of a sweep of 1,149 real ones); with worker processes, through the whole sweep here, and the workers,
+    forked meanwhile, run with it on between their units. It is on again after, and a summarizer's sweep is
+    paused only for its units and the frame."""
     import convlab
     from convlab.providers.fakes import EchoLLM
     from convlab.tree import Tree
-    from convlab.tuning import sweep
+    from convlab.tuning import sweep, workers
 
     t = Tree()
     parent = None
@@ -78,16 +81,30 @@ def test_a_sweep_pauses_the_collector_in_the_calling_process_and_turns_it_back_o
         parent = t.add({"id": f"m{k}", "role": "user" if k % 2 == 0 else "assistant", "content": "word " * 50}, parent)["id"]
     t.head = parent
     conv = convlab.Conversation(t, id="c")
-    seen = []
-    for name in ("rows", "frame"):
-        real = getattr(sweep, name)
-        monkeypatch.setattr(sweep, name, lambda *a, _real=real, _name=name, **k: seen.append((_name, gc.isenabled())) or _real(*a, **k))
+    seen = tmp_path / "seen"  # written by worker processes too
+    real_rows, real_frame, real_pause = sweep.rows, sweep.frame, workers.collector_paused
+
+    def note(what):
+        with seen.open("a") as f:
+            f.write(f"{what} {gc.isenabled()}\n")
+
+    monkeypatch.setattr(sweep, "rows", lambda *a, **k: note("rows") or real_rows(*a, **k))
+    monkeypatch.setattr(sweep, "frame", lambda *a, **k: note("frame") or real_frame(*a, **k))
+    monkeypatch.setattr(workers, "collector_paused", lambda **k: note(f"pause in {os.getpid() == here and 'caller' or 'worker'}") or real_pause(**k))
     base = "[agent.bot.context]\nwindow = 200000\n[[agent.bot.context.strategy]]\nuse = 'summarize'\n"
-    df = convlab.tune([conv] * 2, base, grid={"strategy[0].over_tokens": [None, 500]}, progress=False, result_cache=False, jobs=1)
-    assert len(df) == 4 and df["summaries"].max() > 0 and gc.isenabled()
-    assert seen == [("rows", False), ("rows", False), ("frame", False)]
-    seen.clear()
-    df = convlab.tune([conv], base, grid={"strategy[0].over_tokens": [None, 500]}, progress=False, result_cache=False, jobs=1,
-                      summarizer=EchoLLM())
-    assert len(df) == 2 and gc.isenabled()
-    assert seen == [("rows", True), ("frame", False)]
+    grid = {"strategy[0].over_tokens": [None, 500]}
+
+    here = os.getpid()
+
+    def sweep_with(**kw):
+        seen.write_text("")
+        df = convlab.tune([conv, conv], base, grid=grid, progress=False, result_cache=False, **kw)
+        assert len(df) == 4 and df["summaries"].max() > 0 and gc.isenabled()
+        return set(seen.read_text().splitlines())
+
+    # in this process: each unit paused (the collector on before it), and the frame
+    assert sweep_with(jobs=1) == {"pause in caller True", "rows False", "frame False"}
+    assert sweep_with(jobs=1, summarizer=EchoLLM()) == {"pause in caller True", "rows False", "frame False"}
+    # two workers, forked while this process paused its collector for the whole sweep (its pauses inside find it
+    # off): a worker's units start with its collector on and pause it for their replays
+    assert sweep_with(jobs=2) == {"pause in caller True", "pause in caller False", "pause in worker True", "rows False", "frame False"}

@@ -10,10 +10,11 @@ import json
 import shutil
 import warnings
 
+import numpy as np
 import pandas as pd
 import pytest
 from agentdata import require as require_agents
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from realdata import require
 
@@ -215,7 +216,15 @@ values_ = st.lists(st.one_of(st.integers(min_value=-2**70, max_value=2**70), st.
                               st.none(), st.text()), max_size=12)
 
 
-@given(st.one_of(values_, st.lists(st.integers(), max_size=12), st.lists(st.one_of(st.integers(-2**63, 2**63 - 1), st.floats()), max_size=12)))
+@given(st.one_of(values_, st.lists(st.integers(), max_size=12), st.lists(st.one_of(st.integers(-2**63, 2**63 - 1), st.floats()), max_size=12),
+                 st.lists(st.one_of(st.integers(), st.floats()), max_size=12)))
+@example([0.5, 2**70])  # an int past 64 bits among floats: an object column, never floats
+@example([1.5, 10**400])
+@example([2**63, 1])  # unsigned 64 bits
+@example([np.uint32(5), 7])  # numpy scalars: pandas' own inference
+@example([np.uint64(2**63)])
+@example([np.int64(3), 4.5])
+@example([True, 2])
 def test_a_frame_column_made_at_c_speed_is_the_one_pandas_infers(values):
     """The frame's numeric columns are made as numpy arrays (``columns._typed``): each is the column pandas makes
     of the list, dtype and values alike, for any mix of ints (past 64 bits too), floats (NaN too), bools, None

@@ -448,7 +448,8 @@ def _folder_files(folder: Path) -> list[Path]:
     )
 
 
-_PARTS = operator.attrgetter("parts")
+#: A posix path's own order, at C speed: its parts (a Windows path's order folds case: its own comparison there).
+_PARTS = operator.attrgetter("parts") if os.name == "posix" else None
 
 
 def _walk(folder: Path) -> tuple[list[Path], list[Path]]:

@@ -121,20 +121,23 @@ class Rows:
 
 
 def _typed(values: list[Any]) -> Any:
-    """A column of only Python ints (in 64 bits), or of floats (and ints), as the numpy array pandas would infer
-    for it, made at C speed (pandas converts a list of objects one value at a time: most of the time of a sweep's
-    frame of 114,900 rows); any other column (text, None, a bool, a larger integer) as it is, for pandas to infer."""
+    """A column of plain Python ints (each in 64 bits), floats, or both, as the numpy array pandas would infer for
+    it, made at C speed (pandas converts a list of objects one value at a time: most of the time of a sweep's frame
+    of 114,900 rows); any other column (text, None, a bool, a numpy scalar, an integer past 64 bits) as it is, for
+    pandas to infer (an int past 64 bits among floats makes an object column, not a float one)."""
     import numpy as np
-    from pandas.api.types import infer_dtype
 
-    kind = infer_dtype(values, skipna=False)
-    if kind == "integer":
-        try:
+    kinds = set(map(type, values))
+    try:
+        if kinds == {int}:
             return np.array(values, dtype=np.int64)
-        except OverflowError:  # past 64 bits: pandas' own inference says what it becomes
-            return values
-    if kind in ("floating", "mixed-integer-float"):
-        return np.array(values, dtype=np.float64)
+        if kinds == {float}:
+            return np.array(values, dtype=np.float64)
+        if kinds == {int, float}:
+            np.array([v for v in values if v.__class__ is int], dtype=np.int64)  # each int in 64 bits, or pandas'
+            return np.array(values, dtype=np.float64)
+    except OverflowError:  # past 64 bits: pandas' own inference says what it becomes
+        pass
     return values
 
 

@@ -305,11 +305,12 @@ def tune(
     sweep = _check(conversations, configs, chosen, grid=grid, jobs=jobs, progress=progress, scheduler=scheduler,
                    client=client, chunk=chunk, estimate=False)
     summaries = sweep.summaries
-    # what this process builds for a sweep (its plans, the rows, the frame) lives on and holds no cycle: the
-    # collector paused, or its full collections walk the conversations again and again (a second of a sweep of
-    # 1,149 real ones); with a summarizer or a judge, whose calls leave what they leave, or on a dask cluster (its
-    # client's machinery runs here), only for the frame
-    alone = summaries is None and sweep.judge is None and sweep.scheduler != "dask"
+    # what this process builds for a sweep in worker processes (its plans, the rows, the frame) lives on and holds no
+    # cycle: the collector paused, or its full collections walk the conversations again and again (a second of a
+    # sweep of 1,149 real ones); the workers turn it on again (``workers``). With a summarizer or a judge, whose
+    # calls leave what they leave, on a dask cluster (its client's machinery runs here), or with the replays in
+    # this process (each unit paused, as in a worker), only for the frame
+    alone = summaries is None and sweep.judge is None and sweep.scheduler != "dask" and sweep.jobs > 1
     with workers.collector_paused(collect=False) if alone else contextlib.nullcontext():
         results = _schedule(sweep, None if summaries is None else _completing(summaries))
     with workers.collector_paused(collect=False):
@@ -585,8 +586,10 @@ def _schedule(sweep: _Sweep, ask: Summarize | None) -> dict[tuple[int, int], dic
                                   _answering(ask, judge), relay=relay)
         else:
             for i, js in tasks:
-                done(i, rows(plans[i], counts, [(j, configs[j]) for j in js], agent, summarize=ask, knobs=knobs,
-                             judge=judge, probes=probes))
+                with workers.collector_paused(collect=False):  # a unit, as a worker runs one
+                    measured = rows(plans[i], counts, [(j, configs[j]) for j in js], agent, summarize=ask, knobs=knobs,
+                                    judge=judge, probes=probes)
+                done(i, measured)
     except KeyboardInterrupt as err:
         made, where = len(results) - len(kept), "" if cache is None else f" in {cache.folder}"
         said = (f"tune stopped after {made:,} of the {total - len(kept):,} replays it had to make"

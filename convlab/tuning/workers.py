@@ -103,6 +103,9 @@ _WORK: tuple | None = None  # in a worker process: (rows, plans, counts, configs
 def _start_worker(rows: Callable[..., Any], plans: list[Plan], counts: ExactCounts, configs: list[Any], agent: str,
                   knobs: dict[str, Any], channel: Channel | None, bases: Mapping[int, Any], relay: Relay = Relay()) -> None:
     global _WORK
+    # forked while the calling process paused its collector (``tune``): a worker runs with it on between its
+    # units, paused through each one (``_task``)
+    gc.enable()
     asker = None if channel is None else _Asker(*channel)
     judge = None if asker is None or relay.judge_window is None else Relayed(asker, relay.judge_window)
     _WORK = (rows, plans, counts, configs, agent, knobs, asker if relay.summaries else None, bases,
