@@ -371,10 +371,13 @@ def run_dask(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: list[An
         n = max(1, min(len(tasks), BATCHES * threads))
         batches = [tasks[k::n] for k in range(n)]  # the units come longest first: every batch gets its share
         sweep = uuid.uuid4().hex
-        # each plan scattered once, however many batches take units of it (a conversation's configs in chunks)
         held = list(dict.fromkeys(i for i, _ in tasks))
-        scattered = dict(zip(held, client.scatter([plans[i] for i in held], broadcast=False), strict=True))
-        futures = [client.submit(_dask_batch, rows, [scattered[i] for i, _ in batch], [[(j, parsed[j]) for j in js] for _, js in batch],
+        if len(held) == len(tasks):  # a conversation a unit: a batch's plans scattered together, beside its task
+            given: list[Any] = client.scatter([[plans[i] for i, _ in batch] for batch in batches], broadcast=False)
+        else:  # a conversation's configs in chunks, in several batches: each plan scattered once, not once a batch
+            one = dict(zip(held, client.scatter([plans[i] for i in held], broadcast=False), strict=True))
+            given = [[one[i] for i, _ in batch] for batch in batches]
+        futures = [client.submit(_dask_batch, rows, given[k], [[(j, parsed[j]) for j in js] for _, js in batch],
                                  agent, knobs, sweep, pure=False) for k, batch in enumerate(batches)]
         where = {f.key: batches[k] for k, f in enumerate(futures)}
         for future in distributed.as_completed(futures):
