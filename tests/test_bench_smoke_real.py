@@ -44,7 +44,8 @@ def test_the_cluster_row_sweeps_on_a_local_dask_cluster(tmp_path):
 @pytest.mark.realdata
 def test_a_copy_in_the_real_corpus_reads_as_its_source(tmp_path, monkeypatch):
     """The corpus's copies are the real logs with fresh ids: each format's copy reads to conversations of the
-    same sizes, with as many warnings, as its source (the nil UUID, LibreChat's "no parent", is no id and kept)."""
+    same sizes, with as many warnings, as its source (the UUIDs that mean "no parent", LibreChat's nil UUID and
+    Claude.ai's root, are no ids and kept)."""
     import warnings
 
     import convlab

@@ -83,6 +83,7 @@ def test_a_sweep_pauses_the_collector_where_its_work_lives_on_and_turns_it_back_
     conv = convlab.Conversation(t, id="c")
     seen = tmp_path / "seen"  # written by worker processes too
     real_rows, real_frame, real_pause = sweep.rows, sweep.frame, workers.collector_paused
+    here = os.getpid()
 
     def note(what):
         with seen.open("a") as f:
@@ -90,11 +91,9 @@ def test_a_sweep_pauses_the_collector_where_its_work_lives_on_and_turns_it_back_
 
     monkeypatch.setattr(sweep, "rows", lambda *a, **k: note("rows") or real_rows(*a, **k))
     monkeypatch.setattr(sweep, "frame", lambda *a, **k: note("frame") or real_frame(*a, **k))
-    monkeypatch.setattr(workers, "collector_paused", lambda **k: note(f"pause in {os.getpid() == here and 'caller' or 'worker'}") or real_pause(**k))
+    monkeypatch.setattr(workers, "collector_paused", lambda **k: note(f"pause in {'caller' if os.getpid() == here else 'worker'}") or real_pause(**k))
     base = "[agent.bot.context]\nwindow = 200000\n[[agent.bot.context.strategy]]\nuse = 'summarize'\n"
     grid = {"strategy[0].over_tokens": [None, 500]}
-
-    here = os.getpid()
 
     def sweep_with(**kw):
         seen.write_text("")
