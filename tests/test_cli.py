@@ -4,8 +4,9 @@ no silent mistakes (warnings and skips on stderr, config and output checks befor
 from __future__ import annotations
 
 import gzip
-import re
 import json
+import re
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -790,6 +791,25 @@ def test_notes_wrap_to_the_width_and_stay_one_line_into_a_pipe_without_one():
             assert len(lines) > 3 and max(len(x) for x in lines) <= 60 and lines[1].startswith("  ") and lines[3].startswith("    ")
         else:
             assert len(lines) == 2 and lines[1] == "  " + long
+
+
+def test_the_command_wraps_its_notes_to_the_terminal_it_writes_to(session_log, monkeypatch):
+    """Through ``main`` too (whose streams are wrapped to replace what their encoding cannot write): at a terminal
+    of 70 columns the notice of the example config is no wider than 70; into a pipe it stays one line."""
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setenv("COLUMNS", "70")
+    for err, wrapped in ((Terminal(), True), (io.StringIO(), False)):
+        monkeypatch.setattr(sys, "stderr", err)
+        monkeypatch.setattr(sys, "stdout", io.StringIO())
+        assert main(["tune", str(session_log), "--no-progress"]) == 0
+        said = [line for line in err.getvalue().splitlines() if line]
+        assert said and said[0].startswith("convlab: no --config: the example")
+        assert (max(map(len, said)) <= 70) == wrapped and (len(said) > 1) == wrapped
 
 
 def test_the_count_plot_with_one_grid_key_is_drawn_under_the_config_ranked_first(session_log, tmp_path, monkeypatch):

@@ -151,3 +151,8 @@ class Encoded:
 
     def flush(self) -> None:
         self.stream.flush()
+
+    def isatty(self) -> bool:
+        """The stream's own answer: the notes wrap to a terminal's width, and stay one line an item into a pipe."""
+        isatty = getattr(self.stream, "isatty", None)
+        return bool(isatty()) if callable(isatty) else False
