@@ -28,6 +28,7 @@ import traitlets
 
 from ..text import brief, readable
 from . import intents
+from .home import Home
 from .live import INTERVAL, Live, hold, kinds
 from .source import REPLAY_HINT, Given, source_of
 
@@ -157,7 +158,7 @@ class _Messages(anywidget.AnyWidget):
         #: The rows the browser holds, oldest first, at ``version``.
         self.rows: list[dict[str, Any]] = []
         self.version = 0
-        self.on_msg(self._on_sync)
+        self.on_msg(Home().wrap(self._on_sync))
 
     def show(self, rows: list[dict[str, Any]]) -> None:
         """Show ``rows``: send the browser the ids in order and the rows it does not hold."""
@@ -211,10 +212,10 @@ class ChatView(Live, w.VBox):
         self._stream: dict[str, Any] | None = None  # the reply streaming now: message_id, call_id, parts
         self.title = w.HTML()
         self.earlier = _button("Show earlier messages")
-        self.earlier.on_click(lambda _b: self._toggle_earlier())
+        self.earlier.on_click(self.home.wrap(lambda _b: self._toggle_earlier()))
         #: The messages shown, with the reply streaming now (one widget, drawn by ``chat.js``).
         self.messages = _Messages()
-        self.messages.on_msg(self._on_msg)
+        self.messages.on_msg(self.home.wrap(self._on_msg))
         self.status_line = w.HTML()
         parts = [w.HTML(STYLE), self.title, self.earlier, self.messages]
         #: The input box and its controls (None on a read-only conversation).
@@ -230,8 +231,8 @@ class ChatView(Live, w.VBox):
                                             button_style="warning")
             for b in (self.send_button, self.interrupt_button):
                 b.layout.flex = "0 0 auto"
-            self.send_button.on_click(lambda _b: self.send())
-            self.interrupt_button.on_click(lambda _b: self.interrupt())
+            self.send_button.on_click(self.home.wrap(lambda _b: self.send()))
+            self.interrupt_button.on_click(self.home.wrap(lambda _b: self.interrupt()))
             parts.append(w.VBox([self.input, w.HBox([self.queue, self.state_field, self.send_button,
                                                       self.interrupt_button])]))
         super().__init__([*parts, self.status_line])

@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 from ipywidgets import Widget
 
 from ..engine import Session
+from .home import Home
 from .source import Source, shown
 
 __all__ = ["Redraw", "INTERVAL", "RATIO", "DECAY", "SLOWEST", "QUIET", "ENDS", "hold", "flush", "register",
@@ -299,6 +300,8 @@ class Live:
         Session; None for an imported conversation) and ``conversation`` (the imported
         Conversation; None for a Session). Nothing is followed yet (``_start``)."""
         self._unsubscribe: Any = None
+        #: The thread that built the widget: where its handlers run (``home``).
+        self.home = Home()
         self.source = source
         self.session, self.conversation = shown(source)
 
