@@ -397,9 +397,8 @@ def test_a_slow_header_connection_times_out(tmp_path):
     try:
         from convlab import agui
 
-        with agui.start(app, header_timeout=1.0) as server:
-            idle = connect(server)  # sends nothing at all
-            slow = connect(server)
+        with agui.start(app, header_timeout=1.0) as server, connect(server) as idle, connect(server) as slow:
+            # (idle sends nothing at all)
             slow.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")
             start = time.monotonic()
             try:
@@ -426,9 +425,8 @@ def test_a_slow_header_connection_times_out(tmp_path):
 def test_a_slow_body_times_out_with_408(tmp_path):
     """A body that trickles in (two bytes every 0.2 s) gets 408 at the body deadline (1 s here) and writes nothing."""
     logs = tmp_path / "logs"
-    with served(logs, body_timeout=1.0) as (app, server):
+    with served(logs, body_timeout=1.0) as (app, server), connect(server) as s:
         raw = json.dumps(body("t", [m("u1", "hi")])).encode()
-        s = connect(server)
         s.sendall(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                   b"Content-Length: %d\r\n\r\n" % len(raw))
         start = time.monotonic()
