@@ -1,8 +1,8 @@
 """Where a widget's callbacks run: on the thread that built the widget.
 
-Why: JupyterLab 4.4 and later, with ipykernel 7, send widget messages on a
-kernel *subshell* (JupyterLab's setting ``commsOverSubshells``, one subshell
-per comm target by default). A click in the Lab then runs its handler on the
+Why: JupyterLab 4.4 and later (4.6 here), with ipykernel 7, send widget messages on a
+kernel *subshell* (jupyterlab/jupyterlab#17363; JupyterLab's setting
+``commsOverSubshells``, one subshell per comm target by default). A click in the Lab then runs its handler on the
 subshell's own thread, at once, while a cell may be driving the same session
 on the kernel's main thread: two threads changing one ``Session``, which is
 not thread-safe, and a cell that reads the session in the middle of a turn
