@@ -158,7 +158,7 @@ class _Messages(anywidget.AnyWidget):
         #: The rows the browser holds, oldest first, at ``version``.
         self.rows: list[dict[str, Any]] = []
         self.version = 0
-        self.on_msg(Home().wrap(self._on_sync))
+        self.on_msg(Home().wrap(self._on_sync, self))
 
     def show(self, rows: list[dict[str, Any]]) -> None:
         """Show ``rows``: send the browser the ids in order and the rows it does not hold."""
@@ -180,6 +180,19 @@ class _Messages(anywidget.AnyWidget):
 #: Events that change what the chat shows.
 _EVENTS = ("message.new", "head.moved", "context.replaced", "turn.", "decision.", "llm.delta", "llm.failed")
 _TURN_END = ("turn.completed", "turn.cancelled", "turn.failed")
+
+
+class _BadState(str):
+    """Why the state field is not JSON."""
+
+
+def _state(raw: str) -> object:
+    """The state field's value: its JSON (None when empty), or a ``_BadState`` saying why not."""
+    raw = raw.strip()
+    try:
+        return json.loads(raw) if raw else None
+    except json.JSONDecodeError as err:
+        return _BadState(f"state is not JSON: {err}")
 
 
 class ChatView(Live, w.VBox):
@@ -212,10 +225,10 @@ class ChatView(Live, w.VBox):
         self._stream: dict[str, Any] | None = None  # the reply streaming now: message_id, call_id, parts
         self.title = w.HTML()
         self.earlier = _button("Show earlier messages")
-        self.earlier.on_click(self.home.wrap(lambda _b: self._toggle_earlier()))
+        self.earlier.on_click(self.home.wrap(lambda _b: self._toggle_earlier(), self.earlier))
         #: The messages shown, with the reply streaming now (one widget, drawn by ``chat.js``).
         self.messages = _Messages()
-        self.messages.on_msg(self.home.wrap(self._on_msg))
+        self.messages.on_msg(self.home.wrap(self._on_msg, self.messages))
         self.status_line = w.HTML()
         parts = [w.HTML(STYLE), self.title, self.earlier, self.messages]
         #: The input box and its controls (None on a read-only conversation).
@@ -231,8 +244,11 @@ class ChatView(Live, w.VBox):
                                             button_style="warning")
             for b in (self.send_button, self.interrupt_button):
                 b.layout.flex = "0 0 auto"
-            self.send_button.on_click(self.home.wrap(lambda _b: self.send()))
-            self.interrupt_button.on_click(self.home.wrap(lambda _b: self.interrupt()))
+            typed = self.home.wrap(self._send_typed, self.send_button)
+            box, mode, field = self.input, self.queue, self.state_field
+            # what the boxes hold when Send is clicked, read where the click came, is what is sent
+            self.send_button.on_click(lambda _b: typed(box.value, mode.value, field.value))
+            self.interrupt_button.on_click(self.home.wrap(lambda _b: self.interrupt(), self.interrupt_button))
             parts.append(w.VBox([self.input, w.HBox([self.queue, self.state_field, self.send_button,
                                                       self.interrupt_button])]))
         super().__init__([*parts, self.status_line])
@@ -433,23 +449,29 @@ class ChatView(Live, w.VBox):
             raise TypeError(f"send takes the message's text (a str), got {type(text).__name__}")
         queue = mode.value if queue is None else queue
         if state is ...:
-            raw = field.value.strip()
-            try:
-                state = json.loads(raw) if raw else None
-            except json.JSONDecodeError as err:
-                return self._done({"ok": False, "message": f"state is not JSON: {err}"})
+            state = _state(field.value)
+            if isinstance(state, _BadState):
+                return self._done({"ok": False, "message": str(state)})
         if not text.strip():
             return self._done({"ok": False, "message": "nothing to send"})
         with hold(self.source):
             outcome = intents.send_message(self.source, text, queue, state)
             if outcome["ok"]:
-                box.value = ""
+                if box.value == text:  # (what was typed since the click is kept)
+                    box.value = ""
                 r = outcome["receipt"]
                 if r.get("merged"):
                     outcome["message"] = f"merged into queued turn {r['turn_id']}"
                 elif r.get("queued"):
                     outcome["message"] = f"queued as turn {r['turn_id']}"
             return self._done(outcome)
+
+    def _send_typed(self, text: str, queue: str, raw_state: str) -> dict[str, Any]:
+        """The Send button's: the input box, the queue mode and the state field as they were when it was clicked."""
+        state = _state(raw_state)
+        if isinstance(state, _BadState):
+            return self._done({"ok": False, "message": str(state)})
+        return self.send(text, queue, state)
 
     def interrupt(self) -> dict[str, Any]:
         """``client.interrupt``: cancel the running turn."""

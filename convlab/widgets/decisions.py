@@ -224,7 +224,7 @@ class DecisionPanel(Live, w.VBox):
         b = w.Button(description=text, tooltip=tooltip, button_style=style, layout=w.Layout(width="auto"))
         b.disabled = actions is None
         if actions is not None:
-            b.on_click(self.home.wrap(lambda _b: self.answer(actions() if callable(actions) else actions)))
+            b.on_click(self.home.wrap(lambda _b: self.answer(actions() if callable(actions) else actions), b))
         self.buttons[key] = b
         return b
 
@@ -309,7 +309,7 @@ class DecisionPanel(Live, w.VBox):
             self._button("drop_summary", "Drop the proposal", None, "forget it"),
         ]))
         self.buttons["drop_summary"].disabled = False
-        self.buttons["drop_summary"].on_click(self.home.wrap(lambda _b: self.propose(None)))
+        self.buttons["drop_summary"].on_click(self.home.wrap(lambda _b: self.propose(None), self.buttons["drop_summary"]))
         return out
 
     # -- intents -----------------------------------------------------------

@@ -170,7 +170,7 @@ class EventLog(Live, w.VBox):
     def _first(self) -> None:
         self._types = {str(ev.get("type")) for ev in self.live.events[-500:]}
         self._options()
-        self.filter.observe(self.home.wrap(lambda _c: None if self._quiet else self._refilter()), names="value")
+        self.filter.observe(self.home.wrap(lambda _c: None if self._quiet else self._refilter(), self.filter), names="value")
         self._refilter()
 
     def refresh(self) -> None:

@@ -332,7 +332,7 @@ class TreeView(Live, anywidget.AnyWidget):
         self._start(source, interval, first=self._first)
 
     def _first(self) -> None:
-        self.on_msg(self.home.wrap(self._on_msg))
+        self.on_msg(self.home.wrap(self._on_msg, self))
         self._sync()
         self.snapshot = self.data
         self._live = True

@@ -215,8 +215,8 @@ def test_edit_in_the_chat_makes_a_branch_and_the_arrows_look_at_its_sibling(lab_
 
 WATCH = """
 import threading
-ARRIVED, RAN, BUSY = [], [], [False]   # the thread each chat message came on; each event: (type, on the main thread, in BUSY)
-lab.chat.messages.on_msg(lambda _w, _c, _b: ARRIVED.append(threading.current_thread().name))
+ARRIVED, RAN, BUSY = [], [], [False]   # each chat message: (its thread, in BUSY); each event: (type, on the main thread, in BUSY)
+lab.chat.messages.on_msg(lambda _w, _c, _b: ARRIVED.append((threading.current_thread().name, BUSY[0])))
 s.subscribe(lambda e: RAN.append((e["type"], threading.current_thread() is threading.main_thread(), BUSY[0])))
 """
 
@@ -235,7 +235,7 @@ def test_a_click_while_a_cell_runs_changes_the_session_after_it_on_the_kernels_t
     for _ in range(10):  # a comm moves to its subshell a few seconds after it opens: click until the chat's has
         nodes = kernel.value("s.tree.number_of_nodes()")
         regenerate.click()
-        arrived = kernel.wait_for("[s.tree.number_of_nodes(), ARRIVED[-1:]]", lambda v: v[0] == nodes + 1)[1]
+        arrived = kernel.wait_for("[s.tree.number_of_nodes(), [a for a, _ in ARRIVED[-1:]]]", lambda v: v[0] == nodes + 1)[1]
         if arrived != ["MainThread"]:
             break
         time.sleep(0.5)
@@ -251,8 +251,9 @@ def test_a_click_while_a_cell_runs_changes_the_session_after_it_on_the_kernels_t
     kernel.wait_for("s.tree.number_of_nodes()", lambda n: n == before["nodes"] + 1, timeout=30)
     k = kernel.values(arrived=f"ARRIVED[{before['arrived']}:]", ran=f"RAN[{before['ran']}:]", busy="BUSY[0]",
                       kids=f"len(s.children({before['parent']!r}))")
-    assert k["arrived"] and "MainThread" not in k["arrived"], (
+    assert k["arrived"] and all(name != "MainThread" for name, _busy in k["arrived"]), (
         f"JupyterLab sent the click on the main shell ({k['arrived']}): this test needs comms over subshells")
+    assert any(busy for _name, busy in k["arrived"]), f"the click came after the cell ended: {k['arrived']}"
     assert k["ran"] and all(main and not busy for _kind, main, busy in k["ran"]), k["ran"]
     counter = f"{k['kids']}/{k['kids']}"
     page.wait_for_function("(c) => [...document.querySelectorAll('.cl-chat .clw-count')].some(e => e.textContent === c)",
