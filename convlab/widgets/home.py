@@ -1,28 +1,28 @@
 """Where a widget's callbacks run: on the thread that built the widget.
 
-Why: JupyterLab 4.4 and later (4.6 here), with ipykernel 7, send widget messages on a
-kernel *subshell* (jupyterlab/jupyterlab#17363; JupyterLab's setting
-``commsOverSubshells``, one subshell per comm target by default). A click in the Lab then runs its handler on the
-subshell's own thread, at once, while a cell may be driving the same session
-on the kernel's main thread: two threads changing one ``Session``, which is
-not thread-safe, and a cell that reads the session in the middle of a turn
-the click started. (Measured in JupyterLab 4.6: a chat edit's turn, seen from
-the main thread between its two messages.)
+Why: JupyterLab 4.4 and later (4.6 here), with ipykernel 7, send widget
+messages on a kernel *subshell* (jupyterlab/jupyterlab#17363; JupyterLab's
+setting ``commsOverSubshells``, one subshell per comm target by default). A
+click in the Lab then runs its handler on the subshell's own thread, at
+once, while a cell may be driving the same session on the kernel's main
+thread: two threads changing one ``Session``, which is not thread-safe, and
+a cell that reads the session in the middle of a turn the click started.
+(Measured in JupyterLab 4.6: a chat edit's turn, seen from the main thread
+between its two messages.)
 
 So every handler a widget registers (a button's click, a message from its
-JavaScript, a text box it observes) is wrapped by its ``Home``: called on the
-thread that built the widget, it runs at once, as before; called on another
-thread while the building thread has an event loop (the kernel's), it is
-handed to that loop and runs there when the loop is free: after the cell
-that is running ends (or at its next ``await``, in a cell that awaits), as
-every widget message did before subshells, and not at all if its widget was
-closed meanwhile. What the person typed is read where the click came (the
-chat's Send), so typing on while a cell runs changes nothing sent. A cell
-that waits for a click (polls, blocks) waits for ever, as it did before
-subshells. A widget built with no event loop
-(a script, a test) runs its handlers where they are called. An error in a
-handed-over handler is shown as ipywidgets shows one (IPython's traceback),
-never lost.
+JavaScript, a text box it observes) is wrapped by its ``Home``: called on
+the thread that built the widget, it runs at once, as before; called on
+another thread while the building thread has an event loop (the kernel's),
+it is handed to that loop and runs there when the loop is free: after the
+cell that is running ends (or at its next ``await``, in a cell that awaits),
+as every widget message did before subshells, and not at all if its widget
+was closed meanwhile. What the person typed is read where the click came
+(the chat's Send), so typing on while a cell runs changes nothing sent. A
+cell that waits for a click (polls, blocks) waits for ever, as it did before
+subshells. A widget built with no event loop (a script, a test) runs its
+handlers where they are called. An error in a handed-over handler is shown
+as ipywidgets shows one (IPython's traceback), never lost.
 """
 
 from __future__ import annotations
