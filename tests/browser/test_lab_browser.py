@@ -241,7 +241,10 @@ def test_a_click_while_a_cell_runs_changes_the_session_after_it_on_the_kernels_t
         time.sleep(0.5)
     before = kernel.values(nodes="s.tree.number_of_nodes()", ran="len(RAN)", arrived="len(ARRIVED)",
                           parent="s.path()[-2]['id']")
-    busy = kernel.client.execute("BUSY[0] = True\nimport time\ntime.sleep(3)\nBUSY[0] = False", store_history=False)
+    # a cell busy on the main thread until the click has come (on the subshell), and a little after
+    busy = kernel.client.execute(f"BUSY[0] = True\nimport time\nt0 = time.monotonic()\n"
+                                 f"while len(ARRIVED) == {before['arrived']} and time.monotonic() - t0 < 30:\n"
+                                 f"    time.sleep(0.02)\ntime.sleep(0.3)\nBUSY[0] = False", store_history=False)
     deadline = time.monotonic() + 20
     while True:  # the busy cell has started on the main thread
         msg = kernel.client.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
