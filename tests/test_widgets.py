@@ -424,6 +424,24 @@ def test_decision_accept_proposed_with_the_edited_summary():
     assert s.pending["type"] == "llm.result" and panel.buttons.keys() == {"end", "call"}
 
 
+def test_a_decision_button_answers_only_the_decision_it_was_drawn_for():
+    """A click that comes after its decision was answered (by a cell, by a first click that waited
+    with it behind a running cell) answers nothing: it would have answered the next decision."""
+    s = convlab.Session(worker="manual")
+    say(s, "u1", "hi")
+    panel = DecisionPanel(s)
+    call = panel.buttons["call"]
+    assert s.pending["type"] == "turn.start"
+    s.decide([{"type": "llm.call"}])  # answered elsewhere: an llm.result waits now
+    answered = [e for e in s.events if e["type"] == "decision.answered"]
+    call.click()
+    assert [e for e in s.events if e["type"] == "decision.answered"] == answered and s.pending["type"] == "llm.result"
+    assert "answered already" in panel.status and not panel.last["ok"]
+    panel.flush()
+    panel.buttons["end"].click()  # the button drawn for the decision that waits answers it
+    assert s.pending is None and s.turns[-1]["status"] == "completed"
+
+
 def test_decision_run_the_call_as_it_was():
     s = manual_limit()
     panel = DecisionPanel(s)

@@ -224,9 +224,26 @@ class DecisionPanel(Live, w.VBox):
         b = w.Button(description=text, tooltip=tooltip, button_style=style, layout=w.Layout(width="auto"))
         b.disabled = actions is None
         if actions is not None:
-            b.on_click(self.home.wrap(lambda _b: self.answer(actions() if callable(actions) else actions), b))
+            asked = self._asked()  # the decision this button answers
+            b.on_click(self.home.wrap(lambda _b: self._answer_asked(asked, actions), b))
         self.buttons[key] = b
         return b
+
+    def _asked(self) -> int | None:
+        """The decision waiting now, as its request's ``seq`` (None: none waits)."""
+        return None if self.live.decision is None else self._decision_seq()
+
+    def _answer_asked(self, asked: int | None,
+                      actions: list[dict[str, Any]] | Callable[[], list[dict[str, Any]]]) -> dict[str, Any]:
+        """A button's answer, to the decision it was drawn for only: one answered meanwhile (a cell, a
+        second click that waited) leaves the next decision to be looked at first."""
+        if asked is None or self._asked() != asked:
+            with hold(self.live):
+                self.last = {"ok": False, "message": "that decision was answered already: the panel shows what waits now"}
+                self.status = self.last["message"]
+                self.redraw.now()
+            return self.last
+        return self.answer(actions() if callable(actions) else actions)
 
     def _context_limit(self, d: Mapping[str, Any]) -> list[w.Widget]:
         call = d.get("call") or {}
