@@ -530,3 +530,42 @@ def test_the_clock_follows_the_wall_clock_so_idle_secs_fires_for_real(tmp_path):
     assert limited[0]["turn_id"] == [e for e in custom(slow) if e["type"] == "turn.started"][0]["turn_id"]
     [snap] = [e for e in slow if e["type"] == "MESSAGES_SNAPSHOT"]
     assert [x["content"] for x in snap["messages"]] == ["after a pause"]
+
+
+def test_a_lab_on_a_served_session_only_watches_and_the_server_goes_on(tmp_path):
+    """``convlab.Lab(app.session(id))`` is how the docs say to watch a thread. An input from the Lab would
+    change the session outside the server's locks, and (the session runs with autorun=False) leave a turn
+    waiting for steps no server run takes: every input is refused, naming the thread, and nothing is
+    written; the Lab follows what the server does next."""
+    with served(tmp_path) as (app, server):
+        run(server.url, "t1", [m("u1", "hello there")])
+        run(server.url, "t1", [m("v1", "another start")])  # a second branch: the head is on it
+        s = app.session("t1")
+        assert s.driver is not None and "'t1'" in s.driver
+        lab = convlab.Lab(s)
+        log = (tmp_path / "t1.jsonl").read_bytes()
+        events, head = len(s.events), s.head
+        outcomes = [
+            lab.chat.send("from the lab"),
+            lab.chat.edit("v1", "edited in the lab"),
+            lab.chat.regenerate(head),
+            lab.chat.interrupt(),
+            lab.tree.checkout("u1"),
+            lab.tree.continue_from("u1"),
+            lab.decisions.answer([{"type": "turn.end"}]),
+        ]
+        for out in outcomes:
+            assert out["ok"] is False and out["message"].startswith("watching only: the AG-UI server (thread 't1')"), out
+        assert (tmp_path / "t1.jsonl").read_bytes() == log and len(s.events) == events and s.head == head
+        assert s.running is None and s.pending is None
+        assert "watching only" in lab.chat.title.value
+        # the server goes on, and the Lab shows it
+        run(server.url, "t1", [m("v1", "another start"), reply_of_path(s), m("v2", "and then?")])
+        lab.flush()
+        assert [r["text"] for r in lab.chat.shown()][-2:] == ["and then?", "echo: and then?"]
+    assert convlab.Session().driver is None  # a session of one's own is driven by whoever holds it
+
+
+def reply_of_path(s):
+    node = s.path()[-1]
+    return m(node["id"], node["content"], role="assistant")

@@ -202,7 +202,8 @@ class AGUIApp:
         """The live ``Session`` of a thread, loaded from its log or started
         (its log is ``log_dir/<thread_id>.jsonl``). The server steps it under
         the thread's lock: watch it (``convlab.Lab(app.session(id))``), and
-        drive it through the server.
+        drive it through the server (its ``driver`` says so: a Lab on it
+        refuses every input, naming the thread).
 
         >>> import tempfile, convlab
         >>> from convlab import agui

@@ -301,6 +301,7 @@ class ServedThread:
         else:
             s = Session(config=app.config, agent=app.agent, llm=llm, worker=app.worker, autorun=False,
                         log=self.path, clock=time.time())
+        s.driver = f"the AG-UI server (thread {self.id!r}): send to it there"
         s.subscribe(self.on_event)
         self.session = s
         return s

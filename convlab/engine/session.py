@@ -59,6 +59,10 @@ class Session(Branches, Intake, Decisions, Calls, Turns, Reading, Journal):
     #: its subscribers (no ``seq``, never logged): what ``subscribe(types=...)`` picks from.
     EVENTS: tuple[str, ...] = tuple(EVENT_FIELDS)
     NOTICES: tuple[str, ...] = ("llm.delta", "session.restored")
+    #: Who drives the session, when it is not whoever holds it (None): the AG-UI server sets it on the
+    #: sessions it serves, which it steps under its own locks. The engine never reads it; a view of such
+    #: a session (a Lab) only watches, and says who to send to.
+    driver: str | None = None
 
     def __init__(
         self,

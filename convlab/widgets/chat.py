@@ -355,6 +355,8 @@ class ChatView(Live, w.VBox):
             bits.append(f"read-only ({REPLAY_HINT})")
         else:
             live = self.live
+            if live.driver is not None:
+                bits.append(f"watching only: {live.driver}")
             running = live.running
             queued = live.queued
             if running:

@@ -34,6 +34,12 @@ it is done.
 An imported conversation (``convlab.Conversation``) is read-only: looking at a
 branch moves its head in memory (``ReadOnly.move_head``) to the newest leaf
 under the clicked message, and every input that would change it says so.
+
+A session another driver steps (``Session.driver``: one the AG-UI server
+serves, under its own locks and with ``autorun=False``) is only watched: every
+input, a look too, is refused with a message naming that driver, and nothing is
+sent. An input from here would change it outside the server's locks, and its
+turn would wait for steps no one takes.
 """
 
 from __future__ import annotations
@@ -83,9 +89,19 @@ def _read_only() -> dict[str, Any]:
     return {"ok": False, "message": READ_ONLY}
 
 
+def _elsewhere(session: Source) -> dict[str, Any] | None:
+    """The outcome of an input to a session another driver steps (``Session.driver``): refused, nothing sent."""
+    if isinstance(session, ReadOnly) or session.driver is None:
+        return None
+    return {"ok": False, "message": f"watching only: {session.driver}"}
+
+
 def _submit(session: Source, payload: dict[str, Any]) -> dict[str, Any]:
     if isinstance(session, ReadOnly):
         return _read_only()
+    elsewhere = _elsewhere(session)
+    if elsewhere is not None:
+        return elsewhere
     payload = {"agent_id": agent_of(session), **payload}
     try:
         receipt = session.submit(payload)
@@ -233,6 +249,9 @@ def decide(session: Source, actions: list[dict[str, Any]]) -> dict[str, Any]:
     """Answer the pending decision."""
     if isinstance(session, ReadOnly):
         return _read_only()
+    elsewhere = _elsewhere(session)
+    if elsewhere is not None:
+        return elsewhere
     try:
         session.decide(actions)
     except Refused as err:
