@@ -182,17 +182,13 @@ _EVENTS = ("message.new", "head.moved", "context.replaced", "turn.", "decision."
 _TURN_END = ("turn.completed", "turn.cancelled", "turn.failed")
 
 
-class _BadState(str):
-    """Why the state field is not JSON."""
-
-
-def _state(raw: str) -> object:
-    """The state field's value: its JSON (None when empty), or a ``_BadState`` saying why not."""
+def _state(raw: str) -> tuple[object, str | None]:
+    """The state field's value (its JSON, None when empty), and why it is not JSON (None when it is)."""
     raw = raw.strip()
     try:
-        return json.loads(raw) if raw else None
+        return (json.loads(raw) if raw else None), None
     except json.JSONDecodeError as err:
-        return _BadState(f"state is not JSON: {err}")
+        return None, f"state is not JSON: {err}"
 
 
 class ChatView(Live, w.VBox):
@@ -451,9 +447,9 @@ class ChatView(Live, w.VBox):
             raise TypeError(f"send takes the message's text (a str), got {type(text).__name__}")
         queue = mode.value if queue is None else queue
         if state is ...:
-            state = _state(field.value)
-            if isinstance(state, _BadState):
-                return self._done({"ok": False, "message": str(state)})
+            state, bad = _state(field.value)
+            if bad is not None:
+                return self._done({"ok": False, "message": bad})
         if not text.strip():
             return self._done({"ok": False, "message": "nothing to send"})
         with hold(self.source):
@@ -470,9 +466,9 @@ class ChatView(Live, w.VBox):
 
     def _send_typed(self, text: str, queue: str, raw_state: str) -> dict[str, Any]:
         """The Send button's: the input box, the queue mode and the state field as they were when it was clicked."""
-        state = _state(raw_state)
-        if isinstance(state, _BadState):
-            return self._done({"ok": False, "message": str(state)})
+        state, bad = _state(raw_state)
+        if bad is not None:
+            return self._done({"ok": False, "message": bad})
         return self.send(text, queue, state)
 
     def interrupt(self) -> dict[str, Any]:
