@@ -28,14 +28,14 @@ left out, as the server does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import PurePath
 from typing import Any
 
 from ..agui.messages import from_agui
 from ..conversation import Conversation
 from .documents import Document
-from .records import ImportedMessage, Problems, conversation, to_time
+from .records import MAPPING, ImportedMessage, Problems, conversation, to_time
 
 NAME = "agui"
 
@@ -50,16 +50,16 @@ REASONING_ENCRYPTED_VALUE SUBAGENT_STARTED SUBAGENT_FINISHED SUBAGENT_ERROR
 
 
 def _is_input(x: object) -> bool:
-    return isinstance(x, Mapping) and "type" not in x and isinstance(x.get("threadId"), str) and isinstance(x.get("messages"), list)
+    return isinstance(x, MAPPING) and "type" not in x and isinstance(x.get("threadId"), str) and isinstance(x.get("messages"), list)
 
 
 def _is_event(x: object) -> bool:
-    return isinstance(x, Mapping) and isinstance(x.get("type"), str) and x["type"] in EVENTS
+    return isinstance(x, MAPPING) and isinstance(x.get("type"), str) and x["type"] in EVENTS
 
 
 def detect(doc: Document) -> bool:
     """AG-UI events (or run inputs), one a line or in a JSON array, or one event."""
-    first = next((r for r in doc.head[:5] if isinstance(r, Mapping)), None)
+    first = next((r for r in doc.head[:5] if isinstance(r, MAPPING)), None)
     return first is not None and (_is_event(first) or _is_input(first)) and any(_is_event(r) for r in doc.head)
 
 
@@ -80,7 +80,7 @@ class _StreamThread:
         """The client's list is now ``messages`` (AG-UI wire dicts)."""
         held: list[str] = []
         for i, raw in enumerate(messages):
-            if not isinstance(raw, Mapping) or not isinstance(raw.get("id"), str):
+            if not isinstance(raw, MAPPING) or not isinstance(raw.get("id"), str):
                 self.problems.add(None, f"messages[{i}] has no id; left out")
                 continue
             message = from_agui(raw)
@@ -142,7 +142,7 @@ def parse(doc: Document) -> Iterable[Conversation]:
             thread = on(ev.get("threadId"))
             thread.replies = []
             given = ev.get("input")
-            if isinstance(given, Mapping) and isinstance(given.get("messages"), list):
+            if isinstance(given, MAPPING) and isinstance(given.get("messages"), list):
                 thread.hold(given["messages"], time)
             continue
         here = thread or on(None)
@@ -180,7 +180,7 @@ def parse(doc: Document) -> Iterable[Conversation]:
         elif kind == "MESSAGES_SNAPSHOT" and isinstance(ev.get("messages"), list):
             here.hold(ev["messages"], time)
         elif kind == "RUN_FINISHED":
-            usage = [u for u in ev.get("usage") or [] if isinstance(u, Mapping)]
+            usage = [u for u in ev.get("usage") or [] if isinstance(u, MAPPING)]
             if usage and len(here.replies) == 1:
                 read = [u["inputTokens"] for u in usage if isinstance(u.get("inputTokens"), int)]
                 wrote = [u["outputTokens"] for u in usage if isinstance(u.get("outputTokens"), int)]

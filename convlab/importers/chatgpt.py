@@ -16,13 +16,13 @@ from typing import Any
 
 from ..conversation import Conversation
 from .documents import Document
-from .records import ImportedMessage, Problems, conversation, fields, role_of, table, text_or_parts, to_time
+from .records import MAPPING, ImportedMessage, Problems, conversation, fields, role_of, table, text_or_parts, to_time
 
 NAME = "chatgpt"
 
 
 def detect(doc: Document) -> bool:
-    return isinstance(doc.first, Mapping) and isinstance(doc.first.get("mapping"), Mapping)
+    return isinstance(doc.first, MAPPING) and isinstance(doc.first.get("mapping"), MAPPING)
 
 
 def parse(doc: Document) -> Iterator[Conversation]:
@@ -33,7 +33,7 @@ def content_of(raw: object) -> str | list[Any]:
     """ChatGPT ``content`` as protocol content: text parts joined, other parts kept as given."""
     if isinstance(raw, str):
         return raw
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, MAPPING):
         return ""
     parts = raw.get("parts")
     if isinstance(parts, list):
@@ -45,18 +45,18 @@ def content_of(raw: object) -> str | list[Any]:
 
 def _hidden(message: Mapping[str, Any]) -> bool:
     meta = message.get("metadata")
-    return bool(isinstance(meta, Mapping) and meta.get("is_visually_hidden_from_conversation"))
+    return bool(isinstance(meta, MAPPING) and meta.get("is_visually_hidden_from_conversation"))
 
 
 def parse_one(conv: object, source: str, index: int) -> Conversation:
-    if not isinstance(conv, Mapping):
+    if not isinstance(conv, MAPPING):
         problems = Problems(source, f"#{index}")
         problems.add(None, f"item {index} is a {type(conv).__name__}, not a conversation; read as empty")
         return conversation([], problems, id=f"#{index}", title=None, format=NAME, source=source)
     cid = str(conv.get("conversation_id") or conv.get("id") or f"#{index}")
     problems = Problems(source, cid)
     mapping = conv.get("mapping")
-    if not isinstance(mapping, Mapping):
+    if not isinstance(mapping, MAPPING):
         problems.add(None, "no mapping; read as empty")
         mapping = {}
 
@@ -65,14 +65,14 @@ def parse_one(conv: object, source: str, index: int) -> Conversation:
     nodes: dict[str, dict[str, Any]] = {}
     for key, entry in mapping.items():
         key = str(key)
-        if not isinstance(entry, Mapping):
+        if not isinstance(entry, MAPPING):
             problems.add(key, f"record is a {type(entry).__name__}; left out")
             parent_of[key] = None
             continue
         parent = entry.get("parent")
         parent_of[key] = str(parent) if parent is not None else None
         message = entry.get("message")
-        if not isinstance(message, Mapping):
+        if not isinstance(message, MAPPING):
             continue
         author = table(message, "author")
         role = role_of(author.get("role"), problems, key)

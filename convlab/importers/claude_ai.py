@@ -17,14 +17,14 @@ from typing import Any
 
 from ..conversation import Conversation
 from .documents import Document
-from .records import ImportedMessage, Problems, conversation, fields, role_of, text_or_parts, to_time
+from .records import MAPPING, ImportedMessage, Problems, conversation, fields, role_of, text_or_parts, to_time
 
 NAME = "claude_ai"
 ROOT_IDS = (None, "", "00000000-0000-4000-8000-000000000000", "00000000-0000-0000-0000-000000000000")
 
 
 def detect(doc: Document) -> bool:
-    return isinstance(doc.first, Mapping) and isinstance(doc.first.get("chat_messages"), list)
+    return isinstance(doc.first, MAPPING) and isinstance(doc.first.get("chat_messages"), list)
 
 
 def parse(doc: Document) -> Iterator[Conversation]:
@@ -40,16 +40,16 @@ def content_of(m: Mapping[str, Any]) -> str | list[Any]:
 
 
 def parse_one(item: object, source: str, index: int) -> Conversation:
-    cid = str(item.get("uuid") or f"#{index}") if isinstance(item, Mapping) else f"#{index}"
+    cid = str(item.get("uuid") or f"#{index}") if isinstance(item, MAPPING) else f"#{index}"
     problems = Problems(source, cid)
-    messages = item.get("chat_messages") if isinstance(item, Mapping) else None
+    messages = item.get("chat_messages") if isinstance(item, MAPPING) else None
     if not isinstance(messages, list):
         problems.add(None, "no chat_messages list; read as empty")
         messages = []
     records: list[ImportedMessage] = []
     previous: str | None = None
     for i, m in enumerate(messages):
-        if not isinstance(m, Mapping):
+        if not isinstance(m, MAPPING):
             problems.add(None, f"chat_messages[{i}] is a {type(m).__name__}; left out")
             continue
         mid = str(m.get("uuid") or f"{cid}#{i}")
@@ -70,8 +70,8 @@ def parse_one(item: object, source: str, index: int) -> Conversation:
             "metadata": {k: m[k] for k in ("attachments", "files") if m.get(k)},
         }))
         previous = mid
-    leaf = item.get("current_leaf_message_uuid") if isinstance(item, Mapping) else None
-    title = item.get("name") if isinstance(item, Mapping) else None
+    leaf = item.get("current_leaf_message_uuid") if isinstance(item, MAPPING) else None
+    title = item.get("name") if isinstance(item, MAPPING) else None
     return conversation(
         records,
         problems,

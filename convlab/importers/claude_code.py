@@ -47,7 +47,7 @@ from typing import Any
 
 from ..conversation import LOG_FORKS, LOG_ROWS, LOST_PARENT, NO_CALL, Conversation
 from .documents import Document
-from .records import ImportedMessage, Problems, conversation, table, to_time, usage_of
+from .records import MAPPING, ImportedMessage, Problems, conversation, table, to_time, usage_of
 
 NAME = "claude_code"
 
@@ -67,13 +67,13 @@ def detect(doc: Document) -> bool:
         return False
     hits = 0
     for row in doc.head:
-        if not isinstance(row, Mapping):
+        if not isinstance(row, MAPPING):
             continue
         if "parentUuid" in row and "sessionId" in row:
             return True
         if _typed(row) and ("uuid" in row or "leafUuid" in row or "messageId" in row):
             hits += 1
-    return hits >= 1 and all(not isinstance(r, Mapping) or _typed(r) for r in doc.head)
+    return hits >= 1 and all(not isinstance(r, MAPPING) or _typed(r) for r in doc.head)
 
 
 def parse(doc: Document) -> list[Conversation]:
@@ -101,7 +101,7 @@ def _typed(row: Mapping[str, Any]) -> bool:
 
 
 def _is_message(row: Mapping[str, Any]) -> bool:
-    return row.get("type") in ("user", "assistant") and isinstance(row.get("message"), Mapping)
+    return row.get("type") in ("user", "assistant") and isinstance(row.get("message"), MAPPING)
 
 
 def _is_boundary(row: Mapping[str, Any]) -> bool:
@@ -123,14 +123,14 @@ def _blocks(content: object) -> list[Any]:
 
 
 def _is_result(block: object) -> bool:
-    return isinstance(block, Mapping) and block.get("type") == "tool_result"
+    return isinstance(block, MAPPING) and block.get("type") == "tool_result"
 
 
 def _tool_calls(blocks: list[Any]) -> list[dict[str, Any]] | None:
     calls = [
         {"id": b.get("id"), "type": "function", "function": {"name": b.get("name"), "arguments": b.get("input")}}
         for b in blocks
-        if isinstance(b, Mapping) and b.get("type") == "tool_use"
+        if isinstance(b, MAPPING) and b.get("type") == "tool_use"
     ]
     return calls or None
 
@@ -154,7 +154,7 @@ class RowIndex:
 
     def __init__(self, rows: list[Any], source: str) -> None:
         self.source = source
-        rows = [_text_ids(r) for r in rows if isinstance(r, Mapping)]
+        rows = [_text_ids(r) for r in rows if isinstance(r, MAPPING)]
         session = next((str(r["sessionId"]) for r in rows if r.get("sessionId")), None)
         self.session = session or source.split("!")[-1].rsplit("/", 1)[-1].split(".")[0]
         self.problems = Problems(source, self.session)  # about the file: told with the session

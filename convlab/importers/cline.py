@@ -45,7 +45,7 @@ from typing import Any
 
 from ..conversation import Conversation
 from .documents import Document, NotJSON, parse_bytes
-from .records import ImportedMessage, Problems, conversation, logged_counts, to_time
+from .records import MAPPING, ImportedMessage, Problems, conversation, logged_counts, to_time
 
 NAME = "cline"
 HISTORY = "api_conversation_history.json"
@@ -56,7 +56,7 @@ _CALL_ROWS = ("tool", "command", "use_mcp_server", "browser_action_launch", "use
 
 
 def _ui_row(x: object) -> bool:
-    return (isinstance(x, Mapping) and isinstance(x.get("ts"), (int, float)) and not isinstance(x.get("ts"), bool)
+    return (isinstance(x, MAPPING) and isinstance(x.get("ts"), (int, float)) and not isinstance(x.get("ts"), bool)
             and x.get("type") in ("say", "ask"))
 
 
@@ -64,18 +64,18 @@ def _texts(content: object) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(str(b.get("text")) for b in content if isinstance(b, Mapping) and isinstance(b.get("text"), str))
+        return "".join(str(b.get("text")) for b in content if isinstance(b, MAPPING) and isinstance(b.get("text"), str))
     return ""
 
 
 def _api_message(x: object) -> bool:
-    return isinstance(x, Mapping) and x.get("role") in ("user", "assistant") and "content" in x
+    return isinstance(x, MAPPING) and x.get("role") in ("user", "assistant") and "content" in x
 
 
 def detect(doc: Document) -> bool:
     if doc.kind != "array":
         return False
-    rows = [r for r in doc.head if isinstance(r, Mapping)]
+    rows = [r for r in doc.head if isinstance(r, MAPPING)]
     if not rows:
         return False
     if all(_ui_row(r) for r in rows):
@@ -94,7 +94,7 @@ def parse(doc: Document) -> list[Conversation]:
     rows = list(doc.items)
     folder = _folder(doc.source)
     task = folder.name if folder is not None else PurePath(doc.source.split("!")[-1]).stem
-    if all(_ui_row(r) for r in rows if isinstance(r, Mapping)):
+    if all(_ui_row(r) for r in rows if isinstance(r, MAPPING)):
         history = _sibling(folder, HISTORY)
         if history is None:
             return [_from_ui(rows, doc.source, task)]
@@ -125,7 +125,7 @@ def _info(row: Mapping[str, Any]) -> Mapping[str, Any]:
         info = json.loads(row["text"]) if isinstance(row.get("text"), str) else None
     except ValueError:
         return {}
-    return info if isinstance(info, Mapping) else {}
+    return info if isinstance(info, MAPPING) else {}
 
 
 def _ui_usage(info: Mapping[str, Any]) -> dict[str, Any]:
@@ -142,8 +142,8 @@ def _usage_rows(ui: list[Any]) -> list[Mapping[str, Any]]:
 
 
 def _metrics(m: Mapping[str, Any]) -> dict[str, Any] | None:
-    tokens = m.get("metrics", {}).get("tokens") if isinstance(m.get("metrics"), Mapping) else None
-    if not isinstance(tokens, Mapping) or tokens.get("prompt") is None:
+    tokens = m.get("metrics", {}).get("tokens") if isinstance(m.get("metrics"), MAPPING) else None
+    if not isinstance(tokens, MAPPING) or tokens.get("prompt") is None:
         return None
     usage, sound = logged_counts(tokens, {"input_tokens": "prompt", "cache_read_input_tokens": "cached", "output_tokens": "completion"})
     if sound:  # the uncached input apart from the cached; counts no provider reports as written, for build to say
@@ -175,9 +175,9 @@ def _from_history(history: list[Any], ui: list[Any], source: str, task: str) -> 
             k += 1
             blocks = content if isinstance(content, list) else [{"type": "text", "text": str(content)}]
             calls = [{"id": str(b.get("id")), "type": "function", "function": {"name": b.get("name"), "arguments": b.get("input")}}
-                     for b in blocks if isinstance(b, Mapping) and b.get("type") == "tool_use"]
-            info = m.get("modelInfo") if isinstance(m.get("modelInfo"), Mapping) else (row or {}).get("modelInfo")
-            model = info.get("modelId") if isinstance(info, Mapping) else None
+                     for b in blocks if isinstance(b, MAPPING) and b.get("type") == "tool_use"]
+            info = m.get("modelInfo") if isinstance(m.get("modelInfo"), MAPPING) else (row or {}).get("modelInfo")
+            model = info.get("modelId") if isinstance(info, MAPPING) else None
             if isinstance(model, str) and model not in models:
                 models.append(model)
             node: dict[str, Any] = {"role": "assistant", "content": list(blocks), "time": time or (to_time(row["ts"]) if row else None),
@@ -189,14 +189,14 @@ def _from_history(history: list[Any], ui: list[Any], source: str, task: str) -> 
             last = f"m{i}"
             continue
         parts = content if isinstance(content, list) else None
-        results = [b for b in parts or [] if isinstance(b, Mapping) and b.get("type") == "tool_result"]
+        results = [b for b in parts or [] if isinstance(b, MAPPING) and b.get("type") == "tool_result"]
         for j, b in enumerate(results):
             tid = f"m{i}" if j == 0 else f"m{i}#{j + 1}"
             records.append(ImportedMessage(tid, last, {"role": "tool", "content": b.get("content") if isinstance(b.get("content"), (str, list)) else "",
                                                        "tool_call_id": str(b.get("tool_use_id") or ""), "time": time,
                                                        "metadata": {"is_error": True} if b.get("is_error") else {}}))
             last = tid
-        rest = [b for b in parts if not (isinstance(b, Mapping) and b.get("type") == "tool_result")] if parts is not None else content
+        rest = [b for b in parts if not (isinstance(b, MAPPING) and b.get("type") == "tool_result")] if parts is not None else content
         if rest or not results:
             nid = f"m{i}#text" if results else f"m{i}"
             records.append(ImportedMessage(nid, last, {"role": "user", "content": rest if isinstance(rest, (str, list)) else str(rest),

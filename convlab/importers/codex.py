@@ -57,7 +57,17 @@ from typing import Any
 from ..conversation import KEPT, Conversation
 from ..tokens import content_text
 from .documents import Document
-from .records import ImportedMessage, Problems, as_text, conversation, kept_copy, logged_counts, summary_root, to_time
+from .records import (
+    MAPPING,
+    ImportedMessage,
+    Problems,
+    as_text,
+    conversation,
+    kept_copy,
+    logged_counts,
+    summary_root,
+    to_time,
+)
 
 NAME = "codex"
 _ROW_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
@@ -74,13 +84,13 @@ _REDACTED = re.compile(r"\[REDACTED_[A-Z_]+ (len=\d+ sha=[0-9a-f]+)\]")
 
 
 def _row(x: object) -> bool:
-    return isinstance(x, Mapping) and isinstance(x.get("type"), str) and x["type"] in _ROW_TYPES and isinstance(x.get("payload"), Mapping)
+    return isinstance(x, MAPPING) and isinstance(x.get("type"), str) and x["type"] in _ROW_TYPES and isinstance(x.get("payload"), MAPPING)
 
 
 def detect(doc: Document) -> bool:
     if doc.kind != "lines":
         return False
-    rows = [r for r in doc.head if isinstance(r, Mapping)]
+    rows = [r for r in doc.head if isinstance(r, MAPPING)]
     return bool(rows) and all(_row(r) for r in rows) and any(r["type"] in ("session_meta", "response_item") for r in rows)
 
 
@@ -97,13 +107,13 @@ def _text(content: object) -> str:
         return content
     if not isinstance(content, list):
         return ""
-    return "".join(str(p.get("text") or "") for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str))
+    return "".join(str(p.get("text") or "") for p in content if isinstance(p, MAPPING) and isinstance(p.get("text"), str))
 
 
 def _content(content: object) -> str | list[Any]:
     """A message item's content as the protocol's: its text, or its parts when one is not text (an image)."""
-    if isinstance(content, list) and any(isinstance(p, Mapping) and not isinstance(p.get("text"), str) for p in content):
-        return [{"type": "text", "text": p["text"]} if isinstance(p, Mapping) and isinstance(p.get("text"), str) else p
+    if isinstance(content, list) and any(isinstance(p, MAPPING) and not isinstance(p.get("text"), str) for p in content):
+        return [{"type": "text", "text": p["text"]} if isinstance(p, MAPPING) and isinstance(p.get("text"), str) else p
                 for p in content if p is not None]
     return _text(content)
 
@@ -142,7 +152,7 @@ def _output(raw: object) -> str | list[Any]:
         return raw
     if isinstance(raw, list):
         return _content(raw)
-    if isinstance(raw, Mapping) and isinstance(raw.get("content"), (str, list)):
+    if isinstance(raw, MAPPING) and isinstance(raw.get("content"), (str, list)):
         return _output(raw["content"])
     return as_text(raw)
 
@@ -232,7 +242,7 @@ class _Rollout:
     def event(self, p: Mapping[str, Any]) -> None:
         kind = p.get("type")
         info = p.get("info")
-        if kind == "token_count" and isinstance(info, Mapping) and isinstance(info.get("last_token_usage"), Mapping):
+        if kind == "token_count" and isinstance(info, MAPPING) and isinstance(info.get("last_token_usage"), MAPPING):
             window = info.get("model_context_window")
             if isinstance(window, int) and not isinstance(window, bool) and window > 0:
                 self.window = window
@@ -282,7 +292,7 @@ class _Rollout:
         text = _text(content)
         if self.prompts is None:
             return not text.lstrip().startswith(_INJECTED)
-        first = next((str(p["text"]) for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str)), text) \
+        first = next((str(p["text"]) for p in content if isinstance(p, MAPPING) and isinstance(p.get("text"), str)), text) \
             if isinstance(content, list) else text
         for key in dict.fromkeys((_same(text), _same(first))):
             if self.prompts[key] > 0:
@@ -331,7 +341,7 @@ class _Rollout:
         kept: list[tuple[object, object]]
         if isinstance(history, list):
             kept = [(item.get("role"), item.get("content")) for item in history
-                    if isinstance(item, Mapping) and item.get("type") == "message"]
+                    if isinstance(item, MAPPING) and item.get("type") == "message"]
         else:
             kept = self.recent_prompts(originals)
         for k, (role, content) in enumerate(kept, 1):
@@ -371,9 +381,9 @@ class _Rollout:
 def _thinking(p: Mapping[str, Any]) -> dict[str, Any]:
     """A reasoning item as a ``thinking`` part: its summary text (and the reasoning text where a build records it),
     with the encrypted reasoning the model reads back when there is some."""
-    summary = "\n".join(str(s.get("text") or "") for s in p.get("summary") or [] if isinstance(s, Mapping))
+    summary = "\n".join(str(s.get("text") or "") for s in p.get("summary") or [] if isinstance(s, MAPPING))
     content = p.get("content")
-    text = "\n".join(str(s.get("text") or "") for s in content if isinstance(s, Mapping)) if isinstance(content, list) else ""
+    text = "\n".join(str(s.get("text") or "") for s in content if isinstance(s, MAPPING)) if isinstance(content, list) else ""
     part: dict[str, Any] = {"type": "thinking", "thinking": text or summary}
     if isinstance(p.get("encrypted_content"), str) and p["encrypted_content"]:
         part["encrypted_content"] = p["encrypted_content"]

@@ -47,23 +47,23 @@ from typing import Any
 from ..conversation import Conversation
 from ..tree import usage_problem
 from .documents import Document
-from .records import ImportedMessage, Problems, as_text, conversation, kept_copy, summary_root, to_time
+from .records import MAPPING, ImportedMessage, Problems, as_text, conversation, kept_copy, summary_root, to_time
 
 NAME = "copilot_cli"
 _PREFIXES = ("session.", "user.", "assistant.", "tool.", "system.", "subagent.", "hook.", "skill.", "permission.")
 
 
 def _event(x: object) -> bool:
-    return (isinstance(x, Mapping) and isinstance(x.get("type"), str) and x["type"].startswith(_PREFIXES)
-            and isinstance(x.get("data"), Mapping) and "id" in x)
+    return (isinstance(x, MAPPING) and isinstance(x.get("type"), str) and x["type"].startswith(_PREFIXES)
+            and isinstance(x.get("data"), MAPPING) and "id" in x)
 
 
 def _timeline(x: object) -> bool:
-    return isinstance(x, Mapping) and "sessionId" in x and isinstance(x.get("timeline"), list) and "chatMessages" in x
+    return isinstance(x, MAPPING) and "sessionId" in x and isinstance(x.get("timeline"), list) and "chatMessages" in x
 
 
 def detect(doc: Document) -> bool:
-    rows = [r for r in doc.head if isinstance(r, Mapping)]
+    rows = [r for r in doc.head if isinstance(r, MAPPING)]
     if not rows:
         return False
     if doc.kind == "object":
@@ -94,7 +94,7 @@ def _count(v: object) -> int | None:
 
 
 def _tool_result(result: object) -> str:
-    if isinstance(result, Mapping):
+    if isinstance(result, MAPPING):
         content = result.get("content")
         return as_text(content)
     return as_text(result)
@@ -166,7 +166,7 @@ class _Events:
             parts.append({"type": "text", "text": data["content"]})
         calls = []
         for r in data.get("toolRequests") or []:
-            if isinstance(r, Mapping):
+            if isinstance(r, MAPPING):
                 cid, name = str(r.get("toolCallId") or ""), str(r.get("name") or "")
                 parts.append({"type": "tool_use", "id": cid, "name": name, "input": r.get("arguments")})
                 calls.append({"id": cid, "type": "function", "function": {"name": name, "arguments": r.get("arguments")}})
@@ -236,7 +236,7 @@ def _read_timeline(doc: Mapping[str, Any], source: str) -> Conversation:
             last = r.id
         results.clear()
 
-    for k, item in enumerate(x for x in doc["timeline"] if isinstance(x, Mapping)):
+    for k, item in enumerate(x for x in doc["timeline"] if isinstance(x, MAPPING)):
         kind, time = item.get("type"), to_time(item.get("timestamp"))
         iid = str(item.get("id") or f"t{k}")
         if kind in ("user", "copilot"):
@@ -259,8 +259,8 @@ def _read_timeline(doc: Mapping[str, Any], source: str) -> Conversation:
             reply.setdefault("tool_calls", []).append({"id": cid_, "type": "function",
                                                        "function": {"name": name, "arguments": item.get("arguments")}})
             result = item.get("result")
-            log = result.get("log") if isinstance(result, Mapping) else result
-            error = {"is_error": True} if isinstance(result, Mapping) and result.get("type") not in (None, "success") else {}
+            log = result.get("log") if isinstance(result, MAPPING) else result
+            error = {"is_error": True} if isinstance(result, MAPPING) and result.get("type") not in (None, "success") else {}
             results.append(ImportedMessage(iid, None, {"role": "tool", "content": as_text(log),
                                                        "tool_call_id": cid_, "time": time, "metadata": error}))
     flush()

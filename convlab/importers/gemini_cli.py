@@ -55,7 +55,7 @@ from typing import Any
 
 from ..conversation import Conversation
 from .documents import Document
-from .records import ImportedMessage, Problems, as_text, conversation, logged_counts, to_time
+from .records import MAPPING, ImportedMessage, Problems, as_text, conversation, logged_counts, to_time
 
 NAME = "gemini_cli"
 _TYPES = {"user", "gemini", "info", "error", "warning"}
@@ -65,36 +65,36 @@ CONTINUE = "System: Please continue."
 
 
 def _message(x: object) -> bool:
-    return isinstance(x, Mapping) and isinstance(x.get("type"), str) and x["type"] in _TYPES and isinstance(x.get("id"), str)
+    return isinstance(x, MAPPING) and isinstance(x.get("type"), str) and x["type"] in _TYPES and isinstance(x.get("id"), str)
 
 
 def _header(x: object) -> bool:
-    return isinstance(x, Mapping) and "sessionId" in x and ("projectHash" in x or "startTime" in x)
+    return isinstance(x, MAPPING) and "sessionId" in x and ("projectHash" in x or "startTime" in x)
 
 
 def _event(x: object) -> bool:
-    return isinstance(x, Mapping) and isinstance(x.get("type"), str) and x["type"] in _EVENTS and "timestamp" in x
+    return isinstance(x, MAPPING) and isinstance(x.get("type"), str) and x["type"] in _EVENTS and "timestamp" in x
 
 
 def _content(x: object) -> bool:
     """A Gemini ``Content``: a checkpoint's turn."""
-    return isinstance(x, Mapping) and x.get("role") in ("user", "model") and isinstance(x.get("parts"), list) and "content" not in x
+    return isinstance(x, MAPPING) and x.get("role") in ("user", "model") and isinstance(x.get("parts"), list) and "content" not in x
 
 
 def _checkpoint(doc: Document) -> list[Any] | None:
     """A checkpoint's history (None: the document is not one)."""
     first = doc.first
-    if doc.kind == "object" and isinstance(first, Mapping) and isinstance(first.get("history"), list) and \
+    if doc.kind == "object" and isinstance(first, MAPPING) and isinstance(first.get("history"), list) and \
             all(_content(c) for c in first["history"][:5]):
         return first["history"]
-    rows = [r for r in doc.head if isinstance(r, Mapping)]
+    rows = [r for r in doc.head if isinstance(r, MAPPING)]
     if doc.kind == "array" and rows and all(_content(r) for r in rows) and any(r["role"] == "model" for r in rows):
         return []  # the items are the history (read as they come)
     return None
 
 
 def detect(doc: Document) -> bool:
-    rows = [r for r in doc.head if isinstance(r, Mapping)]
+    rows = [r for r in doc.head if isinstance(r, MAPPING)]
     if not rows:
         return False
     if _checkpoint(doc) is not None:
@@ -114,7 +114,7 @@ def parse(doc: Document) -> list[Conversation]:
     if history is not None:
         return [_read_checkpoint(history or list(doc.items), doc.source)]
     rows = list(doc.items)
-    if doc.kind == "lines" and not _header(next((r for r in rows if isinstance(r, Mapping)), None)):
+    if doc.kind == "lines" and not _header(next((r for r in rows if isinstance(r, MAPPING)), None)):
         return _stream(rows, doc.source)
     header, messages = _recording(rows)
     return [_Recording(doc.source, header).conversation(messages)]
@@ -126,7 +126,7 @@ def _recording(rows: list[Any]) -> tuple[dict[str, Any], list[Mapping[str, Any]]
     header: dict[str, Any] = {}
     messages: dict[str, Mapping[str, Any]] = {}
     for r in rows:
-        if not isinstance(r, Mapping):
+        if not isinstance(r, MAPPING):
             continue
         if isinstance(r.get("$rewindTo"), str):
             ids = list(messages)
@@ -135,7 +135,7 @@ def _recording(rows: list[Any]) -> tuple[dict[str, Any], list[Mapping[str, Any]]
                 del messages[mid]
         elif _message(r):
             messages[r["id"]] = r
-        elif isinstance(r.get("$set"), Mapping):
+        elif isinstance(r.get("$set"), MAPPING):
             patch = r["$set"]
             if isinstance(patch.get("messages"), list):
                 messages = {m["id"]: m for m in patch["messages"] if _message(m)}
@@ -151,13 +151,13 @@ def _parts(content: object) -> str | list[Any]:
     """Gemini parts (``[{"text": ...}, {"inlineData": ...}]``) as the protocol's content: one string when all are text."""
     if isinstance(content, str):
         return content
-    if isinstance(content, Mapping):
+    if isinstance(content, MAPPING):
         content = [content]
     if not isinstance(content, list):
         return ""
-    out = [{"type": "text", "text": p["text"]} if isinstance(p, Mapping) and isinstance(p.get("text"), str) else
+    out = [{"type": "text", "text": p["text"]} if isinstance(p, MAPPING) and isinstance(p.get("text"), str) else
            {"type": "text", "text": p} if isinstance(p, str) else p for p in content if p is not None]
-    if all(isinstance(p, Mapping) and p.get("type") == "text" for p in out):
+    if all(isinstance(p, MAPPING) and p.get("type") == "text" for p in out):
         return "".join(p["text"] for p in out)
     return out
 
@@ -170,7 +170,7 @@ def _text(content: object) -> str:
 def _usage(tokens: object) -> dict[str, Any] | None:
     """A message's ``tokens`` as a node's usage: the uncached input apart from the cached, the thoughts in the
     output; counts no provider reports kept as they are, for ``records.build`` to leave out and say."""
-    if not isinstance(tokens, Mapping) or "input" not in tokens:
+    if not isinstance(tokens, MAPPING) or "input" not in tokens:
         return None
     usage, sound = logged_counts(tokens, {"input_tokens": "input", "cache_read_input_tokens": "cached", "output_tokens": "output",
                                           "thoughts_tokens": "thoughts", **({"tool_tokens": "tool"} if "tool" in tokens else {})})
@@ -187,8 +187,8 @@ def _result(result: object) -> tuple[str | list[Any], bool]:
     texts: list[Any] = []
     error = False
     for p in parts:
-        response = p.get("functionResponse", {}).get("response") if isinstance(p, Mapping) and isinstance(p.get("functionResponse"), Mapping) else None
-        if isinstance(response, Mapping):
+        response = p.get("functionResponse", {}).get("response") if isinstance(p, MAPPING) and isinstance(p.get("functionResponse"), MAPPING) else None
+        if isinstance(response, MAPPING):
             if isinstance(response.get("output"), str):
                 texts.append(response["output"])
             elif isinstance(response.get("error"), str):
@@ -196,7 +196,7 @@ def _result(result: object) -> tuple[str | list[Any], bool]:
                 error = True
             else:
                 texts.append(as_text(response))
-        elif isinstance(p, Mapping) and isinstance(p.get("text"), str):
+        elif isinstance(p, MAPPING) and isinstance(p.get("text"), str):
             texts.append(p["text"])
         elif p is not None:
             texts.append(p)
@@ -242,14 +242,14 @@ class _Recording:
     def reply(self, m: Mapping[str, Any], time: float | None) -> None:
         parts: list[Any] = []
         for t in m.get("thoughts") or []:
-            if isinstance(t, Mapping):
+            if isinstance(t, MAPPING):
                 parts.append({"type": "thinking", "thinking": "\n".join(str(t[k]) for k in ("subject", "description") if t.get(k))})
         text = _parts(m.get("content"))
         if isinstance(text, str):
             parts.extend([{"type": "text", "text": text}] if text else [])
         else:
             parts.extend(text)
-        calls = [c for c in m.get("toolCalls") or [] if isinstance(c, Mapping)]
+        calls = [c for c in m.get("toolCalls") or [] if isinstance(c, MAPPING)]
         tool_calls = []
         for c in calls:
             cid, name = str(c.get("id") or ""), str(c.get("name") or "")
@@ -330,10 +330,10 @@ class _StreamJsonRun:
                 self.reply = None
                 error = r.get("error")
                 content = r.get("output") if isinstance(r.get("output"), str) else \
-                    str(error.get("message")) if isinstance(error, Mapping) else ""
+                    str(error.get("message")) if isinstance(error, MAPPING) else ""
                 self.add(f"L{line}", {"role": "tool", "content": content, "tool_call_id": str(r.get("tool_id") or ""),
                                       "time": time, "metadata": {"is_error": True} if r.get("status") == "error" else {}})
-            elif kind == "result" and isinstance(r.get("stats"), Mapping):
+            elif kind == "result" and isinstance(r.get("stats"), MAPPING):
                 self.meta["stats"] = dict(r["stats"])
         return conversation(self.records, self.problems, id=self.id, title=None, format=NAME, source=self.source,
                             head=self.last, metadata={k: v for k, v in self.meta.items() if v is not None})
@@ -372,15 +372,15 @@ def _read_checkpoint(history: list[Any], source: str) -> Conversation:
             problems.left_out(f"h{i}", "not a Gemini Content (role user or model, parts); left out")
             continue
         node: dict[str, Any] = {"role": "assistant" if turn["role"] == "model" else "user", "content": []}
-        for k, p in enumerate(q for q in turn["parts"] if isinstance(q, Mapping)):
-            if isinstance(p.get("functionCall"), Mapping):
+        for k, p in enumerate(q for q in turn["parts"] if isinstance(q, MAPPING)):
+            if isinstance(p.get("functionCall"), MAPPING):
                 fc = p["functionCall"]
                 fid, fname = str(fc.get("id") or f"h{i}.{k}"), str(fc.get("name") or "")
                 calls.setdefault(fname, []).append(fid)
                 node["content"].append({"type": "tool_use", "id": fid, "name": fname, "input": fc.get("args")})
                 node.setdefault("tool_calls", []).append({"id": fid, "type": "function",
                                                           "function": {"name": fname, "arguments": fc.get("args")}})
-            elif isinstance(p.get("functionResponse"), Mapping):
+            elif isinstance(p.get("functionResponse"), MAPPING):
                 fr = p["functionResponse"]
                 pending = calls.get(str(fr.get("name") or ""), [])
                 fid = str(fr["id"]) if fr.get("id") else pending[0] if pending else f"h{i}.{k}"

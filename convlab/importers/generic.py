@@ -30,6 +30,7 @@ from typing import Any
 from ..conversation import Conversation
 from .documents import Document
 from .records import (
+    MAPPING,
     ImportedMessage,
     Problems,
     conversation,
@@ -51,17 +52,17 @@ _HEAD_KEYS = ("currentId", "currentMessageId", "current_node")
 
 def is_record(x: object) -> bool:
     """A message record of this shape: an ``id`` and a parent key, and not LibreChat's ``messageId``."""
-    return isinstance(x, Mapping) and "id" in x and "messageId" not in x and any(k in x for k in PARENT_KEYS)
+    return isinstance(x, MAPPING) and "id" in x and "messageId" not in x and any(k in x for k in PARENT_KEYS)
 
 
 def _is_conversation(x: object) -> bool:
-    if not isinstance(x, Mapping) or not isinstance(x.get("messages"), list):
+    if not isinstance(x, MAPPING) or not isinstance(x.get("messages"), list):
         return False
     return any(is_record(m) for m in x["messages"][:5])
 
 
 def detect(doc: Document) -> bool:
-    first = next((v for v in doc.head if isinstance(v, Mapping)), None)
+    first = next((v for v in doc.head if isinstance(v, MAPPING)), None)
     if doc.kind == "object":
         return _is_conversation(first)
     return is_record(first) or _is_conversation(first)
@@ -71,7 +72,7 @@ def parse(doc: Document) -> Iterable[Conversation]:
     stem = PurePath(doc.source.split("!")[-1]).name.split(".")[0] or "conversation"
     if doc.kind == "object":
         return [parse_one(doc.first, doc.source, stem)]
-    if is_record(next((v for v in doc.head if isinstance(v, Mapping)), None)):  # the records themselves
+    if is_record(next((v for v in doc.head if isinstance(v, MAPPING)), None)):  # the records themselves
         return [parse_one({"messages": list(doc.items)}, doc.source, stem)]
     return doc.each(lambda item, source, i: parse_one(item, source, f"{stem}#{i}"))
 
@@ -120,7 +121,7 @@ def _records(messages: list[Any], problems: Problems) -> list[ImportedMessage]:
 
 def _named(item: object, keys: tuple[str, ...]) -> str | None:
     """The first of ``keys`` that ``item`` holds as a string or an integer, as a string."""
-    if not isinstance(item, Mapping):
+    if not isinstance(item, MAPPING):
         return None
     return next((str(item[k]) for k in keys if isinstance(item.get(k), (str, int)) and not isinstance(item[k], bool)), None)
 
@@ -129,12 +130,12 @@ def parse_one(item: object, source: str, default_id: str) -> Conversation:
     """One conversation: ``{"messages": [...], "title"?, "id"?, "currentId"?}``."""
     cid = _named(item, ("conversationId", "id", "chatId")) or default_id
     problems = Problems(source, cid)
-    messages = item.get("messages") if isinstance(item, Mapping) else None
+    messages = item.get("messages") if isinstance(item, MAPPING) else None
     if not isinstance(messages, list):
         problems.add(None, "no messages list; read as empty")
         messages = []
     records = _records(messages, problems)
     head = _named(item, _HEAD_KEYS)
-    return conversation(records, problems, id=cid, title=item.get("title") if isinstance(item, Mapping) else None,
+    return conversation(records, problems, id=cid, title=item.get("title") if isinstance(item, MAPPING) else None,
                         format=NAME, source=source, head=head if head is not None else latest,
                         metadata=fields(item, "createdAt", "updatedAt", "model"))

@@ -20,6 +20,7 @@ from typing import Any, TypeGuard
 from ..conversation import Conversation
 from .documents import Document
 from .records import (
+    MAPPING,
     ImportedMessage,
     Problems,
     conversation,
@@ -37,9 +38,9 @@ NAME = "librechat"
 
 
 def _is_export(item: object) -> TypeGuard[Mapping[str, Any]]:
-    if not isinstance(item, Mapping) or not isinstance(item.get("messages"), list):
+    if not isinstance(item, MAPPING) or not isinstance(item.get("messages"), list):
         return False
-    first = next((m for m in item["messages"] if isinstance(m, Mapping)), None)
+    first = next((m for m in item["messages"] if isinstance(m, MAPPING)), None)
     return first is not None and "messageId" in first  # keyed "id": the generic tree (``generic``)
 
 
@@ -56,7 +57,7 @@ def content_of(m: Mapping[str, Any]) -> str | list[Any]:
     if isinstance(parts, list) and parts:
         fixed = []
         for p in parts:
-            if isinstance(p, Mapping) and p.get("type") == "text" and isinstance(p.get("text"), Mapping):
+            if isinstance(p, MAPPING) and p.get("type") == "text" and isinstance(p.get("text"), MAPPING):
                 p = {"type": "text", "text": str(p["text"].get("value", ""))}
             fixed.append(p)
         return text_or_parts(fixed)
@@ -65,7 +66,7 @@ def content_of(m: Mapping[str, Any]) -> str | list[Any]:
 
 
 def parse_one(item: object, source: str, index: int) -> Conversation:
-    cid = str(item.get("conversationId") or f"#{index}") if isinstance(item, Mapping) else f"#{index}"
+    cid = str(item.get("conversationId") or f"#{index}") if isinstance(item, MAPPING) else f"#{index}"
     problems = Problems(source, cid)
     records: list[ImportedMessage] = []
     if not _is_export(item):

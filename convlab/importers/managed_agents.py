@@ -33,7 +33,7 @@ from typing import Any
 
 from ..conversation import Conversation
 from .documents import Document
-from .records import ImportedMessage, Problems, conversation, summary_root, to_time, usage_of
+from .records import MAPPING, ImportedMessage, Problems, conversation, summary_root, to_time, usage_of
 
 NAME = "managed_agents"
 _DOMAINS = ("user.", "agent.", "session.", "span.", "system.")
@@ -44,16 +44,16 @@ _RESULTS = {"agent.tool_result": "tool_use_id", "agent.mcp_tool_result": "mcp_to
 
 
 def _event(x: object) -> bool:
-    return (isinstance(x, Mapping) and isinstance(x.get("type"), str) and x["type"].startswith(_DOMAINS)
+    return (isinstance(x, MAPPING) and isinstance(x.get("type"), str) and x["type"].startswith(_DOMAINS)
             and "processed_at" in x and "data" not in x)
 
 
 def _events(doc: Document) -> list[Any] | None:
     """The document's events (None: not a stream of them)."""
     first = doc.first
-    if doc.kind == "object" and isinstance(first, Mapping) and isinstance(first.get("data"), list):
+    if doc.kind == "object" and isinstance(first, MAPPING) and isinstance(first.get("data"), list):
         return first["data"] if first["data"][:1] and all(_event(e) for e in first["data"][:5]) else None
-    rows = [r for r in doc.head if isinstance(r, Mapping)]
+    rows = [r for r in doc.head if isinstance(r, MAPPING)]
     return [] if doc.kind in ("lines", "array") and rows and all(_event(r) for r in rows) else None
 
 
@@ -76,7 +76,7 @@ def parse(doc: Document) -> list[Conversation]:
 def _blocks(content: object) -> str | list[Any]:
     if not isinstance(content, list):
         return "" if content is None else str(content)
-    if all(isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str) for b in content):
+    if all(isinstance(b, MAPPING) and b.get("type") == "text" and isinstance(b.get("text"), str) for b in content):
         return "".join(b["text"] for b in content)
     return [b for b in content if b is not None]
 

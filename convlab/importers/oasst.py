@@ -16,20 +16,20 @@ from typing import Any
 from ..conversation import Conversation
 from ..tree import Tree
 from .documents import Document
-from .records import ImportedMessage, Problems, conversation, descend, fields, role_of
+from .records import MAPPING, ImportedMessage, Problems, conversation, descend, fields, role_of
 
 NAME = "oasst"
 _META = ("rank", "lang", "synthetic", "model_name", "review_count", "review_result", "emojis", "deleted")
 
 
 def _tree(item: object) -> Mapping[str, Any] | None:
-    if isinstance(item, Mapping) and isinstance(item.get("prompt"), Mapping) and "message_id" in item["prompt"]:
+    if isinstance(item, MAPPING) and isinstance(item.get("prompt"), MAPPING) and "message_id" in item["prompt"]:
         return item
     return None
 
 
 def detect(doc: Document) -> bool:
-    return _tree(doc.first) is not None or (isinstance(doc.first, Mapping) and "message_tree_id" in doc.first)
+    return _tree(doc.first) is not None or (isinstance(doc.first, MAPPING) and "message_tree_id" in doc.first)
 
 
 def parse(doc: Document) -> Iterator[Conversation]:
@@ -37,14 +37,14 @@ def parse(doc: Document) -> Iterator[Conversation]:
 
 
 def _rank_key(m: object, position: int) -> tuple[int, float, int]:
-    rank = m.get("rank") if isinstance(m, Mapping) else None
+    rank = m.get("rank") if isinstance(m, MAPPING) else None
     if isinstance(rank, (int, float)) and not isinstance(rank, bool):
         return (0, float(rank), position)
     return (1, 0.0, position)
 
 
 def parse_one(item: object, source: str, index: int) -> Conversation:
-    tid = str(item.get("message_tree_id") or f"#{index}") if isinstance(item, Mapping) else f"#{index}"
+    tid = str(item.get("message_tree_id") or f"#{index}") if isinstance(item, MAPPING) else f"#{index}"
     problems = Problems(source, tid)
     records: list[ImportedMessage] = []
     best_child: dict[str, str] = {}
@@ -55,7 +55,7 @@ def parse_one(item: object, source: str, index: int) -> Conversation:
         stack: list[tuple[Any, str | None, str]] = [(tree_doc["prompt"], None, "prompt")]
         while stack:
             m, holder, where_ = stack.pop()
-            if not isinstance(m, Mapping) or m.get("message_id") is None:
+            if not isinstance(m, MAPPING) or m.get("message_id") is None:
                 problems.add(None, f"{where_} is not a message; left out with its replies")
                 continue
             mid = str(m["message_id"])
@@ -76,7 +76,7 @@ def parse_one(item: object, source: str, index: int) -> Conversation:
             if isinstance(replies, list) and replies:
                 ranked = sorted(range(len(replies)), key=lambda j: _rank_key(replies[j], j))
                 first = replies[ranked[0]]
-                if isinstance(first, Mapping) and first.get("message_id") is not None:
+                if isinstance(first, MAPPING) and first.get("message_id") is not None:
                     best_child[mid] = str(first["message_id"])
                 stack.extend(reversed([(r, mid, f"{where_}.replies[{j}]") for j, r in enumerate(replies)]))
 

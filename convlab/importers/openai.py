@@ -12,28 +12,28 @@ the list is one branch, its last message the head. ``developer`` reads as
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import PurePath
 from typing import Any
 
 from ..conversation import Conversation
 from ..tree import MESSAGE_KEYS
 from .documents import Document
-from .records import ImportedMessage, Problems, conversation, role_of, to_time, usage_of
+from .records import MAPPING, ImportedMessage, Problems, conversation, role_of, to_time, usage_of
 
 NAME = "openai"
 
 
 def is_message(x: object) -> bool:
-    return isinstance(x, Mapping) and isinstance(x.get("role"), str) and ("content" in x or "tool_calls" in x)
+    return isinstance(x, MAPPING) and isinstance(x.get("role"), str) and ("content" in x or "tool_calls" in x)
 
 
 def _is_conversation(x: object) -> bool:
-    return isinstance(x, Mapping) and isinstance(x.get("messages"), list) and any(is_message(m) for m in x["messages"][:5])
+    return isinstance(x, MAPPING) and isinstance(x.get("messages"), list) and any(is_message(m) for m in x["messages"][:5])
 
 
 def _first_mapping(doc: Document) -> Any:
-    return next((v for v in doc.head if isinstance(v, Mapping)), None)
+    return next((v for v in doc.head if isinstance(v, MAPPING)), None)
 
 
 def detect(doc: Document) -> bool:
@@ -53,9 +53,9 @@ def parse(doc: Document) -> Iterable[Conversation]:
 
 
 def parse_one(item: object, source: str, default_id: str) -> Conversation:
-    cid = str(item.get("id") or default_id) if isinstance(item, Mapping) else default_id
+    cid = str(item.get("id") or default_id) if isinstance(item, MAPPING) else default_id
     problems = Problems(source, cid)
-    messages = item.get("messages") if isinstance(item, Mapping) else None
+    messages = item.get("messages") if isinstance(item, MAPPING) else None
     if not isinstance(messages, list):
         problems.add(None, "no messages list; read as empty")
         messages = []
@@ -63,7 +63,7 @@ def parse_one(item: object, source: str, default_id: str) -> Conversation:
     used: set[str] = set()
     previous: str | None = None
     for i, m in enumerate(messages):
-        if not isinstance(m, Mapping):
+        if not isinstance(m, MAPPING):
             problems.add(None, f"messages[{i}] is a {type(m).__name__}, not a message; left out")
             continue
         given = m.get("id")
@@ -89,5 +89,5 @@ def parse_one(item: object, source: str, default_id: str) -> Conversation:
                 node[key] = m[key]
         records.append(ImportedMessage(mid, previous, node))
         previous = mid
-    return conversation(records, problems, id=cid, title=item.get("title") if isinstance(item, Mapping) else None,
+    return conversation(records, problems, id=cid, title=item.get("title") if isinstance(item, MAPPING) else None,
                         format=NAME, source=source, head=previous)

@@ -85,6 +85,7 @@ from ..conversation import Conversation
 from ..errors import ReadError
 from .documents import Document, NotJSON, parse_bytes
 from .records import (
+    MAPPING,
     ImportedMessage,
     Problems,
     conversation,
@@ -111,7 +112,7 @@ _TABLES = {"session": {"id", "title"}, "message": {"id", "session_id", "time_cre
 
 def held(x: object) -> str | None:
     """What an OpenCode storage file holds (``"session"``, ``"message"``, ``"part"``), or None."""
-    if not isinstance(x, Mapping) or not isinstance(x.get("id"), str):
+    if not isinstance(x, MAPPING) or not isinstance(x.get("id"), str):
         return None
     found = _HELD.get(x["id"][:4])
     return found[1] if found is not None and found[0] in x else None
@@ -179,7 +180,7 @@ def parse(doc: Document) -> list[Conversation]:
     if not folder.is_dir():
         raise read_error(os.fspath(session_path), f"an OpenCode session with no message folder: message/{sid}/ is not in {store}")
     messages = [(m, _sorted_json(store / "part" / str(m["id"]))) for m in _sorted_json(folder)
-                if isinstance(m, Mapping) and isinstance(m.get("id"), str)]
+                if isinstance(m, MAPPING) and isinstance(m.get("id"), str)]
     return [_session(info, messages, os.fspath(session_path))]
 
 
@@ -236,16 +237,16 @@ def _loads(data: object) -> dict[str, Any]:
         value = json.loads(data) if isinstance(data, (str, bytes)) else data
     except ValueError:
         return {}
-    return dict(value) if isinstance(value, Mapping) else {}
+    return dict(value) if isinstance(value, MAPPING) else {}
 
 
 # -- a session, as OpenCode sends it ---------------------------------------------------------------
 
 
 def _usage(tokens: object, cost: object) -> dict[str, Any] | None:
-    if not isinstance(tokens, Mapping):
+    if not isinstance(tokens, MAPPING):
         return None
-    cache: Mapping[str, Any] = tokens["cache"] if isinstance(tokens.get("cache"), Mapping) else {}
+    cache: Mapping[str, Any] = tokens["cache"] if isinstance(tokens.get("cache"), MAPPING) else {}
     flat = {"input": tokens.get("input"), "output": tokens.get("output"), "reasoning": tokens.get("reasoning"),
             "read": cache.get("read"), "write": cache.get("write")}
     usage, _sound = logged_counts(flat, {"input_tokens": "input", "cache_read_input_tokens": "read",  # as written: build checks
@@ -295,14 +296,14 @@ def _result(state: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     status = state.get("status")
     meta: dict[str, Any] = {}
     if status == "completed":
-        times: Mapping[str, Any] = state["time"] if isinstance(state.get("time"), Mapping) else {}
+        times: Mapping[str, Any] = state["time"] if isinstance(state.get("time"), MAPPING) else {}
         if times.get("compacted") is not None:
             meta["pruned"] = times["compacted"]
         output = state.get("output")
         return (output if isinstance(output, str) else json.dumps(output)), meta
     meta["is_error"] = True
     if status == "error":
-        extra: Mapping[str, Any] = state["metadata"] if isinstance(state.get("metadata"), Mapping) else {}
+        extra: Mapping[str, Any] = state["metadata"] if isinstance(state.get("metadata"), MAPPING) else {}
         if extra.get("interrupted") is True and isinstance(extra.get("output"), str):
             return extra["output"], {}
         return str(state.get("error") or ""), meta
@@ -315,7 +316,7 @@ def _sent(info: Mapping[str, Any], parts: list[Any]) -> bool:
     error = info.get("error")
     if not error:
         return True
-    aborted = isinstance(error, Mapping) and error.get("name") == "MessageAbortedError"
+    aborted = isinstance(error, MAPPING) and error.get("name") == "MessageAbortedError"
     return aborted and any(p.get("type") not in ("step-start", "reasoning") for p in parts)
 
 
@@ -339,7 +340,7 @@ class _Reader:
 
     def assistant(self, info: Mapping[str, Any], parts: list[Any]) -> None:
         mid = str(info["id"])
-        time = to_time((info.get("time") or {}).get("created")) if isinstance(info.get("time"), Mapping) else None
+        time = to_time((info.get("time") or {}).get("created")) if isinstance(info.get("time"), MAPPING) else None
         on_path = _sent(info, parts)
         parent = self.last
         steps = _steps(parts)
@@ -354,7 +355,7 @@ class _Reader:
             meta["agent"] = info["mode"]
         if info.get("summary") is True:
             meta["summary"] = True
-        if isinstance(info.get("error"), Mapping):
+        if isinstance(info.get("error"), MAPPING):
             meta["error"] = info["error"].get("name")
         if meta.get("model") and meta["model"] not in self.models:
             self.models.append(meta["model"])
@@ -369,7 +370,7 @@ class _Reader:
                 elif kind == "reasoning":
                     content.append({"type": "thinking", "thinking": str(p.get("text") or "")})
                 elif kind == "tool":
-                    state = p.get("state") if isinstance(p.get("state"), Mapping) else {}
+                    state = p.get("state") if isinstance(p.get("state"), MAPPING) else {}
                     cid, name = str(p.get("callID") or p.get("id")), str(p.get("tool") or "")
                     content.append({"type": "tool_use", "id": cid, "name": name, "input": state.get("input")})
                     calls.append({"id": cid, "type": "function", "function": {"name": name, "arguments": state.get("input")}})
@@ -395,10 +396,10 @@ class _Reader:
 
     def user(self, info: Mapping[str, Any], parts: list[Any]) -> None:
         mid = str(info["id"])
-        time = to_time((info.get("time") or {}).get("created")) if isinstance(info.get("time"), Mapping) else None
+        time = to_time((info.get("time") or {}).get("created")) if isinstance(info.get("time"), MAPPING) else None
         meta: dict[str, Any] = {}
         model = info.get("model")
-        if isinstance(model, Mapping):
+        if isinstance(model, MAPPING):
             meta["model"] = model.get("modelID")
         if isinstance(info.get("agent"), str):
             meta["agent"] = info["agent"]
@@ -410,7 +411,7 @@ class _Reader:
         """The log's own compaction, once its summary reply is read: the summary root, then copies of the tail kept."""
         text = "".join(str(p.get("text") or "") for p in parts if p.get("type") == "text")
         time = to_time((reply.get("time") or {}).get("completed") or (reply.get("time") or {}).get("created")) \
-            if isinstance(reply.get("time"), Mapping) else None
+            if isinstance(reply.get("time"), MAPPING) else None
         meta = {"compaction": {k: part[k] for k in ("auto", "overflow", "tail_start_id") if k in part}
                 | {"request": request, "summary": str(reply["id"])}}
         root = summary_root(f"{part.get('id') or request}@compaction", self.last, text, time, meta)
@@ -429,7 +430,7 @@ class _Reader:
 
 def _session(info: Mapping[str, Any], messages: Iterable[tuple[Any, list[Any]]], source: str) -> Conversation:
     reader = _Reader(info, source)
-    read = [(m, [p for p in parts if isinstance(p, Mapping)]) for m, parts in messages]
+    read = [(m, [p for p in parts if isinstance(p, MAPPING)]) for m, parts in messages]
     completed = {str(m.get("parentID")) for m, _ in read
                  if m.get("role") == "assistant" and m.get("summary") and m.get("finish") and not m.get("error")}
     requests: dict[str, Mapping[str, Any]] = {}  # a compaction request's message id -> its compaction part

@@ -13,18 +13,18 @@ from typing import Any
 
 from ..conversation import Conversation
 from .documents import Document
-from .records import ImportedMessage, Problems, conversation, fields, role_of, text_or_parts, to_time, usage_of
+from .records import MAPPING, ImportedMessage, Problems, conversation, fields, role_of, text_or_parts, to_time, usage_of
 
 NAME = "openwebui"
 
 
 def _chat(item: object) -> Mapping[str, Any] | None:
-    if not isinstance(item, Mapping):
+    if not isinstance(item, MAPPING):
         return None
-    if isinstance(item.get("history"), Mapping):
+    if isinstance(item.get("history"), MAPPING):
         return item
     chat = item.get("chat")
-    if isinstance(chat, Mapping) and isinstance(chat.get("history"), Mapping):
+    if isinstance(chat, MAPPING) and isinstance(chat.get("history"), MAPPING):
         return chat
     return None
 
@@ -47,7 +47,7 @@ def content_of(raw: object) -> str | list[Any]:
 
 def parse_one(item: object, source: str, index: int) -> Conversation:
     chat = _chat(item)
-    outer = item if isinstance(item, Mapping) else {}
+    outer = item if isinstance(item, MAPPING) else {}
     cid = str(outer.get("id") or (chat or {}).get("id") or f"#{index}")
     problems = Problems(source, cid)
     if chat is None:
@@ -55,13 +55,13 @@ def parse_one(item: object, source: str, index: int) -> Conversation:
         return conversation([], problems, id=cid, title=None, format=NAME, source=source)
     history = chat["history"]
     messages = history.get("messages")
-    if not isinstance(messages, Mapping):
+    if not isinstance(messages, MAPPING):
         problems.add(None, "history.messages is not an object; read as empty")
         messages = {}
     records: list[ImportedMessage] = []
     for key, m in messages.items():
         key = str(key)
-        if not isinstance(m, Mapping):
+        if not isinstance(m, MAPPING):
             problems.add(key, f"message is a {type(m).__name__}; left out")
             continue
         role = role_of(m.get("role"), problems, key)
@@ -75,7 +75,7 @@ def parse_one(item: object, source: str, index: int) -> Conversation:
             "role": role,
             "content": content_of(m.get("content")),
             "time": to_time(m.get("timestamp")),
-            "usage": usage_of(m.get("usage") or (m.get("info") if isinstance(m.get("info"), Mapping) else None)),
+            "usage": usage_of(m.get("usage") or (m.get("info") if isinstance(m.get("info"), MAPPING) else None)),
             "metadata": meta,
         }
         records.append(ImportedMessage(key, str(parent) if parent is not None else None, node))

@@ -47,6 +47,7 @@ from typing import Any
 from ..conversation import Conversation
 from .documents import Document
 from .records import (
+    MAPPING,
     ImportedMessage,
     Problems,
     conversation,
@@ -73,7 +74,7 @@ SYSTEM_TYPE = "convlab.system"
 def detect(doc: Document) -> bool:
     if doc.kind != "lines":
         return False
-    rows = [r for r in doc.head if isinstance(r, Mapping)]
+    rows = [r for r in doc.head if isinstance(r, MAPPING)]
     if not rows or rows[0].get("type") != "session" or "cwd" not in rows[0]:
         return False
     return all(isinstance(r.get("type"), str) and r["type"] in _ENTRIES for r in rows[1:])
@@ -108,14 +109,14 @@ def bash_text(m: Mapping[str, Any]) -> str:
 def _usage(m: Mapping[str, Any]) -> dict[str, Any] | None:
     """An assistant message's usage (None: none reported, as on a reply aborted before the provider answered)."""
     raw = m.get("usage")
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, MAPPING):
         return raw  # None, or what no provider reports: records.build says it
     usage, _sound = logged_counts(raw, {"input_tokens": "input", "cache_read_input_tokens": "cacheRead",  # as written: build checks
                                         "cache_creation_input_tokens": "cacheWrite", "output_tokens": "output"})
     if m.get("stopReason") in ("aborted", "error") and not any(usage.values()):
         return None
     cost = raw.get("cost")
-    if isinstance(cost, Mapping) and isinstance(cost.get("total"), (int, float)) and not isinstance(cost.get("total"), bool):
+    if isinstance(cost, MAPPING) and isinstance(cost.get("total"), (int, float)) and not isinstance(cost.get("total"), bool):
         usage["cost"] = cost["total"]
     return usage
 
@@ -127,11 +128,11 @@ def _assistant(m: Mapping[str, Any]) -> dict[str, Any]:
     for p in content if isinstance(content, list) else [content] if isinstance(content, str) else []:
         if isinstance(p, str):
             parts.append({"type": "text", "text": p})
-        elif isinstance(p, Mapping) and p.get("type") == "toolCall":
+        elif isinstance(p, MAPPING) and p.get("type") == "toolCall":
             cid, name, args = str(p.get("id") or ""), str(p.get("name") or ""), p.get("arguments")
             parts.append({"type": "tool_use", "id": cid, "name": name, "input": args})
             calls.append({"id": cid, "type": "function", "function": {"name": name, "arguments": args}})
-        elif isinstance(p, Mapping) and p.get("type") == "thinking":
+        elif isinstance(p, MAPPING) and p.get("type") == "thinking":
             parts.append({"type": "thinking", "thinking": str(p.get("thinking") or "")})
         elif p is not None:
             parts.append(p)
@@ -179,13 +180,13 @@ class _Session:
 
     def __init__(self, source: str, rows: list[Any]) -> None:
         self.source = source
-        self.header: Mapping[str, Any] = rows[0] if rows and isinstance(rows[0], Mapping) else {}
+        self.header: Mapping[str, Any] = rows[0] if rows and isinstance(rows[0], MAPPING) else {}
         self.id = str(self.header.get("id") or PurePath(source.split("!")[-1]).name.split(".")[0])
         self.problems = Problems(source, self.id)
         self.entries: list[tuple[str, str | None, Mapping[str, Any]]] = []  # (id, parent id, entry)
         previous: str | None = None
         for line, e in enumerate(rows[1:], 2):
-            if not isinstance(e, Mapping) or not isinstance(e.get("type"), str) or e["type"] not in _ENTRIES:
+            if not isinstance(e, MAPPING) or not isinstance(e.get("type"), str) or e["type"] not in _ENTRIES:
                 continue
             eid = str(e["id"]) if isinstance(e.get("id"), (str, int)) and not isinstance(e.get("id"), bool) else f"L{line}"
             parent = e.get("parentId", previous) if "id" in e else previous
@@ -224,7 +225,7 @@ class _Session:
     def entry(self, eid: str, parent: str | None, under: str | None, e: Mapping[str, Any]) -> str | None:
         """Read one entry; the node its children hang under."""
         kind, time = e.get("type"), to_time(e.get("timestamp"))
-        if kind == "message" and isinstance(e.get("message"), Mapping):
+        if kind == "message" and isinstance(e.get("message"), MAPPING):
             node = _message(e["message"])
             if node is None:
                 return under

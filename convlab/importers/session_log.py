@@ -11,19 +11,19 @@ from __future__ import annotations
 import io
 import os
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 
 from ..conversation import Conversation
 from ..errors import LogError, LogWarning, ReadError
 from ..log import read_tree
 from .documents import Document
-from .records import warn
+from .records import MAPPING, warn
 
 NAME = "convlab"
 
 
 def detect(doc: Document) -> bool:
-    return doc.kind != "array" and isinstance(doc.first, Mapping) and doc.first.get("type") == "session.started"
+    return doc.kind != "array" and isinstance(doc.first, MAPPING) and doc.first.get("type") == "session.started"
 
 
 def parse(doc: Document) -> Iterator[Conversation]:
