@@ -6,11 +6,13 @@ asks a store only for what ``NodeStore`` lists; ``convlab.lazy`` supplies a stor
 keeps contents in the session log. This module knows nothing of the rules.
 """
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any, NamedTuple, Protocol
 
 import networkx as nx
 
-__all__ = ["Record", "NodeStore", "MemoryStore"]
+__all__ = ["Record", "as_record", "NodeStore", "MemoryStore"]
 
 
 class Record(NamedTuple):
@@ -27,6 +29,11 @@ class Record(NamedTuple):
     reported: int | None  # its reported input, if it is a model reply (input_tokens)
 
 
+#: A ``Record`` from the tuple of its fields, made by ``tuple``'s own constructor: a NamedTuple's ``__new__`` is
+#: Python code, twice the cost (a message added makes one and reads its parent's).
+as_record: Callable[[tuple], Record] = partial(tuple.__new__, Record)
+
+
 class NodeStore(Protocol):
     """Where a ``Tree`` keeps its nodes: the storage protocol. ``Tree`` owns every
     rule (ids, the count, worker state, views, lanes) and asks a store only for
@@ -35,7 +42,7 @@ class NodeStore(Protocol):
 
     - ``node in store``: whether ``node`` is recorded;
     - ``put(attrs, record)``: record a new node (``attrs`` from ``new_node``, its
-      ``parent`` recorded already) and return its stored attribute dict;
+      ``parent`` recorded already; its ``near`` None) and return its stored attribute dict;
     - ``attrs(node)``: its attribute dict (loaded on demand: the tree's own, which
       ``Tree.node`` gives); ``parent(node)``; ``record(node)``: its ``Record``;
     - ``children(node)``: its children, oldest first;
@@ -117,7 +124,7 @@ class MemoryStore:
         return self._node[node_id]["parent"]
 
     def record(self, node_id: str) -> Record:
-        return Record._make(self._rec[node_id])
+        return as_record(self._rec[node_id])
 
     def children(self, node_id: str) -> list[str]:
         out = []

@@ -23,37 +23,17 @@ This module knows nothing of turns, decisions or the engine.
 
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, NotRequired, TypedDict, cast, overload
+from typing import Any, NotRequired, TypedDict, overload
 
 import networkx as nx
 
 from . import jsondata
-from .store import MemoryStore, NodeStore, Record
+from .store import MemoryStore, NodeStore, Record, as_record
 from .tokens import content_chars, content_text, count_tokens, estimate
 
 __all__ = [
-    "Tree",
-    "PathView",
-    "MessageView",
-    "Node",
-    "Message",
-    "ROLES",
-    "RECORDED",
-    "MESSAGE_KEYS",
-    "ViewError",
-    "input_tokens",
-    "usage_problem",
-    "MAX_USAGE",
-    "new_node",
-    "message_of",
-    "newest_leaf",
-    "nodes_in_order",
-    "children",
-    "ancestors",
-    "path_to",
-    "newest_leaves",
-    "lane_child",
-    "lane_from",
+    "Tree", "PathView", "MessageView", "Node", "Message", "ROLES", "RECORDED", "MESSAGE_KEYS", "ViewError", "input_tokens", "usage_problem",
+    "MAX_USAGE", "new_node", "message_of", "newest_leaf", "nodes_in_order", "children", "ancestors", "path_to", "newest_leaves", "lane_child", "lane_from",
 ]
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -735,27 +715,28 @@ class Tree:
         if parent is not None and parent not in store:
             raise ValueError(f"parent {parent!r} is not recorded")
         self.seq += 1
-        attrs = new_node(node, parent=parent, seq=self.seq)
-        stored = store.put(cast(dict[str, Any], attrs), self._record(nid, parent, attrs))  # stored as a plain dict
+        attrs: dict[str, Any] = new_node(node, parent=parent, seq=self.seq)  # type: ignore[assignment]  # a Node is a dict
+        stored = store.put(attrs, self._record(nid, parent, attrs))
 
         if parent is None:
             self.roots.append(nid)
         if attrs["state"] is not None:
             self._stated = True
             store.set_near(nid, nid)
-        elif parent is not None:
+        elif parent is not None and self._stated:  # no state in the tree yet: the store's None is every node's nearest
             store.set_near(nid, store.near(parent))
         return stored
 
     def _record(self, nid: str, parent: str | None, attrs: Mapping[str, Any]) -> Record:
         """The new node's ``Record``, from its parent's."""
-        chars = content_chars(attrs["content"])
+        content = attrs["content"]
+        chars = len(content) if content.__class__ is str else content_chars(content)
         reported = input_tokens(attrs["usage"]) if attrs["role"] == "assistant" else None
         call = nid if reported is not None else None
         if parent is None:
-            return Record(1, nid, chars, chars, call, reported)
+            return as_record((1, nid, chars, chars, call, reported))
         depth, top, _, cum, last_call, _ = self._store.record(parent)
-        return Record(depth + 1, top, chars, chars + cum, last_call if call is None else call, reported)
+        return as_record((depth + 1, top, chars, chars + cum, last_call if call is None else call, reported))
 
     def set_state(self, node_id: str, state: Mapping[str, Any]) -> None:
         self._store.set_state(node_id, jsondata.copy(state))
