@@ -325,9 +325,19 @@ _DASK_COUNTS: tuple[str, ExactCounts] | None = None  # in a dask worker process:
 BATCHES = 8
 
 
-def _dask_batch(rows: Rows, plans: list[Plan], setups: list[list[tuple[int, Any]]], agent: str,
-                knobs: dict[str, Any], sweep: str) -> list[Measured]:
-    """A batch of units on a dask worker, each as ``_task`` runs one in a local worker process: the worker counts
+@dataclass(frozen=True)
+class _Sealed:
+    """A value a dask task takes as it is: dask walks every list, tuple, set and dict in a task's arguments
+    looking for futures, and serializes a list's items one by one (a second each for a sweep's thousand
+    plans and hundred thousand (unit, config) pairs); an object of its own is pickled once, whole."""
+
+    value: Any
+
+
+def _dask_batch(rows: Rows, plans: _Sealed | list[_Sealed], configs: _Sealed, setups: _Sealed, agent: str,
+                knobs: dict[str, Any], sweep: str) -> _Sealed:
+    """A batch of units on a dask worker, each as ``_task`` runs one in a local worker process (``setups``: each
+    unit's config indices into ``configs``, the sweep's, sent to every worker once): the worker counts
     its own conversations' texts (once each, whatever batch brings them), and the cyclic collector is paused
     while a unit's replays run. ``sweep`` names the sweep: a worker of a long-lived cluster keeps the counts of
     the newest sweep only."""
@@ -335,14 +345,15 @@ def _dask_batch(rows: Rows, plans: list[Plan], setups: list[list[tuple[int, Any]
     if _DASK_COUNTS is None or _DASK_COUNTS[0] != sweep:
         _DASK_COUNTS = (sweep, ExactCounts())
     counts = _DASK_COUNTS[1]
+    parsed = configs.value
     out = []
-    for plan, configs in zip(plans, setups, strict=True):
+    for plan, js in zip(plans.value if isinstance(plans, _Sealed) else [p.value for p in plans], setups.value, strict=True):
         counts.prime(plan.texts())
         # no full collection after: a dask worker holds the cluster's own state, which a collection a unit would
         # walk again and again (12 times slower); what the replays left goes with the worker's own collections
         with collector_paused(collect=False):
-            out.append(rows(plan, counts, configs, agent, knobs=knobs))
-    return out
+            out.append(rows(plan, counts, [(j, parsed[j]) for j in js], agent, knobs=knobs))
+    return _Sealed(out)  # one pickle back, not one a row
 
 
 def run_dask(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: list[Any], agent: str,
@@ -373,15 +384,16 @@ def run_dask(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: list[An
         sweep = uuid.uuid4().hex
         held = list(dict.fromkeys(i for i, _ in tasks))
         if len(held) == len(tasks):  # a conversation a unit: a batch's plans scattered together, beside its task
-            given: list[Any] = client.scatter([[plans[i] for i, _ in batch] for batch in batches], broadcast=False)
+            given: list[Any] = client.scatter([_Sealed([plans[i] for i, _ in batch]) for batch in batches], broadcast=False, hash=False)
         else:  # a conversation's configs in chunks, in several batches: each plan scattered once, not once a batch
-            one = dict(zip(held, client.scatter([plans[i] for i in held], broadcast=False), strict=True))
+            one = dict(zip(held, client.scatter([_Sealed(plans[i]) for i in held], broadcast=False, hash=False), strict=True))
             given = [[one[i] for i, _ in batch] for batch in batches]
-        futures = [client.submit(_dask_batch, rows, given[k], [[(j, parsed[j]) for j in js] for _, js in batch],
+        configs = client.scatter(_Sealed(parsed), broadcast=True, hash=False)  # once to every worker, not once a batch
+        futures = [client.submit(_dask_batch, rows, given[k], configs, _Sealed([js for _, js in batch]),
                                  agent, knobs, sweep, pure=False) for k, batch in enumerate(batches)]
         where = {f.key: batches[k] for k, f in enumerate(futures)}
         for future in distributed.as_completed(futures):
-            for (i, _), measured in zip(where[future.key], future.result(), strict=True):
+            for (i, _), measured in zip(where[future.key], future.result().value, strict=True):
                 done(i, measured)
     finally:
         if own:
