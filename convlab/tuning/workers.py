@@ -13,6 +13,7 @@ worker's judge is a ``Relayed`` one that marks its requests.
 from __future__ import annotations
 
 import gc
+import heapq
 import itertools
 import multiprocessing
 import os
@@ -356,6 +357,24 @@ def _dask_batch(rows: Rows, plans: _Sealed | list[_Sealed], configs: _Sealed, se
     return _Sealed(out)  # one pickle back, not one a row
 
 
+def _batches(tasks: list[tuple[int, list[int]]], costs: list[int], n: int) -> list[list[tuple[int, list[int]]]]:
+    """``tasks`` (longest first, their estimated ``costs`` beside) in ``n`` batches of about equal cost: each to
+    the batch that holds least so far. Batch ``k`` starts with the ``k``-th longest unit, and a long one is
+    left alone in its batch while the short ones fill the others (a unit added to a long one's batch would
+    run after it, at the end of the sweep).
+
+    >>> _batches([(0, [0]), (1, [0]), (2, [0]), (3, [0])], [10, 4, 3, 2], 2)
+    [[(0, [0])], [(1, [0]), (2, [0]), (3, [0])]]
+    """
+    batches: list[list[tuple[int, list[int]]]] = [[] for _ in range(n)]
+    held = [(0, k) for k in range(n)]  # (cost so far, batch): a heap
+    for task, cost in zip(tasks, costs, strict=True):
+        load, k = heapq.heappop(held)
+        batches[k].append(task)
+        heapq.heappush(held, (load + cost, k))
+    return batches
+
+
 def run_dask(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: list[Any], agent: str,
              knobs: dict[str, Any], tasks: list[tuple[int, list[int]]], client: distributed.Client | str | None,
              done: Done) -> None:
@@ -380,7 +399,7 @@ def run_dask(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: list[An
         # small machine, time the workers lose), and a sweep of many short conversations is thousands of units
         threads = sum(client.nthreads().values()) or 1
         n = max(1, min(len(tasks), BATCHES * threads))
-        batches = [tasks[k::n] for k in range(n)]  # the units come longest first: every batch gets its share
+        batches = _batches(tasks, [len(plans[i].nodes) * len(js) for i, js in tasks], n)
         sweep = uuid.uuid4().hex
         held = list(dict.fromkeys(i for i, _ in tasks))
         if len(held) == len(tasks):  # a conversation a unit: a batch's plans scattered together, beside its task
@@ -389,13 +408,24 @@ def run_dask(rows: Rows, plans: list[Plan], counts: ExactCounts, parsed: list[An
             one = dict(zip(held, client.scatter([_Sealed(plans[i]) for i in held], broadcast=False, hash=False), strict=True))
             given = [[one[i] for i, _ in batch] for batch in batches]
         configs = client.scatter(_Sealed(parsed), broadcast=True, hash=False)  # once to every worker, not once a batch
-        # each batch a priority in the units' order, longest first: dask's own order of tasks that share one ran the
-        # batch of a 4-second conversation fifteenth of sixteen, alone at the end (a sweep of the real corpus)
-        futures = [client.submit(_dask_batch, rows, given[k], configs, _Sealed([js for _, js in batch]),
-                                 agent, knobs, sweep, pure=False, priority=n - k) for k, batch in enumerate(batches)]
-        where = {f.key: batches[k] for k, f in enumerate(futures)}
-        for future in distributed.as_completed(futures):
-            for (i, _), measured in zip(where[future.key], future.result().value, strict=True):
+        where: dict[Any, list[tuple[int, list[int]]]] = {}  # a future's key -> its batch
+
+        def submit(k: int) -> distributed.Future:
+            future = client.submit(_dask_batch, rows, given[k], configs, _Sealed([js for _, js in batches[k]]),
+                                   agent, knobs, sweep, pure=False, priority=n - k)
+            where[future.key] = batches[k]
+            return future
+
+        # a batch in flight a worker thread, the next given to the first one free, in the batches' order (longest
+        # first): submitted at once, dask queued batches behind a worker's long one (a 4-second conversation of
+        # the real corpus) while the other worker ran out of work
+        order = iter(range(n))
+        running = distributed.as_completed([submit(k) for k in itertools.islice(order, threads)])
+        for future in running:
+            k = next(order, None)
+            if k is not None:  # before this one's rows come back: the worker is free now
+                running.add(submit(k))
+            for (i, _), measured in zip(where.pop(future.key), future.result().value, strict=True):
                 done(i, measured)
     finally:
         if own:
