@@ -449,6 +449,48 @@ def test_one_conversation_on_two_jobs_replays_its_baseline_once_here(tmp_path, m
     assert not fired.all() and given == sorted(serial.index[fired])  # the rest are the baseline's rows, given here
 
 
+def test_dask_gives_a_worker_thread_one_batch_at_a_time_longest_first(monkeypatch):
+    """Issue 39: submitted at once, dask queued batches behind a worker's long one while the other worker ran out of
+    work (the real corpus's costliest conversation ran alone at the end). A batch is submitted only when one in
+    flight is done, as many in flight as worker threads, in the batches' order, and the frame is the local one."""
+    distributed = pytest.importorskip("distributed")
+    from convlab.tuning import workers
+
+    local = tune(CONVS, BASE, grid=AXES, progress=False, jobs=1)
+    flight: list[int] = []
+    order: list[int] = []
+    real_submit = distributed.Client.submit
+
+    def submit(self, fn, *args, **kwargs):
+        future = real_submit(self, fn, *args, **kwargs)
+        if getattr(fn, "__name__", "") == "_dask_batch":
+            order.append(-kwargs["priority"])
+            live.append(future)
+            flight.append(sum(not f.done() for f in live))
+        return future
+
+    live: list = []
+    monkeypatch.setattr(distributed.Client, "submit", submit)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            remote = tune(CONVS, BASE, grid=AXES, progress=False, scheduler="dask", client=client, chunk=1)
+    pd.testing.assert_frame_equal(remote, local)
+    assert len(order) == min(len(CONVS) * 6, workers.BATCHES * 2) > 2  # more batches than threads: the rest waited
+    assert max(flight) <= 2  # never more in flight than the cluster's two threads
+    assert order == sorted(order)  # in the batches' order: the longest units' first
+
+
+def test_dask_batches_are_of_about_equal_estimated_cost_a_long_unit_alone():
+    from convlab.tuning.workers import _batches
+
+    tasks = [(i, [0]) for i in range(7)]
+    batches = _batches(tasks, [40, 30, 5, 5, 5, 5, 5], 3)
+    assert batches == [[(0, [0])], [(1, [0])], tasks[2:]]  # the long ones alone and first, the short ones together
+    batches = _batches(tasks, [40, 30, 10, 10, 10, 10, 10], 3)
+    assert [sum([40, 30, 10, 10, 10, 10, 10][i] for i, _ in b) for b in batches] == [40, 40, 40]  # equal shares
+    assert sorted(t for b in batches for t in b) == tasks  # every unit once
+
+
 def test_bad_jobs_and_chunk_say_what_to_pass():
     with pytest.raises(ValueError, match=r"jobs must be a positive whole number \(1: one process"):
         tune(CONVS, BASE, jobs=0, progress=False)
