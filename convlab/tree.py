@@ -715,7 +715,8 @@ class Tree:
         if parent is not None and parent not in store:
             raise ValueError(f"parent {parent!r} is not recorded")
         self.seq += 1
-        attrs: dict[str, Any] = new_node(node, parent=parent, seq=self.seq)  # type: ignore[assignment]  # a Node is a dict
+        attrs: dict[str, Any] = new_node(node)  # type: ignore[assignment]  # a Node is a dict
+        attrs["parent"], attrs["seq"] = parent, self.seq  # the tree's own, over any the message gives
         stored = store.put(attrs, self._record(nid, parent, attrs))
 
         if parent is None:

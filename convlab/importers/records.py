@@ -375,10 +375,12 @@ def build(records: list[ImportedMessage], problems: Problems) -> Tree:
             stack.extend(reversed(waiting.pop(rec.id, [])))
 
     for r in order:
-        if r.parent is None or r.parent in tree:
-            add_with_waiting(r)
-        else:
+        if r.parent is not None and r.parent not in tree:
             waiting.setdefault(r.parent, []).append(r)
+        elif waiting:
+            add_with_waiting(r)
+        else:  # nothing waits (parents before their replies, as nearly every log has them): no stack to keep
+            _put(tree, r)
 
     # What is still waiting hangs below a loop of parent ids.
     if waiting:
@@ -421,17 +423,15 @@ def _check_usage(r: ImportedMessage, problems: Problems) -> None:
         r.node["usage"] = None
 
 
-def _ascii(value: object) -> bool:
-    return isinstance(value, str) and value.isascii()
-
-
 def _repair_text(r: ImportedMessage, problems: Problems) -> None:
     """What a file holds that JSON cannot carry on (``jsondata.repaired``: a lone
     surrogate, which no UTF-8 text holds, NaN, a 70-bit integer) is read repaired,
     and said: the engine refuses such values, and a terminal cannot print a
     surrogate, so a conversation holds only what every layer can carry."""
     ids = 0
-    if not (_ascii(r.id) and (r.parent is None or _ascii(r.parent))):  # plain ASCII ids, as nearly all are, need none
+    rid, parent = r.id, r.parent
+    if not (rid.__class__ is str and rid.isascii() and (parent is None or (parent.__class__ is str and parent.isascii()))):
+        # plain ASCII ids, as nearly all are, need none
         (r.id, r.parent), ids = jsondata.repaired([r.id, r.parent])
     r.node, fixed = jsondata.repaired(r.node)
     fixed += ids
