@@ -808,3 +808,21 @@ def test_a_read_builds_no_networkx_graph_until_one_is_asked_for():
     assert convs and all(c.message_tree._store._built is None for c in convs)
     c = convs[0]
     assert c.tree.number_of_nodes() == len(c) and c.message_tree._store._built is not None
+
+
+def test_an_openassistant_reply_that_is_not_a_message_is_named_by_its_place_and_the_best_ranked_reply_leads():
+    """What an OpenAssistant tree holds that is no message is left out, with its replies, and named by its place in
+    the tree (made only for the warning: a read keeps the places as pairs); the head follows the best-ranked reply
+    (the lowest ``rank``, the first of equals)."""
+    tree = {"message_tree_id": "t1", "prompt": {"message_id": "p", "role": "prompter", "text": "hi", "replies": [
+        {"message_id": "a", "role": "assistant", "text": "x", "rank": 1, "replies": [
+            7, {"message_id": "u2", "role": "prompter", "text": "y", "replies": ["junk"]}]},
+        {"message_id": "b", "role": "assistant", "text": "z", "rank": 0},
+        {"message_id": "c", "role": "assistant", "text": "w", "rank": 0}]}}
+    with pytest.warns(convlab.ReadWarning) as caught:
+        [conv] = oasst.parse(convlab.importers.documents.Document("o.jsonl", "lines", [tree]))
+    said = " ".join(str(w.message) for w in caught)
+    assert "prompt.replies[0].replies[0] is not a message" in said
+    assert "prompt.replies[0].replies[1].replies[0] is not a message" in said
+    assert sorted(conv.message_tree.node(n)["id"] for n in ("p", "a", "u2", "b", "c")) == ["a", "b", "c", "p", "u2"]
+    assert conv.head == "b"

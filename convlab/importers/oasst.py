@@ -43,6 +43,23 @@ def _rank_key(m: object, position: int) -> tuple[int, float, int]:
     return (1, 0.0, position)
 
 
+#: Where a message is in its tree: ``"prompt"``, or (where the message holding it is, its index in ``replies``).
+Place = str | tuple[Any, int]
+
+
+def _where(at: Place) -> str:
+    """A ``Place`` as text, made only for a problem's message (a read keeps the pairs, not a string a message).
+
+    >>> _where((("prompt", 0), 2))
+    'prompt.replies[0].replies[2]'
+    """
+    steps = []
+    while isinstance(at, tuple):
+        at, j = at
+        steps.append(f".replies[{j}]")
+    return at + "".join(reversed(steps))
+
+
 def parse_one(item: object, source: str, index: int) -> Conversation:
     tid = str(item.get("message_tree_id") or f"#{index}") if isinstance(item, MAPPING) else f"#{index}"
     problems = Problems(source, tid)
@@ -52,11 +69,11 @@ def parse_one(item: object, source: str, index: int) -> Conversation:
     if tree_doc is None:
         problems.add(None, "no prompt message; read as empty")
     else:
-        stack: list[tuple[Any, str | None, str]] = [(tree_doc["prompt"], None, "prompt")]
+        stack: list[tuple[Any, str | None, Place]] = [(tree_doc["prompt"], None, "prompt")]
         while stack:
             m, holder, where_ = stack.pop()
             if not isinstance(m, MAPPING) or m.get("message_id") is None:
-                problems.add(None, f"{where_} is not a message; left out with its replies")
+                problems.add(None, f"{_where(where_)} is not a message; left out with its replies")
                 continue
             mid = str(m["message_id"])
             parent = m.get("parent_id", holder)
@@ -70,15 +87,14 @@ def parse_one(item: object, source: str, index: int) -> Conversation:
             records.append(ImportedMessage(mid, parent, {
                 "role": role,
                 "content": text if isinstance(text, str) else "",
-                "metadata": {k: m[k] for k in _META if m.get(k) is not None},
+                "metadata": {k: v for k in _META if (v := m.get(k)) is not None},
             }))
             replies = m.get("replies")
             if isinstance(replies, list) and replies:
-                ranked = sorted(range(len(replies)), key=lambda j: _rank_key(replies[j], j))
-                first = replies[ranked[0]]
+                first = replies[min(range(len(replies)), key=lambda j: _rank_key(replies[j], j))]
                 if isinstance(first, MAPPING) and first.get("message_id") is not None:
                     best_child[mid] = str(first["message_id"])
-                stack.extend(reversed([(r, mid, f"{where_}.replies[{j}]") for j, r in enumerate(replies)]))
+                stack.extend(reversed([(r, mid, (where_, j)) for j, r in enumerate(replies)]))
 
     def best_ranked(tree: Tree) -> str | None:
         return descend(tree, tree.roots[0] if tree.roots else None,
