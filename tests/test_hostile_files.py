@@ -19,6 +19,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import convlab
 
@@ -382,3 +384,69 @@ def test_a_program_that_raised_the_recursion_limit_still_reads_deep_json_without
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "149999"
+
+
+_LINE = st.one_of(
+    st.dictionaries(st.text(max_size=3), st.one_of(st.text(max_size=8), st.integers(), st.none()), max_size=3).map(
+        lambda d: json.dumps(d, ensure_ascii=False).encode()),
+    st.sampled_from([b"", b"  \t", "\u00a0\u3000".encode(), b"{not json", b"\xff\xfe", b"[1, 2]", b"7", b'{"a": NaN}',
+                     b'{"s": "\\ud800 lone"}', b'{"deep": ' + b"[" * 450 + b"]" * 450 + b"}", b"{" + b'"k": 1' * 0 + b"}",
+                     b'{"big": 1' + b"0" * 5000 + b"}", "{\"é\": \"\u2028\"}".encode(), b"{\"torn\": \"x"]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(_LINE, max_size=8), bom=st.booleans(), crlf=st.booleans(),
+       end=st.sampled_from([b"", b"\n", b"\r\n", " \u00a0".encode(), b"\n\n  "]))
+def test_json_lines_split_as_bytes_read_as_the_decoded_text_does(lines, bom, crlf, end):
+    """JSON lines are split as bytes and each line decoded (``documents._byte_lines``) where that reads what the
+    decoded text would: the same kind, records, left-out lines and errors as the text read whole, whatever the
+    lines hold (blank ones, Unicode white space, bytes that are not UTF-8, NaN, a lone surrogate, deep or long
+    values, a torn last line), with or without a BOM, CRLF, and white space at the end."""
+    import warnings
+    from unittest import mock
+
+    from convlab.importers import documents
+
+    raw = (b"\xef\xbb\xbf" if bom else b"") + (b"\r\n" if crlf else b"\n").join(lines) + end
+
+    def outcome():
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            try:
+                doc = documents.parse_bytes(raw, "f.jsonl", False)
+            except convlab.ReadError as err:
+                return "ReadError", str(err)
+            except documents.NotJSON as err:
+                return "NotJSON", str(err)
+        return doc.kind, _spines(doc.head), doc._problem, [str(w.message) for w in said]
+
+    got = outcome()
+    with mock.patch.object(documents, "_byte_lines", lambda raw, depth: None):
+        want = outcome()
+    assert got == want
+
+
+def _spines(value):
+    """``value`` with NaN made comparable and deep lists made their depth (== on them would recurse)."""
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    if isinstance(value, list):
+        n, inner = 0, value
+        while isinstance(inner, list) and len(inner) == 1 and isinstance(inner[0], list):
+            inner, n = inner[0], n + 1
+        return ("deep", n) if n > 10 else [_spines(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _spines(v) for k, v in value.items()}
+    return value
+
+
+@pytest.mark.parametrize("body", [b'{"a": 1}\n{"b": "\xff"}\n', b'{"a": "\xff"}'])
+def test_text_that_is_not_utf8_is_named_by_its_byte_in_the_file_past_a_bom(tmp_path, body):
+    """The byte named is the file's own, counted from its start, a BOM included (JSON lines and one value alike)."""
+    p = tmp_path / "f.json"
+    raw = b"\xef\xbb\xbf" + body
+    bad = raw.index(bytes([0xff]))
+    p.write_bytes(raw)
+    with pytest.raises(convlab.ReadError, match=rf"not UTF-8 text \(byte {bad}\)"):
+        convlab.read(p)

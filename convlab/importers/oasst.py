@@ -91,7 +91,7 @@ def parse_one(item: object, source: str, index: int) -> Conversation:
             }))
             replies = m.get("replies")
             if isinstance(replies, list) and replies:
-                first = replies[min(range(len(replies)), key=lambda j: _rank_key(replies[j], j))]
+                first = replies[0] if len(replies) == 1 else replies[min(range(len(replies)), key=lambda j: _rank_key(replies[j], j))]
                 if isinstance(first, MAPPING) and first.get("message_id") is not None:
                     best_child[mid] = str(first["message_id"])
                 stack.extend(reversed([(r, mid, (where_, j)) for j, r in enumerate(replies)]))
