@@ -212,6 +212,30 @@ def test_rows_kept_as_tuples_give_back_every_column(drawn):
             assert got is want or got == want or (got != got and want != want)
 
 
+@given(rows_, st.lists(st.booleans(), min_size=30, max_size=30))
+def test_rows_a_worker_packed_give_back_every_column_as_the_dicts_do(drawn, packs):
+    """A worker sends a unit's rows packed (``workers.packed``: the keys once, each row's values): a table of rows
+    packed or not, in any mix, gives back the columns the dicts give (a unit's rows share one keys tuple)."""
+    from convlab.tuning.workers import packed
+
+    plain, mixed = Rows(), Rows()
+    names: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple of keys a unit, as a worker's unpickled rows have
+    for row, pack in zip(drawn, packs, strict=False):
+        plain.add(row)
+        if pack:
+            keys, [(_, values)] = packed([(0, row)])
+            mixed.add((names.setdefault(keys, keys), values))
+        else:
+            mixed.add(row)
+    assert mixed.keys == plain.keys
+    for key in "abcd":
+        assert mixed.column(key) == plain.column(key) or _same_with_nan(mixed.column(key), plain.column(key))
+
+
+def _same_with_nan(a, b):
+    return a is not None and b is not None and len(a) == len(b) and all(x is y or x == y or (x != x and y != y) for x, y in zip(a, b))
+
+
 values_ = st.lists(st.one_of(st.integers(min_value=-2**70, max_value=2**70), st.floats(allow_nan=True), st.booleans(),
                               st.none(), st.text()), max_size=12)
 

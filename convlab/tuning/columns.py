@@ -75,6 +75,9 @@ def strategies(cfg: ContextConfig) -> str:
 
 MISSING = object()  # a measure a row does not hold
 
+#: A measured row: its measures by name, or (names, values) as a worker packs it (``workers.packed``).
+Row = Mapping[str, Any] | tuple[tuple[str, ...], tuple[Any, ...]]
+
 
 class Rows:
     """Measured rows kept compactly, in order: one tuple a row over the keys the rows hold (a sweep of a folder
@@ -87,9 +90,16 @@ class Rows:
         #: whether a row may lack a key (``MISSING`` in a column): a row of other keys than the first was packed
         self.gaps = False
         self._columns: list[tuple[Any, ...]] | None = None  # the values a column at a time, made when first asked
+        self._given: tuple[str, ...] | None = None  # the keys of the last packed row that matched ``keys``
 
-    def pack(self, row: Mapping[str, Any]) -> tuple[Any, ...]:
+    def pack(self, row: Row) -> tuple[Any, ...]:
         """``row`` as a tuple over ``keys`` (a key new to the table added at its end)."""
+        if isinstance(row, tuple):  # (keys, values): a worker's row, packed (``workers.packed``)
+            names, values = row
+            if names is self._given or names == self.keys:  # a unit's rows share their keys: one comparison a unit
+                self._given = names
+                return values
+            row = dict(zip(names, values, strict=True))
         if tuple(row) == self.keys:  # nearly every row: the keys of the first, in its order
             return tuple(row.values())
         self.gaps = self.gaps or bool(self.keys)
@@ -99,7 +109,7 @@ class Rows:
                 self.keys += (k,)
         return tuple(row.get(k, MISSING) for k in self.keys)
 
-    def add(self, row: Mapping[str, Any]) -> None:
+    def add(self, row: Row) -> None:
         self.values.append(self.pack(row))
         self._columns = None
 

@@ -36,7 +36,7 @@ from ..replaying.options import Options, check_worker, options_of, takes_options
 from ..replaying.plan import ExactCounts, Plan, plan
 from ..replaying.summaries import Summaries, SummaryCost, answerer
 from . import workers
-from .columns import COLUMNS, Rows, frame
+from .columns import COLUMNS, Row, Rows, frame
 from .forks import Baseline, Setup, rows
 from .grid import LIFETIME, config_grid, example_config, grid_table, with_lifetime
 from .presets import AUTO_ROW, Auto, Preset, by_agent
@@ -525,7 +525,7 @@ def _sendable(workers_used: set[Any]) -> None:
                              "(convlab.compact's do)") from err
 
 
-def _schedule(sweep: _Sweep, ask: Summarize | None) -> dict[tuple[int, int], dict[str, Any]]:
+def _schedule(sweep: _Sweep, ask: Summarize | None) -> dict[tuple[int, int], Row]:
     """Every (conversation, config)'s measures, computed where the sweep runs (``workers``);
     ``ask`` answers the summary calls in this process (None: the stand-in)."""
     from tqdm.auto import tqdm
@@ -552,15 +552,23 @@ def _schedule(sweep: _Sweep, ask: Summarize | None) -> dict[tuple[int, int], dic
         counts.prime(t for i in sorted(cut) for t in plans[i].texts())
     total = len(plans) * len(configs)
     show = (total >= 20) if sweep.progress is None else bool(sweep.progress)
-    results: dict[tuple[int, int], dict[str, Any]] = dict(kept)
+    results: dict[tuple[int, int], Row] = dict(kept)
     bar = tqdm(total=total, initial=len(kept), desc="tune", unit="replay", disable=not show)
     cache = sweep.results
 
-    def done(i: int, measured: list[tuple[int, dict[str, Any]]]) -> None:
-        for j, row in measured:
-            results[(i, j)] = row
+    def done(i: int, measured: workers.Measured | workers.Packed) -> None:
+        if isinstance(measured, tuple):  # a worker's rows, packed (workers.packed): kept so, for the frame's table
+            names, values = measured
+            for j, row in values:
+                results[(i, j)] = (names, row)
+            if cache is not None and keys is not None:
+                cache.keep(keys[0][i], {keys[1][j]: dict(zip(names, row, strict=True)) for j, row in values})
+            bar.update(len(values))
+            return
+        for j, measures in measured:
+            results[(i, j)] = measures
         if cache is not None and keys is not None:
-            cache.keep(keys[0][i], {keys[1][j]: row for j, row in measured})
+            cache.keep(keys[0][i], {keys[1][j]: measures for j, measures in measured})
         bar.update(len(measured))
 
     if not tasks:

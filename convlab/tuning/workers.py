@@ -42,14 +42,33 @@ if TYPE_CHECKING:
 Channel = tuple["multiprocessing.queues.Queue[Any]", list["multiprocessing.queues.Queue[Any]"],
                 "multiprocessing.sharedctypes.Synchronized[int]"]
 
-__all__ = ["jobs_for", "units", "run_processes", "run_files", "run_dask", "collector_paused", "WAITING", "FORKS", "Measured", "Relay"]
+__all__ = ["jobs_for", "units", "run_processes", "run_files", "run_dask", "collector_paused", "WAITING", "FORKS", "Measured", "Packed", "packed", "Relay"]
 
 #: What a unit of work gives back: ``(config index, measures)`` per config of one conversation.
 Measured = list[tuple[int, dict[str, Any]]]
 #: The sweep's ``rows(plan, counts, setups, agent, *, summarize=, knobs=)``: what every unit runs (a setup: ``forks.Setup``).
 Rows = Callable[..., Measured]
-#: Told each unit's result as it comes: ``done(conversation index, measured)``.
-Done = Callable[[int, Measured], None]
+#: A unit's rows as a worker sends them back (``packed``): the keys once, and each row's values in their order.
+Packed = tuple[tuple[str, ...], list[tuple[int, tuple[Any, ...]]]]
+#: Told each unit's result as it comes: ``done(conversation index, measured)`` (packed where a worker ran it).
+Done = Callable[[int, "Measured | Packed"], None]
+
+
+def packed(measured: Measured) -> Measured | Packed:
+    """A unit's rows for the trip back from a worker: the keys once and each row's values in their order, when every
+    row has the first one's keys (as a unit's nearly always do; else the rows as they are). Dicts are most of what
+    the calling process unpickles, on a core the workers need: for a real sweep's 114,900 rows, 0.26 s as dicts and
+    0.13 s packed.
+
+    >>> packed([(0, {"calls": 3, "usd": 0.5}), (4, {"calls": 2, "usd": 0.25})])
+    (('calls', 'usd'), [(0, (3, 0.5)), (4, (2, 0.25))])
+    """
+    if not measured:
+        return measured
+    keys = tuple(measured[0][1])
+    if any(tuple(row) != keys for _, row in measured):
+        return measured
+    return keys, [(j, tuple(row.values())) for j, row in measured]
 
 
 def jobs_for(jobs: int | None) -> int:
@@ -113,15 +132,15 @@ def _start_worker(rows: Callable[..., Any], plans: list[Plan], counts: ExactCoun
              {} if judge is None else {"judge": judge, "probes": relay.probes})
 
 
-def _task(i: int, js: list[int]) -> tuple[int, Measured]:
+def _task(i: int, js: list[int]) -> tuple[int, Measured | Packed]:
     """One unit of work in a worker process, the collector paused through it and left to its own thresholds after
     (a full collection at the end of every unit walked the worker's heap a thousand times in a sweep of many short
     conversations: a third of the worker's time; a finished replay is freed by reference counting)."""
     rows, plans, counts, configs, agent, knobs, summarize, bases, judging = _WORK  # type: ignore[misc]  # set by _start_worker before any task
     counts.prime(plans[i].texts())  # once per worker: a text it counted before is not counted again
     with collector_paused(collect=False):
-        return i, rows(plans[i], counts, [(j, configs[j]) for j in js], agent, summarize=summarize, knobs=knobs,
-                       base=bases.get(i), **judging)
+        return i, packed(rows(plans[i], counts, [(j, configs[j]) for j in js], agent, summarize=summarize, knobs=knobs,
+                              base=bases.get(i), **judging))
 
 
 class _Stopped(Exception):
@@ -353,7 +372,7 @@ def _dask_batch(rows: Rows, plans: _Sealed | list[_Sealed], configs: _Sealed, se
         # no full collection after: a dask worker holds the cluster's own state, which a collection a unit would
         # walk again and again (12 times slower); what the replays left goes with the worker's own collections
         with collector_paused(collect=False):
-            out.append(rows(plan, counts, [(j, parsed[j]) for j in js], agent, knobs=knobs))
+            out.append(packed(rows(plan, counts, [(j, parsed[j]) for j in js], agent, knobs=knobs)))
     return _Sealed(out)  # one pickle back, not one a row
 
 
