@@ -186,7 +186,8 @@ def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, Setup]], age
     must equal). ``knobs`` are the cost model's (``Replayer``'s
     ``summary_size`` and ``overhead``). With ``judge`` (a ``Judge``, or in a
     worker process a ``Relayed`` one), each replay's ``retained`` is probed
-    once, before it is closed (``convlab.tuning.retention.retained``).
+    once, before it is closed (``convlab.tuning.retention.retained``). The configs that share a replay share
+    one row, the same dict (a row is never changed once made: it goes to the frame and the result cache).
     """
     if base is None:
         base = Baseline.run(p, counts, agent, summarize=summarize, knobs=knobs)
@@ -208,6 +209,7 @@ def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, Setup]], age
         return out
     # the forks hang on a root of this call's own: a shared baseline (a worker's) keeps none of them alive
     root, out, made = dataclasses.replace(base.root, children={}), [], []
+    shared: dict[int, dict[str, Any]] = {}  # a run's row, by the run: the configs that share a run share one row
     for j, cfg in configs:
         run, at = _closest(root, cfg)
         if at is not None:
@@ -216,7 +218,10 @@ def rows(p: Plan, counts: ExactCounts, configs: Sequence[tuple[int, Setup]], age
             run.children.setdefault(at, []).append(child)
             made.append(child.replayer)
             run = child
-        out.append((j, {**run.row, **base.carried, **probed(run.replayer)}))
+        row = shared.get(id(run))
+        if row is None:
+            row = shared[id(run)] = {**run.row, **base.carried, **probed(run.replayer)}
+        out.append((j, row))
     for r in made:
         r.close()  # freed with this call's tree, not left to the collector
     return out

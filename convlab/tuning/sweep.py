@@ -556,21 +556,7 @@ def _schedule(sweep: _Sweep, ask: Summarize | None) -> dict[tuple[int, int], Row
     bar = tqdm(total=total, initial=len(kept), desc="tune", unit="replay", disable=not show)
     cache = sweep.results
 
-    def done(i: int, measured: workers.Measured | workers.Packed) -> None:
-        if isinstance(measured, tuple):  # a worker's rows, packed (workers.packed): kept so, for the frame's table
-            names, values = measured
-            for j, row in values:
-                results[(i, j)] = (names, row)
-            if cache is not None and keys is not None:
-                cache.keep(keys[0][i], {keys[1][j]: dict(zip(names, row, strict=True)) for j, row in values})
-            bar.update(len(values))
-            return
-        for j, measures in measured:
-            results[(i, j)] = measures
-        if cache is not None and keys is not None:
-            cache.keep(keys[0][i], {keys[1][j]: measures for j, measures in measured})
-        bar.update(len(measured))
-
+    done = _telling(results, cache, keys, bar)
     if not tasks:
         bar.close()
         return results
@@ -612,6 +598,29 @@ def _schedule(sweep: _Sweep, ask: Summarize | None) -> dict[tuple[int, int], Row
     finally:
         bar.close()
     return results
+
+
+def _telling(results: dict[tuple[int, int], Row], cache: ResultCache | None, keys: tuple[list[str], list[str]] | None,
+             bar: Any) -> workers.Done:
+    """Where a unit's rows go as they come (``workers.Done``): into ``results`` by (conversation, config), the
+    result ``cache`` (under ``keys``: each conversation's, each config's) and the progress ``bar``."""
+
+    def done(i: int, measured: workers.Measured | workers.Packed) -> None:
+        if isinstance(measured, tuple):  # a worker's rows, packed (workers.packed): kept so, for the frame's table
+            names, values = measured
+            for j, row in values:
+                results[(i, j)] = (names, row)
+            if cache is not None and keys is not None:
+                cache.keep(keys[0][i], {keys[1][j]: dict(zip(names, row, strict=True)) for j, row in values})
+            bar.update(len(values))
+            return
+        for j, measures in measured:
+            results[(i, j)] = measures
+        if cache is not None and keys is not None:
+            cache.keep(keys[0][i], {keys[1][j]: measures for j, measures in measured})
+        bar.update(len(measured))
+
+    return done
 
 
 def _kept(sweep: _Sweep, plans: list[Plan]) -> tuple[dict[tuple[int, int], dict[str, Any]], tuple[list[str], list[str]] | None]:
