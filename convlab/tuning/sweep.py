@@ -556,7 +556,7 @@ def _schedule(sweep: _Sweep, ask: Summarize | None) -> dict[tuple[int, int], Row
     bar = tqdm(total=total, initial=len(kept), desc="tune", unit="replay", disable=not show)
     cache = sweep.results
 
-    done = _telling(results, cache, keys, bar)
+    done = _telling(results, cache, keys, bar.update)
     if not tasks:
         bar.close()
         return results
@@ -601,9 +601,9 @@ def _schedule(sweep: _Sweep, ask: Summarize | None) -> dict[tuple[int, int], Row
 
 
 def _telling(results: dict[tuple[int, int], Row], cache: ResultCache | None, keys: tuple[list[str], list[str]] | None,
-             bar: Any) -> workers.Done:
+             advance: Callable[[int], object]) -> workers.Done:
     """Where a unit's rows go as they come (``workers.Done``): into ``results`` by (conversation, config), the
-    result ``cache`` (under ``keys``: each conversation's, each config's) and the progress ``bar``."""
+    result ``cache`` (under ``keys``: each conversation's, each config's) and the progress bar (``advance``)."""
 
     def done(i: int, measured: workers.Measured | workers.Packed) -> None:
         if isinstance(measured, tuple):  # a worker's rows, packed (workers.packed): kept so, for the frame's table
@@ -612,13 +612,13 @@ def _telling(results: dict[tuple[int, int], Row], cache: ResultCache | None, key
                 results[(i, j)] = (names, row)
             if cache is not None and keys is not None:
                 cache.keep(keys[0][i], {keys[1][j]: dict(zip(names, row, strict=True)) for j, row in values})
-            bar.update(len(values))
+            advance(len(values))
             return
         for j, measures in measured:
             results[(i, j)] = measures
         if cache is not None and keys is not None:
             cache.keep(keys[0][i], {keys[1][j]: measures for j, measures in measured})
-        bar.update(len(measured))
+        advance(len(measured))
 
     return done
 
