@@ -209,3 +209,26 @@ def test_text_with_no_long_run_is_one_piece_and_counts_exactly(text):
 
     assert pieces(text) == [text]
     assert convlab.count_tokens(text) == len(get_encoding().encode_ordinary(text))
+
+
+def test_a_short_batch_is_counted_in_this_thread_and_a_long_one_on_threads_with_the_same_counts(monkeypatch):
+    """tiktoken starts a pool of threads for each batch it encodes (half a millisecond), which a short
+    conversation's texts do not repay: a batch under ``PARALLEL_CHARS`` is encoded here, a longer one on
+    ``THREADS`` threads; the counts are the same either way, and ``count_tokens``' own."""
+    from convlab import tokens
+
+    enc = tokens.get_encoding("o200k_base")
+    batches: list[int] = []
+    real = type(enc).encode_ordinary_batch
+
+    def spy(self, texts, **kw):
+        batches.append(sum(map(len, texts)))
+        return real(self, texts, **kw)
+
+    monkeypatch.setattr(type(enc), "encode_ordinary_batch", spy)
+    monkeypatch.setattr(tokens, "THREADS", 2)
+    short = [f"a short message {i}: " + "word " * (i % 7) for i in range(8)]
+    assert tokens.count_batch(short) == [tokens.count_tokens(t) for t in short] and batches == []
+    long = [f"a long message {i}: " + "word " * 200 for i in range(40)]  # about 40,000 characters
+    assert sum(map(len, long)) >= tokens.PARALLEL_CHARS
+    assert tokens.count_batch(long) == [tokens.count_tokens(t) for t in long] and len(batches) == 1
