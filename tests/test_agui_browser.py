@@ -123,6 +123,8 @@ def _send_edit_regenerate_switch(browser, tmp: Path) -> None:
     with served(tmp, llm=Lisbon()) as (app, server):
         page = Page(browser, server.url + "?thread=trip")
         s = app.session("trip")
+        # the page draws the thread once it has loaded it, after it has set window.convlabChat: wait for that draw
+        page.page.wait_for_selector(".cc-empty", timeout=30000)
         assert page.js("() => document.querySelector('.cc-empty').textContent").startswith("No messages yet")
         page.send("We have a free weekend in Lisbon. What should we not miss?")
         matches(page, s)
