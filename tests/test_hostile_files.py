@@ -390,7 +390,7 @@ _LINE = st.one_of(
     st.dictionaries(st.text(max_size=3), st.one_of(st.text(max_size=8), st.integers(), st.none()), max_size=3).map(
         lambda d: json.dumps(d, ensure_ascii=False).encode()),
     st.sampled_from([b"", b"  \t", "\u00a0\u3000".encode(), b"{not json", b"\xff\xfe", b"[1, 2]", b"7", b'{"a": NaN}',
-                     b'{"s": "\\ud800 lone"}', b'{"deep": ' + b"[" * 450 + b"]" * 450 + b"}", b"{" + b'"k": 1' * 0 + b"}",
+                     b'{"s": "\\ud800 lone"}', b'{"deep": ' + b"[" * 450 + b"]" * 450 + b"}", b"{}",
                      b'{"big": 1' + b"0" * 5000 + b"}", "{\"é\": \"\u2028\"}".encode(), b"{\"torn\": \"x"]),
 )
 
